@@ -1,0 +1,182 @@
+"""The ``mdshell`` command line: options, one-shot commands, and the choice of front end.
+
+Exit codes: 0 success, 1 a command or the load failed, 2 usage error. Errors are one line on
+stderr; ``--debug`` shows tracebacks. Options come before the command; everything after the
+command name belongs to the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from . import __version__
+from .problems import Problem, SourceError
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"mdshell: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="mdshell",
+        description="Explore the metadata of an Apache Kafka KRaft cluster: a "
+                    "__cluster_metadata-0 directory, one snapshot or log file, or (soon) the "
+                    "live controller quorum.",
+        epilog="Examples: mdshell -d /var/lib/kafka/data ls /image/topics/byName | "
+               "mdshell -d DIR tree /image/cluster | mdshell -s 00000000000000001234-0000000001"
+               ".checkpoint cat /image/provenance",
+    )
+    src = p.add_argument_group("source (one of)")
+    src.add_argument("-d", "--directory", metavar="DIR",
+                     help="a __cluster_metadata-0 directory, or the log dir that contains it")
+    src.add_argument("-s", "--snapshot", metavar="FILE",
+                     help="one .checkpoint or .log file (like kafka-metadata-shell --snapshot)")
+    src.add_argument("-q", "--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
+                     help="the KRaft controller quorum, live (KIP-919)")
+    src.add_argument("--config", metavar="FILE",
+                     help="Kafka client properties for --bootstrap-controller")
+    out = p.add_argument_group("output")
+    out.add_argument("-o", "--output", choices=["text", "json"], default="text",
+                     help="text (Kafka's shell format) or json (default: text)")
+    out.add_argument("--show-secrets", action="store_true",
+                     help="print SCRAM credentials, tokens and password-type configs in clear")
+    beh = p.add_argument_group("behaviour")
+    beh.add_argument("--repl", action="store_true",
+                     help="the line shell instead of the full-screen interface")
+    beh.add_argument("--strict", action="store_true",
+                     help="treat data warnings (CRC mismatch, truncation...) as errors: exit 1")
+    beh.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    p.add_argument("--version", action="version", version=f"mdshell {__version__}")
+    p.add_argument("command", nargs=argparse.REMAINDER,
+                   help="a command and its arguments (without one: interactive)")
+    return p
+
+
+def _err(msg: str) -> None:
+    print(f"mdshell: {msg}", file=sys.stderr)
+
+
+def _warn(problems: Sequence[Problem], strict: bool) -> None:
+    label = "error" if strict else "warning"
+    for p in problems:
+        print(f"mdshell: {label}: {p.message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
+        return EXIT_OK
+    except Exception as e:  # last resort: one line, never a traceback unless asked
+        if args.debug:
+            raise
+        _err(f"internal error: {type(e).__name__}: {e} (rerun with --debug for details, and "
+             "please report it)")
+        return EXIT_FAIL
+
+
+def _main(args: argparse.Namespace) -> int:
+    sources = [x for x in (args.directory, args.snapshot, args.bootstrap_controller) if x]
+    if len(sources) > 1:
+        _err("give only one of -d/--directory, -s/--snapshot and -q/--bootstrap-controller")
+        return EXIT_USAGE
+    if args.bootstrap_controller:
+        _err("live mode (-q/--bootstrap-controller) is not available in this version yet; "
+             "read a copy of the __cluster_metadata-0 directory with -d instead")
+        return EXIT_USAGE
+    if not sources:
+        _err("no metadata source: give -d DIR (a __cluster_metadata-0 directory or its log "
+             "dir) or -s FILE (one .checkpoint or .log file)")
+        return EXIT_USAGE
+    from .commands import Shell
+    from .loader import open_source
+    from .tree.node import RenderOptions
+
+    try:
+        source = open_source(args.directory, args.snapshot)
+        loaded = source.load()
+    except SourceError as e:
+        if args.debug:
+            raise
+        _err(str(e))
+        return EXIT_FAIL
+    _warn(loaded.problems, args.strict)
+    if args.strict and loaded.problems:
+        return EXIT_FAIL
+    shell = Shell(source, loaded, RenderOptions(show_secrets=args.show_secrets), args.output)
+    if args.command:
+        return run_one(shell, args.command, sys.stdout)
+    if not sys.stdin.isatty():
+        return run_script(shell, sys.stdin, sys.stdout)
+    from .repl import run_repl
+    return run_repl(shell)
+
+
+def emit(shell: object, result: object, out: TextIO) -> int:
+    """Print a command result (text or JSON) and its errors; return its exit code."""
+    from .commands.base import Result
+    from .commands.shell import Shell
+
+    assert isinstance(shell, Shell) and isinstance(result, Result)
+    if shell.output == "json":
+        data = result.data() if callable(result.data) else result.data
+        if data is not None:
+            json.dump(data, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+    else:
+        for line in result.lines:
+            out.write(line)
+            out.write("\n")
+    out.flush()
+    for e in result.errors:
+        print(f"{e}", file=sys.stderr)
+    return result.code
+
+
+def run_one(shell: object, words: list[str], out: TextIO) -> int:
+    from .commands.shell import Shell
+
+    assert isinstance(shell, Shell)
+    return emit(shell, shell.run(words), out)
+
+
+def run_script(shell: object, lines: TextIO, out: TextIO) -> int:
+    """Commands read line by line (stdin not a terminal); exit code of the last failure."""
+    from .commands.shell import Shell
+
+    assert isinstance(shell, Shell)
+    shell.interactive = True
+    code = EXIT_OK
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line in ("exit", "quit"):
+            break
+        rc = emit(shell, shell.run_line(line), out)
+        if rc:
+            code = rc
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,200 @@
+"""Kafka's navigation commands, done better: ls, cd, pwd, cat, tree, find."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from typing import Any
+
+from ..tree.node import Node, RenderOptions
+from ..tree.paths import GlobError, Match, absolute, join, resolve
+from .base import ArgParser, Result, command
+from .columns import layout
+from .shell import Shell
+
+
+def _matches(shell: Shell, cmd: str, target: str, errors: list[str]) -> list[Match]:
+    try:
+        found = list(resolve(shell.root, shell.cwd, target))
+    except GlobError as e:
+        errors.append(f"{cmd}: {e}")
+        return []
+    if not found:
+        errors.append(f"{cmd}: {target}: No such file or directory.")
+    return found
+
+
+def _targets(args: list[str]) -> list[str]:
+    return [a for a in args if a] or ["."]
+
+
+@command("ls", "List metadata nodes.", "ls [PATH...]",
+         details="Directories show their children, leaves their own name. Globs (*, ?, "
+                 "{a,b}, [a-z]) match per path component.")
+def ls(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("ls", "ls [PATH...]")
+    p.add_argument("paths", nargs="*")
+    ns = p.parse_args(args)
+    errors: list[str] = []
+    files: list[str] = []
+    dirs: list[tuple[Match, list[str]]] = []
+    for target in _targets(ns.paths):
+        for mt in _matches(shell, "ls", target, errors):
+            if mt.node.is_dir:
+                dirs.append((mt, sorted(mt.node.names())))
+            else:
+                files.append(mt.name)
+    data = ([{"path": None, "type": "file", "name": f} for f in files]
+            + [{"path": mt.path, "type": "directory", "children": kids} for mt, kids in dirs])
+    return Result(_ls_lines(files, dirs, shell.width), data, errors)
+
+
+def _ls_lines(files: list[str], dirs: list[tuple[Match, list[str]]],
+              width: int | None) -> Iterator[str]:
+    yield from layout(files, width)
+    intro = bool(files) or len(dirs) > 1
+    first = not files
+    for mt, kids in dirs:
+        if intro:
+            if not first:
+                yield ""
+            yield f"{mt.name}:"
+            first = False
+        yield from layout(kids, width)
+
+
+@command("pwd", "Print the current working directory.", "pwd")
+def pwd(shell: Shell, args: list[str]) -> Result:
+    ArgParser("pwd", "pwd").parse_args(args)
+    return Result([shell.cwd], {"cwd": shell.cwd})
+
+
+@command("cd", "Change the current working directory (no argument: /).", "cd [PATH]",
+         shell_only=True)
+def cd(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("cd", "cd [PATH]")
+    p.add_argument("path", nargs="?", default="/")
+    ns = p.parse_args(args)
+    errors: list[str] = []
+    found = _matches(shell, "cd", ns.path, errors)
+    if errors:
+        return Result(errors=errors)
+    if len(found) > 1:
+        return Result(errors=[f"cd: {ns.path}: matches {len(found)} nodes; be more specific"])
+    if not found[0].node.is_dir:
+        return Result(errors=[f"cd: {ns.path}: Not a directory."])
+    shell.cwd = found[0].path
+    return Result(data={"cwd": shell.cwd})
+
+
+@command("cat", "Show the contents of metadata leaves.", "cat PATH...",
+         details="A directory is an error (use ls or tree).")
+def cat(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("cat", "cat PATH...")
+    p.add_argument("paths", nargs="+")
+    ns = p.parse_args(args)
+    errors: list[str] = []
+    leaves: list[Match] = []
+    for target in ns.paths:
+        for mt in _matches(shell, "cat", target, errors):
+            if mt.node.is_dir:
+                errors.append(f"cat: {mt.path}: Is a directory (use ls or tree)")
+            else:
+                leaves.append(mt)
+    opts = shell.opts
+    data = [{"path": mt.path, "value": mt.node.data(opts)} for mt in leaves]
+    return Result((mt.node.text(opts) for mt in leaves), data, errors)
+
+
+def tree_lines(node: Node, opts: RenderOptions, indent: int = 0) -> Iterator[str]:
+    """Kafka's ShellNodePrinter: a directory prints its children, sorted, two spaces a level."""
+    pad = "  " * indent
+    if not node.is_dir:
+        yield pad + node.text(opts)
+        return
+    for name in sorted(node.names()):
+        child = node.child(name)
+        if child is None:
+            continue
+        yield f"{pad}{name}:"
+        yield from tree_lines(child, opts, indent + 1)
+
+
+def tree_data(node: Node, opts: RenderOptions) -> Any:
+    if not node.is_dir:
+        return node.data(opts)
+    out: dict[str, Any] = {}
+    for name in sorted(node.names()):
+        child = node.child(name)
+        if child is not None:
+            out[name] = tree_data(child, opts)
+    return out
+
+
+@command("tree", "Show metadata nodes and everything below them.", "tree [PATH...]")
+def tree(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("tree", "tree [PATH...]")
+    p.add_argument("paths", nargs="*")
+    ns = p.parse_args(args)
+    errors: list[str] = []
+    found = [mt for t in _targets(ns.paths) for mt in _matches(shell, "tree", t, errors)]
+    opts = shell.opts
+
+    def lines() -> Iterator[str]:
+        for mt in found:
+            yield from tree_lines(mt.node, opts)
+
+    def data() -> Any:
+        return [{"path": mt.path, "tree": tree_data(mt.node, opts)} for mt in found]
+    return Result(lines(), data, errors)
+
+
+@command("find", "Search for nodes below the given paths.",
+         "find [PATH...] [-name GLOB] [-type d|f] [-maxdepth N]",
+         details="-name matches the node's own name with a shell glob; -type d keeps "
+                 "directories, -type f leaves; -maxdepth limits the depth below each path.",
+         options=("-name", "-type", "-maxdepth"))
+def find(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("find", "find [PATH...] [-name GLOB] [-type d|f] [-maxdepth N]")
+    p.add_argument("paths", nargs="*")
+    p.add_argument("-name")
+    p.add_argument("-type", choices=["d", "f"])
+    p.add_argument("-maxdepth", type=int)
+    ns = p.parse_args(args)
+    errors: list[str] = []
+    starts: list[tuple[str, Match]] = []
+    for target in _targets(ns.paths):
+        for mt in _matches(shell, "find", target, errors):
+            shown = target if target == mt.path or not _is_plain(target) else mt.path
+            starts.append((shown, mt))
+
+    def keep(name: str, node: Node) -> bool:
+        if ns.type == "d" and not node.is_dir:
+            return False
+        if ns.type == "f" and node.is_dir:
+            return False
+        return ns.name is None or fnmatch.fnmatchcase(name, ns.name)
+
+    def walk(path: str, name: str, node: Node, depth: int) -> Iterator[str]:
+        if keep(name, node):
+            yield path
+        if node.is_dir and (ns.maxdepth is None or depth < ns.maxdepth):
+            for child_name in sorted(node.names()):
+                child = node.child(child_name)
+                if child is not None:
+                    sub = path + child_name if path.endswith("/") else f"{path}/{child_name}"
+                    yield from walk(sub, child_name, child, depth + 1)
+
+    def lines() -> Iterator[str]:
+        for shown, mt in starts:
+            yield from walk(shown, mt.name, mt.node, 0)
+    return Result(lines(), lambda: list(lines()), errors)
+
+
+def _is_plain(target: str) -> bool:
+    """Kafka's find prints paths as the user typed them (relative stays relative)."""
+    return "*" not in target and "?" not in target and "{" not in target and "[" not in target
+
+
+def node_path(shell: Shell, target: str) -> str:
+    return join(absolute(shell.cwd, target))

@@ -1,0 +1,62 @@
+"""The state every front end shares: the source, the loaded image, the working directory."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from ..loader import Loaded, Source
+from ..tree.node import Node, RenderOptions
+from ..tree.root import RootInfo, root_node
+from .base import REGISTRY, CommandError, Result, UsageError, closest
+
+
+@dataclass
+class Shell:
+    source: Source
+    loaded: Loaded
+    opts: RenderOptions = field(default_factory=RenderOptions)
+    output: str = "text"  # "text" or "json"
+    width: int | None = None  # terminal width for ls columns; None: one entry per line
+    interactive: bool = False
+    cwd: str = "/"
+
+    def __post_init__(self) -> None:
+        self.root: Node = self._build_root()
+
+    def _build_root(self) -> Node:
+        info = RootInfo(self.source.describe(), self.source.kind,
+                        [f.path for f in self.loaded.files])
+        return root_node(self.loaded.image, info)
+
+    def set_loaded(self, loaded: Loaded) -> None:
+        self.loaded = loaded
+        self.root = self._build_root()
+
+    def run_line(self, line: str) -> Result:
+        try:
+            words = shlex.split(line, comments=False, posix=True)
+        except ValueError as e:
+            return Result(errors=[f"cannot parse the line: {e}"], exit_code=2)
+        return self.run(words)
+
+    def run(self, words: list[str]) -> Result:
+        if not words:
+            return Result()
+        name, args = words[0], words[1:]
+        cmd = REGISTRY.get(name)
+        if cmd is None:
+            hint = closest(name)
+            msg = f"{name}: unknown command"
+            msg += f"; did you mean '{hint}'?" if hint else "; type 'help' for the list"
+            return Result(errors=[msg], exit_code=2)
+        if cmd.shell_only and not self.interactive:
+            return Result(errors=[f"{name}: only available in the interactive shell "
+                                  "(run mdshell without a command, or with --repl)"],
+                          exit_code=2)
+        try:
+            return cmd.run(self, args)
+        except UsageError as e:
+            return Result(errors=[str(e)], exit_code=2)
+        except CommandError as e:
+            return Result(errors=[f"{name}: {e}"], exit_code=1)

@@ -1,0 +1,169 @@
+"""The metadata image: what the cluster looks like at one offset of the log.
+
+Plain data, built by :mod:`replay` and read by everything above. UUIDs are 16 raw bytes
+(rendered as Kafka's base64 by the tree). Partitions of a topic may be held undecoded (see
+:class:`LazyPartition`) until something reads them: a million-partition snapshot loads
+without decoding a million records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..wire import codec
+from ..wire.records import METADATA
+from .names import MINIMUM_KRAFT_LEVEL
+
+NO_LEADER = -1
+
+
+@dataclass(slots=True)
+class Endpoint:
+    name: str
+    host: str
+    port: int
+    security_protocol: int
+
+
+@dataclass(slots=True)
+class BrokerRegistration:
+    id: int
+    epoch: int
+    incarnation_id: bytes
+    listeners: dict[str, Endpoint]
+    supported_features: dict[str, tuple[int, int]]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    is_migrating_zk_broker: bool
+    directories: list[bytes]
+
+
+@dataclass(slots=True)
+class ControllerRegistration:
+    id: int
+    incarnation_id: bytes
+    zk_migration_ready: bool
+    listeners: dict[str, Endpoint]
+    supported_features: dict[str, tuple[int, int]]
+
+
+@dataclass(slots=True)
+class Partition:
+    replicas: list[int]
+    directories: list[bytes]
+    isr: list[int]
+    removing_replicas: list[int]
+    adding_replicas: list[int]
+    elr: list[int]
+    last_known_elr: list[int]
+    leader: int
+    leader_recovery_state: int
+    leader_epoch: int
+    partition_epoch: int
+
+
+@dataclass(slots=True)
+class LazyPartition:
+    """An undecoded PartitionRecord: its value is ``buf[body:end]`` at ``version``."""
+
+    buf: bytes
+    body: int
+    end: int
+    version: int
+
+    def decode(self) -> Partition:
+        d = codec.decode(METADATA[3], self.version, self.buf, self.body, self.end)
+        return partition_from_record(d)
+
+
+def partition_from_record(d: dict[str, Any]) -> Partition:
+    replicas = d["replicas"]
+    dirs = d["directories"] or [bytes(16)] * len(replicas)
+    return Partition(
+        replicas=replicas, directories=dirs, isr=d["isr"],
+        removing_replicas=d["removingReplicas"], adding_replicas=d["addingReplicas"],
+        elr=d["eligibleLeaderReplicas"] or [], last_known_elr=d["lastKnownElr"] or [],
+        leader=d["leader"], leader_recovery_state=d["leaderRecoveryState"],
+        leader_epoch=d["leaderEpoch"], partition_epoch=d["partitionEpoch"])
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    id: bytes
+    partitions: dict[int, Partition | LazyPartition] = field(default_factory=dict)
+
+    def partition(self, pid: int) -> Partition | None:
+        p = self.partitions.get(pid)
+        if isinstance(p, LazyPartition):
+            p = p.decode()
+            self.partitions[pid] = p
+        return p
+
+
+@dataclass(slots=True)
+class Acl:
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(slots=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(slots=True)
+class DelegationToken:
+    token_id: str
+    owner: str
+    requester: str
+    renewers: list[str]
+    issue_timestamp: int
+    max_timestamp: int
+    expiration_timestamp: int
+
+
+@dataclass(slots=True)
+class Provenance:
+    offset: int = -1
+    epoch: int = -1
+    time_ms: int = -1
+
+
+# A client quota entity: sorted ((entity type, entity name or None for the default), ...).
+QuotaEntity = tuple[tuple[str, str | None], ...]
+ConfigResource = tuple[int, str]  # (resource type code, resource name; "" = default)
+
+
+@dataclass(slots=True)
+class Image:
+    """The whole image. ``metadata_version`` is the feature level (None: never set)."""
+
+    provenance: Provenance = field(default_factory=Provenance)
+    metadata_version: int | None = None
+    finalized_features: dict[str, int] = field(default_factory=dict)
+    zk_migration_state: int = 0
+    brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    controllers: dict[int, ControllerRegistration] = field(default_factory=dict)
+    topics_by_id: dict[bytes, Topic] = field(default_factory=dict)
+    topics_by_name: dict[str, Topic] = field(default_factory=dict)
+    configs: dict[ConfigResource, dict[str, str]] = field(default_factory=dict)
+    client_quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
+    next_producer_id: int = -1
+    acls: dict[bytes, Acl] = field(default_factory=dict)
+    scram: dict[int, dict[str, ScramCredential]] = field(default_factory=dict)
+    delegation_tokens: dict[str, DelegationToken] = field(default_factory=dict)
+
+    @property
+    def metadata_version_level(self) -> int:
+        return self.metadata_version if self.metadata_version is not None else MINIMUM_KRAFT_LEVEL

@@ -1,0 +1,430 @@
+"""Replay metadata records into an :class:`Image`, with Kafka's semantics.
+
+- Records between BeginTransaction and EndTransaction apply at the End; an Abort drops them.
+- Control batches (leader changes, snapshot header/footer, KRaft voters) never move the
+  provenance; metadata batches set it to (last offset, leader epoch, max timestamp), as
+  Kafka's loader does.
+- A record that Kafka would refuse (fencing an unknown broker, a partition of an unknown
+  topic...) is skipped with a warning; the load goes on.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from ..problems import Problem
+from ..wire import frames
+from ..wire.batch import Batch, value_ranges
+from ..wire.primitives import uuid_sort_key, uuid_str
+from ..wire.records import record_name
+from . import model as m
+from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
+
+_PART_HEAD = struct.Struct(">i16s")
+NOOP, PARTITION, BEGIN_TXN, END_TXN, ABORT_TXN = 20, 3, 23, 24, 25
+UNASSIGNED_DIR = b"\0" * 15 + b"\x01"
+
+Handler = Callable[["ImageBuilder", dict[str, Any], int], None]
+Pending = tuple[int, int, "dict[str, Any] | m.LazyPartition", int]
+
+
+class ImageBuilder:
+    """Applies batches to an image in place; ``problems`` collects what was skipped and why."""
+
+    def __init__(self, image: m.Image | None = None) -> None:
+        self.image = image or m.Image()
+        self.problems: list[Problem] = []
+        self.txn: list[Pending] | None = None
+        self.txn_offset = -1
+        self._reported: set[tuple[int, int]] = set()
+        self.records_applied = 0
+        self.file = ""
+
+    # ------------------------------------------------------------ batches
+
+    def apply_batch(self, batch: Batch, stop: int | None = None, skip_below: int = -1) -> None:
+        """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
+        buf, recs = value_ranges(batch)
+        last = -1
+        img = self.image
+        for off, vpos, vend in recs:
+            if off < skip_below:
+                continue
+            if stop is not None and off > stop:
+                break
+            last = off
+            if vend < 0:
+                self._warn("null-value", f"record at offset {off} has no value; skipped", off)
+                continue
+            if buf[vpos] == 1 and buf[vpos + 1] < 0x80 and buf[vpos + 2] < 0x80:
+                key, ver, body = buf[vpos + 1], buf[vpos + 2], vpos + 3
+            else:
+                key, ver, value = frames.decode_metadata(buf, vpos, vend)
+                self._dispatch(key, ver, value, off)
+                continue
+            if key == NOOP:
+                continue
+            if key == PARTITION and ver <= 2:
+                lazy = m.LazyPartition(buf, body, vend, ver)
+                if self.txn is not None:
+                    self.txn.append((key, ver, lazy, off))
+                else:
+                    self._put_lazy_partition(lazy, off)
+                continue
+            key, ver, value = frames.decode_metadata(buf, vpos, vend)
+            self._dispatch(key, ver, value, off)
+        if last >= 0 and self.txn is None:
+            prov = img.provenance
+            prov.offset = batch.last_offset if stop is None or stop >= batch.last_offset else last
+            prov.epoch = batch.epoch
+            prov.time_ms = batch.max_timestamp
+
+    def _dispatch(self, key: int, ver: int, value: dict[str, Any] | frames.Unknown,
+                  off: int) -> None:
+        if isinstance(value, frames.Unknown):
+            self._unknown(value, off)
+            return
+        if key == BEGIN_TXN:
+            if self.txn is not None:
+                self._warn("txn", f"BeginTransactionRecord at offset {off} inside the "
+                           f"transaction begun at {self.txn_offset}; the earlier one is dropped",
+                           off)
+            self.txn, self.txn_offset = [], off
+            return
+        if key == END_TXN:
+            if self.txn is None:
+                self._warn("txn", f"EndTransactionRecord at offset {off} without a "
+                           "BeginTransactionRecord; ignored", off)
+                return
+            pending, self.txn = self.txn, None
+            for k, v, val, o in pending:
+                if isinstance(val, m.LazyPartition):
+                    self._put_lazy_partition(val, o)
+                else:
+                    self._apply(k, v, val, o)
+            return
+        if key == ABORT_TXN:
+            if self.txn is None:
+                self._warn("txn", f"AbortTransactionRecord at offset {off} without a "
+                           "BeginTransactionRecord; ignored", off)
+            self.txn = None
+            return
+        if self.txn is not None:
+            self.txn.append((key, ver, value, off))
+        else:
+            self._apply(key, ver, value, off)
+
+    def _apply(self, key: int, ver: int, d: dict[str, Any], off: int) -> None:
+        handler = HANDLERS.get(key)
+        if handler is None:
+            return  # NoOp and records with no effect on the image
+        self.records_applied += 1
+        handler(self, d, off)
+
+    # ------------------------------------------------------------ problems
+
+    def _warn(self, code: str, msg: str, off: int | None) -> None:
+        where = f"{self.file}: " if self.file else ""
+        self.problems.append(Problem(code, where + msg, self.file or None, off))
+
+    def _unknown(self, u: frames.Unknown, off: int) -> None:
+        k = (u.api_key, u.version)
+        if k in self._reported:
+            return
+        self._reported.add(k)
+        self._warn("unknown-record",
+                   f"offset {off}: {u.reason}; kept raw (see `records`) and not applied — a "
+                   "newer mdshell may know it (reported once per type and version)", off)
+
+    # ------------------------------------------------------------ topics
+
+    def _topic(self, tid: bytes, what: str, off: int) -> m.Topic | None:
+        topic = self.image.topics_by_id.get(tid)
+        if topic is None:
+            self._warn("no-topic", f"{what} at offset {off} names unknown topic id "
+                       f"{uuid_str(tid)}; skipped", off)
+        return topic
+
+    def _put_lazy_partition(self, lazy: m.LazyPartition, off: int) -> None:
+        pid, tid = _PART_HEAD.unpack_from(lazy.buf, lazy.body)
+        topic = self._topic(tid, "PartitionRecord", off)
+        if topic is not None:
+            topic.partitions[pid] = lazy
+            self.records_applied += 1
+
+
+# ---------------------------------------------------------------- handlers
+
+
+def _endpoints(items: list[dict[str, Any]]) -> dict[str, m.Endpoint]:
+    return {e["name"]: m.Endpoint(e["name"], e["host"], e["port"], e["securityProtocol"])
+            for e in items}
+
+
+def _features(items: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    return {f["name"]: (f["minSupportedVersion"], f["maxSupportedVersion"]) for f in items}
+
+
+def _register_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    b.image.brokers[d["brokerId"]] = m.BrokerRegistration(
+        id=d["brokerId"], epoch=d["brokerEpoch"], incarnation_id=d["incarnationId"],
+        listeners=_endpoints(d["endPoints"]), supported_features=_features(d["features"]),
+        rack=d["rack"], fenced=d["fenced"], in_controlled_shutdown=d["inControlledShutdown"],
+        is_migrating_zk_broker=d["isMigratingZkBroker"],
+        directories=sorted(d["logDirs"], key=uuid_sort_key))
+
+
+def _unregister_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    if b.image.brokers.pop(d["brokerId"], None) is None:
+        b._warn("no-broker", f"UnregisterBrokerRecord at offset {off} for broker "
+                f"{d['brokerId']}, which is not registered", off)
+
+
+def _broker_for(b: ImageBuilder, bid: int, epoch: int, what: str,
+                off: int) -> m.BrokerRegistration | None:
+    reg = b.image.brokers.get(bid)
+    if reg is None:
+        b._warn("no-broker", f"{what} at offset {off} for broker {bid}, which is not "
+                "registered; skipped", off)
+    elif reg.epoch != epoch:
+        b._warn("broker-epoch", f"{what} at offset {off} for broker {bid} epoch {epoch}, but "
+                f"the registration has epoch {reg.epoch}; skipped", off)
+        return None
+    return reg
+
+
+def _fence(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    reg = _broker_for(b, d["id"], d["epoch"], "FenceBrokerRecord", off)
+    if reg is not None:
+        reg.fenced = True
+
+
+def _unfence(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    reg = _broker_for(b, d["id"], d["epoch"], "UnfenceBrokerRecord", off)
+    if reg is not None:
+        reg.fenced = False
+
+
+def _broker_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    reg = _broker_for(b, d["brokerId"], d["brokerEpoch"], "BrokerRegistrationChangeRecord", off)
+    if reg is None:
+        return
+    fenced = d["fenced"]
+    if fenced == 1:
+        reg.fenced = True
+    elif fenced == -1:
+        reg.fenced = False
+    elif fenced != 0:
+        b._warn("bad-value", f"BrokerRegistrationChangeRecord at offset {off}: unknown fenced "
+                f"value {fenced}; ignored", off)
+    shutdown = d["inControlledShutdown"]
+    if shutdown == 1:
+        reg.in_controlled_shutdown = True
+    elif shutdown != 0:
+        b._warn("bad-value", f"BrokerRegistrationChangeRecord at offset {off}: unknown "
+                f"inControlledShutdown value {shutdown}; ignored", off)
+    if d["logDirs"]:
+        reg.directories = sorted(d["logDirs"], key=uuid_sort_key)
+
+
+def _register_controller(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    b.image.controllers[d["controllerId"]] = m.ControllerRegistration(
+        id=d["controllerId"], incarnation_id=d["incarnationId"],
+        zk_migration_ready=d["zkMigrationReady"], listeners=_endpoints(d["endPoints"]),
+        supported_features=_features(d["features"]))
+
+
+def _unregister_controller(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    if b.image.controllers.pop(d["controllerId"], None) is None:
+        b._warn("no-controller", f"UnregisterControllerRecord at offset {off} for controller "
+                f"{d['controllerId']}, which is not registered", off)
+
+
+def _topic_record(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    topic = m.Topic(d["name"], d["topicId"])
+    b.image.topics_by_id[topic.id] = topic
+    b.image.topics_by_name[topic.name] = topic
+
+
+def _partition(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    topic = b._topic(d["topicId"], "PartitionRecord", off)
+    if topic is not None:
+        topic.partitions[d["partitionId"]] = m.partition_from_record(d)
+
+
+def _directories_for(old: m.Partition, new_replicas: list[int]) -> list[bytes]:
+    """Keep each surviving replica's directory; new replicas are unassigned."""
+    by_replica = dict(zip(old.replicas, old.directories, strict=False))
+    return [by_replica.get(r, UNASSIGNED_DIR) for r in new_replicas]
+
+
+def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
+    """Kafka's PartitionRegistration.merge(PartitionChangeRecord)."""
+    replicas = p.replicas if d["replicas"] is None else d["replicas"]
+    if d["directories"]:
+        dirs = d["directories"]
+    elif d["replicas"] is not None:
+        dirs = _directories_for(p, d["replicas"])
+    else:
+        dirs = p.directories
+    if not dirs:
+        dirs = [bytes(16)] * len(p.replicas)
+    leader, leader_epoch = p.leader, p.leader_epoch
+    if d["leader"] != -2:
+        leader, leader_epoch = d["leader"], p.leader_epoch + 1
+    lrs = p.leader_recovery_state if d["leaderRecoveryState"] == -1 else d["leaderRecoveryState"]
+    return m.Partition(
+        replicas=replicas, directories=dirs,
+        isr=p.isr if d["isr"] is None else d["isr"],
+        removing_replicas=(p.removing_replicas if d["removingReplicas"] is None
+                           else d["removingReplicas"]),
+        adding_replicas=p.adding_replicas if d["addingReplicas"] is None else d["addingReplicas"],
+        elr=p.elr if d["eligibleLeaderReplicas"] is None else d["eligibleLeaderReplicas"],
+        last_known_elr=p.last_known_elr if d["lastKnownElr"] is None else d["lastKnownElr"],
+        leader=leader, leader_recovery_state=lrs, leader_epoch=leader_epoch,
+        partition_epoch=p.partition_epoch + 1)
+
+
+def _partition_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    topic = b._topic(d["topicId"], "PartitionChangeRecord", off)
+    if topic is None:
+        return
+    pid = d["partitionId"]
+    p = topic.partition(pid)
+    if p is None:
+        b._warn("no-partition", f"PartitionChangeRecord at offset {off} for partition "
+                f"{topic.name}-{pid}, which does not exist; skipped", off)
+        return
+    topic.partitions[pid] = merge_partition(p, d)
+
+
+_CLEAR_ELR = {"replicas": None, "directories": None, "isr": None, "removingReplicas": None,
+              "addingReplicas": None, "leader": -2, "leaderRecoveryState": -1,
+              "eligibleLeaderReplicas": [], "lastKnownElr": []}
+
+
+def _clear_elr(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    name = d["topicName"]
+    if name:
+        topic = b.image.topics_by_name.get(name)
+        if topic is None:
+            b._warn("no-topic", f"ClearElrRecord at offset {off} names unknown topic "
+                    f"{name!r}; skipped", off)
+            return
+        topics = [topic]
+    else:
+        topics = list(b.image.topics_by_id.values())
+    for topic in topics:
+        for pid in list(topic.partitions):
+            p = topic.partition(pid)
+            if p is not None and (p.elr or p.last_known_elr):
+                topic.partitions[pid] = merge_partition(p, _CLEAR_ELR)
+
+
+def _remove_topic(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    img = b.image
+    topic = img.topics_by_id.pop(d["topicId"], None)
+    if topic is None:
+        b._warn("no-topic", f"RemoveTopicRecord at offset {off} names unknown topic id "
+                f"{uuid_str(d['topicId'])}; skipped", off)
+        return
+    if img.topics_by_name.get(topic.name) is topic:
+        del img.topics_by_name[topic.name]
+    img.configs.pop((TOPIC_CONFIG, topic.name), None)
+
+
+def _config(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    resource = (d["resourceType"], d["resourceName"])
+    configs = b.image.configs
+    values = configs.get(resource)
+    if d["value"] is None:
+        if values is not None:
+            values.pop(d["name"], None)
+            if not values:
+                del configs[resource]
+        return
+    if values is None:
+        values = configs[resource] = {}
+    values[d["name"]] = d["value"]
+
+
+def _feature_level(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    img = b.image
+    if d["name"] == METADATA_VERSION_FEATURE:
+        img.metadata_version = d["featureLevel"]
+    elif d["featureLevel"] == 0:
+        img.finalized_features.pop(d["name"], None)
+    else:
+        img.finalized_features[d["name"]] = d["featureLevel"]
+
+
+def _zk_migration(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    b.image.zk_migration_state = d["zkMigrationState"]
+
+
+def _client_quota(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    entity: m.QuotaEntity = tuple(sorted(
+        (e["entityType"], e["entityName"]) for e in d["entity"]))
+    quotas = b.image.client_quotas
+    values = quotas.get(entity)
+    if d["remove"]:
+        if values is not None:
+            values.pop(d["key"], None)
+            if not values:
+                del quotas[entity]
+        return
+    if values is None:
+        values = quotas[entity] = {}
+    values[d["key"]] = d["value"]
+
+
+def _producer_ids(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    b.image.next_producer_id = d["nextProducerId"]
+
+
+def _acl(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    b.image.acls[d["id"]] = m.Acl(d["resourceType"], d["resourceName"], d["patternType"],
+                                  d["principal"], d["host"], d["operation"], d["permissionType"])
+
+
+def _remove_acl(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    if b.image.acls.pop(d["id"], None) is None:
+        b._warn("no-acl", f"RemoveAccessControlEntryRecord at offset {off} for unknown ACL "
+                f"{uuid_str(d['id'])}; skipped", off)
+
+
+def _scram(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    users = b.image.scram.setdefault(d["mechanism"], {})
+    users[d["name"]] = m.ScramCredential(d["salt"], d["storedKey"], d["serverKey"],
+                                         d["iterations"])
+
+
+def _remove_scram(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    users = b.image.scram.get(d["mechanism"])
+    if users is not None:
+        users.pop(d["name"], None)
+        if not users:
+            del b.image.scram[d["mechanism"]]
+
+
+def _token(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    b.image.delegation_tokens[d["tokenId"]] = m.DelegationToken(
+        d["tokenId"], d["owner"], d["requester"], d["renewers"], d["issueTimestamp"],
+        d["maxTimestamp"], d["expirationTimestamp"])
+
+
+def _remove_token(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    b.image.delegation_tokens.pop(d["tokenId"], None)
+
+
+HANDLERS: dict[int, Handler] = {
+    0: _register_broker, 1: _unregister_broker, 2: _topic_record, 3: _partition, 4: _config,
+    5: _partition_change, 7: _fence, 8: _unfence, 9: _remove_topic, 10: _token, 11: _scram,
+    12: _feature_level, 14: _client_quota, 15: _producer_ids, 17: _broker_change, 18: _acl,
+    19: _remove_acl, 21: _zk_migration, 22: _remove_scram, 26: _remove_token,
+    27: _register_controller, 28: _clear_elr, 29: _unregister_controller,
+}
+
+__all__ = ["HANDLERS", "ImageBuilder", "merge_partition", "record_name"]

@@ -1,0 +1,22 @@
+"""Problems found while reading: one clear line each (what, where, what to do)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SourceError(Exception):
+    """Nothing usable can be read: the load cannot produce an image at all."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A warning about the data; the load goes on with the best image the valid data allows."""
+
+    code: str  # short identifier, e.g. "crc", "truncated", "unknown-record"
+    message: str  # the full one-line message
+    file: str | None = None
+    offset: int | None = None
+
+    def __str__(self) -> str:
+        return self.message

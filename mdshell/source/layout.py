@@ -1,0 +1,104 @@
+"""What the files of a ``__cluster_metadata-0`` directory are (by name, never by guess).
+
+- ``<20-digit base offset>.log``: log segments.
+- ``<20-digit end offset>-<10-digit epoch>.checkpoint``: raft snapshots of offsets < end offset;
+  ``.checkpoint.part`` is being written, ``.checkpoint.deleted`` is scheduled for deletion.
+- ``<offset>.snapshot``: producer-state snapshots, not metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..problems import SourceError
+
+METADATA_DIR = "__cluster_metadata-0"
+_SEGMENT = re.compile(r"^(\d{20})\.log$")
+_CHECKPOINT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
+_PRODUCER = re.compile(r"^\d{20}\.snapshot$")
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    path: str
+    base_offset: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    path: str
+    end_offset: int  # the snapshot holds offsets < end_offset
+    epoch: int
+    size: int
+    state: str = "ready"  # "ready", "part" (being written) or "deleted" (scheduled)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+@dataclass(slots=True)
+class Layout:
+    """The metadata files of one directory, sorted."""
+
+    directory: str
+    log_dir: str | None  # the parent log dir when it holds meta.properties etc.
+    segments: list[Segment] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)  # ready ones, by end offset
+    ignored_checkpoints: list[Checkpoint] = field(default_factory=list)  # .part / .deleted
+    producer_snapshots: list[str] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+
+
+def resolve_directory(path: str) -> str:
+    """Accept the ``__cluster_metadata-0`` directory itself or the log dir holding it."""
+    if not os.path.exists(path):
+        raise SourceError(f"{path}: no such directory; give the __cluster_metadata-0 directory "
+                          "or the Kafka log dir that contains it")
+    if not os.path.isdir(path):
+        raise SourceError(f"{path}: not a directory; use -s FILE to read one snapshot or log file")
+    inner = os.path.join(path, METADATA_DIR)
+    if os.path.isdir(inner):
+        return inner
+    return path
+
+
+def scan_layout(path: str) -> Layout:
+    directory = resolve_directory(path)
+    try:
+        names = sorted(os.listdir(directory))
+    except PermissionError:
+        raise SourceError(f"{directory}: permission denied; run mdshell as a user who can read "
+                          "the Kafka log dir (read access is enough)") from None
+    parent = os.path.dirname(os.path.abspath(directory))
+    log_dir = parent if os.path.basename(directory) == METADATA_DIR else None
+    layout = Layout(directory, log_dir)
+    for name in names:
+        full = os.path.join(directory, name)
+        try:
+            size = os.path.getsize(full)
+        except OSError:
+            size = -1
+        if m := _SEGMENT.match(name):
+            layout.segments.append(Segment(full, int(m.group(1)), size))
+        elif m := _CHECKPOINT.match(name):
+            state = {None: "ready", ".part": "part", ".deleted": "deleted"}[m.group(3)]
+            cp = Checkpoint(full, int(m.group(1)), int(m.group(2)), size, state)
+            (layout.checkpoints if state == "ready" else layout.ignored_checkpoints).append(cp)
+        elif _PRODUCER.match(name):
+            layout.producer_snapshots.append(full)
+        else:
+            layout.other.append(full)
+    layout.segments.sort(key=lambda s: s.base_offset)
+    layout.checkpoints.sort(key=lambda c: (c.end_offset, c.epoch))
+    if not layout.segments and not layout.checkpoints:
+        hint = ""
+        if layout.producer_snapshots:
+            hint = " (.snapshot files are producer snapshots, not metadata)"
+        raise SourceError(f"{directory}: no metadata log segments (.log) or snapshots "
+                          f"(.checkpoint) here{hint}; give the __cluster_metadata-0 directory "
+                          "or the Kafka log dir that contains it")
+    return layout

@@ -1,0 +1,92 @@
+"""Read the record batches of one file, stopping cleanly at the first damaged batch.
+
+Files are opened read-only and never locked: a directory in use by a running Kafka is read as
+it is. A truncated tail or a CRC mismatch ends the file with a :class:`Problem`; what came
+before is still used.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+
+from ..wire.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, Batch
+from ..problems import Problem, SourceError
+
+_PREFIX = struct.Struct(">qi")
+
+
+def read_bytes(path: str) -> bytes:
+    """The whole file, read-only; errors become one-line :class:`SourceError`."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise SourceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SourceError(f"{path}: is a directory; use -d DIR for a metadata directory") from None
+    except PermissionError:
+        raise SourceError(f"{path}: permission denied; run mdshell as a user who can read it "
+                          "(read access is enough)") from None
+    except OSError as e:
+        raise SourceError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def iter_batches(path: str, data: bytes, problems: list[Problem],
+                 *, check_crc: bool = True) -> Iterator[Batch]:
+    """Yield the batches of ``data`` (the bytes of ``path``) until the end or the first damage."""
+    name = os.path.basename(path)
+    pos = 0
+    size = len(data)
+    while pos < size:
+        if size - pos < LOG_OVERHEAD:
+            if data[pos:].strip(b"\0"):
+                problems.append(_truncated(path, name, pos, None, size - pos))
+            return
+        base_offset, length = _PREFIX.unpack_from(data, pos)
+        if length == 0 and not data[pos:].strip(b"\0"):
+            return  # zero-filled (preallocated) tail: nothing more was written
+        if length < MIN_BATCH_LENGTH:
+            problems.append(Problem(
+                "corrupt",
+                f"{name}: batch at byte {pos} (offset {base_offset}) has an impossible length "
+                f"{length}; reading of this file stops there, later records are ignored "
+                "(the file is damaged: copy it again from a healthy node)",
+                path, base_offset))
+            return
+        end = pos + LOG_OVERHEAD + length
+        if end > size or size - pos < HEADER_SIZE:
+            problems.append(_truncated(path, name, pos, base_offset, size - pos,
+                                       LOG_OVERHEAD + length))
+            return
+        batch = Batch(*HEADER.unpack_from(data, pos), data, pos)
+        if batch.magic != 2:
+            problems.append(Problem(
+                "corrupt",
+                f"{name}: batch at byte {pos} (offset {base_offset}) has magic {batch.magic}, "
+                "not 2; reading of this file stops there (KRaft metadata logs only use v2 batches)",
+                path, base_offset))
+            return
+        if check_crc and not batch.crc_ok():
+            problems.append(Problem(
+                "crc",
+                f"{name}: CRC mismatch in the batch at byte {pos} (offsets {base_offset}-"
+                f"{batch.last_offset}); this batch and everything after it in the file are "
+                "ignored (the file is damaged: copy it again from a healthy node, or use "
+                "--strict to fail on it)",
+                path, base_offset))
+            return
+        yield batch
+        pos = end
+
+
+def _truncated(path: str, name: str, pos: int, base_offset: int | None, have: int,
+               need: int | None = None) -> Problem:
+    where = f"offset {base_offset}, byte {pos}" if base_offset is not None else f"byte {pos}"
+    size = f" ({have} of {need} bytes)" if need else f" ({have} bytes)"
+    return Problem(
+        "truncated",
+        f"{name}: the last batch ({where}) is incomplete{size}; the image stops at the last "
+        "complete batch (Kafka stopped while writing, or the copy is partial)",
+        path, base_offset)

@@ -1,0 +1,218 @@
+"""``/image``: the metadata image, laid out exactly as Kafka's shell (3.7+) lays it out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..image import model as m
+from ..image.names import (
+    CONFIG_RESOURCE_TYPES,
+    SCRAM_MECHANISMS,
+    ZK_MIGRATION_STATES,
+    metadata_version_name,
+    name_of,
+)
+from ..wire.primitives import uuid_from_str, uuid_str
+from . import leaves as lv
+from .javafmt import java_double
+from .node import Dir, Leaf, Node, RenderOptions, StaticDir, Value
+from .redact import REDACTED, is_sensitive_config
+
+CLIENT_ID, IP, USER = "client-id", "ip", "user"
+_ENTITY_ORDER = {CLIENT_ID: (0, "clientId"), IP: (1, "ip"), USER: (2, "user")}
+DEFAULT_ENTITY = "<default>"
+
+
+def image_node(img: m.Image) -> Node:
+    return StaticDir({
+        "acls": lambda: _acls(img),
+        "clientQuotas": lambda: _client_quotas(img),
+        "cluster": lambda: StaticDir({
+            "brokers": lambda: _brokers(img),
+            "controllers": lambda: _controllers(img),
+        }),
+        "configs": lambda: _configs(img),
+        "delegationToken": lambda: _tokens(img),
+        "features": lambda: _features(img),
+        "producerIds": lambda: StaticDir({
+            "nextProducerId": lambda: Value(str(img.next_producer_id), img.next_producer_id),
+        }),
+        "provenance": lambda: Leaf(lambda o: lv.provenance_text(img.provenance),
+                                   lambda o: lv.provenance_data(img.provenance)),
+        "scram": lambda: _scram(img),
+        "topics": lambda: StaticDir({
+            "byName": lambda: _topics_by_name(img),
+            "byId": lambda: _topics_by_id(img),
+        }),
+    })
+
+
+def _int_keyed(mapping: dict[int, Any], make: Callable[[Any], Node]) -> Dir:
+    def child(name: str) -> Node | None:
+        try:
+            item = mapping.get(int(name))
+        except ValueError:
+            return None
+        return None if item is None else make(item)
+    return Dir(lambda: [str(k) for k in mapping], child)
+
+
+def _brokers(img: m.Image) -> Node:
+    return _int_keyed(img.brokers, lambda b: Leaf(lambda o: lv.broker_text(b),
+                                                  lambda o: lv.broker_data(b)))
+
+
+def _controllers(img: m.Image) -> Node:
+    return _int_keyed(img.controllers, lambda c: Leaf(lambda o: lv.controller_text(c),
+                                                      lambda o: lv.controller_data(c)))
+
+
+def _features(img: m.Image) -> Node:
+    def child(name: str) -> Node | None:
+        if name == "metadataVersion":
+            level = img.metadata_version_level
+            return Value(metadata_version_name(level),
+                         {"name": metadata_version_name(level), "level": level})
+        if name == "zkMigrationState":
+            return Value(name_of(ZK_MIGRATION_STATES, img.zk_migration_state))
+        if name.startswith("finalized_"):
+            level = img.finalized_features.get(name[len("finalized_"):], 0)
+            return Value(str(level), level)
+        return None
+
+    def names() -> list[str]:
+        return (["metadataVersion", "zkMigrationState"]
+                + [f"finalized_{f}" for f in img.finalized_features])
+    return Dir(names, child)
+
+
+def topic_node(topic: m.Topic) -> Node:
+    def child(name: str) -> Node | None:
+        if name == "name":
+            return Value(topic.name)
+        if name == "id":
+            return Value(uuid_str(topic.id))
+        try:
+            pid = int(name)
+        except ValueError:
+            return None
+        if pid not in topic.partitions:
+            return None
+        return Leaf(lambda o: lv.partition_text(_part(topic, pid)),
+                    lambda o: lv.partition_data(_part(topic, pid)))
+
+    return Dir(lambda: ["name", "id", *map(str, topic.partitions)], child)
+
+
+def _part(topic: m.Topic, pid: int) -> m.Partition:
+    p = topic.partition(pid)
+    assert p is not None
+    return p
+
+
+def _topics_by_name(img: m.Image) -> Node:
+    def child(name: str) -> Node | None:
+        t = img.topics_by_name.get(name)
+        return None if t is None else topic_node(t)
+    return Dir(lambda: img.topics_by_name.keys(), child)
+
+
+def _topics_by_id(img: m.Image) -> Node:
+    def child(name: str) -> Node | None:
+        try:
+            t = img.topics_by_id.get(uuid_from_str(name))
+        except ValueError:
+            return None
+        return None if t is None else topic_node(t)
+    return Dir(lambda: [uuid_str(k) for k in img.topics_by_id], child)
+
+
+def config_resource_name(resource: m.ConfigResource) -> str:
+    rtype, rname = resource
+    tname = CONFIG_RESOURCE_TYPES.get(rtype, "UNKNOWN")
+    return tname if rname == "" else f"{tname}:{rname}"
+
+
+def _configs(img: m.Image) -> Node:
+    def names() -> list[str]:
+        return [config_resource_name(r) for r in img.configs]
+
+    def child(name: str) -> Node | None:
+        for resource, values in img.configs.items():
+            if config_resource_name(resource) == name:
+                return _config_values(values)
+        return None
+    return Dir(names, child)
+
+
+def _config_values(values: dict[str, str]) -> Node:
+    def child(key: str) -> Node | None:
+        if key not in values:
+            return None
+        secret = is_sensitive_config(key)
+
+        def text(o: RenderOptions) -> str:
+            return REDACTED if secret and not o.show_secrets else values[key]
+        return Leaf(text)
+    return Dir(lambda: values.keys(), child)
+
+
+def quota_entity_name(entity: m.QuotaEntity) -> str:
+    """Kafka's ClientQuotasImageNode naming: ``clientId(a)_ip(b)_user(c)``, escaped."""
+    parts = []
+    for etype, ename in sorted(entity, key=lambda e: _ENTITY_ORDER.get(e[0], (9, e[0]))):
+        label = _ENTITY_ORDER.get(etype, (9, etype))[1]
+        value = DEFAULT_ENTITY if ename is None else _escape(ename)
+        parts.append(f"{label}({value})")
+    return "_".join(parts)
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def _client_quotas(img: m.Image) -> Node:
+    def child(name: str) -> Node | None:
+        for entity, quotas in img.client_quotas.items():
+            if quota_entity_name(entity) == name:
+                return Dir(lambda q=quotas: q.keys(),
+                           lambda k, q=quotas: (Value(java_double(q[k]), q[k]) if k in q
+                                                else None))
+        return None
+    return Dir(lambda: [quota_entity_name(e) for e in img.client_quotas], child)
+
+
+def _acls(img: m.Image) -> Node:
+    def child(name: str) -> Node | None:
+        try:
+            acl = img.acls.get(uuid_from_str(name))
+        except ValueError:
+            return None
+        if acl is None:
+            return None
+        return Leaf(lambda o: lv.acl_text(acl), lambda o: lv.acl_data(acl))
+    return Dir(lambda: [uuid_str(k) for k in img.acls], child)
+
+
+def _scram(img: m.Image) -> Node:
+    def mechanism(code: int) -> Node:
+        def child(user: str) -> Node | None:
+            cred = img.scram.get(code, {}).get(user)
+            if cred is None:
+                return None
+            return Leaf(lambda o: lv.scram_text(cred, o.show_secrets),
+                        lambda o: lv.scram_data(cred, o.show_secrets))
+        return Dir(lambda: img.scram.get(code, {}).keys(), child)
+    return StaticDir({name: (lambda c=code: mechanism(c))
+                      for code, name in SCRAM_MECHANISMS.items()})
+
+
+def _tokens(img: m.Image) -> Node:
+    def child(token_id: str) -> Node | None:
+        t = img.delegation_tokens.get(token_id)
+        if t is None:
+            return None
+        return Leaf(lambda o: lv.token_text(t, o.show_secrets),
+                    lambda o: lv.token_data(t, o.show_secrets))
+    return Dir(lambda: img.delegation_tokens.keys(), child)

@@ -1,0 +1,110 @@
+"""Virtual tree nodes: directories list and resolve children lazily, leaves render on demand.
+
+Nothing is materialised up front: ``ls`` of a topic with a million partitions lists their ids
+without decoding one, and a leaf is only rendered when printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class RenderOptions:
+    show_secrets: bool = False
+
+
+class Node:
+    """Base node. Directories override ``names``/``child``; leaves override ``text``/``data``."""
+
+    is_dir = True
+
+    def names(self) -> Iterable[str]:
+        return ()
+
+    def child(self, name: str) -> Node | None:
+        return None
+
+    def text(self, opts: RenderOptions) -> str:
+        return ""
+
+    def data(self, opts: RenderOptions) -> Any:
+        return None
+
+
+class Dir(Node):
+    """A directory whose children come from two functions."""
+
+    __slots__ = ("_child", "_names")
+
+    def __init__(self, names: Callable[[], Iterable[str]],
+                 child: Callable[[str], Node | None]) -> None:
+        self._names = names
+        self._child = child
+
+    def names(self) -> Iterable[str]:
+        return self._names()
+
+    def child(self, name: str) -> Node | None:
+        return self._child(name)
+
+
+class StaticDir(Node):
+    """A directory with a fixed set of children, each built on first access."""
+
+    __slots__ = ("_made", "_makers")
+
+    def __init__(self, makers: Mapping[str, Callable[[], Node]]) -> None:
+        self._makers = makers
+        self._made: dict[str, Node] = {}
+
+    def names(self) -> Iterable[str]:
+        return self._makers.keys()
+
+    def child(self, name: str) -> Node | None:
+        node = self._made.get(name)
+        if node is None:
+            maker = self._makers.get(name)
+            if maker is None:
+                return None
+            node = self._made[name] = maker()
+        return node
+
+
+class Leaf(Node):
+    """A leaf rendered by functions of the render options."""
+
+    is_dir = False
+    __slots__ = ("_data", "_text")
+
+    def __init__(self, text: Callable[[RenderOptions], str],
+                 data: Callable[[RenderOptions], Any] | None = None) -> None:
+        self._text = text
+        self._data = data
+
+    def text(self, opts: RenderOptions) -> str:
+        return self._text(opts)
+
+    def data(self, opts: RenderOptions) -> Any:
+        if self._data is None:
+            return self._text(opts)
+        return self._data(opts)
+
+
+class Value(Node):
+    """A leaf with fixed text (and optional structured data)."""
+
+    is_dir = False
+    __slots__ = ("_data", "_text")
+
+    def __init__(self, text: str, data: Any = None) -> None:
+        self._text = text
+        self._data = text if data is None else data
+
+    def text(self, opts: RenderOptions) -> str:
+        return self._text
+
+    def data(self, opts: RenderOptions) -> Any:
+        return self._data

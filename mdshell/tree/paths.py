@@ -1,0 +1,170 @@
+"""Paths and globs over the tree, with Kafka's shell rules plus ``[...]`` ranges.
+
+A path is split on ``/``; ``.`` and ``..`` are resolved first (``..`` at the root stays at
+the root). Each component may be a glob: ``*``, ``?``, ``{a,b}``, ``[a-z]``/``[!a-z]``, and
+``\\`` escapes the next character. Matches are visited in sorted order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .node import Node
+
+
+class GlobError(ValueError):
+    """A malformed glob (unterminated group or range)."""
+
+
+def split_path(path: str) -> list[str]:
+    return [c for c in path.split("/") if c]
+
+
+def normalize(components: list[str]) -> list[str]:
+    out: list[str] = []
+    for c in components:
+        if c == "..":
+            if out:
+                out.pop()
+        elif c != ".":
+            out.append(c)
+    return out
+
+
+def absolute(cwd: str, path: str) -> list[str]:
+    """Components of ``path`` resolved against the working directory ``cwd``."""
+    full = path if path.startswith("/") else f"{cwd}/{path}"
+    return normalize(split_path(full))
+
+
+def join(components: list[str]) -> str:
+    return "/" + "/".join(components)
+
+
+@lru_cache(maxsize=512)
+def compile_glob(component: str) -> re.Pattern[str] | None:
+    """A regex for a glob component, or None when it is a literal (after unescaping)."""
+    out: list[str] = []
+    literal = True
+    in_group = False
+    i = 0
+    n = len(component)
+    while i < n:
+        c = component[i]
+        i += 1
+        if c == "\\":
+            if i < n:
+                out.append(re.escape(component[i]))
+                i += 1
+            else:
+                out.append(re.escape("\\"))
+        elif c == "*":
+            literal = False
+            out.append(".*")
+        elif c == "?":
+            literal = False
+            out.append(".")
+        elif c == "{":
+            if in_group:
+                raise GlobError(f"{component}: nested {{...}} groups are not supported")
+            literal = False
+            in_group = True
+            out.append("(?:")
+        elif c == "," and in_group:
+            out.append("|")
+        elif c == "}" and in_group:
+            in_group = False
+            out.append(")")
+        elif c == "[":
+            end = _range_end(component, i)
+            if end < 0:
+                raise GlobError(f"{component}: unterminated [...] range")
+            body = component[i:end]
+            i = end + 1
+            literal = False
+            negate = body[:1] in ("!", "^")
+            if negate:
+                body = body[1:]
+            body = body.replace("\\", "\\\\").replace("]", "\\]").replace("[", "\\[")
+            out.append(f"[{'^' if negate else ''}{body}]")
+        else:
+            out.append(re.escape(c))
+    if in_group:
+        raise GlobError(f"{component}: unterminated {{...}} group")
+    if literal:
+        return None
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def _range_end(text: str, start: int) -> int:
+    """Index of the ``]`` closing a range opened just before ``start`` (-1 if none)."""
+    i = start
+    if i < len(text) and text[i] in "!^":
+        i += 1
+    if i < len(text) and text[i] == "]":
+        i += 1  # a leading ] is literal
+    while i < len(text):
+        if text[i] == "]":
+            return i
+        i += 1
+    return -1
+
+
+def unescape(component: str) -> str:
+    return re.sub(r"\\(.)", r"\1", component)
+
+
+def has_glob(path: str) -> bool:
+    return any(compile_glob(c) is not None for c in split_path(path))
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    components: tuple[str, ...]
+    node: Node
+
+    @property
+    def path(self) -> str:
+        return join(list(self.components))
+
+    @property
+    def name(self) -> str:
+        return self.components[-1] if self.components else "/"
+
+
+def resolve(root: Node, cwd: str, pattern: str) -> Iterator[Match]:
+    """Every node matching ``pattern`` (relative to ``cwd``), in sorted order."""
+    yield from _walk(root, absolute(cwd, pattern), 0, ())
+
+
+def _walk(node: Node, comps: list[str], i: int, path: tuple[str, ...]) -> Iterator[Match]:
+    if i == len(comps):
+        yield Match(path, node)
+        return
+    if not node.is_dir:
+        return
+    regex = compile_glob(comps[i])
+    if regex is None:
+        name = unescape(comps[i])
+        child = node.child(name)
+        if child is not None:
+            yield from _walk(child, comps, i + 1, (*path, name))
+        return
+    for name in sorted(node.names()):
+        if regex.match(name):
+            child = node.child(name)
+            if child is not None:
+                yield from _walk(child, comps, i + 1, (*path, name))
+
+
+def lookup(root: Node, components: list[str]) -> Node | None:
+    """The node at exact (already normalized, unescaped) components, or None."""
+    node: Node | None = root
+    for c in components:
+        if node is None or not node.is_dir:
+            return None
+        node = node.child(c)
+    return node

@@ -1,0 +1,92 @@
+"""Record values: the metadata frame (frameVersion, apiKey, version) and control keys.
+
+The decoders here never raise for data they merely do not know: an unknown api key, version
+or control type comes back as :class:`Unknown` so that a load keeps going and reports it.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from . import codec
+from .control import CONTROL
+from .primitives import DecodeError, read_uvarint
+from .records import METADATA
+
+_CONTROL_KEY = struct.Struct(">hh")
+_I16 = struct.Struct(">h")
+
+
+@dataclass(slots=True)
+class Unknown:
+    """A value mdshell cannot decode: kept raw, with the reason."""
+
+    api_key: int  # metadata api key, or control type for control records
+    version: int
+    raw: bytes
+    reason: str
+
+
+def peek_frame(buf: bytes, pos: int) -> tuple[int, int, int]:
+    """``(api_key, version, body_pos)`` of a metadata record value at ``pos``."""
+    b0 = buf[pos]
+    if b0 != 1:
+        frame, _ = read_uvarint(buf, pos)
+        raise DecodeError(f"unsupported metadata frame version {frame}")
+    b1 = buf[pos + 1]
+    b2 = buf[pos + 2]
+    if b1 < 0x80 and b2 < 0x80:
+        return b1, b2, pos + 3
+    api_key, p = read_uvarint(buf, pos + 1)
+    version, p = read_uvarint(buf, p)
+    return api_key, version, p
+
+
+def decode_metadata(buf: bytes, pos: int, end: int) -> tuple[int, int, dict[str, Any] | Unknown]:
+    """Decode one metadata record value occupying ``buf[pos:end]``."""
+    try:
+        api_key, version, body = peek_frame(buf, pos)
+    except (DecodeError, IndexError) as e:
+        return -1, -1, Unknown(-1, -1, bytes(buf[pos:end]), f"bad record frame: {e}")
+    msg = METADATA.get(api_key)
+    raw = None
+    if msg is None:
+        reason = f"unknown metadata record type {api_key}"
+    elif not msg.valid.contains(version):
+        reason = f"unknown version {version} of {msg.name}"
+    else:
+        try:
+            return api_key, version, codec.decode(msg, version, buf, body, end)
+        except DecodeError as e:
+            reason = str(e)
+    raw = bytes(buf[pos:end])
+    return api_key, version, Unknown(api_key, version, raw, reason)
+
+
+def control_type(key: bytes | None) -> int:
+    """The control type from a control record key (i16 version, i16 type)."""
+    if key is None or len(key) < 4:
+        raise DecodeError("control record without a 4-byte key")
+    return int(_CONTROL_KEY.unpack_from(key, 0)[1])
+
+
+def decode_control(ctype: int, value: bytes | None) -> dict[str, Any] | Unknown:
+    """Decode a control record value. The message's own Version field picks the schema."""
+    raw = value or b""
+    msg = CONTROL.get(ctype)
+    if msg is None:
+        return Unknown(ctype, 0, raw, f"unknown control record type {ctype}")
+    version = _I16.unpack_from(raw, 0)[0] if len(raw) >= 2 else 0
+    if not msg.valid.contains(version):
+        version = 0
+    try:
+        return codec.decode(msg, version, raw, 0, len(raw))
+    except DecodeError as e:
+        if version != 0:
+            try:
+                return codec.decode(msg, 0, raw, 0, len(raw))
+            except DecodeError:
+                pass
+        return Unknown(ctype, version, raw, str(e))
