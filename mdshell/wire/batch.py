@@ -173,40 +173,71 @@ def iter_records(batch: Batch) -> Iterator[Record]:
 
 
 def value_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int]]]:
-    """Hot path: ``(buffer, [(offset, value_pos, value_end)])`` skipping keys and headers."""
+    """Hot path: ``(buffer, [(offset, value_pos, value_end)])`` skipping keys and headers.
+
+    Varints of one or two bytes (almost all of them) are decoded inline.
+    """
     buf, pos, end = batch.payload()
     base = batch.base_offset
     out: list[tuple[int, int, int]] = []
     append = out.append
     for _ in range(batch.count):
+        # record length
         b = buf[pos]
         if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
+            n = b
             pos += 1
         else:
-            length, pos = _sv(buf, pos)
-        rec_end = pos + length
-        p = pos + 1  # attributes
-        b = buf[p]
-        p = p + 1 if b < 0x80 else _sv(buf, p)[1]  # timestamp delta
+            b2 = buf[pos + 1]
+            if b2 < 0x80:
+                n = (b & 0x7F) | (b2 << 7)
+                pos += 2
+            else:
+                n, pos = read_uvarint(buf, pos)
+        rec_end = pos + ((n >> 1) ^ -(n & 1))
+        p = pos + 1  # skip attributes
+        # timestamp delta: skip
+        while buf[p] >= 0x80:
+            p += 1
+        p += 1
+        # offset delta
         b = buf[p]
         if b < 0x80:
-            off_delta = (b >> 1) ^ -(b & 1)
+            n = b
             p += 1
         else:
-            off_delta, p = _sv(buf, p)
-        klen, p = _sv(buf, p)
-        if klen > 0:
-            p += klen
+            b2 = buf[p + 1]
+            if b2 < 0x80:
+                n = (b & 0x7F) | (b2 << 7)
+                p += 2
+            else:
+                n, p = read_uvarint(buf, p)
+        off = base + ((n >> 1) ^ -(n & 1))
+        # key length (metadata records have none: 0x01 = -1)
+        b = buf[p]
+        if b == 1:
+            p += 1
+        else:
+            n, p = read_uvarint(buf, p)
+            klen = (n >> 1) ^ -(n & 1)
+            if klen > 0:
+                p += klen
+        # value length
         b = buf[p]
         if b < 0x80:
-            vlen = (b >> 1) ^ -(b & 1)
+            n = b
             p += 1
         else:
-            vlen, p = _sv(buf, p)
-        if rec_end > end or length < 0:
+            b2 = buf[p + 1]
+            if b2 < 0x80:
+                n = (b & 0x7F) | (b2 << 7)
+                p += 2
+            else:
+                n, p = read_uvarint(buf, p)
+        vlen = (n >> 1) ^ -(n & 1)
+        if rec_end > end or rec_end < p:
             raise DecodeError("record overruns its batch")
-        append((base + off_delta, p, p + vlen if vlen >= 0 else -1))
+        append((off, p, p + vlen if vlen >= 0 else -1))
         pos = rec_end
     if pos != end:
         raise DecodeError("batch record framing does not add up")
