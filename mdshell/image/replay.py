@@ -300,9 +300,10 @@ def _partition_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     topic.partitions[pid] = merge_partition(p, d)
 
 
-_CLEAR_ELR = {"replicas": None, "directories": None, "isr": None, "removingReplicas": None,
-              "addingReplicas": None, "leader": -2, "leaderRecoveryState": -1,
-              "eligibleLeaderReplicas": [], "lastKnownElr": []}
+_CLEAR_ELR: dict[str, Any] = {
+    "replicas": None, "directories": None, "isr": None, "removingReplicas": None,
+    "addingReplicas": None, "leader": -2, "leaderRecoveryState": -1,
+    "eligibleLeaderReplicas": [], "lastKnownElr": []}
 
 
 def _clear_elr(b: ImageBuilder, d: dict[str, Any], off: int) -> None:

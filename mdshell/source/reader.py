@@ -11,8 +11,8 @@ import os
 import struct
 from collections.abc import Iterator
 
-from ..wire.batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, Batch
 from ..problems import Problem, SourceError
+from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, Batch, parse_header
 
 _PREFIX = struct.Struct(">qi")
 
@@ -60,7 +60,7 @@ def iter_batches(path: str, data: bytes, problems: list[Problem],
             problems.append(_truncated(path, name, pos, base_offset, size - pos,
                                        LOG_OVERHEAD + length))
             return
-        batch = Batch(*HEADER.unpack_from(data, pos), data, pos)
+        batch = parse_header(data, pos)
         if batch.magic != 2:
             problems.append(Problem(
                 "corrupt",

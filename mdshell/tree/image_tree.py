@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..image import model as m
@@ -176,11 +177,15 @@ def _client_quotas(img: m.Image) -> Node:
     def child(name: str) -> Node | None:
         for entity, quotas in img.client_quotas.items():
             if quota_entity_name(entity) == name:
-                return Dir(lambda q=quotas: q.keys(),
-                           lambda k, q=quotas: (Value(java_double(q[k]), q[k]) if k in q
-                                                else None))
+                return _quota_values(quotas)
         return None
     return Dir(lambda: [quota_entity_name(e) for e in img.client_quotas], child)
+
+
+def _quota_values(quotas: dict[str, float]) -> Node:
+    def child(key: str) -> Node | None:
+        return Value(java_double(quotas[key]), quotas[key]) if key in quotas else None
+    return Dir(lambda: quotas.keys(), child)
 
 
 def _acls(img: m.Image) -> Node:
@@ -204,8 +209,10 @@ def _scram(img: m.Image) -> Node:
             return Leaf(lambda o: lv.scram_text(cred, o.show_secrets),
                         lambda o: lv.scram_data(cred, o.show_secrets))
         return Dir(lambda: img.scram.get(code, {}).keys(), child)
-    return StaticDir({name: (lambda c=code: mechanism(c))
-                      for code, name in SCRAM_MECHANISMS.items()})
+    makers: dict[str, Callable[[], Node]] = {}
+    for code, name in SCRAM_MECHANISMS.items():
+        makers[name] = partial(mechanism, code)
+    return StaticDir(makers)
 
 
 def _tokens(img: m.Image) -> Node:

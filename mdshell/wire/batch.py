@@ -108,8 +108,10 @@ class Record:
 
 
 def parse_header(buf: bytes, pos: int) -> Batch:
-    fields = HEADER.unpack_from(buf, pos)
-    return Batch(*fields, buf, pos)
+    (base, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, seq,
+     count) = HEADER.unpack_from(buf, pos)
+    return Batch(base, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid,
+                 pepoch, seq, count, buf, pos)
 
 
 def _uv(buf: bytes, pos: int) -> tuple[int, int]:

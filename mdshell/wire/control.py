@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from .schema import Message, parse_schemas
 
-ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS = range(7)
+ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER = 0, 1, 2, 3
+SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS = 4, 5, 6
 
 CONTROL_SCHEMAS = """
 2 LeaderChangeMessage 0-1

@@ -85,4 +85,5 @@ _QQ = struct.Struct(">qq")
 
 def uuid_sort_key(raw: bytes) -> tuple[int, int]:
     """Kafka orders Uuids by signed most- then least-significant 64 bits."""
-    return _QQ.unpack(raw)  # type: ignore[return-value]
+    hi, lo = _QQ.unpack(raw)
+    return hi, lo

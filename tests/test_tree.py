@@ -1,0 +1,102 @@
+"""Tree rendering pieces: Java formatting, globs, ls columns, redaction, leaf text."""
+
+from __future__ import annotations
+
+import pytest
+
+from mdshell.commands.columns import layout
+from mdshell.image import model as m
+from mdshell.tree import leaves
+from mdshell.tree.image_tree import quota_entity_name
+from mdshell.tree.javafmt import iso_zoned_utc, java_double
+from mdshell.tree.node import StaticDir, Value
+from mdshell.tree.paths import GlobError, absolute, compile_glob, resolve
+from mdshell.tree.redact import is_sensitive_config
+
+
+@pytest.mark.parametrize(("x", "text"), [
+    (1024.0, "1024.0"), (1e7, "1.0E7"), (12345678.0, "1.2345678E7"), (0.001, "0.001"),
+    (0.0001, "1.0E-4"), (9999999.0, "9999999.0"), (-3.5, "-3.5"), (0.0, "0.0"),
+    (1.5e300, "1.5E300"), (100.25, "100.25"),
+])
+def test_java_double_to_string(x: float, text: str) -> None:
+    assert java_double(x) == text
+
+
+@pytest.mark.parametrize(("ms", "text"), [
+    (1725787379647, "2024-09-08T09:22:59.647Z[UTC]"),
+    (1758651393670, "2025-09-23T18:16:33.67Z[UTC]"),
+    (0, "1970-01-01T00:00:00Z[UTC]"),
+    (-1, "1969-12-31T23:59:59.999Z[UTC]"),
+])
+def test_iso_zoned_date_time(ms: int, text: str) -> None:
+    assert iso_zoned_utc(ms) == text
+
+
+def _tree() -> StaticDir:
+    kids = {n: (lambda n=n: Value(n)) for n in ["a1", "a2", "b1", "c{x}", "d*"]}
+    return StaticDir({"dir": lambda: StaticDir(kids), "other": lambda: Value("o")})
+
+
+@pytest.mark.parametrize(("pattern", "found"), [
+    ("/dir/a*", ["a1", "a2"]), ("/dir/?1", ["a1", "b1"]), ("/dir/{a1,b1}", ["a1", "b1"]),
+    ("/dir/[ab]2", ["a2"]), ("/dir/[!a]1", ["b1"]), ("/dir/c\\{x\\}", ["c{x}"]),
+    ("/dir/d\\*", ["d*"]), ("dir/../dir/./a1", ["a1"]), ("/../dir/a1", ["a1"]),
+    ("/dir/zz*", []),
+])
+def test_globs(pattern: str, found: list[str]) -> None:
+    assert [mt.name for mt in resolve(_tree(), "/", pattern)] == found
+
+
+def test_bad_globs_raise() -> None:
+    with pytest.raises(GlobError):
+        compile_glob("{a,b")
+    with pytest.raises(GlobError):
+        compile_glob("[ab")
+
+
+def test_relative_paths() -> None:
+    assert absolute("/image/topics", "../cluster") == ["image", "cluster"]
+    assert absolute("/image", "/local") == ["local"]
+
+
+def test_ls_columns_like_kafka() -> None:
+    names = [f"n{i}" for i in range(10)]
+    assert layout(names, None) == names
+    lines = layout(names, 20)
+    assert lines[0].startswith("n0  ")
+    assert all(len(line) <= 20 for line in lines)
+    assert sorted(" ".join(lines).split()) == sorted(names)
+
+
+@pytest.mark.parametrize(("key", "secret"), [
+    ("sasl.jaas.config", True), ("ssl.keystore.password", True),
+    ("listener.name.internal.scram-sha-256.sasl.jaas.config", True),
+    ("listener.name.ext.ssl.key.password", True), ("delegation.token.secret.key", True),
+    ("cleanup.policy", False), ("min.insync.replicas", False),
+    ("delegation.token.max.lifetime.ms", False), ("retention.ms", False),
+])
+def test_config_redaction(key: str, secret: bool) -> None:
+    assert is_sensitive_config(key) is secret
+
+
+def test_quota_entity_names_are_kafkas() -> None:
+    e = (("client-id", "app(1)"), ("user", "alice"))
+    assert quota_entity_name(e) == "clientId(app\\(1\\))_user(alice)"
+    assert quota_entity_name((("user", None),)) == "user(<default>)"
+
+
+def test_leaf_text_formats() -> None:
+    b = m.BrokerRegistration(
+        1, 914, bytes(16), {"PLAINTEXT": m.Endpoint("PLAINTEXT", "localhost", 9092, 0)},
+        {"metadata.version": (1, 20)}, None, True, True, False, [])
+    assert leaves.broker_text(b) == (
+        "BrokerRegistration(id=1, epoch=914, incarnationId=AAAAAAAAAAAAAAAAAAAAAA, "
+        "listeners=[Endpoint(listenerName='PLAINTEXT', securityProtocol=PLAINTEXT, "
+        "host='localhost', port=9092)], supportedFeatures={metadata.version: 1-20}, "
+        "rack=Optional.empty, fenced=true, inControlledShutdown=true, "
+        "isMigratingZkBroker=false, directories=[])")
+    assert leaves.version_range(3, 3) == "3" and leaves.version_range(1, 32767) == "1+"
+    s = m.ScramCredential(b"\x01", b"\x02", b"\x03", 4096)
+    assert "salt=01" in leaves.scram_text(s, True)
+    assert leaves.scram_text(s, False).count("[redacted]") == 4
