@@ -20,9 +20,10 @@ from .image.replay import ImageBuilder
 from .problems import Problem, SourceError
 from .source.layout import Checkpoint, Layout, scan_layout
 from .source.reader import iter_batches, read_bytes
+from .source.reader import skip_below as skip_below_offset
 from .wire import control as ctl
 from .wire import frames
-from .wire.batch import Batch, iter_records
+from .wire.batch import Batch, iter_records, parse_header
 
 
 @dataclass(slots=True)
@@ -107,7 +108,14 @@ def _replay_file(run: _Run, path: str, data: bytes, role: str, problems: list[Pr
     run.files.append(read)
     builder = run.builder
     builder.file = os.path.basename(path)
-    for batch in iter_batches(path, data, problems):
+    start = 0
+    if skip_below > 0:
+        start, controls = skip_below_offset(data, skip_below)
+        for pos in controls:
+            batch = parse_header(data, pos)
+            if batch.crc_ok():
+                _controls(batch, path, run.controls)
+    for batch in iter_batches(path, data, problems, start=start):
         if upto is not None and batch.base_offset > upto:
             return False
         read.batches += 1

@@ -30,6 +30,7 @@ Handler = Callable[["ImageBuilder", dict[str, Any], int], None]
 Pending = tuple[int, int, "dict[str, Any] | m.LazyPartition", int]
 
 
+
 class ImageBuilder:
     """Applies batches to an image in place; ``problems`` collects what was skipped and why."""
 
@@ -49,6 +50,10 @@ class ImageBuilder:
         buf, recs = value_ranges(batch)
         last = -1
         img = self.image
+        topics_get = img.topics_by_id.get
+        part_head = _PART_HEAD.unpack_from
+        last_tid: bytes | None = None
+        last_parts: dict[int, m.Partition | m.LazyPartition] | None = None
         for off, vpos, vend in recs:
             if off < skip_below:
                 continue
@@ -63,18 +68,30 @@ class ImageBuilder:
             else:
                 key, ver, value = frames.decode_metadata(buf, vpos, vend)
                 self._dispatch(key, ver, value, off)
+                last_tid = None
                 continue
             if key == NOOP:
                 continue
             if key == PARTITION and ver <= 2:
-                lazy = m.LazyPartition(buf, body, vend, ver)
+                lazy = (buf, body, vend, ver)
                 if self.txn is not None:
                     self.txn.append((key, ver, lazy, off))
-                else:
-                    self._put_lazy_partition(lazy, off)
+                    continue
+                # Fast path: consecutive partitions of one topic, stored undecoded.
+                pid, tid = part_head(buf, body)
+                if tid != last_tid:
+                    topic = topics_get(tid)
+                    if topic is None:
+                        self._put_lazy_partition(lazy, off)  # reports the unknown topic
+                        continue
+                    last_tid, last_parts = tid, topic.partitions
+                assert last_parts is not None
+                last_parts[pid] = lazy
+                self.records_applied += 1
                 continue
             key, ver, value = frames.decode_metadata(buf, vpos, vend)
             self._dispatch(key, ver, value, off)
+            last_tid = None  # a topic may have been replaced or removed
         if last >= 0 and self.txn is None:
             prov = img.provenance
             prov.offset = batch.last_offset if stop is None or stop >= batch.last_offset else last
@@ -100,7 +117,7 @@ class ImageBuilder:
                 return
             pending, self.txn = self.txn, None
             for k, v, val, o in pending:
-                if isinstance(val, m.LazyPartition):
+                if isinstance(val, tuple):
                     self._put_lazy_partition(val, o)
                 else:
                     self._apply(k, v, val, o)
@@ -148,7 +165,8 @@ class ImageBuilder:
         return topic
 
     def _put_lazy_partition(self, lazy: m.LazyPartition, off: int) -> None:
-        pid, tid = _PART_HEAD.unpack_from(lazy.buf, lazy.body)
+        buf, body, _end, _ver = lazy
+        pid, tid = _PART_HEAD.unpack_from(buf, body)
         topic = self._topic(tid, "PartitionRecord", off)
         if topic is not None:
             topic.partitions[pid] = lazy

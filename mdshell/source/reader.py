@@ -33,11 +33,32 @@ def read_bytes(path: str) -> bytes:
         raise SourceError(f"{path}: cannot read ({e.strerror})") from None
 
 
+_SKIP = struct.Struct(">qi9xhi")  # baseOffset, batchLength, attributes, lastOffsetDelta
+
+
+def skip_below(data: bytes, offset: int) -> tuple[int, list[int]]:
+    """Where the first batch reaching ``offset`` starts, and the positions of the control
+    batches before it. Only headers are read: batches below a snapshot's end offset do not
+    contribute to the image, so they are neither checked nor decoded (a fast path for logs
+    with tens of thousands of small batches)."""
+    pos = 0
+    controls: list[int] = []
+    limit = len(data) - HEADER_SIZE
+    while pos <= limit:
+        base, length, attrs, last_delta = _SKIP.unpack_from(data, pos)
+        if length < MIN_BATCH_LENGTH or base + last_delta >= offset:
+            break
+        if attrs & 0x20:
+            controls.append(pos)
+        pos += LOG_OVERHEAD + length
+    return min(pos, len(data)), controls
+
+
 def iter_batches(path: str, data: bytes, problems: list[Problem],
-                 *, check_crc: bool = True) -> Iterator[Batch]:
+                 *, check_crc: bool = True, start: int = 0) -> Iterator[Batch]:
     """Yield the batches of ``data`` (the bytes of ``path``) until the end or the first damage."""
     name = os.path.basename(path)
-    pos = 0
+    pos = start
     size = len(data)
     while pos < size:
         if size - pos < LOG_OVERHEAD:
