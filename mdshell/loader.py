@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .image.model import Image
-from .image.replay import ImageBuilder
+from .image.replay import ImageBuilder, Observer
 from .problems import Problem, SourceError
 from .source.layout import Checkpoint, Layout, scan_layout
 from .source.reader import iter_batches, read_bytes
@@ -92,8 +92,11 @@ class FileSource:
     def describe(self) -> str:
         return self.path
 
-    def load(self, upto: int | None = None) -> Loaded:
-        run = _Run(ImageBuilder())
+    def data(self) -> bytes:
+        return self._data
+
+    def load(self, upto: int | None = None, observer: Observer | None = None) -> Loaded:
+        run = _Run(ImageBuilder(observer=observer))
         problems: list[Problem] = []
         _replay_file(run, self.path, self._data, "file", problems, upto)
         problems[:0] = run.builder.problems
@@ -149,20 +152,43 @@ class DirectorySource:
             self._cache[path] = read_bytes(path)
         return self._cache[path]
 
-    def load(self, upto: int | None = None) -> Loaded:
+    def load(self, upto: int | None = None, observer: Observer | None = None) -> Loaded:
+        """The image as of ``upto`` (None: the end); ``observer`` sees every applied record."""
         problems: list[Problem] = []
         candidates = [c for c in reversed(self.layout.checkpoints)
                       if c.end_offset > 0 and (upto is None or c.end_offset - 1 <= upto)]
+        bootstrap = self._bootstrap_controls()
         for cp in candidates:
-            run = self._from_snapshot(cp, problems)
+            run = self._from_snapshot(cp, problems, observer)
             if run is not None:
+                run.controls[:0] = bootstrap
+                run.builder.origin = ""
                 return self._replay_log(run, cp, problems, upto)
-        run = _Run(ImageBuilder())
+        run = _Run(ImageBuilder(observer=observer), controls=bootstrap)
         return self._replay_log(run, None, problems, upto)
 
-    def _from_snapshot(self, cp: Checkpoint, problems: list[Problem]) -> _Run | None:
+    def _bootstrap_controls(self) -> list[ControlEntry]:
+        """KRaftVersion/Voters of the bootstrap snapshot (3.9+), as of offset -1."""
+        out: list[ControlEntry] = []
+        for cp in self.layout.checkpoints:
+            if cp.end_offset != 0:
+                continue
+            try:
+                data = self.data(cp.path)
+            except SourceError:
+                continue
+            for batch in iter_batches(cp.path, data, []):
+                if batch.is_control:
+                    _controls(batch, cp.path, out)
+        for c in out:
+            c.offset = -1
+        return out
+
+    def _from_snapshot(self, cp: Checkpoint, problems: list[Problem],
+                       observer: Observer | None = None) -> _Run | None:
         """Load a snapshot; None (with a warning) when it is damaged or incomplete."""
-        run = _Run(ImageBuilder())
+        run = _Run(ImageBuilder(observer=observer))
+        run.builder.origin = cp.name
         mine: list[Problem] = []
         try:
             data = self.data(cp.path)

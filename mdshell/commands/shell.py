@@ -6,8 +6,10 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..loader import Loaded, Source
+from ..loginfo import log_info, quorum_info
 from ..tree.node import Node, RenderOptions
 from ..tree.root import RootInfo, root_node
+from ..tree.source_tree import log_node, quorum_node
 from .base import REGISTRY, CommandError, Result, UsageError, closest
 
 
@@ -22,12 +24,16 @@ class Shell:
     cwd: str = "/"
 
     def __post_init__(self) -> None:
+        self.latest: Loaded = self.loaded  # the image at the end of the log
         self.root: Node = self._build_root()
 
     def _build_root(self) -> Node:
-        info = RootInfo(self.source.describe(), self.source.kind,
-                        [f.path for f in self.loaded.files])
-        return root_node(self.loaded.image, info)
+        loaded, source = self.loaded, self.source
+        info = RootInfo(source.describe(), source.kind, [f.path for f in loaded.files],
+                        [p.message for p in loaded.problems], loaded.upto)
+        info.extra["quorum"] = lambda: quorum_node(quorum_info(source, loaded))
+        info.extra["log"] = lambda: log_node(log_info(source, loaded))
+        return root_node(loaded.image, info)
 
     def set_loaded(self, loaded: Loaded) -> None:
         self.loaded = loaded

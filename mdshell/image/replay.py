@@ -27,6 +27,8 @@ NOOP, PARTITION, BEGIN_TXN, END_TXN, ABORT_TXN = 20, 3, 23, 24, 25
 UNASSIGNED_DIR = b"\0" * 15 + b"\x01"
 
 Handler = Callable[["ImageBuilder", dict[str, Any], int], None]
+# Called before each record is applied: (builder, api key, version, record, offset).
+Observer = Callable[["ImageBuilder", int, int, dict[str, Any], int], None]
 Pending = tuple[int, int, "dict[str, Any] | m.LazyPartition", int]
 
 
@@ -34,8 +36,11 @@ Pending = tuple[int, int, "dict[str, Any] | m.LazyPartition", int]
 class ImageBuilder:
     """Applies batches to an image in place; ``problems`` collects what was skipped and why."""
 
-    def __init__(self, image: m.Image | None = None) -> None:
+    def __init__(self, image: m.Image | None = None, observer: Observer | None = None) -> None:
         self.image = image or m.Image()
+        self.observer = observer
+        self.origin = ""  # what is being replayed, for observers: "" (the log) or a snapshot
+        self.batch: Batch | None = None
         self.problems: list[Problem] = []
         self.txn: list[Pending] | None = None
         self.txn_offset = -1
@@ -48,6 +53,8 @@ class ImageBuilder:
     def apply_batch(self, batch: Batch, stop: int | None = None, skip_below: int = -1) -> None:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
         buf, recs = value_ranges(batch)
+        self.batch = batch
+        lazy_ok = self.observer is None
         last = -1
         img = self.image
         topics_get = img.topics_by_id.get
@@ -72,7 +79,7 @@ class ImageBuilder:
                 continue
             if key == NOOP:
                 continue
-            if key == PARTITION and ver <= 2:
+            if key == PARTITION and ver <= 2 and lazy_ok:
                 lazy = (buf, body, vend, ver)
                 if self.txn is not None:
                     self.txn.append((key, ver, lazy, off))
@@ -137,6 +144,8 @@ class ImageBuilder:
         handler = HANDLERS.get(key)
         if handler is None:
             return  # NoOp and records with no effect on the image
+        if self.observer is not None:
+            self.observer(self, key, ver, d, off)
         self.records_applied += 1
         handler(self, d, off)
 

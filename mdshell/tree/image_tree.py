@@ -101,9 +101,19 @@ def topic_node(topic: m.Topic) -> Node:
         if pid not in topic.partitions:
             return None
         return Leaf(lambda o: lv.partition_text(_part(topic, pid)),
-                    lambda o: lv.partition_data(_part(topic, pid)))
+                    lambda o: lv.partition_data(_part(topic, pid)),
+                    lambda: _part_key(topic, pid))
 
     return Dir(lambda: ["name", "id", *map(str, topic.partitions)], child)
+
+
+def _part_key(topic: m.Topic, pid: int) -> Any:
+    """The record bytes while undecoded (cheap to compare), else the partition itself."""
+    p = topic.partitions.get(pid)
+    if isinstance(p, tuple):
+        buf, body, end, version = p
+        return (bytes(buf[body:end]), version)
+    return p
 
 
 def _part(topic: m.Topic, pid: int) -> m.Partition:

@@ -33,6 +33,10 @@ class Node:
     def data(self, opts: RenderOptions) -> Any:
         return None
 
+    def key(self) -> Any:
+        """A cheap fingerprint: equal keys mean equal leaves (None: compare the text)."""
+        return None
+
 
 class Dir(Node):
     """A directory whose children come from two functions."""
@@ -77,12 +81,17 @@ class Leaf(Node):
     """A leaf rendered by functions of the render options."""
 
     is_dir = False
-    __slots__ = ("_data", "_text")
+    __slots__ = ("_data", "_key", "_text")
 
     def __init__(self, text: Callable[[RenderOptions], str],
-                 data: Callable[[RenderOptions], Any] | None = None) -> None:
+                 data: Callable[[RenderOptions], Any] | None = None,
+                 key: Callable[[], Any] | None = None) -> None:
         self._text = text
         self._data = data
+        self._key = key
+
+    def key(self) -> Any:
+        return None if self._key is None else self._key()
 
     def text(self, opts: RenderOptions) -> str:
         return self._text(opts)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from .. import __version__
 from ..image.model import Image
@@ -18,6 +20,8 @@ class RootInfo:
     source: str
     source_kind: str
     files: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    at_offset: int | None = None
     extra: dict[str, Callable[[], Node]] = field(default_factory=dict)
 
 
@@ -26,7 +30,12 @@ def local_node(info: RootInfo) -> Node:
         "version": lambda: Value(__version__),
         "source": lambda: Value(info.source),
         "sourceKind": lambda: Value(info.source_kind),
-        "filesRead": lambda: Value("\n".join(info.files), list(info.files)),
+        "filesRead": lambda: StaticDir({os.path.basename(f): partial(Value, f)
+                                        for f in info.files}),
+        "warnings": lambda: StaticDir({str(i): partial(Value, w)
+                                       for i, w in enumerate(info.warnings, 1)}),
+        "atOffset": lambda: Value("latest" if info.at_offset is None else str(info.at_offset),
+                                  info.at_offset),
     })
 
 

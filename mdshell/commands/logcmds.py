@@ -1,0 +1,199 @@
+"""The log itself: ``records`` (the decoded log, filterable) and ``changes PATH`` (history)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ..image.model import Partition, partition_from_record
+from ..image.replay import ImageBuilder, merge_partition
+from ..logscan import LogRecord, iter_log, schema_of
+from ..tree.javafmt import iso_zoned_utc
+from ..tree.leaves import partition_data
+from ..tree.paths import absolute, has_glob, join
+from ..tree.recordjson import record_data
+from ..tree.touched import paths_for, touches
+from ..wire import frames
+from ..wire.primitives import uuid_str
+from ..wire.records import METADATA
+from .base import ArgParser, CommandError, Result, command
+from .shell import Shell
+
+RECORDS_USAGE = ("records [--from OFFSET] [--to OFFSET] [--type NAME[,NAME]] "
+                 "[--exclude NAME[,NAME]] [--grep TEXT] [--snapshot] [--limit N]")
+
+
+def _norm(name: str) -> str:
+    n = name.strip().lower()
+    return n[:-6] if n.endswith("record") else n
+
+
+def _type_set(text: str | None) -> set[str] | None:
+    return None if not text else {_norm(x) for x in text.split(",") if x.strip()}
+
+
+def _payload(r: LogRecord, show_secrets: bool) -> Any:
+    if isinstance(r.value, frames.Unknown):
+        return {"unknown": r.value.reason, "raw": r.value.raw.hex()}
+    msg = schema_of(r)
+    version = r.value.get("version", 0) if r.control else r.version
+    return record_data(msg, version, r.value, show_secrets=show_secrets,
+                       metadata=not r.control)
+
+
+def record_json(r: LogRecord, show_secrets: bool) -> dict[str, Any]:
+    return {"offset": r.offset, "epoch": r.epoch, "timestamp": r.timestamp,
+            "time": iso_zoned_utc(r.timestamp), "file": r.file, "control": r.control,
+            "type": r.name, "version": r.version, "data": _payload(r, show_secrets)}
+
+
+def _line(j: dict[str, Any]) -> str:
+    kind = "control " if j["control"] else ""
+    data = json.dumps(j["data"], separators=(",", ":"), ensure_ascii=False)
+    return (f"offset={j['offset']} epoch={j['epoch']} time={j['time']} "
+            f"{kind}{j['type']}(v{j['version']}) {data}")
+
+
+@command("records", "The decoded metadata log, filterable (like kafka-dump-log, redacted).",
+         RECORDS_USAGE,
+         details="One line per record: offset, leader epoch, time, type and version, payload "
+                 "as JSON. --from/--to bound offsets, --type/--exclude take record names "
+                 "(case-insensitive, 'Record' optional: --exclude NoOp), --grep keeps records "
+                 "whose line contains TEXT, --snapshot dumps the snapshot in use instead of the "
+                 "log segments (offsets inside the snapshot file).",
+         options=("--from", "--to", "--type", "--exclude", "--grep", "--snapshot", "--limit"))
+def records(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("records", RECORDS_USAGE)
+    p.add_argument("--from", dest="first", type=int)
+    p.add_argument("--to", dest="last", type=int)
+    p.add_argument("--type")
+    p.add_argument("--exclude")
+    p.add_argument("--grep")
+    p.add_argument("--snapshot", action="store_true")
+    p.add_argument("--limit", type=int)
+    ns = p.parse_args(args)
+    if ns.first is not None and ns.last is not None and ns.first > ns.last:
+        raise CommandError(f"--from {ns.first} is after --to {ns.last}")
+    snapshot = None
+    if ns.snapshot:
+        cp = shell.loaded.snapshot
+        if cp is None:
+            raise CommandError("no snapshot is in use (the image comes from the log alone)")
+        snapshot = cp.path
+    wanted, excluded = _type_set(ns.type), _type_set(ns.exclude)
+    show = shell.opts.show_secrets
+
+    def selected() -> Iterator[dict[str, Any]]:
+        n = 0
+        for r in iter_log(shell.source, first=ns.first, last=ns.last, snapshot=snapshot):
+            name = _norm(r.name)
+            if (wanted is not None and name not in wanted) or (excluded and name in excluded):
+                continue
+            j = record_json(r, show)
+            if ns.grep and ns.grep not in _line(j):
+                continue
+            yield j
+            n += 1
+            if ns.limit is not None and n >= ns.limit:
+                return
+
+    return Result((_line(j) for j in selected()), lambda: list(selected()))
+
+
+# ---------------------------------------------------------------- changes
+
+
+def _summary(key: int, d: dict[str, Any]) -> dict[str, Any]:
+    """The fields a record sets (tagged fields at their default are left out)."""
+    msg = METADATA[key]
+    out: dict[str, Any] = {}
+    for f in msg.fields:
+        v = d.get(f.key)
+        if f.tag is not None and v == f.default_value():
+            continue
+        if f.type == "uuid" and v is not None:
+            v = [uuid_str(x) for x in v] if f.is_array else uuid_str(v)
+        elif f.type == "bytes" and v is not None:
+            v = "[bytes]"
+        out[f.key] = v
+    return out
+
+
+CHANGES_USAGE = "changes PATH"
+
+
+@command("changes", "List the records that touched a node (e.g. a partition's leader/ISR "
+         "history).", CHANGES_USAGE,
+         details="PATH may be a node that no longer exists, and may use * and ? globs. A "
+                 "record touches a node when it changes it, something below it, or something "
+                 "above it (removing a topic touches its partitions). Records from the "
+                 "snapshot the load started from are listed with the snapshot's name; for "
+                 "partitions each line also shows the state after the record.")
+def changes(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("changes", CHANGES_USAGE)
+    p.add_argument("path")
+    ns = p.parse_args(args)
+    target = join(absolute(shell.cwd, ns.path))
+    if not target.startswith("/image"):
+        raise CommandError(f"{ns.path}: changes follows nodes under /image")
+    globbed = has_glob(ns.path)
+    found: list[dict[str, Any]] = []
+    show = shell.opts.show_secrets
+
+    def observe(b: ImageBuilder, key: int, ver: int, d: dict[str, Any], off: int) -> None:
+        paths = paths_for(key, d, b.image)
+        hit = (any(fnmatch.fnmatchcase(x, target) for x in paths) if globbed
+               else touches(paths, target))
+        if not hit:
+            return
+        batch = b.batch
+        entry: dict[str, Any] = {
+            "offset": None if b.origin else off, "origin": b.origin or "log",
+            "epoch": batch.epoch if batch else None,
+            "timestamp": batch.max_timestamp if batch else None,
+            "type": METADATA[key].name, "version": ver,
+            "data": record_data(METADATA[key], ver, d, show_secrets=show)
+            if key in (4, 10, 11) else _summary(key, d),
+            "paths": paths,
+        }
+        after = _partition_after(b, key, d)
+        if after is not None:
+            entry["after"] = partition_data(after)
+        found.append(entry)
+
+    shell.source.load(upto=shell.loaded.upto, observer=observe)
+    return Result(_changes_lines(found, target), found)
+
+
+def _partition_after(b: ImageBuilder, key: int, d: dict[str, Any]) -> Partition | None:
+    """The partition as it is once this record applies (the observer runs just before)."""
+    if key == 3:
+        return partition_from_record(d)
+    if key == 5:
+        topic = b.image.topics_by_id.get(d["topicId"])
+        current = topic.partition(d["partitionId"]) if topic is not None else None
+        return merge_partition(current, d) if current is not None else None
+    return None
+
+
+def _state(p: dict[str, Any]) -> str:
+    return (f"leader={p['leader']} leaderEpoch={p['leaderEpoch']} isr={p['isr']} "
+            f"replicas={p['replicas']} elr={p['elr']} lastKnownElr={p['lastKnownElr']} "
+            f"partitionEpoch={p['partitionEpoch']}")
+
+
+def _changes_lines(found: list[dict[str, Any]], target: str) -> Iterator[str]:
+    if not found:
+        yield f"no record touched {target}"
+        return
+    for e in found:
+        where = (f"offset={e['offset']}" if e["offset"] is not None
+                 else f"snapshot={e['origin']}")
+        time = iso_zoned_utc(e["timestamp"]) if e["timestamp"] is not None else "?"
+        data = json.dumps(e["data"], separators=(",", ":"), ensure_ascii=False)
+        yield f"{where} epoch={e['epoch']} time={time} {e['type']}(v{e['version']}) {data}"
+        if "after" in e:
+            yield f"    -> {_state(e['after'])}"
+    yield f"{len(found)} records"
