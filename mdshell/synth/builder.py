@@ -111,11 +111,12 @@ class ClusterBuilder:
         self.bootstrap_level = metadata_version
         self.kraft_version = kraft_version
         self.controller_ids = list(controllers)
+        self.initial_voters = list(controllers)  # what `kafka-storage format` recorded
         self.node_id = self.controller_ids[0] if node_id is None else node_id
         self.cluster_id = cluster_id or uuid_str(self.ids.uuid())
         self.directory_ids = {c: self.ids.uuid() for c in self.controller_ids}
-        names = [compression] if isinstance(compression, str) else list(compression)
-        self._codecs = itertools.cycle([codec_named(n) for n in names] or [NONE])
+        self._codecs: Iterator[Codec] = iter(())
+        self.use_compression(compression)
         self.clock = start_ms
         self.max_records_per_batch = max_records_per_batch
         self.model = ClusterModel()
@@ -143,6 +144,11 @@ class ClusterBuilder:
 
     def next_codec(self) -> Codec:
         return next(self._codecs)
+
+    def use_compression(self, compression: str | Sequence[str]) -> None:
+        """Codec(s) of the following data batches (a sequence is cycled)."""
+        names = [compression] if isinstance(compression, str) else list(compression)
+        self._codecs = itertools.cycle([codec_named(n) for n in names] or [NONE])
 
     @contextmanager
     def log_suppressed(self) -> Iterator[None]:
@@ -188,9 +194,9 @@ class ClusterBuilder:
 
     # ------------------------------------------------------------ quorum
 
-    def voters(self) -> list[Voter]:
+    def voters(self, ids: Sequence[int] | None = None) -> list[Voter]:
         return [Voter(c, self.directory_ids[c], (("CONTROLLER", _controller_host(c), 9093),))
-                for c in self.controller_ids]
+                for c in (self.controller_ids if ids is None else ids)]
 
     def elect_controller_leader(self, leader: int | None = None) -> int:
         """A new leader epoch: the LeaderChange control batch the new leader writes first."""
@@ -205,11 +211,15 @@ class ClusterBuilder:
         self.control([ControlRec(ctl.LEADER_CHANGE, value)])
         return self.log.epoch
 
-    def write_voters(self) -> int:
-        """KRaftVersion + Voters control records (kraft.version >= 1), e.g. after AddVoter."""
-        from .snapshot import kraft_records
-        recs = kraft_records(max(self.kraft_version, 1), self.voters())
-        return self.control(recs)
+    def add_voter(self, cid: int) -> int:
+        """KIP-853 AddVoter: the leader appends a Voters control record with the new set."""
+        if self.kraft_version < 1:
+            raise ValueError("voters can only change with kraft.version >= 1")
+        if cid not in self.controller_ids:
+            self.controller_ids.append(cid)
+            self.directory_ids.setdefault(cid, self.ids.uuid())
+        voters = [v.record() for v in self.voters()]
+        return self.control([ControlRec(ctl.KRAFT_VOTERS, {"version": 0, "voters": voters})])
 
     # ------------------------------------------------------------ bootstrap and features
 
@@ -543,11 +553,14 @@ class ClusterBuilder:
         return path
 
     def write_bootstrap_snapshot(self) -> str:
-        """``00000000000000000000-0000000000.checkpoint``: the voters, no metadata (3.9+)."""
+        """``00000000000000000000-0000000000.checkpoint``: the initial voters, no metadata.
+
+        Kafka 3.9+ writes it when formatting with kraft.version 1 (``--initial-controllers``).
+        """
+        opts = self.snapshot_options(voters=tuple(self.voters(self.initial_voters)))
         return write_snapshot(self.metadata_dir, (), end_offset=0, epoch=0,
-                              timestamp=self.clock,
-                              last_contained_timestamp=-1,
-                              options=self.snapshot_options())
+                              timestamp=DEFAULT_START_MS, last_contained_timestamp=-1,
+                              options=opts)
 
     def finish(self, *, quorum_state_version: int | None = None,
                partition_dirs: bool = False) -> None:
