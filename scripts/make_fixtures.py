@@ -20,7 +20,8 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from mdshell.synth import ClusterBuilder  # noqa: E402
+from mdshell.synth import ClusterBuilder, Scenario  # noqa: E402
+from mdshell.synth import generate as synth  # noqa: E402
 from mdshell.synth.batches import CODECS  # noqa: E402
 from mdshell.synth.damage import cut_last_batch, flip_byte, truncate  # noqa: E402
 from mdshell.synth.files import EMPTY_PRODUCER_SNAPSHOT, quorum_state, write_bytes  # noqa: E402
@@ -59,6 +60,13 @@ def base(b: ClusterBuilder, brokers: int = 3) -> None:
 
 
 # ---------------------------------------------------------------- content fixtures
+
+
+def make_cluster_basic(out: str) -> None:
+    """The README's quick-start directory: a typical small cluster, via the scenario."""
+    synth(Scenario(brokers=3, controllers=3, topics=4, partitions_per_topic=3, rf=3,
+                   history_changes=60, snapshot_at=["50%"], metadata_version=25, seed=100),
+          out)
 
 
 def make_codecs(out: str) -> None:
@@ -296,6 +304,9 @@ def make_bad_half_snapshot(out: str) -> None:
 
 
 FIXTURES = [
+    Fixture("cluster-basic", "a typical small 4.0 cluster (3 controllers, 3 brokers, 4 topics, "
+            "60 random operations, a snapshot halfway): the README's quick start",
+            make_cluster_basic),
     Fixture("codecs", "one segment per batch codec: none, gzip, snappy (xerial framing), "
             "snappy (raw), lz4, zstd; topic `topic-<codec>` in each", make_codecs),
     Fixture("kraft-v1", "kraft.version 1: KRaftVersion and Voters control records (voter "
