@@ -161,20 +161,10 @@ def run_one(shell: object, words: list[str], out: TextIO) -> int:
 def run_script(shell: object, lines: TextIO, out: TextIO) -> int:
     """Commands read line by line (stdin not a terminal); exit code of the last failure."""
     from .commands.shell import Shell
+    from .repl import run_script as run_lines
 
     assert isinstance(shell, Shell)
-    shell.interactive = True
-    code = EXIT_OK
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line in ("exit", "quit"):
-            break
-        rc = emit(shell, shell.run_line(line), out)
-        if rc:
-            code = rc
-    return code
+    return run_lines(shell, lines, out)
 
 
 if __name__ == "__main__":

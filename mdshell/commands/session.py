@@ -1,0 +1,77 @@
+"""Session commands: help, man, history, exit.
+
+``help`` and ``man`` read the registry when they run, so commands registered by other modules
+appear without any change here. Nothing in this module imports prompt_toolkit: ``help`` and
+``man`` also serve the one-shot path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import history as hist
+from .base import REGISTRY, ArgParser, Command, CommandError, Result, closest, command
+from .shell import Shell
+
+
+class ExitShell(Exception):
+    """Raised by ``exit``; front ends catch it and end the session normally."""
+
+
+def _command_data(cmd: Command) -> dict[str, Any]:
+    return {"name": cmd.name, "summary": cmd.summary, "usage": cmd.usage,
+            "details": cmd.details, "shellOnly": cmd.shell_only, "options": list(cmd.options)}
+
+
+@command("help", "List the commands.", "help", completes_paths=False)
+def help_(shell: Shell, args: list[str]) -> Result:
+    ArgParser("help", "help").parse_args(args)
+    cmds = [REGISTRY[name] for name in sorted(REGISTRY)]
+    width = max(len(c.name) for c in cmds)
+    lines = ["Commands ('man CMD' for details; paths take globs: * ? [a-z] {a,b}):"]
+    for c in cmds:
+        note = "  (interactive only)" if c.shell_only and not shell.interactive else ""
+        lines.append(f"  {c.name:<{width}}  {c.summary}{note}")
+    return Result(lines, [_command_data(c) for c in cmds])
+
+
+@command("man", "Show the help text of a command.", "man CMD", completes_paths=False)
+def man(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("man", "man CMD")
+    p.add_argument("cmd", metavar="CMD")
+    ns = p.parse_args(args)
+    cmd = REGISTRY.get(ns.cmd)
+    if cmd is None:
+        hint = closest(ns.cmd)
+        advice = f"did you mean '{hint}'?" if hint else "type 'help' for the list of commands"
+        raise CommandError(f"{ns.cmd}: unknown command; {advice}")
+    lines = cmd.help_text().rstrip("\n").split("\n")
+    if cmd.options:
+        lines += ["", "options: " + " ".join(cmd.options)]
+    if cmd.shell_only:
+        lines += ["", "Only in the interactive shell (mdshell --repl, or commands piped on stdin)."]
+    return Result(lines, _command_data(cmd))
+
+
+@command("history", "Show the command history (the last N entries).", "history [N]",
+         details="Entries are numbered from the first one saved; the history is kept across "
+                 "sessions in $XDG_DATA_HOME/mdshell/history (override: $MDSHELL_HISTORY). "
+                 "Up/Down recall entries starting with the text typed; Ctrl-R searches.",
+         shell_only=True, completes_paths=False)
+def history(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("history", "history [N]")
+    p.add_argument("n", metavar="N", nargs="?", type=int)
+    ns = p.parse_args(args)
+    entries = hist.entries_of(shell)
+    if entries is None:
+        raise CommandError("no command history in this session")
+    lines = hist.numbered(entries, ns.n)
+    first = len(entries) - len(lines)
+    data = [{"index": first + i + 1, "command": entries[first + i]} for i in range(len(lines))]
+    return Result(lines, data)
+
+
+@command("exit", "Leave the shell.", "exit", shell_only=True, completes_paths=False)
+def exit_(shell: Shell, args: list[str]) -> Result:
+    ArgParser("exit", "exit").parse_args(args)
+    raise ExitShell

@@ -1,0 +1,109 @@
+"""Command history: where it lives, how it is stored, and how a session exposes it.
+
+The REPL keeps its history in prompt-toolkit's ``FileHistory`` format, in the user's data
+directory, so it survives sessions. A history file that cannot be read or written must never
+stop the shell: the first failure is reported once and the session goes on with the entries
+it has in memory.
+
+prompt_toolkit is imported only inside :func:`open_history`, so the ``history`` command (and
+everything else that imports this module) stays importable by the one-shot path.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prompt_toolkit.history import FileHistory
+
+ENV_VAR = "MDSHELL_HISTORY"
+MAX_ENTRIES = 10_000  # loaded from the file; older entries stay in it but are not recalled
+_ATTR = "_mdshell_history"
+
+Warn = Callable[[str], None]
+Entries = Callable[[], Sequence[str]]
+
+
+def history_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$MDSHELL_HISTORY``, else ``$XDG_DATA_HOME/mdshell/history`` (XDG default applies)."""
+    env = os.environ if env is None else env
+    if env.get(ENV_VAR):
+        return Path(env[ENV_VAR]).expanduser()
+    base = env.get("XDG_DATA_HOME") or ""
+    # The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored.
+    data_home = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "share"
+    return data_home / "mdshell" / "history"
+
+
+def attach(shell: object, entries: Entries) -> None:
+    """Let the ``history`` command see a front end's entries (oldest first).
+
+    Stored on the shell object itself so two shells (tests, a TUI next to a REPL) never share
+    one history.
+    """
+    setattr(shell, _ATTR, entries)
+
+
+def entries_of(shell: object) -> Sequence[str] | None:
+    """The attached history entries, oldest first, or None when the front end keeps none."""
+    entries: Entries | None = getattr(shell, _ATTR, None)
+    return None if entries is None else entries()
+
+
+def numbered(entries: Sequence[str], last: int | None = None) -> list[str]:
+    """Kafka's ``% 5d  %s`` lines, numbered from 1 across the whole history."""
+    start = 0 if last is None else max(len(entries) - max(last, 0), 0)
+    return [f"{i + 1: 5d}  {text}" for i, text in enumerate(entries) if i >= start]
+
+
+def open_history(path: Path, warn: Warn) -> FileHistory:
+    """A ``FileHistory`` on ``path`` that degrades to memory (one warning) on I/O errors."""
+    return _safe_file_history()(path, warn)
+
+
+@functools.cache
+def _safe_file_history() -> Callable[[Path, Warn], FileHistory]:
+    """The class is built on first use so that importing this module never loads prompt_toolkit."""
+    from prompt_toolkit.history import FileHistory
+
+    class SafeFileHistory(FileHistory):
+        """FileHistory that never raises: read and write failures are reported once."""
+
+        def __init__(self, path: Path, warn: Warn) -> None:
+            super().__init__(path)
+            self.path = path
+            self._warn = warn
+            self._failed = False
+            # Load now (not in prompt-toolkit's background task), so the ``history`` command
+            # and the first Up press see the same entries.
+            self._loaded_strings = list(self.load_history_strings())
+            self._loaded = True
+
+        def _fail(self, action: str, err: OSError) -> None:
+            if not self._failed:
+                self._failed = True
+                reason = err.strerror or type(err).__name__
+                self._warn(f"cannot {action} the history file {self.path} ({reason}); "
+                           "history is kept for this session only")
+
+        def load_history_strings(self) -> list[str]:
+            try:
+                return list(super().load_history_strings())[:MAX_ENTRIES]
+            except OSError as e:
+                self._fail("read", e)
+                return []
+
+        def store_string(self, string: str) -> None:
+            if self._failed:
+                return
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                super().store_string(string)
+            except OSError as e:
+                self._fail("write", e)
+
+    return SafeFileHistory
