@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     beh = p.add_argument_group("behaviour")
     beh.add_argument("--repl", action="store_true",
                      help="the line shell instead of the full-screen interface")
+    beh.add_argument("--at", metavar="OFFSET",
+                     help="start at the image as of this offset (time travel; see `man at`)")
     beh.add_argument("--strict", action="store_true",
                      help="treat data warnings (CRC mismatch, truncation...) as errors: exit 1")
     beh.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -122,6 +124,12 @@ def _main(args: argparse.Namespace) -> int:
     if args.strict and loaded.problems:
         return EXIT_FAIL
     shell = Shell(source, loaded, RenderOptions(show_secrets=args.show_secrets), args.output)
+    if args.at is not None:
+        moved = shell.run(["at", args.at])
+        for line in moved.errors:
+            print(line, file=sys.stderr)
+        if moved.code:
+            return moved.code
     if args.command:
         return run_one(shell, args.command, sys.stdout)
     if not sys.stdin.isatty():

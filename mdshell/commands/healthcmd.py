@@ -1,0 +1,55 @@
+"""``health``: the checks an operator runs first when brokers are down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..image.health import FAIL, Check, run_checks
+from ..loginfo import quorum_info
+from .base import ArgParser, Result, command
+from .shell import Shell
+
+MARK = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "info": "INFO"}
+
+
+def voter_ids(shell: Shell) -> list[int] | None:
+    q = quorum_info(shell.source, shell.loaded)
+    if q.voters is not None:
+        return [v.id for v in q.voters]
+    if q.quorum_state_voters:
+        return q.quorum_state_voters
+    if q.last_leader_change is not None:
+        return q.last_leader_change.voters
+    return None
+
+
+@command("health", "Check brokers, partitions, controllers and features for trouble.",
+         "health [--all]",
+         details="Fenced or shutting-down brokers, partitions without a leader, "
+                 "under-replicated and under-min-ISR partitions, ELR state, controller "
+                 "registrations that are not voters, and finalized feature levels that a "
+                 "registered node does not support. One-shot exit code: 1 when a check fails. "
+                 "--all lists every item (default: the first 20 per check).",
+         options=("--all",))
+def health(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("health", "health [--all]")
+    p.add_argument("--all", action="store_true")
+    ns = p.parse_args(args)
+    checks = run_checks(shell.loaded.image, voter_ids(shell))
+    failed = any(c.status == FAIL for c in checks)
+    data = {"ok": not failed, "checks": [
+        {"name": c.name, "status": c.status, "summary": c.summary, "items": c.items}
+        for c in checks]}
+    return Result(_lines(checks, None if ns.all else 20), data, exit_code=1 if failed else 0)
+
+
+def _lines(checks: list[Check], limit: int | None) -> Iterator[str]:
+    for c in checks:
+        yield f"{MARK.get(c.status, c.status)}  {c.name}: {c.summary}"
+        shown = c.items if limit is None else c.items[:limit]
+        for item in shown:
+            yield f"        {item}"
+        if len(shown) < len(c.items):
+            yield f"        ... {len(c.items) - len(shown)} more (health --all)"
+    failed = sum(1 for c in checks if c.status == FAIL)
+    yield "healthy" if not failed else f"{failed} checks failed"

@@ -1,0 +1,169 @@
+"""Health checks over an image: what an operator looks for when brokers are down.
+
+Each check returns a :class:`Check` with a status (ok / warn / fail / info) and the items
+behind it. ``min.insync.replicas`` is resolved like Kafka does from what the image holds
+(topic config, then the cluster-wide broker default); a value set only in a broker's
+server.properties is not in the metadata log, so the fallback is Kafka's default of 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from . import model as m
+from .names import BROKER_CONFIG, METADATA_VERSION_FEATURE, TOPIC_CONFIG, metadata_version_name
+
+OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
+MIN_ISR = "min.insync.replicas"
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    summary: str
+    items: list[str] = field(default_factory=list)
+
+
+def _partitions(img: m.Image) -> Iterator[tuple[m.Topic, int, m.Partition]]:
+    for topic in sorted(img.topics_by_name.values(), key=lambda t: t.name):
+        for pid in sorted(topic.partitions):
+            p = topic.partition(pid)
+            if p is not None:
+                yield topic, pid, p
+
+
+def min_isr(img: m.Image, topic: str) -> tuple[int, str]:
+    """The effective min.insync.replicas of a topic, and where it comes from."""
+    for resource, where in (((TOPIC_CONFIG, topic), "topic config"),
+                            ((BROKER_CONFIG, ""), "cluster-wide broker default")):
+        value = img.configs.get(resource, {}).get(MIN_ISR)
+        if value is not None:
+            try:
+                return int(value), where
+            except ValueError:
+                pass
+    return 1, "Kafka default (a server.properties value is not in the log)"
+
+
+def check_brokers(img: m.Image) -> list[Check]:
+    fenced = [b for b in img.brokers.values() if b.fenced]
+    shutting = [b for b in img.brokers.values() if b.in_controlled_shutdown]
+    checks = []
+    total = len(img.brokers)
+    if not total:
+        checks.append(Check("brokers", WARN, "no broker is registered"))
+    else:
+        checks.append(Check(
+            "fenced brokers", FAIL if fenced else OK,
+            f"{len(fenced)} of {total} registered brokers are fenced" if fenced
+            else f"all {total} registered brokers are unfenced",
+            [f"broker {b.id} (epoch {b.epoch}) is fenced" for b in sorted(fenced,
+                                                                        key=lambda b: b.id)]))
+    if shutting:
+        checks.append(Check(
+            "controlled shutdown", WARN, f"{len(shutting)} brokers are in controlled shutdown",
+            [f"broker {b.id}" for b in sorted(shutting, key=lambda b: b.id)]))
+    return checks
+
+
+def check_partitions(img: m.Image) -> list[Check]:
+    offline, under, under_min, elr = [], [], [], []
+    total = 0
+    for topic, pid, p in _partitions(img):
+        total += 1
+        name = f"{topic.name}-{pid}"
+        if p.leader == m.NO_LEADER:
+            hint = f", ELR {p.elr} can be elected" if p.elr else ""
+            offline.append(f"{name}: no leader (replicas {p.replicas}, isr {p.isr}{hint})")
+        if len(p.isr) < len(p.replicas):
+            missing = [r for r in p.replicas if r not in p.isr]
+            under.append(f"{name}: isr {p.isr} of replicas {p.replicas} (missing {missing})")
+        need, where = min_isr(img, topic.name)
+        if len(p.isr) < need:
+            under_min.append(f"{name}: isr {p.isr} has {len(p.isr)} < min.insync.replicas "
+                             f"{need} ({where})")
+        if p.elr or p.last_known_elr:
+            elr.append(f"{name}: elr {p.elr}, lastKnownElr {p.last_known_elr}")
+    out = [
+        Check("offline partitions", FAIL if offline else OK,
+              f"{len(offline)} of {total} partitions have no leader" if offline
+              else f"all {total} partitions have a leader", offline),
+        Check("under-replicated partitions", WARN if under else OK,
+              f"{len(under)} of {total} partitions have an ISR smaller than their replicas"
+              if under else "every ISR holds all replicas", under),
+        Check("under-min-ISR partitions", FAIL if under_min else OK,
+              f"{len(under_min)} partitions have fewer in-sync replicas than "
+              "min.insync.replicas (acks=all writes fail)" if under_min
+              else "every ISR meets min.insync.replicas", under_min),
+    ]
+    if elr:
+        out.append(Check("eligible leader replicas", INFO,
+                         f"{len(elr)} partitions carry ELR state", elr))
+    return out
+
+
+def check_controllers(img: m.Image, voters: Iterable[int] | None) -> list[Check]:
+    if voters is None:
+        return [Check("controller registrations", INFO,
+                      "the voter set is unknown here (no quorum-state, Voters or LeaderChange "
+                      "record), so registrations cannot be checked against it")]
+    voter_set = set(voters)
+    registered = set(img.controllers)
+    stale = sorted(registered - voter_set)
+    unregistered = sorted(voter_set - registered)
+    items = [f"controller {c} is registered but is not a voter (stale registration: it can "
+             "block feature upgrades; remove it with kafka-cluster unregister or "
+             "UnregisterControllerRecord on Kafka 4.4+)" for c in stale]
+    needs_registration = (img.metadata_version_level >= 15)  # 3.7-IV0 added registrations
+    if needs_registration:
+        items += [f"voter {v} has no controller registration" for v in unregistered]
+    status = FAIL if stale else (WARN if needs_registration and unregistered else OK)
+    summary = (f"{len(registered)} controller registrations, voters {sorted(voter_set)}")
+    return [Check("controller registrations", status, summary, items)]
+
+
+def _finalized(img: m.Image) -> dict[str, int]:
+    levels = dict(img.finalized_features)
+    levels[METADATA_VERSION_FEATURE] = img.metadata_version_level
+    return levels
+
+
+def _label(feature: str, level: int) -> str:
+    if feature == METADATA_VERSION_FEATURE:
+        return f"{level} ({metadata_version_name(level)})"
+    return str(level)
+
+
+def check_features(img: m.Image) -> list[Check]:
+    """Finalized levels that a registered node cannot run, and how far each can be raised."""
+    nodes: list[tuple[str, dict[str, tuple[int, int]]]] = (
+        [(f"broker {b.id}", b.supported_features) for b in img.brokers.values()]
+        + [(f"controller {c.id}", c.supported_features) for c in img.controllers.values()])
+    bad, ceilings = [], []
+    for feature, level in sorted(_finalized(img).items()):
+        limit: tuple[int, str] | None = None
+        for who, supported in nodes:
+            lo, hi = supported.get(feature, (0, 0))
+            if not lo <= level <= hi:
+                bad.append(f"{who} supports {feature} {lo}-{hi}, but the finalized level is "
+                           f"{_label(feature, level)}")
+            if limit is None or hi < limit[0]:
+                limit = (hi, who)
+        if limit is not None and nodes:
+            ceilings.append(f"{feature}: finalized {_label(feature, level)}, every registered "
+                            f"node supports up to {_label(feature, limit[0])} (lowest: "
+                            f"{limit[1]})")
+    out = [Check("feature support", FAIL if bad else OK,
+                 f"{len(bad)} registrations do not support a finalized feature level" if bad
+                 else "every registered node supports every finalized feature level", bad)]
+    if ceilings:
+        out.append(Check("feature upgrade ceiling", INFO,
+                         "the highest level each feature can be raised to today", ceilings))
+    return out
+
+
+def run_checks(img: m.Image, voters: Iterable[int] | None) -> list[Check]:
+    return (check_brokers(img) + check_partitions(img) + check_controllers(img, voters)
+            + check_features(img))
