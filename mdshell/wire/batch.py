@@ -12,9 +12,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import crc32c
-
 from . import compression
+from .crc import crc32c
 from .primitives import DecodeError, read_uvarint, uvarint_bytes, varint_bytes
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -74,7 +73,7 @@ class Batch:
     def crc_ok(self) -> bool:
         start = self.pos + CRC_START
         end = self.pos + self.size
-        return crc32c.crc32c(memoryview(self.buf)[start:end]) == self.crc
+        return crc32c(memoryview(self.buf)[start:end]) == self.crc
 
     def payload(self) -> tuple[bytes, int, int]:
         """The records section, decompressed: ``(buffer, start, end)``."""
@@ -307,7 +306,7 @@ def encode_batch(
     tail = struct.pack(">hiqqqhii", attributes, last_offset_delta, base_timestamp,
                        max_timestamp, producer_id, producer_epoch, base_sequence, len(records))
     tail += payload
-    crc = crc32c.crc32c(tail)
+    crc = crc32c(tail)
     length = len(tail) + 4 + 1 + 4  # epoch + magic + crc
     return struct.pack(">qiibI", base_offset, length, epoch, 2, crc) + tail
 

@@ -1,0 +1,133 @@
+"""Benchmark: one-shot wall time and peak memory of mdshell on real and generated directories.
+
+Usage: python bench/load.py [--quick] [--runs N] [--out bench/out]
+
+Each measurement runs ``python -m mdshell ...`` in a fresh process (start-up included, as a
+user sees it) ``--runs`` times and reports the best and median wall time and the peak RSS of
+the process (``wait4`` rusage). Generated directories are written once by ``mdshell.synth``
+into the output folder and reused. ``--quick`` skips the 1M-partition directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+LARGEST = "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
+SMALL = "13LAckHEart__kafka"
+
+# 30 brokers, RF 3, 100 partitions a topic; a snapshot after setup, then a log of changes.
+GENERATED = {
+    "100k": ["--topics", "1000"],
+    "1M": ["--topics", "10000"],
+}
+COMMON = ["--brokers", "30", "--controllers", "3", "--partitions-per-topic", "100", "--rf", "3",
+          "--history-changes", "2000", "--snapshot-at", "setup", "--log-from", "snapshot",
+          "--seed", "7"]
+
+
+def run(args: list[str], runs: int) -> tuple[float, float, int]:
+    """(best wall s, median wall s, peak RSS MiB) of ``python -m mdshell ARGS``."""
+    walls, peak = [], 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "mdshell", *args],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        walls.append(time.perf_counter() - start)
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        if os.waitstatus_to_exitcode(status) not in (0, 1):
+            raise SystemExit(f"mdshell {' '.join(args)} failed: {err}")
+        peak = max(peak, usage.ru_maxrss // 1024)
+    return min(walls), statistics.median(walls), peak
+
+
+def generate(out: Path, name: str) -> Path:
+    target = out / f"gen-{name}"
+    if not (target / "__cluster_metadata-0").is_dir():
+        print(f"generating {name} partitions into {target} ...", file=sys.stderr)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(target),
+                        *GENERATED[name], *COMMON], check=True)
+        print(f"  took {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return target
+
+
+def offsets(d: Path) -> tuple[int, int]:
+    """The snapshot's last offset and the middle of the log after it."""
+    sys.path.insert(0, str(ROOT))
+    from mdshell.loader import DirectorySource
+    from mdshell.loginfo import offset_range
+
+    src = DirectorySource(str(d))
+    snap = max(c.end_offset for c in src.layout.checkpoints) - 1
+    last = offset_range(src)[1] or snap
+    return snap, (snap + last) // 2
+
+
+def size_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--out", default=str(ROOT / "bench" / "out"))
+    ns = p.parse_args()
+    out = Path(ns.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, str, float, float, int]] = []
+
+    def measure(label: str, args: list[str], runs: int = ns.runs) -> None:
+        best, median, peak = run(args, runs)
+        rows.append((label, " ".join(args[2:]), best, median, peak))
+        print(f"{label:48s} best {best:6.2f} s  median {median:6.2f} s  peak {peak:5d} MiB",
+              file=sys.stderr)
+
+    if CORPUS.is_dir():
+        small, largest = CORPUS / SMALL, CORPUS / LARGEST
+        measure(f"corpus small ({size_mb(small):.1f} MB): ls /", ["-d", str(small), "ls", "/"])
+        measure(f"corpus largest ({size_mb(largest):.1f} MB): cat provenance",
+                ["-d", str(largest), "cat", "/image/provenance"])
+        measure("corpus largest: tree /image", ["-d", str(largest), "tree", "/image"])
+        measure("corpus largest: health", ["-d", str(largest), "health"])
+    names = ["100k"] if ns.quick else ["100k", "1M"]
+    for name in names:
+        d = generate(out, name)
+        mb = size_mb(d)
+        runs = ns.runs if name == "100k" else max(2, ns.runs // 2)
+        measure(f"{name} partitions ({mb:.0f} MB): cat provenance",
+                ["-d", str(d), "cat", "/image/provenance"], runs)
+        measure(f"{name}: ls /image/topics/byName", ["-d", str(d), "ls",
+                                                     "/image/topics/byName"], runs)
+        measure(f"{name}: cat one partition", ["-d", str(d), "cat",
+                                               "/image/topics/byName/topic-00042/7"], runs)
+        if name == "100k":
+            snap_end, middle = offsets(d)
+            measure(f"{name}: tree /image (all partitions)", ["-d", str(d), "tree", "/image"],
+                    runs)
+            measure(f"{name}: at {middle} (middle of the log tail)",
+                    ["-d", str(d), "at", str(middle)], runs)
+            measure(f"{name}: diff {snap_end} latest (snapshot end to end)",
+                    ["-d", str(d), "diff", str(snap_end), "latest"], runs)
+            measure(f"{name}: changes of one partition",
+                    ["-d", str(d), "changes", "/image/topics/byName/topic-00042/7"], runs)
+            measure(f"{name}: health", ["-d", str(d), "health"], runs)
+    lines = ["| measurement | best | median | peak RSS |", "|---|---|---|---|"]
+    lines += [f"| {label} | {best:.2f} s | {median:.2f} s | {peak} MiB |"
+              for label, _, best, median, peak in rows]
+    report = "\n".join(lines) + "\n"
+    (out / "results.md").write_text(report)
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
