@@ -18,7 +18,7 @@ def _load() -> Callable[[Any], int]:
     try:
         spec = importlib.util.find_spec("crc32c")
         if spec is not None and spec.submodule_search_locations:
-            folder = list(spec.submodule_search_locations)[0]
+            folder = next(iter(spec.submodule_search_locations))
             for suffix in importlib.machinery.EXTENSION_SUFFIXES:
                 path = os.path.join(folder, "_crc32c" + suffix)
                 if os.path.exists(path):
