@@ -145,7 +145,7 @@ def emit(shell: object, result: object, out: TextIO) -> int:
 
     assert isinstance(shell, Shell) and isinstance(result, Result)
     if shell.output == "json":
-        data = result.data() if callable(result.data) else result.data
+        data = result.json()
         if data is not None:
             json.dump(data, out, indent=2, ensure_ascii=False)
             out.write("\n")

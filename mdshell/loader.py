@@ -95,7 +95,8 @@ class FileSource:
     def data(self) -> bytes:
         return self._data
 
-    def load(self, upto: int | None = None, observer: Observer | None = None) -> Loaded:
+    def load(self, upto: int | None = None, observer: Observer | None = None,
+             history: bool = False) -> Loaded:
         run = _Run(ImageBuilder(observer=observer))
         problems: list[Problem] = []
         _replay_file(run, self.path, self._data, "file", problems, upto)
@@ -152,11 +153,22 @@ class DirectorySource:
             self._cache[path] = read_bytes(path)
         return self._cache[path]
 
-    def load(self, upto: int | None = None, observer: Observer | None = None) -> Loaded:
-        """The image as of ``upto`` (None: the end); ``observer`` sees every applied record."""
+    def load(self, upto: int | None = None, observer: Observer | None = None,
+             history: bool = False) -> Loaded:
+        """The image as of ``upto`` (None: the end); ``observer`` sees every applied record.
+
+        ``history`` starts from as far back as the data goes (the whole log when it starts at
+        offset 0, else the oldest usable snapshot) so that an observer sees every change.
+        """
         problems: list[Problem] = []
         candidates = [c for c in reversed(self.layout.checkpoints)
                       if c.end_offset > 0 and (upto is None or c.end_offset - 1 <= upto)]
+        if history:
+            segments = self.layout.segments
+            if segments and segments[0].base_offset == 0:
+                candidates = []
+            else:
+                candidates.reverse()
         bootstrap = self._bootstrap_controls()
         for cp in candidates:
             run = self._from_snapshot(cp, problems, observer)

@@ -33,6 +33,10 @@ class Result:
     # Set by commands whose text form must be computed before errors are known.
     exit_code: int | None = None
 
+    def json(self) -> Any:
+        """The JSON data (computed now when the command made it lazy)."""
+        return self.data() if callable(self.data) else self.data
+
     @property
     def code(self) -> int:
         if self.exit_code is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..image.health import FAIL, Check, run_checks
+from ..image.health import FAIL, WARN, Check, run_checks
 from ..loginfo import quorum_info
 from .base import ArgParser, Result, command
 from .shell import Shell
@@ -52,4 +52,8 @@ def _lines(checks: list[Check], limit: int | None) -> Iterator[str]:
         if len(shown) < len(c.items):
             yield f"        ... {len(c.items) - len(shown)} more (health --all)"
     failed = sum(1 for c in checks if c.status == FAIL)
-    yield "healthy" if not failed else f"{failed} checks failed"
+    warned = sum(1 for c in checks if c.status == WARN)
+    if failed:
+        yield f"{failed} checks failed" + (f", {warned} warnings" if warned else "")
+    else:
+        yield "healthy" + (f" ({warned} warnings)" if warned else "")

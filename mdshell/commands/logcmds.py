@@ -163,7 +163,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
             entry["after"] = partition_data(after)
         found.append(entry)
 
-    shell.source.load(upto=shell.loaded.upto, observer=observe)
+    shell.source.load(upto=shell.loaded.upto, observer=observe, history=True)
     return Result(_changes_lines(found, target), found)
 
 

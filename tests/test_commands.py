@@ -1,0 +1,234 @@
+"""The shell's commands, text and JSON, on generated fixtures (no corpus needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mdshell.commands import REGISTRY, Shell
+from mdshell.loader import DirectorySource
+from mdshell.tree.node import RenderOptions
+
+from .conftest import FIXTURES, run_cli
+
+
+def shell(name: str, *, secrets: bool = False) -> Shell:
+    source = DirectorySource(str(FIXTURES / name))
+    return Shell(source, source.load(), RenderOptions(show_secrets=secrets))
+
+
+def lines(sh: Shell, *words: str) -> list[str]:
+    r = sh.run(list(words))
+    out = list(r.lines)
+    assert r.code == 0, r.errors
+    return out
+
+
+# ---------------------------------------------------------------- errors and exit codes
+
+
+def test_unknown_command_suggests_the_closest() -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "tre", "/image")
+    assert out.returncode == 2
+    assert "tre: unknown command; did you mean 'tree'?" in out.stderr
+
+
+def test_usage_errors_exit_2_with_the_usage_line() -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "find", "-maxdepth", "x")
+    assert out.returncode == 2
+    assert "usage: find" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_missing_path_and_empty_glob_exit_1() -> None:
+    for target in ("/image/nosuch", "/image/topics/byName/zz*"):
+        out = run_cli("-d", str(FIXTURES / "cluster-basic"), "ls", target)
+        assert out.returncode == 1
+        assert f"ls: {target}: No such file or directory." in out.stderr
+
+
+def test_cat_of_a_directory_is_an_error() -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "cat", "/image/cluster")
+    assert out.returncode == 1 and "Is a directory" in out.stderr
+
+
+def test_shell_only_commands_in_one_shot() -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "cd", "/image")
+    assert out.returncode == 2 and "only available in the interactive shell" in out.stderr
+
+
+def test_options_must_come_before_the_command() -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "ls", "/image", "-o", "json")
+    assert out.returncode == 2  # "-o" belongs to ls, which has no such option
+
+
+# ---------------------------------------------------------------- JSON for every command
+
+JSON_CASES = [
+    ["ls", "/image"], ["cat", "/image/provenance"], ["tree", "/image/features"],
+    ["find", "/image/cluster", "-type", "f"], ["pwd"], ["help"], ["man", "diff"],
+    ["records", "--limit", "3"], ["changes", "/image/topics/byName/topic-0/0"], ["health"],
+    ["at", "50"], ["diff", "50", "latest", "/image/cluster"],
+]
+
+
+@pytest.mark.parametrize("words", JSON_CASES, ids=[w[0] for w in JSON_CASES])
+def test_every_command_has_json_output(words: list[str]) -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "-o", "json", *words)
+    assert out.returncode in (0, 1), out.stderr
+    data = json.loads(out.stdout)
+    assert data not in (None, [], {})
+
+
+def test_json_covers_the_registry() -> None:
+    shell_only = {name for name, c in REGISTRY.items() if c.shell_only}
+    assert {w[0] for w in JSON_CASES} | shell_only == set(REGISTRY)
+
+
+def test_json_leaves_are_structured() -> None:
+    sh = shell("cluster-basic")
+    broker = sh.run(["cat", "/image/cluster/brokers/0"]).data[0]["value"]
+    assert broker["id"] == 0 and isinstance(broker["listeners"], list)
+    assert {"listenerName", "securityProtocol", "host", "port"} <= broker["listeners"][0].keys()
+    mv = sh.run(["cat", "/image/features/metadataVersion"]).data[0]["value"]
+    assert mv == {"name": "4.0-IV3", "level": 25}
+
+
+# ---------------------------------------------------------------- find
+
+
+def test_find_filters() -> None:
+    sh = shell("cluster-basic")
+    assert lines(sh, "find", "/image/cluster", "-maxdepth", "1") == [
+        "/image/cluster", "/image/cluster/brokers", "/image/cluster/controllers"]
+    leaves = lines(sh, "find", "/image/cluster", "-type", "f", "-name", "10*")
+    assert leaves == ["/image/cluster/controllers/1000", "/image/cluster/controllers/1001",
+                      "/image/cluster/controllers/1002"]
+    dirs = lines(sh, "find", "/image/topics/byName", "-type", "d", "-maxdepth", "1")
+    assert dirs[0] == "/image/topics/byName" and all("/" in d for d in dirs)
+
+
+# ---------------------------------------------------------------- redaction
+
+
+def test_secrets_are_redacted_by_default() -> None:
+    sh = shell("security")
+    scram = lines(sh, "cat", "/image/scram/SCRAM-SHA-256/alice")[0]
+    assert scram.count("[redacted]") == 4
+    token = lines(sh, "cat", "/image/delegationToken/token-alice-1")[0]
+    assert "[redacted]" in token and "User:alice" not in token
+    jaas = [x for x in lines(sh, "find", "/image/configs", "-type", "f") if "jaas" in x]
+    assert jaas and lines(sh, "cat", jaas[0]) == ["[redacted]"]
+    rec = lines(sh, "records", "--type", "UserScramCredential", "--limit", "1")[0]
+    assert '"salt":"[redacted]"' in rec
+
+
+def test_show_secrets_reveals_them() -> None:
+    sh = shell("security", secrets=True)
+    scram = lines(sh, "cat", "/image/scram/SCRAM-SHA-256/alice")[0]
+    assert "[redacted]" not in scram and "iterations=" in scram
+    token = lines(sh, "cat", "/image/delegationToken/token-alice-1")[0]
+    assert "User:alice" in token
+    rec = lines(sh, "records", "--type", "UserScramCredential", "--limit", "1")[0]
+    assert "[redacted]" not in rec
+
+
+# ---------------------------------------------------------------- records
+
+
+def test_records_filters() -> None:
+    sh = shell("cluster-basic")
+    everything = lines(sh, "records")
+    no_noop = lines(sh, "records", "--exclude", "NoOp")
+    assert len(no_noop) < len(everything)
+    assert not any("NoOpRecord" in x for x in no_noop)
+    topics = lines(sh, "records", "--type", "topic,RemoveTopicRecord")
+    assert topics and all("TopicRecord(" in x for x in topics)
+    window = lines(sh, "records", "--from", "10", "--to", "20")
+    offsets = [int(x.split()[0].split("=")[1]) for x in window]
+    assert offsets == list(range(10, 21))
+    grep = lines(sh, "records", "--grep", "topic-2")
+    assert grep and all("topic-2" in x for x in grep)
+    assert len(lines(sh, "records", "--limit", "4")) == 4
+
+
+def test_records_of_the_snapshot_in_use() -> None:
+    sh = shell("cluster-basic")
+    snap = lines(sh, "records", "--snapshot")
+    assert "SnapshotHeaderRecord" in snap[0] and "SnapshotFooterRecord" in snap[-1]
+
+
+def test_records_show_control_and_unknown_records() -> None:
+    sh = shell("bad-unknown-records")
+    out = lines(sh, "records")
+    assert any("unknown metadata record type 99" in x for x in out)
+    assert any("LeaderChangeMessage" in x for x in out)
+
+
+# ---------------------------------------------------------------- changes
+
+
+def test_changes_of_a_partition_show_its_state_after_each_record() -> None:
+    sh = shell("cluster-basic")
+    out = lines(sh, "changes", "/image/topics/byName/topic-0/0")
+    assert out[0].startswith("offset=15") and "TopicRecord" in out[0]
+    states = [x for x in out if x.startswith("    -> ")]
+    assert states and all("leader=" in s and "isr=" in s for s in states)
+    assert out[-1].endswith("records")
+
+
+def test_changes_follow_removed_topics_and_globs() -> None:
+    sh = shell("cluster-basic")
+    removed = [x for x in lines(sh, "records", "--type", "RemoveTopic")]
+    assert removed
+    tid = removed[0].split('"topicId":"')[1].split('"')[0]
+    hist = lines(sh, "changes", f"/image/topics/byId/{tid}")
+    assert "TopicRecord" in hist[0] and any("RemoveTopicRecord" in x for x in hist)
+    brokers = lines(sh, "changes", "/image/cluster/brokers/*")
+    assert any("RegisterBrokerRecord" in x for x in brokers)
+
+
+def test_changes_outside_the_image_is_an_error() -> None:
+    r = shell("cluster-basic").run(["changes", "/local"])
+    assert r.code == 1 and "under /image" in r.errors[0]
+
+
+# ---------------------------------------------------------------- /quorum, /log, /local
+
+
+def test_quorum_with_kraft_version_1() -> None:
+    sh = shell("kraft-v1")
+    assert lines(sh, "cat", "/quorum/kraftVersion") == ["1"]
+    voters = lines(sh, "ls", "/quorum/voters")
+    assert voters == ["1", "2", "3"]
+    v = sh.run(["cat", "/quorum/voters/3"]).data[0]["value"]
+    assert len(v["directoryId"]) == 22 and v["endpoints"][0]["name"] == "CONTROLLER"
+    assert lines(sh, "cat", "/quorum/leaderId") == ["2"]
+
+
+def test_quorum_static() -> None:
+    sh = shell("security")
+    assert lines(sh, "cat", "/quorum/kraftVersion") == ["0"]
+    assert "static quorum" in lines(sh, "cat", "/quorum/voters/1")[0]
+    cluster_id = lines(sh, "cat", "/quorum/clusterId")[0]
+    props = (FIXTURES / "security" / "meta.properties").read_text()
+    assert f"cluster.id={cluster_id}" in props
+
+
+def test_log_lists_segments_snapshots_and_ignored_files() -> None:
+    sh = shell("segments-snapshots")
+    assert len(lines(sh, "ls", "/log/segments")) == 3
+    snaps = sh.run(["tree", "/log/snapshots"]).json()[0]["tree"]
+    statuses = {name: v["status"] for name, v in snaps.items()}
+    assert "in use" in statuses.values()
+    assert any(s.startswith("bootstrap") for s in statuses.values())
+    ignored = lines(sh, "ls", "/log/ignored")
+    assert any(x.endswith(".checkpoint.part") for x in ignored)
+    assert any(x.endswith(".checkpoint.deleted") for x in ignored)
+    assert any(x.endswith(".snapshot") for x in ignored)
+
+
+def test_local_shows_warnings() -> None:
+    sh = shell("bad-crc")
+    warnings = sh.run(["tree", "/local/warnings"]).json()[0]["tree"]
+    assert any("CRC mismatch" in w for w in warnings.values())
