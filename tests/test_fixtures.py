@@ -484,6 +484,22 @@ def test_snapshot_plus_tail_equals_whole_log(tmp_path: Path, name: str) -> None:
     assert image_lines(d, warnings=name.startswith("bad-")) == image_lines(full)
 
 
+@pytest.mark.parametrize("at", [30, 67, 68, 93, 94, 101])
+def test_time_travel_across_snapshots_equals_the_whole_log(tmp_path: Path, at: int) -> None:
+    """`--at N` gives the same image (provenance included) with or without the snapshots."""
+    d = FIXTURES / "segments-snapshots"
+    full = shutil.copytree(d / MD, tmp_path / MD)
+    for p in full.iterdir():
+        if ".checkpoint" in p.name:
+            p.unlink()
+    snaps = sorted(int(p.name[:20]) for p in (d / MD).glob("*.checkpoint"))
+    assert snaps[1:] == [68, 94]  # the offsets above straddle both usable snapshots
+    with_snaps = run("-d", str(d), "--at", str(at), "--show-secrets", "tree", "/image")
+    log_only = run("-d", str(tmp_path), "--at", str(at), "--show-secrets", "tree", "/image")
+    assert with_snaps[0] == 0 and with_snaps == log_only
+    assert f"offset {at}," in with_snaps[1] or f"offset {at - 1}," in with_snaps[1]
+
+
 def test_cluster_basic_quick_start() -> None:
     tree = show("cluster-basic", "tree", "/image/cluster")
     assert [x.strip() for x in tree if x.endswith(":")] == [
