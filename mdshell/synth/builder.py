@@ -117,7 +117,7 @@ class ClusterBuilder:
         self.directory_ids = {c: self.ids.uuid() for c in self.controller_ids}
         self._codecs: Iterator[Codec] = iter(())
         self.use_compression(compression)
-        self.clock = start_ms
+        self.start_ms = self.clock = start_ms
         self.max_records_per_batch = max_records_per_batch
         self.model = ClusterModel()
         self.log = LogWriter(self.metadata_dir, segment_bytes=segment_bytes,
@@ -343,8 +343,7 @@ class ClusterBuilder:
             key: tuple[Any, ...] = reps if one_dir else (reps, pid)
             state = cache.get(key)
             if state is None:
-                dirs = tuple(dirs_of.get(b, (MIGRATING,))[pid % len(dirs_of.get(b, (MIGRATING,)))]
-                             for b in reps)
+                dirs = tuple(_pick(dirs_of.get(b, (MIGRATING,)), pid) for b in reps)
                 state = PState(reps, reps, reps[0], 0, 0, dirs)
                 if one_dir:
                     cache[key] = state
@@ -353,12 +352,8 @@ class ClusterBuilder:
     def _dirs_for(self, replicas: Sequence[int], pid: int) -> tuple[bytes, ...]:
         if not self.versions.directories:
             return (MIGRATING,) * len(replicas)
-        out = []
-        for r in replicas:
-            b = self.model.brokers.get(r)
-            dirs = b["logDirs"] if b else []
-            out.append(dirs[pid % len(dirs)] if dirs else MIGRATING)
-        return tuple(out)
+        dirs_of = {b: r["logDirs"] or [MIGRATING] for b, r in self.model.brokers.items()}
+        return tuple(_pick(dirs_of.get(b, [MIGRATING]), pid) for b in replicas)
 
     def create_topic(self, name: str, partitions: int = 1, rf: int = 1, *,
                      assignment: Sequence[Sequence[int]] | None = None,
@@ -559,7 +554,7 @@ class ClusterBuilder:
         """
         opts = self.snapshot_options(voters=tuple(self.voters(self.initial_voters)))
         return write_snapshot(self.metadata_dir, (), end_offset=0, epoch=0,
-                              timestamp=DEFAULT_START_MS, last_contained_timestamp=-1,
+                              timestamp=self.start_ms, last_contained_timestamp=-1,
                               options=opts)
 
     def finish(self, *, quorum_state_version: int | None = None,
@@ -581,7 +576,7 @@ class ClusterBuilder:
                           files.partition_metadata(files.METADATA_TOPIC_ID))
         files.write_bytes(os.path.join(self.out_dir, "meta.properties"), files.meta_properties(
             cluster_id=self.cluster_id, node_id=self.node_id,
-            directory_id=self.directory_ids.get(self.node_id), written_ms=DEFAULT_START_MS))
+            directory_id=self.directory_ids.get(self.node_id), written_ms=self.start_ms))
         self._write_log_dir_bootstrap()
         if partition_dirs:
             files.write_partition_dirs(self.out_dir, [
@@ -593,7 +588,7 @@ class ClusterBuilder:
         recs = [meta("FeatureLevelRecord", 0, name="metadata.version", featureLevel=level)]
         recs += [meta("FeatureLevelRecord", 0, name=k, featureLevel=v)
                  for k, v in bootstrap_features(level).items()]
-        tmp = write_snapshot(self.out_dir, recs, end_offset=0, epoch=0, timestamp=DEFAULT_START_MS,
+        tmp = write_snapshot(self.out_dir, recs, end_offset=0, epoch=0, timestamp=self.start_ms,
                              last_contained_timestamp=0)
         os.replace(tmp, os.path.join(self.out_dir, "bootstrap.checkpoint"))
 
@@ -607,6 +602,11 @@ def _broker_host(bid: int) -> str:
 
 def _controller_host(cid: int) -> str:
     return f"controller-{cid}.kafka.internal"
+
+
+def _pick(dirs: Sequence[bytes], pid: int) -> bytes:
+    """The log dir a broker puts a partition in (round robin over its dirs)."""
+    return dirs[pid % len(dirs)]
 
 
 def _feature_list(feats: Mapping[str, tuple[int, int]]) -> list[dict[str, Any]]:

@@ -64,13 +64,6 @@ class LogWriter:
         self._advance(len(records), timestamp)
         return base
 
-    def append_raw(self, data: bytes, count: int, *, timestamp: int) -> int:
-        """Append bytes already framed as a batch (damaged or hand-made ones)."""
-        base = self.next_offset
-        self._write(data)
-        self._advance(count, timestamp)
-        return base
-
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
         if not self.epoch_starts or self.epoch_starts[-1][0] != epoch:
