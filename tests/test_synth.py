@@ -124,7 +124,7 @@ def generic_partition_value(pid: int, tid: bytes, s: PState, version: int) -> by
     return frame_metadata_value(3, version, codec.encode(METADATA[3], version, d))
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
 @given(st.integers(0, 2**31 - 2), uuids, states, st.sampled_from([0, 1, 2]))
 def test_fast_partition_record_equals_generic_encoder(pid: int, tid: bytes, s: PState,
                                                      version: int) -> None:
@@ -146,7 +146,7 @@ def test_fast_partition_record_decodes_to_its_state() -> None:
     assert d["eligibleLeaderReplicas"] == [2] and d["lastKnownElr"] == []
 
 
-@settings(max_examples=100, deadline=None, derandomize=True)
+@settings(max_examples=100, deadline=None, derandomize=True, database=None)
 @given(st.lists(st.binary(max_size=300), min_size=1, max_size=40), st.integers(0, 20000))
 def test_fast_record_framing_equals_encode_record(values: list[bytes], first: int) -> None:
     raw, count = frame_values(values, first)
