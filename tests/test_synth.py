@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from mdshell.loader import DirectorySource
 from mdshell.synth import ClusterBuilder, Scenario, generate
 from mdshell.synth.batches import CODECS, generic_metadata_batch, metadata_batch
-from mdshell.synth.builder import scram_keys
+from mdshell.synth.catalog import scram_keys
 from mdshell.synth.fastpart import frame_values, partition_value
 from mdshell.synth.files import meta_properties, partition_metadata, quorum_state
 from mdshell.synth.state import PState

@@ -10,8 +10,6 @@ is simulated, so a seed gives identical bytes.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import itertools
 import os
 import random
@@ -25,6 +23,17 @@ from ..wire.primitives import uuid_str
 from ..wire.records import METADATA
 from . import files
 from .batches import NONE, Codec, codec_named
+from .catalog import (
+    ACL_OPERATIONS,
+    ACL_PATTERNS,
+    ACL_PERMISSIONS,
+    ACL_RESOURCES,
+    CONFIG_TYPES,
+    SCRAM_TYPES,
+    bootstrap_features,
+    scram_keys,
+    supported_features,
+)
 from .ids import Ids
 from .log import DEFAULT_SEGMENT_BYTES, LogWriter
 from .model import ClusterModel
@@ -38,56 +47,7 @@ DEFAULT_START_MS = 1_714_000_000_000  # 2024-04-24T23:06:40Z: fixed, so output i
 MAX_RECORDS_PER_BATCH = 10_000  # Kafka's controller limit for one atomic write
 NOOP_INTERVAL_MS = 500
 
-CONFIG_TYPES = {"TOPIC": 2, "BROKER": 4, "BROKER_LOGGER": 8, "CLIENT_METRICS": 16, "GROUP": 32}
-SCRAM_TYPES = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
-PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-ACL_RESOURCES = {"TOPIC": 2, "GROUP": 3, "CLUSTER": 4, "TRANSACTIONAL_ID": 5,
-                 "DELEGATION_TOKEN": 6, "USER": 7}
-ACL_PATTERNS = {"LITERAL": 3, "PREFIXED": 4}
-ACL_OPERATIONS = {"ALL": 2, "READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7,
-                  "DESCRIBE": 8, "CLUSTER_ACTION": 9, "DESCRIBE_CONFIGS": 10,
-                  "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12}
-ACL_PERMISSIONS = {"DENY": 2, "ALLOW": 3}
-
 Endpoint = tuple[str, str, int, int]  # listener name, host, port, security protocol id
-
-
-def supported_features(level: int) -> dict[str, tuple[int, int]]:
-    """What a Kafka release at metadata.version ``level`` advertises it supports."""
-    feats = {"metadata.version": (1 if level < 22 else 7, level)}
-    if level >= 21:
-        feats["kraft.version"] = (0, 1)
-    if level >= 25:
-        feats["group.version"] = (0, 1)
-        feats["transaction.version"] = (0, 2)
-    if level >= 26:
-        feats["eligible.leader.replicas.version"] = (0, 1)
-    if level >= 28:
-        feats["share.version"] = (0, 1)
-    if level >= 29:
-        feats["streams.version"] = (0, 1)
-    return feats
-
-
-def bootstrap_features(level: int) -> dict[str, int]:
-    """Finalized features a fresh cluster of that release starts with (besides metadata.version)."""
-    feats: dict[str, int] = {}
-    if level >= 25:
-        feats.update({"group.version": 1, "transaction.version": 2})
-    if level >= 27:
-        feats["eligible.leader.replicas.version"] = 1
-    if level >= 29:
-        feats.update({"share.version": 1, "streams.version": 1})
-    return feats
-
-
-def scram_keys(password: str, salt: bytes, iterations: int, hash_name: str) -> tuple[bytes, bytes]:
-    """RFC 5802 StoredKey and ServerKey, as Kafka's ScramFormatter derives them."""
-    salted = hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
-    client_key = hmac.new(salted, b"Client Key", hash_name).digest()
-    stored_key = hashlib.new(hash_name, client_key).digest()
-    server_key = hmac.new(salted, b"Server Key", hash_name).digest()
-    return stored_key, server_key
 
 
 class ClusterBuilder:
