@@ -59,6 +59,65 @@ def base(b: ClusterBuilder, brokers: int = 3) -> None:
         b.unfence_broker(i)
 
 
+# ---------------------------------------------------------------- health fixtures
+# Each breaks one `health` check (and only that one, where the cluster allows it).
+
+
+def _healthy(out: str, seed: int, brokers: int = 3) -> ClusterBuilder:
+    b = ClusterBuilder(out, seed=seed, metadata_version=21, controllers=[1, 2, 3])
+    base(b, brokers)
+    b.create_topic("orders", 3, 3)
+    return b
+
+
+def make_health_fenced(out: str) -> None:
+    """Broker 4 fenced and broker 5 in controlled shutdown; they host no partition."""
+    b = _healthy(out, 110)
+    for bid in (4, 5):
+        b.register_broker(bid)
+        b.unfence_broker(bid)
+    b.fence_broker(4)
+    b.controlled_shutdown(5)
+    b.finish()
+
+
+def make_health_offline(out: str) -> None:
+    b = _healthy(out, 111)
+    b.elect_leader("orders", 1, -1)  # no leader: the partition is offline
+    b.finish()
+
+
+def make_health_under_replicated(out: str) -> None:
+    b = _healthy(out, 112)
+    s = b.partition("orders", 2)
+    b.set_isr("orders", 2, [s.leader, s.replicas[1] if s.replicas[1] != s.leader
+                            else s.replicas[2]])
+    b.finish()
+
+
+def make_health_under_min_isr(out: str) -> None:
+    b = _healthy(out, 113)
+    b.create_topic("payments", 2, 3, configs={"min.insync.replicas": "2"})
+    s = b.partition("payments", 0)
+    b.set_isr("payments", 0, [s.leader])  # 1 in-sync replica < min.insync.replicas 2
+    b.finish()
+
+
+def make_health_stale_controller(out: str) -> None:
+    """Controller 4 was registered (it ran once) but is not one of the voters 1-3."""
+    b = _healthy(out, 114)
+    b.register_controller(4)
+    b.finish()
+
+
+def make_health_unsupported_feature(out: str) -> None:
+    """Broker 4 registered with a 3.7 release (metadata.version up to 19) in a 3.9 cluster."""
+    b = _healthy(out, 115)
+    b.register_broker(4, features={"metadata.version": (1, 19)})
+    b.unfence_broker(4)
+    b.finish()
+
+
 # ---------------------------------------------------------------- content fixtures
 
 
@@ -335,6 +394,19 @@ FIXTURES = [
     Fixture("kafka37-snapshot", "3.7-IV4: a snapshot whose batch base offsets overlap the "
             "previous batch (Kafka 3.7 writer), and a log that starts at the snapshot's end offset",
             make_kafka37_snapshot),
+    Fixture("health-fenced", "`health` fails `fenced brokers`: broker 4 fenced, broker 5 in "
+            "controlled shutdown (warning); neither hosts a partition", make_health_fenced),
+    Fixture("health-offline", "`health` fails `offline partitions`: `orders-1` has no leader",
+            make_health_offline),
+    Fixture("health-under-replicated", "`health` warns `under-replicated partitions`: "
+            "`orders-2` has 2 of 3 replicas in sync", make_health_under_replicated),
+    Fixture("health-under-min-isr", "`health` fails `under-min-ISR partitions`: `payments-0` "
+            "(min.insync.replicas=2) has one in-sync replica", make_health_under_min_isr),
+    Fixture("health-stale-controller", "`health` fails `controller registrations`: controller "
+            "4 is registered but not a voter", make_health_stale_controller),
+    Fixture("health-unsupported-feature", "`health` fails `feature support`: broker 4 "
+            "supports metadata.version 1-19, the cluster runs 21 (3.9-IV0)",
+            make_health_unsupported_feature),
     Fixture("bad-no-metadata", "a metadata dir with quorum-state and a producer snapshot but "
             "no `.log` or `.checkpoint`", make_bad_no_metadata,
             "no metadata log segments (.log) or snapshots (.checkpoint)", 1, 1),

@@ -113,9 +113,9 @@ def check_controllers(img: m.Image, voters: Iterable[int] | None) -> list[Check]
     registered = set(img.controllers)
     stale = sorted(registered - voter_set)
     unregistered = sorted(voter_set - registered)
-    items = [f"controller {c} is registered but is not a voter (stale registration: it can "
-             "block feature upgrades; remove it with kafka-cluster unregister or "
-             "UnregisterControllerRecord on Kafka 4.4+)" for c in stale]
+    items = [f"controller {c} is registered but is not a voter (a stale registration: its "
+             "supported features still count, so it can block feature upgrades; Kafka 4.4+ "
+             "can unregister it, KIP-1312)" for c in stale]
     needs_registration = (img.metadata_version_level >= 15)  # 3.7-IV0 added registrations
     if needs_registration:
         items += [f"voter {v} has no controller registration" for v in unregistered]

@@ -202,10 +202,12 @@ class ClusterBuilder:
 
     # ------------------------------------------------------------ controllers and brokers
 
-    def register_controller(self, cid: int) -> int:
+    def register_controller(self, cid: int, *,
+                            features: Mapping[str, tuple[int, int]] | None = None) -> int:
+        """RegisterControllerRecord; ``features`` overrides what the release supports."""
         if cid not in self.directory_ids:
             self.directory_ids[cid] = self.ids.uuid()
-        feats = supported_features(self.versions.level)
+        feats = supported_features(self.versions.level) if features is None else features
         return self.append([meta(
             "RegisterControllerRecord", 0, controllerId=cid, incarnationId=self.ids.uuid(),
             zkMigrationReady=False,
@@ -218,10 +220,12 @@ class ClusterBuilder:
 
     def register_broker(self, bid: int, *, rack: str | None = None,
                         listeners: Sequence[Endpoint] | None = None, log_dirs: int = 1,
-                        log_dir_ids: Sequence[bytes] | None = None, fenced: bool = True) -> int:
+                        log_dir_ids: Sequence[bytes] | None = None, fenced: bool = True,
+                        features: Mapping[str, tuple[int, int]] | None = None) -> int:
         """RegisterBrokerRecord; the broker epoch is the record's offset. Returns the epoch.
 
-        A restarting broker passes its existing ``log_dir_ids`` (directory ids persist).
+        A restarting broker passes its existing ``log_dir_ids`` (directory ids persist);
+        ``features`` overrides the supported feature ranges (e.g. an older release).
         """
         epoch = self.log.next_offset
         eps = listeners or [("PLAINTEXT", _broker_host(bid), 9092, 0)]
@@ -231,7 +235,8 @@ class ClusterBuilder:
             "brokerEpoch": epoch,
             "endPoints": [{"name": n, "host": h, "port": p, "securityProtocol": sp}
                           for n, h, p, sp in eps],
-            "features": _feature_list(supported_features(v.level)), "rack": rack,
+            "features": _feature_list(supported_features(v.level) if features is None
+                                      else features), "rack": rack,
             "fenced": fenced, "inControlledShutdown": False,
             "logDirs": self._log_dirs(log_dirs, log_dir_ids) if v.directories else []})])
         return epoch

@@ -1,0 +1,75 @@
+"""``health`` on fixtures built to fail one check each, and on the corpus."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import CORPUS, FIXTURES, need_corpus, run_cli
+
+# fixture -> (check, status); every other check must be ok or info
+CASES = {
+    "health-fenced": {"fenced brokers": "fail", "controlled shutdown": "warn"},
+    "health-offline": {"offline partitions": "fail"},
+    "health-under-replicated": {"under-replicated partitions": "warn"},
+    "health-under-min-isr": {"under-min-ISR partitions": "fail",
+                             "under-replicated partitions": "warn"},
+    "health-stale-controller": {"controller registrations": "fail"},
+    "health-unsupported-feature": {"feature support": "fail"},
+    "cluster-basic": {"under-replicated partitions": "warn"},
+}
+
+
+def health(directory: str) -> tuple[int, dict]:
+    out = run_cli("-d", directory, "-o", "json", "health")
+    assert "Traceback" not in out.stderr
+    return out.returncode, json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_fixture_breaks_exactly_its_check(name: str) -> None:
+    rc, data = health(str(FIXTURES / name))
+    statuses = {c["name"]: c["status"] for c in data["checks"]}
+    expected = CASES[name]
+    for check, status in statuses.items():
+        assert status == expected.get(check, status if status in ("ok", "info") else "ok"), check
+    for check, status in expected.items():
+        assert statuses[check] == status
+    failing = "fail" in expected.values()
+    assert rc == (1 if failing else 0)
+    assert data["ok"] is not failing
+
+
+def test_items_name_the_culprits() -> None:
+    _, data = health(str(FIXTURES / "health-under-min-isr"))
+    check = next(c for c in data["checks"] if c["name"] == "under-min-ISR partitions")
+    assert check["items"] == [check["items"][0]]
+    assert check["items"][0].startswith("payments-0: isr [")
+    assert "min.insync.replicas 2 (topic config)" in check["items"][0]
+    _, data = health(str(FIXTURES / "health-unsupported-feature"))
+    check = next(c for c in data["checks"] if c["name"] == "feature support")
+    assert check["items"] == ["broker 4 supports metadata.version 1-19, but the finalized "
+                              "level is 21 (3.9-IV0)"]
+
+
+def test_elr_state_is_reported() -> None:
+    _, data = health(str(FIXTURES / "elr"))
+    check = next(c for c in data["checks"] if c["name"] == "eligible leader replicas")
+    assert any(item.startswith("elr-c-1:") for item in check["items"])
+
+
+def test_text_output_marks_failures() -> None:
+    out = run_cli("-d", str(FIXTURES / "health-offline"), "health")
+    assert out.returncode == 1
+    assert "FAIL  offline partitions: 1 of 3 partitions have no leader" in out.stdout
+    assert out.stdout.rstrip().endswith("1 checks failed")
+
+
+def test_corpus_cluster_shut_down() -> None:
+    """A corpus copy taken with the broker stopped: fenced, offline, leaderless partitions."""
+    need_corpus()
+    rc, data = health(str(CORPUS / "13LAckHEart__kafka"))
+    statuses = {c["name"]: c["status"] for c in data["checks"]}
+    assert rc == 1
+    assert statuses["fenced brokers"] == "fail" and statuses["offline partitions"] == "fail"
