@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from ..image.health import FAIL, WARN, Check, run_checks
-from ..loginfo import quorum_info
 from .base import ArgParser, Result, command
 from .shell import Shell
+
+if TYPE_CHECKING:
+    from ..image.health import Check
 
 MARK = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "info": "INFO"}
 
 
 def voter_ids(shell: Shell) -> list[int] | None:
+    from ..loginfo import quorum_info
+
     q = quorum_info(shell.source, shell.loaded)
     if q.voters is not None:
         return [v.id for v in q.voters]
@@ -35,6 +39,8 @@ def health(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("health", "health [--all]")
     p.add_argument("--all", action="store_true")
     ns = p.parse_args(args)
+    from ..image.health import FAIL, run_checks
+
     checks = run_checks(shell.loaded.image, voter_ids(shell))
     failed = any(c.status == FAIL for c in checks)
     data = {"ok": not failed, "checks": [
@@ -44,6 +50,8 @@ def health(shell: Shell, args: list[str]) -> Result:
 
 
 def _lines(checks: list[Check], limit: int | None) -> Iterator[str]:
+    from ..image.health import FAIL, WARN
+
     for c in checks:
         yield f"{MARK.get(c.status, c.status)}  {c.name}: {c.summary}"
         shown = c.items if limit is None else c.items[:limit]

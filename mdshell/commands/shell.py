@@ -6,10 +6,8 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..loader import Loaded, Source
-from ..loginfo import log_info, quorum_info
 from ..tree.node import Node, RenderOptions
 from ..tree.root import RootInfo, root_node
-from ..tree.source_tree import log_node, quorum_node
 from .base import REGISTRY, CommandError, Result, UsageError, closest
 
 
@@ -31,8 +29,8 @@ class Shell:
         loaded, source = self.loaded, self.source
         info = RootInfo(source.describe(), source.kind, [f.path for f in loaded.files],
                         [p.message for p in loaded.problems], loaded.upto)
-        info.extra["quorum"] = lambda: quorum_node(quorum_info(source, loaded))
-        info.extra["log"] = lambda: log_node(log_info(source, loaded))
+        info.extra["quorum"] = lambda: _quorum(source, loaded)
+        info.extra["log"] = lambda: _log(source, loaded)
         return root_node(loaded.image, info)
 
     def set_loaded(self, loaded: Loaded) -> None:
@@ -66,3 +64,17 @@ class Shell:
             return Result(errors=[str(e)], exit_code=2)
         except CommandError as e:
             return Result(errors=[f"{name}: {e}"], exit_code=1)
+
+
+def _quorum(source: Source, loaded: Loaded) -> Node:
+    from ..loginfo import quorum_info
+    from ..tree.source_tree import quorum_node
+
+    return quorum_node(quorum_info(source, loaded))
+
+
+def _log(source: Source, loaded: Loaded) -> Node:
+    from ..loginfo import log_info
+    from ..tree.source_tree import log_node
+
+    return log_node(log_info(source, loaded))

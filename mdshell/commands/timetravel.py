@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..loader import Loaded
-from ..loginfo import offset_range
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
 from ..tree.root import RootInfo, root_node
@@ -21,6 +20,8 @@ EARLIEST = ("earliest", "start")
 
 def parse_offset(shell: Shell, text: str) -> int | None:
     """An offset the source can rebuild, ``None`` for latest; errors name the valid range."""
+    from ..loginfo import offset_range
+
     first, last = offset_range(shell.source)
     if text.lower() in LATEST:
         return None

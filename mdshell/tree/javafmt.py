@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from decimal import Decimal
 
 
 def java_double(x: float) -> str:
@@ -15,6 +14,8 @@ def java_double(x: float) -> str:
         return "Infinity" if x > 0 else "-Infinity"
     if x == 0:
         return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    from decimal import Decimal  # only client quotas need it: keep it off the start-up path
+
     sign = "-" if x < 0 else ""
     d = Decimal(repr(abs(x)))  # repr gives the shortest round-tripping digits
     digits = "".join(map(str, d.as_tuple().digits)).rstrip("0") or "0"

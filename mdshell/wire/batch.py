@@ -212,7 +212,12 @@ def value_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int]]]:
                 n = (b & 0x7F) | (b2 << 7)
                 p += 2
             else:
-                n, p = read_uvarint(buf, p)
+                b3 = buf[p + 2]
+                if b3 < 0x80:  # offsets past 8191 in a large snapshot batch
+                    n = (b & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)
+                    p += 3
+                else:
+                    n, p = read_uvarint(buf, p)
         off = base + ((n >> 1) ^ -(n & 1))
         # key length (metadata records have none: 0x01 = -1)
         b = buf[p]
