@@ -29,6 +29,9 @@ _FIXED = {
 }
 
 
+_SMALL = 32  # arrays shorter than this (replica lists...) use a prebuilt Struct
+
+
 def _uvarint_slow(buf: bytes, pos: int) -> tuple[int, int]:
     return read_uvarint(buf, pos)
 
@@ -55,6 +58,13 @@ class _Gen:
             f"{ind}if {target} < 128: pos += 1",
             f"{ind}else: {target}, pos = _uv(buf, pos)",
         ]
+
+    def array_structs(self, fmt: str) -> str:
+        """A table of Structs for arrays of 0.._SMALL-1 items of ``fmt`` (no format parsing)."""
+        name = f"_A_{fmt}"
+        if name not in self.env:
+            self.env[name] = [struct.Struct(f">{i}{fmt}") for i in range(_SMALL)]
+        return name
 
     def struct_obj(self, fmt: str) -> str:
         name = self.tmp("_S")
@@ -106,7 +116,11 @@ class _Gen:
         L.append(f"{ind2}{n} -= 1")
         if f.type in _FIXED and f.type != "uuid":
             fmt, size = _FIXED[f.type]
-            L.append(f"{ind2}{target} = list(_unpack('>%d{fmt}' % {n}, buf, pos))")
+            table = self.array_structs(fmt)
+            L.append(f"{ind2}if {n} == 0: {target} = []")
+            L.append(f"{ind2}elif {n} < {_SMALL}: "
+                     f"{target} = list({table}[{n}].unpack_from(buf, pos))")
+            L.append(f"{ind2}else: {target} = list(_unpack('>%d{fmt}' % {n}, buf, pos))")
             L.append(f"{ind2}pos += {n} * {size}")
         elif f.type == "uuid":
             L.append(f"{ind2}{target} = [buf[p:p + 16] for p in range(pos, pos + 16 * {n}, 16)]")
