@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -123,7 +124,9 @@ def _main(args: argparse.Namespace) -> int:
     _warn(loaded.problems, args.strict)
     if args.strict and loaded.problems:
         return EXIT_FAIL
-    shell = Shell(source, loaded, RenderOptions(show_secrets=args.show_secrets), args.output)
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    shell = Shell(source, loaded, RenderOptions(show_secrets=args.show_secrets), args.output,
+                  width)
     if args.at is not None:
         moved = shell.run(["at", args.at])
         for line in moved.errors:

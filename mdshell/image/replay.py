@@ -17,6 +17,7 @@ from typing import Any
 from ..problems import Problem
 from ..wire import frames
 from ..wire.batch import Batch, value_ranges
+from ..wire.codec import UNKNOWN_TAGS
 from ..wire.primitives import uuid_sort_key, uuid_str
 from ..wire.records import record_name
 from . import model as m
@@ -45,6 +46,7 @@ class ImageBuilder:
         self.txn: list[Pending] | None = None
         self.txn_offset = -1
         self._reported: set[tuple[int, int]] = set()
+        self._reported_tags: set[tuple[int, ...]] = set()
         self.records_applied = 0
         self.file = ""
 
@@ -144,6 +146,8 @@ class ImageBuilder:
         handler = HANDLERS.get(key)
         if handler is None:
             return  # NoOp and records with no effect on the image
+        if UNKNOWN_TAGS in d:
+            self._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
         if self.observer is not None:
             self.observer(self, key, ver, d, off)
         self.records_applied += 1
@@ -163,6 +167,15 @@ class ImageBuilder:
         self._warn("unknown-record",
                    f"offset {off}: {u.reason}; kept raw (see `records`) and not applied — a "
                    "newer mdshell may know it (reported once per type and version)", off)
+
+    def _unknown_tags(self, key: int, ver: int, tags: dict[int, bytes], off: int) -> None:
+        k = (key, ver, *sorted(tags))
+        if k in self._reported_tags:
+            return
+        self._reported_tags.add(k)
+        self._warn("unknown-tag", f"offset {off}: {record_name(key)} v{ver} has unknown tagged "
+                   f"fields {sorted(tags)}; kept raw (see `records`) — written by a newer "
+                   "Kafka (reported once per type)", off)
 
     # ------------------------------------------------------------ topics
 

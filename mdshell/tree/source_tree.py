@@ -30,6 +30,9 @@ def quorum_node(q: QuorumInfo) -> Node:
         "highWatermark": lambda: Value(
             "unknown offline (not stored on disk; a live connection reports it)", None),
         "voters": lambda: _voters(q),
+        "observers": lambda: Value(
+            "unknown offline (brokers and other observers fetching from the leader are not "
+            "recorded on disk; a live connection reports them)", None),
     }
     if q.last_leader_change is not None:
         lc = q.last_leader_change
