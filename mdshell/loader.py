@@ -254,8 +254,11 @@ class DirectorySource:
                                         seg.path))
                 break
             if data == b"":
-                problems.append(Problem("empty", f"{os.path.basename(seg.path)}: empty segment "
-                                        "(nothing written yet); skipped", seg.path))
+                # A newest segment is empty right after Kafka rolls one: normal. An empty
+                # segment before others, or the only data there is, deserves a word.
+                if seg is not segments[-1] or (cp is None and not run.files):
+                    problems.append(Problem("empty", f"{os.path.basename(seg.path)}: empty "
+                                            "segment (nothing written yet); skipped", seg.path))
                 continue
             seg_problems: list[Problem] = []
             if not _replay_file(run, seg.path, data, "segment", seg_problems, upto, start):
