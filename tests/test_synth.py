@@ -29,12 +29,11 @@ from mdshell.synth.catalog import scram_keys
 from mdshell.synth.fastpart import frame_values, partition_value
 from mdshell.synth.files import meta_properties, partition_metadata, quorum_state
 from mdshell.synth.state import PState
-from mdshell.wire import codec, compression, frames
+from mdshell.wire import codec, compression, frames, rewrite
 from mdshell.wire import control as ctl
 from mdshell.wire.batch import (
     HEADER,
     RecordSpec,
-    encode_batch,
     encode_record,
     frame_metadata_value,
     iter_records,
@@ -181,32 +180,7 @@ def test_metadata_batch_equals_generic_batch(codec_name: str, first_delta: int) 
 
 def reencode(path: Path) -> bytes:
     """Decode every batch and write it again with the generic encoder only."""
-    out = bytearray()
-    for b in batches_of(path):
-        recs = list(iter_records(b))
-        specs = []
-        for r in recs:
-            if b.is_control:
-                ctype = frames.control_type(r.key)
-                value = frames.decode_control(ctype, r.value)
-                assert isinstance(value, dict), value
-                raw = codec.encode(ctl.CONTROL[ctype], 0, value)
-            else:
-                assert r.value is not None
-                key, version, value = frames.decode_metadata(r.value, 0, len(r.value))
-                raw = (value.raw if isinstance(value, frames.Unknown) else
-                       frame_metadata_value(key, version,
-                                            codec.encode(METADATA[key], version, value)))
-            specs.append(RecordSpec(r.offset - b.base_offset, r.timestamp - b.base_timestamp,
-                                    raw, key=r.key, headers=tuple(r.headers),
-                                    attributes=r.attributes))
-        xerial = b.buf[b.pos + HEADER.size:b.pos + HEADER.size + 8] == compression.XERIAL_MAGIC
-        out += encode_batch(b.base_offset, specs, epoch=b.epoch,
-                            base_timestamp=b.base_timestamp, max_timestamp=b.max_timestamp,
-                            attributes=b.attributes, producer_id=b.producer_id,
-                            producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
-                            last_offset_delta=b.last_offset_delta, xerial=xerial)
-    return bytes(out)
+    return b"".join(rewrite.reencode(b) for b in batches_of(path))
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from mdshell.loader import DirectorySource, FileSource
 from mdshell.source.reader import iter_batches
 from mdshell.tree.node import RenderOptions
 from mdshell.tree.paths import lookup
-from mdshell.wire.batch import RecordSpec, encode_batch, iter_records
+from mdshell.wire import rewrite
 
 from .conftest import CORPUS, need_corpus
 
@@ -32,14 +32,7 @@ def prefix_file(logs: list[Path], upto: int, out: Path) -> None:
         if b.last_offset <= upto:
             parts.append(b.raw())
             continue
-        recs = [r for r in iter_records(b) if r.offset <= upto]
-        specs = [RecordSpec(r.offset - b.base_offset, r.timestamp - b.base_timestamp, r.value,
-                            r.key, tuple(r.headers), r.attributes) for r in recs]
-        parts.append(encode_batch(b.base_offset, specs, epoch=b.epoch,
-                                  base_timestamp=b.base_timestamp,
-                                  max_timestamp=b.max_timestamp, attributes=b.attributes,
-                                  producer_id=b.producer_id, producer_epoch=b.producer_epoch,
-                                  base_sequence=b.base_sequence))
+        parts.append(rewrite.cut(b, upto))
     out.write_bytes(b"".join(parts))
 
 
