@@ -232,3 +232,48 @@ def test_local_shows_warnings() -> None:
     sh = shell("bad-crc")
     warnings = sh.run(["tree", "/local/warnings"]).json()[0]["tree"]
     assert any("CRC mismatch" in w for w in warnings.values())
+
+
+# ---------------------------------------------------------------- more options
+
+
+def test_ls_several_targets_like_kafka() -> None:
+    sh = shell("cluster-basic")
+    out = lines(sh, "ls", "/image/cluster", "/image/features", "/image/provenance")
+    assert out[:4] == ["provenance", "", "cluster:", "brokers"]
+    assert "features:" in out and out[out.index("features:") - 1] == ""
+
+
+def test_tree_several_targets_and_leaf() -> None:
+    sh = shell("cluster-basic")
+    out = lines(sh, "tree", "/image/provenance", "/image/producerIds")
+    assert out[0].startswith("offset ") and out[1] == "nextProducerId:"
+
+
+def test_health_all_lists_every_item() -> None:
+    sh = shell("cluster-basic")
+    r = sh.run(["health", "--all"])
+    assert not any("more (health --all)" in x for x in r.lines)
+
+
+def test_global_at_option() -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "--at", "50", "cat", "/local/atOffset",
+                  "/image/provenance")
+    assert out.returncode == 0
+    assert out.stdout.splitlines()[0] == "50"
+    assert out.stdout.splitlines()[1].startswith("offset 50,")
+    bad = run_cli("-d", str(FIXTURES / "cluster-basic"), "--at", "99999", "ls")
+    assert bad.returncode == 1 and "after the end of the log" in bad.stderr
+
+
+def test_snapshot_flag_reads_one_file() -> None:
+    cp = sorted((FIXTURES / "cluster-basic" / "__cluster_metadata-0").glob("*.checkpoint"))[-1]
+    out = run_cli("-s", str(cp), "cat", "/local/sourceKind", "/image/features/metadataVersion")
+    assert out.returncode == 0 and out.stdout.split() == ["file", "4.0-IV3"]
+
+
+def test_piped_commands_run_in_order() -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"),
+                  stdin="cd /image/topics\nls\npwd\nnosuch\n")
+    assert out.stdout.splitlines() == ["byId", "byName", "/image/topics"]
+    assert "line 4: nosuch: unknown command" in out.stderr and out.returncode == 2
