@@ -61,8 +61,17 @@ def test_partition_change_merge_rules() -> None:
     assert p.leader_recovery_state == 1
 
 
-def test_reassignment_keeps_surviving_directories() -> None:
+def test_directories_follow_kafka_38_merge() -> None:
+    # directories not in the change record: kept (the controller sends them with replicas)
     b = replay([topic(), partition(), change(replicas=[2, 3], isr=[2, 3])])
+    p = b.image.topics_by_id[T1].partition(0)
+    assert p is not None and p.directories == [DIR_A, DIR_B]
+    # all MIGRATING (pre-3.7-IV2 placement): follows the new replica count
+    b = replay([topic(), partition(version=0), change(replicas=[1, 2, 3], isr=[1, 2, 3])])
+    p = b.image.topics_by_id[T1].partition(0)
+    assert p is not None and p.directories == [bytes(16)] * 3
+    # given explicitly: taken as is
+    b = replay([topic(), partition(), change(replicas=[2, 3], directories=[DIR_B, UNASSIGNED])])
     p = b.image.topics_by_id[T1].partition(0)
     assert p is not None and p.directories == [DIR_B, UNASSIGNED]
 

@@ -16,6 +16,7 @@ from ..wire.records import METADATA
 from .names import MINIMUM_KRAFT_LEVEL
 
 NO_LEADER = -1
+MIGRATING_DIR = bytes(16)  # DirectoryId.MIGRATING: replicas placed before directory ids
 
 
 @dataclass(slots=True)
@@ -76,7 +77,9 @@ def decode_lazy(lazy: LazyPartition) -> Partition:
 
 def partition_from_record(d: dict[str, Any]) -> Partition:
     replicas = d["replicas"]
-    dirs = d["directories"] or [bytes(16)] * len(replicas)
+    dirs = d["directories"]
+    if all(x == MIGRATING_DIR for x in dirs):  # none given (v0), or pre-3.7-IV2 brokers
+        dirs = [MIGRATING_DIR] * len(replicas)
     return Partition(
         replicas=replicas, directories=dirs, isr=d["isr"],
         removing_replicas=d["removingReplicas"], adding_replicas=d["addingReplicas"],

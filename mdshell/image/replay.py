@@ -25,7 +25,7 @@ from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
 _PART_HEAD = struct.Struct(">i16s")
 NOOP, PARTITION, BEGIN_TXN, END_TXN, ABORT_TXN = 20, 3, 23, 24, 25
-UNASSIGNED_DIR = b"\0" * 15 + b"\x01"
+MIGRATING_DIR = bytes(16)
 
 Handler = Callable[["ImageBuilder", dict[str, Any], int], None]
 # Called before each record is applied: (builder, api key, version, record, offset).
@@ -294,23 +294,14 @@ def _partition(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
         topic.partitions[d["partitionId"]] = m.partition_from_record(d)
 
 
-def _directories_for(old: m.Partition, new_replicas: list[int]) -> list[bytes]:
-    """Keep each surviving replica's directory; new replicas are unassigned."""
-    by_replica = dict(zip(old.replicas, old.directories, strict=False))
-    return [by_replica.get(r, UNASSIGNED_DIR) for r in new_replicas]
-
-
 def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
-    """Kafka's PartitionRegistration.merge(PartitionChangeRecord)."""
+    """Kafka's PartitionRegistration.merge(PartitionChangeRecord), as of 3.8 (3.7.0 gave
+    replicas new to a partition UNASSIGNED directories; 3.8+ keeps the array, and an
+    all-MIGRATING one follows the new replica count)."""
     replicas = p.replicas if d["replicas"] is None else d["replicas"]
-    if d["directories"]:
-        dirs = d["directories"]
-    elif d["replicas"] is not None:
-        dirs = _directories_for(p, d["replicas"])
-    else:
-        dirs = p.directories
-    if not dirs:
-        dirs = [bytes(16)] * len(p.replicas)
+    dirs = p.directories if d["directories"] is None else d["directories"]
+    if all(x == MIGRATING_DIR for x in dirs):
+        dirs = [MIGRATING_DIR] * len(replicas)
     leader, leader_epoch = p.leader, p.leader_epoch
     if d["leader"] != -2:
         leader, leader_epoch = d["leader"], p.leader_epoch + 1
