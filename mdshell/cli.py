@@ -114,7 +114,7 @@ def _main(args: argparse.Namespace) -> int:
     from .tree.node import RenderOptions
 
     try:
-        source = open_source(args.directory, args.snapshot)
+        source = open_source(args.directory, args.snapshot, eager=args.strict)
         loaded = source.load()
     except SourceError as e:
         if args.debug:
@@ -157,6 +157,8 @@ def emit(shell: object, result: object, out: TextIO) -> int:
             out.write(line)
             out.write("\n")
     out.flush()
+    for w in [*result.warnings, *shell.new_notes()]:
+        print(f"mdshell: warning: {w}", file=sys.stderr)
     for e in result.errors:
         print(f"{e}", file=sys.stderr)
     return result.code

@@ -32,7 +32,10 @@ class QuorumInfo:
     """The KRaft quorum as seen offline. ``source`` says where each part came from."""
 
     cluster_id: str | None = None  # meta.properties (or quorum-state v0)
+    quorum_state_cluster_id: str | None = None
     node_id: int | None = None  # meta.properties: the node that wrote this copy
+    directory_id: str | None = None  # meta.properties directory.id (3.7+)
+    applied_offset: int | None = None  # quorum-state v0
     leader_id: int | None = None
     leader_epoch: int | None = None
     voted_id: int | None = None

@@ -287,7 +287,7 @@ def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError) -> int:
     try:
         result = shell.run_line(line)
         # Errors go through show_error (colour, line numbers); emit only prints the output.
-        emit(shell, Result(result.lines, result.data, [], 0), out)
+        emit(shell, Result(result.lines, result.data, [], result.warnings, 0), out)
     except (ExitShell, KeyboardInterrupt):
         raise
     except Exception as e:

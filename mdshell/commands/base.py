@@ -30,6 +30,7 @@ class Result:
     lines: Iterable[str] = ()
     data: Any = None
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # printed, but the command succeeded
     # Set by commands whose text form must be computed before errors are known.
     exit_code: int | None = None
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +11,7 @@ from ..image.replay import ImageBuilder, merge_partition
 from ..logscan import LogRecord, iter_log, schema_of
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.leaves import partition_data
-from ..tree.paths import absolute, has_glob, join
+from ..tree.paths import GlobError, absolute, compile_glob, join
 from ..tree.recordjson import record_data
 from ..tree.touched import paths_for, touches
 from ..wire import frames
@@ -135,18 +134,21 @@ def changes(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("changes", CHANGES_USAGE)
     p.add_argument("path")
     ns = p.parse_args(args)
-    target = join(absolute(shell.cwd, ns.path))
-    if not target.startswith("/image"):
+    comps = absolute(shell.cwd, ns.path)
+    target = join(comps)
+    if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: changes follows nodes under /image")
-    globbed = has_glob(ns.path)
+    try:
+        for c in comps:
+            compile_glob(c)
+    except GlobError as e:
+        raise CommandError(str(e)) from None
     found: list[dict[str, Any]] = []
     show = shell.opts.show_secrets
 
     def observe(b: ImageBuilder, key: int, ver: int, d: dict[str, Any], off: int) -> None:
         paths = paths_for(key, d, b.image)
-        hit = (any(fnmatch.fnmatchcase(x, target) for x in paths) if globbed
-               else touches(paths, target))
-        if not hit:
+        if not touches(paths, comps):
             return
         batch = b.batch
         entry: dict[str, Any] = {

@@ -6,7 +6,9 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..loader import Loaded, Source
+from ..problems import SourceError
 from ..tree.node import Node, RenderOptions
+from ..tree.paths import GlobError
 from ..tree.root import RootInfo, root_node
 from .base import REGISTRY, CommandError, Result, UsageError, closest
 
@@ -23,6 +25,8 @@ class Shell:
 
     def __post_init__(self) -> None:
         self.latest: Loaded = self.loaded  # the image at the end of the log
+        self._notes_key: object = None
+        self._notes_shown = 0
         self.root: Node = self._build_root()
 
     def _build_root(self) -> Node:
@@ -32,6 +36,16 @@ class Shell:
         info.extra["quorum"] = lambda: _quorum(source, loaded)
         info.extra["log"] = lambda: _log(source, loaded)
         return root_node(loaded.image, info)
+
+    def new_notes(self) -> list[str]:
+        """Problems found since the last call while reading the image (records decoded on
+        first use), so that front ends report each once."""
+        notes = self.loaded.image.notes
+        if self._notes_key is not notes:
+            self._notes_key, self._notes_shown = notes, 0
+        fresh = notes.messages[self._notes_shown:]
+        self._notes_shown = len(notes.messages)
+        return fresh
 
     def set_loaded(self, loaded: Loaded) -> None:
         self.loaded = loaded
@@ -62,7 +76,8 @@ class Shell:
             return cmd.run(self, args)
         except UsageError as e:
             return Result(errors=[str(e)], exit_code=2)
-        except CommandError as e:
+        except (CommandError, SourceError, GlobError) as e:
+            # SourceError: a file went away or cannot be read now (a live directory).
             return Result(errors=[f"{name}: {e}"], exit_code=1)
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..wire import codec
+from ..wire.codec import UNKNOWN_TAGS
+from ..wire.primitives import DecodeError
 from ..wire.records import METADATA
 from .names import MINIMUM_KRAFT_LEVEL
 
@@ -70,11 +72,6 @@ class Partition:
 LazyPartition = tuple[bytes, int, int, int]
 
 
-def decode_lazy(lazy: LazyPartition) -> Partition:
-    buf, body, end, version = lazy
-    return partition_from_record(codec.decode(METADATA[3], version, buf, body, end))
-
-
 def partition_from_record(d: dict[str, Any]) -> Partition:
     replicas = d["replicas"]
     dirs = d["directories"]
@@ -93,13 +90,45 @@ class Topic:
     name: str
     id: bytes
     partitions: dict[int, Partition | LazyPartition] = field(default_factory=dict)
+    # Where problems found when a stored record is finally decoded go (the image's notes).
+    notes: Notes | None = field(default=None, compare=False, repr=False)
 
     def partition(self, pid: int) -> Partition | None:
+        """The partition, decoding its record on first use. A record that turns out not to
+        decode is dropped (the partition disappears) with a note, like any bad record."""
         p = self.partitions.get(pid)
         if isinstance(p, tuple):
-            p = decode_lazy(p)
-            self.partitions[pid] = p
+            buf, body, end, version = p
+            try:
+                d = codec.decode(METADATA[3], version, buf, body, end)
+            except DecodeError as e:
+                del self.partitions[pid]
+                if self.notes is not None:
+                    self.notes.add(("bad-partition", self.name, pid),
+                                   f"PartitionRecord of {self.name}-{pid} does not decode "
+                                   f"({e}); the partition is left out")
+                return None
+            if UNKNOWN_TAGS in d and self.notes is not None:
+                self.notes.add(("unknown-tag", 3, version, *sorted(d[UNKNOWN_TAGS])),
+                               f"PartitionRecord v{version} ({self.name}-{pid}) has unknown "
+                               f"tagged fields {sorted(d[UNKNOWN_TAGS])}; kept raw — written by "
+                               "a newer Kafka (reported once per type)")
+            p = self.partitions[pid] = partition_from_record(d)
         return p
+
+
+class Notes:
+    """Problems found after the load (undecoded records that fail when first read), each
+    reported once; front ends print the ones added while a command ran."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self._seen: set[tuple[object, ...]] = set()
+
+    def add(self, key: tuple[object, ...], message: str) -> None:
+        if key not in self._seen:
+            self._seen.add(key)
+            self.messages.append(message)
 
 
 @dataclass(slots=True)
@@ -162,6 +191,8 @@ class Image:
     acls: dict[bytes, Acl] = field(default_factory=dict)
     scram: dict[int, dict[str, ScramCredential]] = field(default_factory=dict)
     delegation_tokens: dict[str, DelegationToken] = field(default_factory=dict)
+
+    notes: Notes = field(default_factory=Notes, compare=False, repr=False)
 
     @property
     def metadata_version_level(self) -> int:

@@ -37,9 +37,11 @@ Pending = tuple[int, int, "dict[str, Any] | m.LazyPartition", int]
 class ImageBuilder:
     """Applies batches to an image in place; ``problems`` collects what was skipped and why."""
 
-    def __init__(self, image: m.Image | None = None, observer: Observer | None = None) -> None:
+    def __init__(self, image: m.Image | None = None, observer: Observer | None = None,
+                 eager: bool = False) -> None:
         self.image = image or m.Image()
         self.observer = observer
+        self.eager = eager  # decode every record now (no undecoded partitions)
         self.origin = ""  # what is being replayed, for observers: "" (the log) or a snapshot
         self.batch: Batch | None = None
         self.problems: list[Problem] = []
@@ -56,7 +58,7 @@ class ImageBuilder:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
         buf, recs = value_ranges(batch)
         self.batch = batch
-        lazy_ok = self.observer is None
+        lazy_ok = self.observer is None and not self.eager
         last = -1
         img = self.image
         topics_get = img.topics_by_id.get
@@ -283,7 +285,7 @@ def _unregister_controller(b: ImageBuilder, d: dict[str, Any], off: int) -> None
 
 
 def _topic_record(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    topic = m.Topic(d["name"], d["topicId"])
+    topic = m.Topic(d["name"], d["topicId"], notes=b.image.notes)
     b.image.topics_by_id[topic.id] = topic
     b.image.topics_by_name[topic.name] = topic
 

@@ -15,9 +15,15 @@ from dataclasses import dataclass, field
 from ..problems import SourceError
 
 METADATA_DIR = "__cluster_metadata-0"
+_NOT_DATA = {"leader-epoch-checkpoint"}
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _CHECKPOINT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
 _PRODUCER = re.compile(r"^\d{20}\.snapshot$")
+# Files Kafka leaves beside segments that hold no metadata (index files, segments being
+# swapped, cleaned or deleted).
+_KAFKA_OTHER = re.compile(r"^\d{20}\.(index|timeindex|txnindex)(\.deleted|\.swap|\.cleaned)?$"
+                          r"|^\d{20}\.log\.(deleted|swap|cleaned)$")
+_LOOKS_LIKE_DATA = re.compile(r"\.(log|checkpoint)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +56,8 @@ class Layout:
     checkpoints: list[Checkpoint] = field(default_factory=list)  # ready ones, by end offset
     ignored_checkpoints: list[Checkpoint] = field(default_factory=list)  # .part / .deleted
     producer_snapshots: list[str] = field(default_factory=list)
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (path, why) Kafka's own
+    suspicious: list[tuple[str, str]] = field(default_factory=list)  # (path, why) odd ones
     other: list[str] = field(default_factory=list)
 
 
@@ -82,6 +90,20 @@ def scan_layout(path: str) -> Layout:
             size = os.path.getsize(full)
         except OSError:
             size = -1
+        data_name = _SEGMENT.match(name) or _CHECKPOINT.match(name)
+        if data_name and not os.path.isfile(full):
+            layout.suspicious.append((full, "named like a segment or snapshot but not a regular "
+                                      "file (a directory, FIFO or broken link); not read"))
+            continue
+        if _KAFKA_OTHER.match(name):
+            layout.ignored.append((full, "Kafka index or a segment being deleted/swapped; no "
+                                   "metadata"))
+            continue
+        if not data_name and _LOOKS_LIKE_DATA.search(name) and name not in _NOT_DATA:
+            layout.suspicious.append((full, "looks like a log segment or snapshot but is not "
+                                      "named like one (<20-digit offset>.log, <20-digit "
+                                      "offset>-<10-digit epoch>.checkpoint); not read"))
+            continue
         if m := _SEGMENT.match(name):
             layout.segments.append(Segment(full, int(m.group(1)), size))
         elif m := _CHECKPOINT.match(name):

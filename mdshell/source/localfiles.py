@@ -20,7 +20,7 @@ def read_quorum_state(directory: str, problems: list[Problem]) -> dict[str, Any]
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         problems.append(Problem("quorum-state", f"quorum-state: cannot read it ({e}); the "
                                 "quorum view shows only what the log says", path))
         return None

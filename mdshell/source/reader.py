@@ -8,6 +8,7 @@ before is still used.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from collections.abc import Iterator
 
@@ -15,17 +16,26 @@ from ..problems import Problem, SourceError
 from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, Batch, parse_header
 
 _PREFIX = struct.Struct(">qi")
+# KRaft writes batches of at most 8 MiB; anything far above is a damaged length field.
+MAX_BATCH_LENGTH = 64 * 1024 * 1024
 
 
-def read_bytes(path: str) -> bytes:
-    """The whole file, read-only; errors become one-line :class:`SourceError`."""
+def read_bytes(path: str, *, regular_only: bool = False) -> bytes:
+    """The whole file, read-only; errors become one-line :class:`SourceError`.
+
+    ``regular_only`` refuses FIFOs and devices, which could block or never end.
+    """
     try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise SourceError(f"{path}: is a directory, not a file")
+        if regular_only and not stat.S_ISREG(st.st_mode):
+            raise SourceError(f"{path}: not a regular file (a FIFO or device?); not read")
         with open(path, "rb") as f:
             return f.read()
     except FileNotFoundError:
-        raise SourceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SourceError(f"{path}: is a directory; use -d DIR for a metadata directory") from None
+        raise SourceError(f"{path}: no such file (deleted while mdshell read the directory? "
+                          "Kafka removes old segments after a snapshot)") from None
     except PermissionError:
         raise SourceError(f"{path}: permission denied; run mdshell as a user who can read it "
                           "(read access is enough)") from None
@@ -46,8 +56,9 @@ def skip_below(data: bytes, offset: int) -> tuple[int, list[int]]:
     limit = len(data) - HEADER_SIZE
     while pos <= limit:
         base, length, attrs, last_delta = _SKIP.unpack_from(data, pos)
-        if length < MIN_BATCH_LENGTH or base + last_delta >= offset:
-            break
+        if (length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > len(data)
+                or base + last_delta >= offset):
+            break  # reached the offset, or a header to check properly from here
         if attrs & 0x20:
             controls.append(pos)
         pos += LOG_OVERHEAD + length
@@ -68,7 +79,7 @@ def iter_batches(path: str, data: bytes, problems: list[Problem],
         base_offset, length = _PREFIX.unpack_from(data, pos)
         if length == 0 and not data[pos:].strip(b"\0"):
             return  # zero-filled (preallocated) tail: nothing more was written
-        if length < MIN_BATCH_LENGTH:
+        if length < MIN_BATCH_LENGTH or length > MAX_BATCH_LENGTH:
             problems.append(Problem(
                 "corrupt",
                 f"{name}: batch at byte {pos} (offset {base_offset}) has an impossible length "

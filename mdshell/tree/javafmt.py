@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 
 
@@ -29,15 +28,32 @@ def java_double(x: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+def _civil(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of a day count from 1970-01-01, proleptic Gregorian, any range
+    (Howard Hinnant's days-to-civil algorithm; Python's datetime stops at year 9999)."""
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (month <= 2), month, day
 
 
 def iso_zoned_utc(ms: int) -> str:
     """``DateTimeFormatter.ISO_ZONED_DATE_TIME`` of an epoch-millis instant in zone ``UTC``."""
-    t = _EPOCH + dt.timedelta(milliseconds=ms)
-    frac = ""
-    if t.microsecond:
-        frac = "." + f"{t.microsecond // 1000:03d}".rstrip("0")
-    year = f"{t.year:04d}" if t.year <= 9999 else f"+{t.year}"
-    return (f"{year}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
-            f"{frac}Z[UTC]")
+    days, rest = divmod(ms, 86_400_000)
+    year, month, day = _civil(days)
+    secs, millis = divmod(rest, 1000)
+    hour, secs = divmod(secs, 3600)
+    minute, second = divmod(secs, 60)
+    frac = "." + f"{millis:03d}".rstrip("0") if millis else ""
+    if 0 <= year <= 9999:
+        ytext = f"{year:04d}"
+    elif year > 9999:
+        ytext = f"+{year}"
+    else:
+        ytext = f"-{-year:04d}"
+    return f"{ytext}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{frac}Z[UTC]"

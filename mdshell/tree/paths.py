@@ -96,7 +96,10 @@ def compile_glob(component: str) -> re.Pattern[str] | None:
         raise GlobError(f"{component}: unterminated {{...}} group")
     if literal:
         return None
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+    try:
+        return re.compile("".join(out) + r"\Z", re.DOTALL)
+    except re.error as e:
+        raise GlobError(f"{component}: {e}") from None
 
 
 def _range_end(text: str, start: int) -> int:
@@ -168,3 +171,14 @@ def lookup(root: Node, components: list[str]) -> Node | None:
             return None
         node = node.child(c)
     return node
+
+
+def component_matches(pattern: str, name: str) -> bool:
+    regex = compile_glob(pattern)
+    return unescape(pattern) == name if regex is None else bool(regex.match(name))
+
+
+def related(pattern: list[str], path: list[str]) -> bool:
+    """True when ``path`` is the node ``pattern`` names, below it or above it (components
+    compared pairwise, globs allowed in ``pattern``)."""
+    return all(component_matches(p, c) for p, c in zip(pattern, path, strict=False))

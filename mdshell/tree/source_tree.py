@@ -25,6 +25,9 @@ def quorum_node(q: QuorumInfo) -> Node:
         "leaderId": lambda: _opt(q.leader_id),
         "leaderEpoch": lambda: _opt(q.leader_epoch),
         "votedId": lambda: _opt(q.voted_id),
+        "votedDirectoryId": lambda: _opt(q.voted_directory_id),
+        "directoryId": lambda: _opt(q.directory_id),
+        "appliedOffset": lambda: _opt(q.applied_offset),
         "kraftVersion": lambda: Value(str(q.kraft_version), q.kraft_version),
         "logEndOffset": lambda: _opt(q.log_end_offset),
         "highWatermark": lambda: Value(

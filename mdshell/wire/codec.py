@@ -114,6 +114,10 @@ class _Gen:
         L.append(f"{ind}else:")
         ind2 = ind + "    "
         L.append(f"{ind2}{n} -= 1")
+        # A damaged length must not make a billion-item list: every item takes bytes.
+        least = _FIXED[f.type][1] if f.type in _FIXED else 1
+        L.append(f"{ind2}if {n} * {least} > end - pos: "
+                 f"raise _DE('array {f.name} is longer than the record')")
         if f.type in _FIXED and f.type != "uuid":
             fmt, size = _FIXED[f.type]
             table = self.array_structs(fmt)
