@@ -36,6 +36,7 @@ from .wire.primitives import DecodeError
 # What a batch with a valid CRC can still raise when its contents are nonsense.
 UNDECODABLE = (DecodeError, CompressionError, IndexError, struct.error, ValueError)
 _PRODUCER_SNAPSHOT = re.compile(r"^\d{20}\.snapshot$")
+_BASE = struct.Struct(">q")
 
 
 @dataclass(slots=True)
@@ -357,7 +358,7 @@ class DirectorySource:
                     problems.append(Problem("empty", f"{os.path.basename(seg.path)}: empty "
                                             "segment (nothing written yet); skipped", seg.path))
                 continue
-            first = parse_header(data, 0).base_offset if len(data) >= 12 else None
+            first = _BASE.unpack_from(data, 0)[0] if len(data) >= 8 else None
             if first is not None and first != seg.base_offset:
                 problems.append(Problem(
                     "misnamed", f"{os.path.basename(seg.path)}: named for offset "

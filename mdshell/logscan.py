@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .loader import DirectorySource, Source
-from .problems import Problem
+from .loader import UNDECODABLE, DirectorySource, Source
+from .problems import Problem, SourceError
 from .source.reader import iter_batches
 from .source.reader import skip_below as skip_below_offset
 from .wire import frames
@@ -36,12 +36,17 @@ class LogRecord:
         return record_name(self.key)
 
 
-def _files(source: Source, snapshot: str | None) -> list[tuple[str, bytes]]:
+def _files(source: Source, snapshot: str | None,
+           problems: list[Problem]) -> Iterator[tuple[str, bytes]]:
     if not isinstance(source, DirectorySource):
-        return [(source.path, source.data())]
-    if snapshot is not None:
-        return [(snapshot, source.data(snapshot))]
-    return [(s.path, source.data(s.path)) for s in source.layout.segments]
+        yield source.path, source.data()
+        return
+    paths = [snapshot] if snapshot is not None else [s.path for s in source.layout.segments]
+    for path in paths:
+        try:
+            yield path, source.data(path)
+        except SourceError as e:
+            problems.append(Problem("unreadable", f"{e}; not shown", path))
 
 
 def iter_log(source: Source, *, first: int | None = None, last: int | None = None,
@@ -49,7 +54,7 @@ def iter_log(source: Source, *, first: int | None = None, last: int | None = Non
              problems: list[Problem] | None = None) -> Iterator[LogRecord]:
     """Records with ``first <= offset <= last``, from the log segments (or one snapshot)."""
     problems = problems if problems is not None else []
-    for path, data in _files(source, snapshot):
+    for path, data in _files(source, snapshot, problems):
         name = os.path.basename(path)
         start = skip_below_offset(data, first)[0] if first else 0
         for batch in iter_batches(path, data, problems, start=start):
@@ -57,7 +62,15 @@ def iter_log(source: Source, *, first: int | None = None, last: int | None = Non
                 return
             if first is not None and batch.last_offset < first:
                 continue
-            for rec in iter_records(batch):
+            try:
+                records = list(iter_records(batch))
+            except UNDECODABLE as e:
+                problems.append(Problem(
+                    "corrupt", f"{name}: the batch at offsets {batch.base_offset}-"
+                    f"{batch.last_offset} does not decode ({e}); the rest of the file is not "
+                    "shown", path, batch.base_offset))
+                break
+            for rec in records:
                 if (first is not None and rec.offset < first) or (
                         last is not None and rec.offset > last):
                     continue

@@ -9,6 +9,7 @@ from typing import Any
 from ..image.model import Partition, partition_from_record
 from ..image.replay import ImageBuilder, merge_partition
 from ..logscan import LogRecord, iter_log, schema_of
+from ..problems import Problem
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.leaves import partition_data
 from ..tree.paths import GlobError, absolute, compile_glob, join
@@ -83,10 +84,13 @@ def records(shell: Shell, args: list[str]) -> Result:
         snapshot = cp.path
     wanted, excluded = _type_set(ns.type), _type_set(ns.exclude)
     show = shell.opts.show_secrets
+    warnings: list[str] = []
 
     def selected() -> Iterator[dict[str, Any]]:
         n = 0
-        for r in iter_log(shell.source, first=ns.first, last=ns.last, snapshot=snapshot):
+        problems: list[Problem] = []
+        for r in iter_log(shell.source, first=ns.first, last=ns.last, snapshot=snapshot,
+                          problems=problems):
             name = _norm(r.name)
             if (wanted is not None and name not in wanted) or (excluded and name in excluded):
                 continue
@@ -96,9 +100,10 @@ def records(shell: Shell, args: list[str]) -> Result:
             yield j
             n += 1
             if ns.limit is not None and n >= ns.limit:
-                return
+                break
+        warnings.extend(p.message for p in problems)
 
-    return Result((_line(j) for j in selected()), lambda: list(selected()))
+    return Result((_line(j) for j in selected()), lambda: list(selected()), warnings=warnings)
 
 
 # ---------------------------------------------------------------- changes

@@ -100,8 +100,7 @@ def topic_node(topic: m.Topic) -> Node:
             return None
         if pid not in topic.partitions:
             return None
-        return Leaf(lambda o: lv.partition_text(_part(topic, pid)),
-                    lambda o: lv.partition_data(_part(topic, pid)),
+        return Leaf(lambda o: _part_text(topic, pid), lambda o: _part_data(topic, pid),
                     lambda: _part_key(topic, pid))
 
     return Dir(lambda: ["name", "id", *map(str, topic.partitions)], child)
@@ -116,10 +115,17 @@ def _part_key(topic: m.Topic, pid: int) -> Any:
     return p
 
 
-def _part(topic: m.Topic, pid: int) -> m.Partition:
+UNDECODABLE_PARTITION = "[undecodable PartitionRecord: see the warning]"
+
+
+def _part_text(topic: m.Topic, pid: int) -> str:
     p = topic.partition(pid)
-    assert p is not None
-    return p
+    return UNDECODABLE_PARTITION if p is None else lv.partition_text(p)
+
+
+def _part_data(topic: m.Topic, pid: int) -> Any:
+    p = topic.partition(pid)
+    return {"error": UNDECODABLE_PARTITION} if p is None else lv.partition_data(p)
 
 
 def _topics_by_name(img: m.Image) -> Node:
