@@ -6,6 +6,9 @@ import json
 
 import pytest
 
+from mdshell.image import model as m
+from mdshell.image.health import LOST_DIR, run_checks
+
 from .conftest import CORPUS, FIXTURES, need_corpus, run_cli
 
 # fixture -> (check, status); every other check must be ok or info
@@ -73,3 +76,49 @@ def test_corpus_cluster_shut_down() -> None:
     statuses = {c["name"]: c["status"] for c in data["checks"]}
     assert rc == 1
     assert statuses["fenced brokers"] == "fail" and statuses["offline partitions"] == "fail"
+
+
+# ---------------------------------------------------------------- checks on built images
+
+
+def _image(**part: object) -> m.Image:
+    img = m.Image(metadata_version=21)
+    for bid, fenced in ((1, False), (2, False), (3, True)):
+        img.brokers[bid] = m.BrokerRegistration(bid, 1, bytes(16), {}, {"metadata.version":
+                                                (1, 21)}, None, fenced, False, False, [])
+    fields: dict = dict(replicas=[1, 2], directories=[b"a" * 16, b"b" * 16], isr=[1, 2],
+                        removing_replicas=[], adding_replicas=[], elr=[], last_known_elr=[],
+                        leader=1, leader_recovery_state=0, leader_epoch=0, partition_epoch=0)
+    fields.update(part)
+    topic = m.Topic("t", b"\x01" * 16, {0: m.Partition(**fields)})
+    img.topics_by_id[topic.id] = img.topics_by_name["t"] = topic
+    return img
+
+
+def _status(img: m.Image) -> dict[str, str]:
+    return {c.name: c.status for c in run_checks(img, [1000])}
+
+
+def test_leader_on_a_fenced_or_unknown_broker() -> None:
+    assert _status(_image(leader=3))["partition leaders"] == "fail"
+    assert _status(_image(leader=9))["partition leaders"] == "fail"
+    assert "partition leaders" not in _status(_image())
+
+
+def test_adding_replicas_are_not_under_replication() -> None:
+    img = _image(replicas=[1, 2, 3], adding_replicas=[3], directories=[b"a" * 16] * 3)
+    st = _status(img)
+    assert st["under-replicated partitions"] == "ok" and st["reassignments"] == "info"
+
+
+def test_lost_log_dir_and_unclean_recovery() -> None:
+    st = _status(_image(directories=[b"a" * 16, LOST_DIR], leader_recovery_state=1))
+    assert st["offline log dirs"] == "fail" and st["unclean recovery"] == "warn"
+
+
+def test_metadata_version_never_set_is_not_checked() -> None:
+    img = _image()
+    img.metadata_version = None
+    for b in img.brokers.values():
+        b.supported_features = {}
+    assert _status(img)["feature support"] == "ok"

@@ -68,8 +68,12 @@ def check_brokers(img: m.Image) -> list[Check]:
     return checks
 
 
+LOST_DIR = b"\0" * 15 + b"\x02"  # DirectoryId.LOST: the replica's log dir went offline
+
+
 def check_partitions(img: m.Image) -> list[Check]:
     offline, under, under_min, elr = [], [], [], []
+    bad_leader, moving, recovering, lost = [], [], [], []
     total = 0
     for topic, pid, p in _partitions(img):
         total += 1
@@ -77,9 +81,25 @@ def check_partitions(img: m.Image) -> list[Check]:
         if p.leader == m.NO_LEADER:
             hint = f", ELR {p.elr} can be elected" if p.elr else ""
             offline.append(f"{name}: no leader (replicas {p.replicas}, isr {p.isr}{hint})")
-        if len(p.isr) < len(p.replicas):
-            missing = [r for r in p.replicas if r not in p.isr]
-            under.append(f"{name}: isr {p.isr} of replicas {p.replicas} (missing {missing})")
+        else:
+            reg = img.brokers.get(p.leader)
+            if reg is None or reg.fenced:
+                state = "not registered" if reg is None else "fenced"
+                bad_leader.append(f"{name}: leader {p.leader} is {state}")
+        # Like Kafka's UnderReplicatedPartitions: replicas being added do not count yet.
+        target = [r for r in p.replicas if r not in p.adding_replicas]
+        if len(p.isr) < len(target):
+            missing = [r for r in target if r not in p.isr]
+            under.append(f"{name}: isr {p.isr} of replicas {target} (missing {missing})")
+        if p.adding_replicas or p.removing_replicas:
+            moving.append(f"{name}: adding {p.adding_replicas}, removing "
+                          f"{p.removing_replicas} (replicas {p.replicas})")
+        if p.leader_recovery_state == 1:
+            recovering.append(f"{name}: leader {p.leader} was elected uncleanly and is still "
+                              "RECOVERING")
+        gone = [r for r, d in zip(p.replicas, p.directories, strict=False) if d == LOST_DIR]
+        if gone:
+            lost.append(f"{name}: the log dir of replica(s) {gone} is offline (LOST)")
         need, where = min_isr(img, topic.name)
         if len(p.isr) < need:
             under_min.append(f"{name}: isr {p.isr} has {len(p.isr)} < min.insync.replicas "
@@ -98,6 +118,18 @@ def check_partitions(img: m.Image) -> list[Check]:
               "min.insync.replicas (acks=all writes fail)" if under_min
               else "every ISR meets min.insync.replicas", under_min),
     ]
+    if bad_leader:
+        out.append(Check("partition leaders", FAIL, f"{len(bad_leader)} partitions are led by "
+                         "a broker that is fenced or not registered", bad_leader))
+    if lost:
+        out.append(Check("offline log dirs", FAIL, f"{len(lost)} partitions have a replica on "
+                         "an offline log dir", lost))
+    if recovering:
+        out.append(Check("unclean recovery", WARN, f"{len(recovering)} partitions are "
+                         "recovering from an unclean election", recovering))
+    if moving:
+        out.append(Check("reassignments", INFO, f"{len(moving)} partitions are being "
+                         "reassigned", moving))
     if elr:
         out.append(Check("eligible leader replicas", INFO,
                          f"{len(elr)} partitions carry ELR state", elr))
@@ -125,8 +157,10 @@ def check_controllers(img: m.Image, voters: Iterable[int] | None) -> list[Check]
 
 
 def _finalized(img: m.Image) -> dict[str, int]:
+    """Finalized levels; metadata.version only when the log set it (pre-3.3 logs do not)."""
     levels = dict(img.finalized_features)
-    levels[METADATA_VERSION_FEATURE] = img.metadata_version_level
+    if img.metadata_version is not None:
+        levels[METADATA_VERSION_FEATURE] = img.metadata_version
     return levels
 
 
