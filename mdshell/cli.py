@@ -109,6 +109,9 @@ def _main(args: argparse.Namespace) -> int:
         _err("no metadata source: give -d DIR (a __cluster_metadata-0 directory or its log "
              "dir) or -s FILE (one .checkpoint or .log file)")
         return EXIT_USAGE
+    if args.config:
+        print("mdshell: warning: --config is only used with -q/--bootstrap-controller; ignored",
+              file=sys.stderr)
     from .commands import Shell
     from .loader import open_source
     from .tree.node import RenderOptions

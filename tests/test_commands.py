@@ -277,3 +277,48 @@ def test_piped_commands_run_in_order() -> None:
                   stdin="cd /image/topics\nls\npwd\nnosuch\n")
     assert out.stdout.splitlines() == ["byId", "byName", "/image/topics"]
     assert "line 4: nosuch: unknown command" in out.stderr and out.returncode == 2
+
+
+def test_diff_reports_secret_changes_without_revealing_them() -> None:
+    sh = shell("security")
+    out = lines(sh, "diff", "18", "19", "/image/scram")
+    assert "~ /image/scram/SCRAM-SHA-512/dave" in out
+    assert "    a secret value changed (--show-secrets shows it)" in out
+    assert not any("salt: " in x for x in out)
+    shown = lines(shell("security", secrets=True), "diff", "18", "19", "/image/scram")
+    assert any(x.startswith("    salt: ") for x in shown)
+
+
+def test_records_rejects_bad_filters() -> None:
+    sh = shell("cluster-basic")
+    for words, text in ((["records", "--type", "Bogus"], "unknown record type bogus"),
+                        (["records", "--limit", "0"], "invalid positive number")):
+        r = sh.run(words)
+        assert r.code == 2 and text in r.errors[0]
+
+
+def test_find_prints_plain_paths_as_typed_and_globs_as_matched() -> None:
+    sh = shell("cluster-basic")
+    sh.cwd = "/image"
+    assert lines(sh, "find", "cluster", "-maxdepth", "1")[1] == "cluster/brokers"
+    assert lines(sh, "find", "c*", "-maxdepth", "0") == [
+        "/image/clientQuotas", "/image/cluster", "/image/configs"]
+
+
+def test_unfinalized_features_do_not_exist() -> None:
+    r = shell("cluster-basic").run(["cat", "/image/features/finalized_nosuch.version"])
+    assert r.code == 1
+
+
+def test_at_moves_the_working_directory_to_what_exists() -> None:
+    sh = shell("cluster-basic")
+    sh.interactive = True
+    sh.cwd = "/image/topics/byName/topic-0"
+    out = lines(sh, "at", "5")
+    assert out[-1] == "the working directory did not exist then: now /image/topics/byName"
+    assert sh.cwd == "/image/topics/byName"
+
+
+def test_ls_json_gives_leaf_paths() -> None:
+    data = shell("cluster-basic").run(["ls", "/image/provenance"]).json()
+    assert data == [{"path": "/image/provenance", "type": "file", "name": "provenance"}]

@@ -16,9 +16,10 @@ from ..tree.paths import GlobError, absolute, compile_glob, join
 from ..tree.recordjson import record_data
 from ..tree.touched import paths_for, touches
 from ..wire import frames
+from ..wire.control import CONTROL
 from ..wire.primitives import uuid_str
 from ..wire.records import METADATA
-from .base import ArgParser, CommandError, Result, command
+from .base import ArgParser, CommandError, Result, UsageError, command
 from .shell import Shell
 
 RECORDS_USAGE = ("records [--from OFFSET] [--to OFFSET] [--type NAME[,NAME]] "
@@ -30,8 +31,27 @@ def _norm(name: str) -> str:
     return n[:-6] if n.endswith("record") else n
 
 
+def _positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
+
+
+_positive.__name__ = "positive number"  # argparse names the type in its complaint
+
+
 def _type_set(text: str | None) -> set[str] | None:
-    return None if not text else {_norm(x) for x in text.split(",") if x.strip()}
+    """Record type names (case-insensitive, 'Record' optional); unknown names are an error."""
+    if not text:
+        return None
+    known = {_norm(m.name): m.name for m in (*METADATA.values(), *CONTROL.values())}
+    names = {_norm(x) for x in text.split(",") if x.strip()}
+    bad = sorted(names - known.keys())
+    if bad:
+        raise UsageError(f"records: unknown record type {', '.join(bad)} (known: "
+                         f"{', '.join(sorted(known.values()))})")
+    return names
 
 
 def _payload(r: LogRecord, show_secrets: bool) -> Any:
@@ -72,7 +92,7 @@ def records(shell: Shell, args: list[str]) -> Result:
     p.add_argument("--exclude")
     p.add_argument("--grep")
     p.add_argument("--snapshot", action="store_true")
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=_positive)
     ns = p.parse_args(args)
     if ns.first is not None and ns.last is not None and ns.first > ns.last:
         raise CommandError(f"--from {ns.first} is after --to {ns.last}")

@@ -37,6 +37,7 @@ def ls(shell: Shell, args: list[str]) -> Result:
     ns = p.parse_args(args)
     errors: list[str] = []
     files: list[str] = []
+    file_paths: list[str] = []
     dirs: list[tuple[Match, list[str]]] = []
     for target in _targets(ns.paths):
         for mt in _matches(shell, "ls", target, errors):
@@ -44,7 +45,9 @@ def ls(shell: Shell, args: list[str]) -> Result:
                 dirs.append((mt, sorted(mt.node.names())))
             else:
                 files.append(mt.name)
-    data = ([{"path": None, "type": "file", "name": f} for f in files]
+                file_paths.append(mt.path)
+    data = ([{"path": path, "type": "file", "name": f} for f, path in zip(files, file_paths,
+                                                                       strict=True)]
             + [{"path": mt.path, "type": "directory", "children": kids} for mt, kids in dirs])
     return Result(_ls_lines(files, dirs, shell.width), data, errors)
 
@@ -165,7 +168,7 @@ def find(shell: Shell, args: list[str]) -> Result:
     starts: list[tuple[str, Match]] = []
     for target in _targets(ns.paths):
         for mt in _matches(shell, "find", target, errors):
-            shown = target if target == mt.path or not _is_plain(target) else mt.path
+            shown = target if _is_plain(target) else mt.path
             starts.append((shown, mt))
 
     def keep(name: str, node: Node) -> bool:
@@ -192,7 +195,8 @@ def find(shell: Shell, args: list[str]) -> Result:
 
 
 def _is_plain(target: str) -> bool:
-    """Kafka's find prints paths as the user typed them (relative stays relative)."""
+    """A plain path prints as typed, like Kafka's find (relative stays relative); a glob
+    prints the paths it matched (Kafka repeats the glob text, which says nothing)."""
     return "*" not in target and "?" not in target and "{" not in target and "[" not in target
 
 

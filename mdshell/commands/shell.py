@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..loader import Loaded, Source
 from ..problems import SourceError
 from ..tree.node import Node, RenderOptions
-from ..tree.paths import GlobError
+from ..tree.paths import GlobError, join, lookup, split_path
 from ..tree.root import RootInfo, root_node
 from .base import REGISTRY, CommandError, Result, UsageError, closest
 
@@ -47,9 +47,18 @@ class Shell:
         self._notes_shown = len(notes.messages)
         return fresh
 
-    def set_loaded(self, loaded: Loaded) -> None:
+    def set_loaded(self, loaded: Loaded) -> str | None:
+        """Show another image; returns the new working directory when the old one does not
+        exist in it (the nearest ancestor that does)."""
         self.loaded = loaded
         self.root = self._build_root()
+        comps = split_path(self.cwd)
+        while comps and lookup(self.root, comps) is None:
+            comps.pop()
+        if join(comps) != self.cwd:
+            self.cwd = join(comps)
+            return self.cwd
+        return None
 
     def run_line(self, line: str) -> Result:
         try:

@@ -60,11 +60,13 @@ def at(shell: Shell, args: list[str]) -> Result:
     p.add_argument("offset")
     ns = p.parse_args(args)
     offset = parse_offset(shell, ns.offset)
-    shell.set_loaded(load_at(shell, offset))
+    moved = shell.set_loaded(load_at(shell, offset))
     prov = shell.loaded.image.provenance
     where = "latest" if offset is None else f"offset {offset}"
-    text = (f"image as of {where} (last applied: offset {prov.offset}, epoch {prov.epoch})")
-    return Result([text], {"at": offset, "provenance": {"offset": prov.offset,
+    text = [f"image as of {where} (last applied: offset {prov.offset}, epoch {prov.epoch})"]
+    if moved is not None:
+        text.append(f"the working directory did not exist then: now {moved}")
+    return Result(text, {"at": offset, "cwd": shell.cwd, "provenance": {"offset": prov.offset,
                                                         "epoch": prov.epoch,
                                                         "timeMs": prov.time_ms}})
 
@@ -77,6 +79,7 @@ class Change:
     after: Any = None
     before_text: str | None = None
     after_text: str | None = None
+    secret: bool = False  # only redacted values differ
 
 
 def diff_nodes(a: Node | None, b: Node | None, path: str,
@@ -101,12 +104,16 @@ def diff_nodes(a: Node | None, b: Node | None, path: str,
         ka, kb = a.key(), b.key()
         if ka is not None and ka == kb:
             return
+        if a.text(_REVEAL) == b.text(_REVEAL):
+            return
         ta, tb = a.text(opts), b.text(opts)
-        if ta != tb:
-            yield Change("changed", path, a.data(opts), b.data(opts), ta, tb)
+        yield Change("changed", path, a.data(opts), b.data(opts), ta, tb, secret=ta == tb)
         return
     yield Change("changed", path, tree_data(a, opts), tree_data(b, opts), _text(a, opts),
                  _text(b, opts))
+
+
+_REVEAL = RenderOptions(show_secrets=True)  # compare real values; print per the user's choice
 
 
 def _text(node: Node, opts: RenderOptions) -> str | None:
@@ -159,8 +166,8 @@ def diff(shell: Shell, args: list[str]) -> Result:
     label_a = "latest" if oa is None else str(oa)
     label_b = "latest" if ob is None else str(ob)
     data = {"from": oa, "to": ob, "path": join(comps), "changes": [
-        {"kind": c.kind, "path": c.path, "before": c.before, "after": c.after}
-        for c in changes]}
+        {"kind": c.kind, "path": c.path, "before": c.before, "after": c.after,
+         "secret": c.secret} for c in changes]}
     return Result(_diff_lines(changes, label_a, label_b, la, lb), data)
 
 
@@ -177,6 +184,9 @@ def _diff_lines(changes: list[Change], a: str, b: str, la: Loaded,
             yield f"+ {c.path}" + (f": {c.after_text}" if c.after_text is not None else "/")
         elif c.kind == "removed":
             yield f"- {c.path}" + (f": {c.before_text}" if c.before_text is not None else "/")
+        elif c.secret:
+            yield f"~ {c.path}"
+            yield "    a secret value changed (--show-secrets shows it)"
         else:
             yield f"~ {c.path}"
             for line in field_changes(c.before, c.after):

@@ -41,6 +41,7 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool
     directories: list[bytes]
+    cordoned_directories: list[bytes] | None = None  # 4.3+ (KIP-1066); None: not reported
 
 
 @dataclass(slots=True)

@@ -215,7 +215,9 @@ def _register_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
         listeners=_endpoints(d["endPoints"]), supported_features=_features(d["features"]),
         rack=d["rack"], fenced=d["fenced"], in_controlled_shutdown=d["inControlledShutdown"],
         is_migrating_zk_broker=d["isMigratingZkBroker"],
-        directories=sorted(d["logDirs"], key=uuid_sort_key))
+        directories=sorted(d["logDirs"], key=uuid_sort_key),
+        cordoned_directories=(None if d["cordonedLogDirs"] is None
+                              else sorted(d["cordonedLogDirs"], key=uuid_sort_key)))
 
 
 def _unregister_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
@@ -253,22 +255,20 @@ def _broker_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     reg = _broker_for(b, d["brokerId"], d["brokerEpoch"], "BrokerRegistrationChangeRecord", off)
     if reg is None:
         return
-    fenced = d["fenced"]
-    if fenced == 1:
-        reg.fenced = True
-    elif fenced == -1:
-        reg.fenced = False
-    elif fenced != 0:
-        b._warn("bad-value", f"BrokerRegistrationChangeRecord at offset {off}: unknown fenced "
-                f"value {fenced}; ignored", off)
-    shutdown = d["inControlledShutdown"]
+    fenced, shutdown = d["fenced"], d["inControlledShutdown"]
+    if fenced not in (-1, 0, 1) or shutdown not in (0, 1):
+        # Kafka refuses the whole record when a value is unknown: so do we.
+        b._warn("bad-value", f"BrokerRegistrationChangeRecord at offset {off}: unknown value "
+                f"(fenced={fenced}, inControlledShutdown={shutdown}); the record is skipped", off)
+        return
+    if fenced:
+        reg.fenced = fenced == 1
     if shutdown == 1:
         reg.in_controlled_shutdown = True
-    elif shutdown != 0:
-        b._warn("bad-value", f"BrokerRegistrationChangeRecord at offset {off}: unknown "
-                f"inControlledShutdown value {shutdown}; ignored", off)
     if d["logDirs"]:
         reg.directories = sorted(d["logDirs"], key=uuid_sort_key)
+    if d["cordonedLogDirs"] is not None:
+        reg.cordoned_directories = sorted(d["cordonedLogDirs"], key=uuid_sort_key)
 
 
 def _register_controller(b: ImageBuilder, d: dict[str, Any], off: int) -> None:

@@ -78,8 +78,9 @@ def _features(img: m.Image) -> Node:
         if name == "zkMigrationState":
             return Value(name_of(ZK_MIGRATION_STATES, img.zk_migration_state))
         if name.startswith("finalized_"):
-            level = img.finalized_features.get(name[len("finalized_"):], 0)
-            return Value(str(level), level)
+            # Kafka's shell answers 0 for any name; only finalized features exist here.
+            found = img.finalized_features.get(name[len("finalized_"):])
+            return None if found is None else Value(str(found), found)
         return None
 
     def names() -> list[str]:

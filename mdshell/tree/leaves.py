@@ -140,6 +140,8 @@ def broker_data(b: m.BrokerRegistration) -> dict[str, Any]:
         "fenced": b.fenced, "inControlledShutdown": b.in_controlled_shutdown,
         "isMigratingZkBroker": b.is_migrating_zk_broker,
         "directories": [uuid_str(d) for d in b.directories],
+        "cordonedDirectories": (None if b.cordoned_directories is None
+                                else [uuid_str(d) for d in b.cordoned_directories]),
     }
 
 
