@@ -22,6 +22,8 @@ from ..wire.records import METADATA
 from .base import ArgParser, CommandError, Result, UsageError, command
 from .shell import Shell
 
+SECRET_RECORDS = {10, 11}  # DelegationTokenRecord, UserScramCredentialRecord
+
 RECORDS_USAGE = ("records [--from OFFSET] [--to OFFSET] [--type NAME[,NAME]] "
                  "[--exclude NAME[,NAME]] [--grep TEXT] [--snapshot] [--limit N]")
 
@@ -56,7 +58,10 @@ def _type_set(text: str | None) -> set[str] | None:
 
 def _payload(r: LogRecord, show_secrets: bool) -> Any:
     if isinstance(r.value, frames.Unknown):
-        return {"unknown": r.value.reason, "raw": r.value.raw.hex()}
+        # An unknown version of a credential record may hold secrets we cannot locate.
+        secret = not r.control and r.key in SECRET_RECORDS and not show_secrets
+        return {"unknown": r.value.reason,
+                "raw": "[redacted]" if secret else r.value.raw.hex()}
     msg = schema_of(r)
     version = r.value.get("version", 0) if r.control else r.version
     return record_data(msg, version, r.value, show_secrets=show_secrets,
