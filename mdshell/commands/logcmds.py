@@ -12,7 +12,7 @@ from ..logscan import LogRecord, iter_log, schema_of
 from ..problems import Problem
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.leaves import partition_data
-from ..tree.paths import GlobError, absolute, compile_glob, join
+from ..tree.paths import GlobError, absolute, join, matchers
 from ..tree.recordjson import record_data
 from ..tree.touched import paths_for, touches
 from ..wire import frames
@@ -169,8 +169,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
     if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: changes follows nodes under /image")
     try:
-        for c in comps:
-            compile_glob(c)
+        pattern = matchers(comps)
     except GlobError as e:
         raise CommandError(str(e)) from None
     found: list[dict[str, Any]] = []
@@ -178,7 +177,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
 
     def observe(b: ImageBuilder, key: int, ver: int, d: dict[str, Any], off: int) -> None:
         paths = paths_for(key, d, b.image)
-        if not touches(paths, comps):
+        if not touches(paths, pattern):
             return
         batch = b.batch
         entry: dict[str, Any] = {

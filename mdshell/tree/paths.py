@@ -8,7 +8,7 @@ the root). Each component may be a glob: ``*``, ``?``, ``{a,b}``, ``[a-z]``/``[!
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -173,12 +173,25 @@ def lookup(root: Node, components: list[str]) -> Node | None:
     return node
 
 
-def component_matches(pattern: str, name: str) -> bool:
-    regex = compile_glob(pattern)
-    return unescape(pattern) == name if regex is None else bool(regex.match(name))
+Matcher = Callable[[str], bool]
 
 
-def related(pattern: list[str], path: list[str]) -> bool:
+def matchers(pattern: list[str]) -> list[Matcher]:
+    """One test per component of a path pattern (globs allowed), compiled once."""
+    out: list[Matcher] = []
+    for comp in pattern:
+        regex = compile_glob(comp)
+        out.append(unescape(comp).__eq__ if regex is None else _glob_test(regex))
+    return out
+
+
+def _glob_test(regex: re.Pattern[str]) -> Matcher:
+    def test(name: str) -> bool:
+        return regex.match(name) is not None
+    return test
+
+
+def related(pattern: list[Matcher], path: list[str]) -> bool:
     """True when ``path`` is the node ``pattern`` names, below it or above it (components
-    compared pairwise, globs allowed in ``pattern``)."""
-    return all(component_matches(p, c) for p, c in zip(pattern, path, strict=False))
+    compared pairwise)."""
+    return all(test(c) for test, c in zip(pattern, path, strict=False))

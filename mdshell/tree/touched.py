@@ -12,7 +12,7 @@ from ..image import model as m
 from ..image.names import SCRAM_MECHANISMS, TOPIC_CONFIG
 from ..wire.primitives import uuid_str
 from .image_tree import config_resource_name, quota_entity_name
-from .paths import related, split_path
+from .paths import Matcher, related
 
 IMG = "/image"
 
@@ -75,7 +75,7 @@ def paths_for(key: int, d: dict[str, Any], img: m.Image) -> list[str]:
     return []
 
 
-def touches(record_paths: list[str], pattern: list[str]) -> bool:
-    """True when a record path is the node ``pattern`` names (globs allowed), below it, or
-    above it (removing a topic touches its partitions)."""
-    return any(related(pattern, split_path(p)) for p in record_paths)
+def touches(record_paths: list[str], pattern: list[Matcher]) -> bool:
+    """True when a record path is the node ``pattern`` names (see ``paths.matchers``), below
+    it, or above it (removing a topic touches its partitions)."""
+    return any(related(pattern, p.split("/")[1:]) for p in record_paths)
