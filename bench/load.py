@@ -74,6 +74,15 @@ def offsets(d: Path) -> tuple[int, int]:
     return snap, (snap + last) // 2
 
 
+def some_topic(d: Path) -> str:
+    """A topic of the generated directory (names depend on the generator's width)."""
+    sys.path.insert(0, str(ROOT))
+    from mdshell.loader import DirectorySource
+
+    names = sorted(DirectorySource(str(d)).load().image.topics_by_name)
+    return next(n for n in names if n.startswith("topic-"))
+
+
 def size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
 
@@ -106,12 +115,13 @@ def main() -> None:
         d = generate(out, name)
         mb = size_mb(d)
         runs = ns.runs if name == "100k" else max(2, ns.runs // 2)
+        part = f"/image/topics/byName/{some_topic(d)}/7"
         measure(f"{name} partitions ({mb:.0f} MB): cat provenance",
                 ["-d", str(d), "cat", "/image/provenance"], runs)
         measure(f"{name}: ls /image/topics/byName", ["-d", str(d), "ls",
                                                      "/image/topics/byName"], runs)
         measure(f"{name}: cat one partition", ["-d", str(d), "cat",
-                                               "/image/topics/byName/topic-042/7"], runs)
+                                               part], runs)
         if name == "100k":
             snap_end, middle = offsets(d)
             measure(f"{name}: tree /image (all partitions)", ["-d", str(d), "tree", "/image"],
@@ -121,7 +131,7 @@ def main() -> None:
             measure(f"{name}: diff {snap_end} latest (snapshot end to end)",
                     ["-d", str(d), "diff", str(snap_end), "latest"], runs)
             measure(f"{name}: changes of one partition",
-                    ["-d", str(d), "changes", "/image/topics/byName/topic-042/7"], runs)
+                    ["-d", str(d), "changes", part], runs)
             measure(f"{name}: health", ["-d", str(d), "health"], runs)
     lines = ["| measurement | best | median | peak RSS |", "|---|---|---|---|"]
     lines += [f"| {label} | {best:.2f} s | {median:.2f} s | {peak} MiB |"
