@@ -10,7 +10,6 @@ and nothing on the one-shot path may load it.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -24,6 +23,7 @@ from .cli import emit
 from .commands.base import REGISTRY, Result
 from .commands.session import ExitShell
 from .commands.shell import Shell
+from .tree.javafmt import iso_zoned_utc
 from .tree.paths import GlobError, absolute, has_glob, lookup, unescape
 
 if TYPE_CHECKING:
@@ -267,8 +267,8 @@ def banner(shell: Shell) -> str:
     else:
         state = f"image at offset {prov.offset} (epoch {prov.epoch}"
         if prov.time_ms >= 0:
-            when = dt.datetime.fromtimestamp(prov.time_ms / 1000, dt.UTC)
-            state += f", {when:%Y-%m-%d %H:%M:%S} UTC"
+            when = iso_zoned_utc(prov.time_ms)  # any value, unlike datetime
+            state += f", {when[:19].replace('T', ' ')} UTC"
         state += ")"
     warnings = len(shell.loaded.problems)
     if warnings:
