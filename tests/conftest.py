@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,3 +41,16 @@ def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
     return subprocess.run([sys.executable, "-m", "mdshell", *args], input=stdin,
                           capture_output=True, text=True, timeout=timeout, env=full_env,
                           cwd=ROOT)
+
+
+def batches_of(path: Path) -> list[Any]:
+    """Every batch of a well-formed file, parsed with the wire layer."""
+    from mdshell.wire.batch import parse_header
+
+    data = path.read_bytes()
+    out, pos = [], 0
+    while pos < len(data):
+        b = parse_header(data, pos)
+        out.append(b)
+        pos += b.size
+    return out

@@ -27,8 +27,10 @@ from mdshell.cli import main
 from mdshell.loader import DirectorySource
 from mdshell.wire import control as ctl
 from mdshell.wire import frames
-from mdshell.wire.batch import iter_records, parse_header
+from mdshell.wire.batch import iter_records
 from mdshell.wire.primitives import uuid_str
+
+from .conftest import batches_of
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -101,19 +103,9 @@ def partition(fixture: str, topic: str, pid: int) -> dict[str, Any]:
     return fields
 
 
-def batches(path: Path) -> list[Any]:
-    data = path.read_bytes()
-    out, pos = [], 0
-    while pos < len(data):
-        b = parse_header(data, pos)
-        out.append(b)
-        pos += b.size
-    return out
-
-
 def metadata_keys(path: Path) -> list[int]:
     keys = []
-    for b in batches(path):
+    for b in batches_of(path):
         if not b.is_control:
             keys += [frames.decode_metadata(r.value, 0, len(r.value))[0] for r in iter_records(b)]
     return keys
@@ -122,7 +114,7 @@ def metadata_keys(path: Path) -> list[int]:
 def controls(path: Path) -> list[tuple[int, Any]]:
     return [(frames.control_type(r.key), frames.decode_control(frames.control_type(r.key),
                                                                  r.value))
-            for b in batches(path) if b.is_control for r in iter_records(b)]
+            for b in batches_of(path) if b.is_control for r in iter_records(b)]
 
 
 # ---------------------------------------------------------------- the fixture set itself
@@ -296,7 +288,7 @@ def test_codecs_each_segment_uses_its_codec() -> None:
     codes = {"none": 0, "gzip": 1, "snappy": 2, "snappy-raw": 2, "lz4": 3, "zstd": 4}
     assert len(segs) == 1 + len(expected)  # setup segment, then one per codec
     for seg, name in zip(segs[1:], expected, strict=True):
-        data = [b for b in batches(seg) if not b.is_control]
+        data = [b for b in batches_of(seg) if not b.is_control]
         assert data and {b.compression for b in data} == {codes[name]}, seg.name
         if name.startswith("snappy"):
             xerial = {b.buf[b.pos + 61:b.pos + 69] == b"\x82SNAPPY\x00" for b in data}
@@ -359,7 +351,7 @@ def test_transactions_commit_and_abort() -> None:
     assert cat("transactions", f"/image/acls/{acl}") == (
         "StandardAcl(resourceType=TOPIC, resourceName=orders, patternType=LITERAL, "
         "principal=User:carol, host=*, operation=WRITE, permissionType=ALLOW)")
-    big_batches = [b for b in batches(seg) if not b.is_control and b.count > 1]
+    big_batches = [b for b in batches_of(seg) if not b.is_control and b.count > 1]
     assert sum(b.count for b in big_batches[-4:]) >= 52  # split over several batches
 
 
@@ -383,7 +375,7 @@ def test_controller_unregistered_is_absent() -> None:
     seg = min((d / MD).glob("*.log"))
     assert 29 in metadata_keys(seg)
     incarnations = []
-    for b in batches(seg):
+    for b in batches_of(seg):
         for r in ([] if b.is_control else iter_records(b)):
             key, _, v = frames.decode_metadata(r.value, 0, len(r.value))
             if key == 27 and v["controllerId"] == 3:
@@ -531,10 +523,10 @@ def test_segments_and_snapshots_load_newest_usable_snapshot() -> None:
             f"version: 0\ntopic_id: {tid}")
 
 
-def test_kafka37_snapshot_with_overlapping_batches() -> None:
+def test_kafka37_snapshot_with_overlapping_batches_of() -> None:
     md = FIXTURES / "kafka37-snapshot" / MD
     (snap,) = md.glob("*.checkpoint")
-    data = [b for b in batches(snap) if not b.is_control]
+    data = [b for b in batches_of(snap) if not b.is_control]
     assert len(data) > 3
     assert all(b.base_offset <= a.last_offset for a, b in itertools.pairwise(data))
     assert int(min(md.glob("*.log")).stem) == int(snap.name[:20])

@@ -657,6 +657,16 @@ def t_segments_reordered(d: Path) -> None:
     tmp.rename(b)
 
 
+Damage = Callable[[Path], None]
+
+
+def table_params(table: list[tuple[str, str, Damage, str | None]]) -> list[object]:
+    """pytest params of a (fixture, name, damage, known bug) table: a bug is a strict xfail."""
+    return [pytest.param(fx, fn, id=f"{fx}-{name}",
+                         marks=[pytest.mark.xfail(strict=True, reason=bug)] if bug else [])
+            for fx, name, fn, bug in table]
+
+
 TARGETED: list[tuple[str, str, Callable[[Path], None], str | None]] = [
     ("health-offline", "partition-record-overrun", t_partition_record_overrun, None),
     ("cluster-basic", "unknown-codec", t_unknown_codec, None),
@@ -679,10 +689,7 @@ TARGETED: list[tuple[str, str, Callable[[Path], None], str | None]] = [
 ]
 
 
-@pytest.mark.parametrize("fixture,damage", [
-    pytest.param(fx, fn, id=f"{fx}-{name}",
-                 marks=[pytest.mark.xfail(strict=True, reason=bug)] if bug else [])
-    for fx, name, fn, bug in TARGETED])
+@pytest.mark.parametrize("fixture,damage", table_params(TARGETED))
 def test_targeted_damage(fixture: str, damage: Callable[[Path], None], tmp_path: Path) -> None:
     log_dir = tmp_path / fixture
     shutil.copytree(FIXTURES / fixture, log_dir)
@@ -813,10 +820,7 @@ SILENT: list[tuple[str, str, Callable[[Path], None], str | None]] = [
 ]
 
 
-@pytest.mark.parametrize("fixture,damage", [
-    pytest.param(fx, fn, id=f"{fx}-{name}",
-                 marks=[pytest.mark.xfail(strict=True, reason=bug)] if bug else [])
-    for fx, name, fn, bug in SILENT])
+@pytest.mark.parametrize("fixture,damage", table_params(SILENT))
 def test_damage_that_changes_the_image_is_reported(
         fixture: str, damage: Callable[[Path], None], tmp_path: Path) -> None:
     _, before, _ = run(["-d", str(FIXTURES / fixture), "tree", "/image"])

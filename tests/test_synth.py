@@ -42,20 +42,11 @@ from mdshell.wire.batch import (
 from mdshell.wire.primitives import uuid_str
 from mdshell.wire.records import METADATA
 
+from .conftest import batches_of
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # ---------------------------------------------------------------- helpers
-
-
-def batches_of(path: Path) -> list[Any]:
-    """Every batch of a well-formed file, parsed with the wire layer."""
-    data = path.read_bytes()
-    out, pos = [], 0
-    while pos < len(data):
-        b = parse_header(data, pos)
-        out.append(b)
-        pos += b.size
-    return out
 
 
 def files_of(root: Path) -> dict[str, bytes]:
