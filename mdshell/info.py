@@ -43,7 +43,6 @@ class QuorumInfo:
     quorum_state_version: int | None = None
     quorum_state_voters: list[int] | None = None
     kraft_version: int = 0
-    kraft_version_offset: int | None = None
     voters: list[VoterInfo] | None = None  # from the newest VotersRecord
     voters_offset: int | None = None
     last_leader_change: LeaderChangeInfo | None = None

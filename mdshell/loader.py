@@ -17,7 +17,6 @@ import contextlib
 import os
 import re
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +69,6 @@ class Loaded:
     snapshot: Checkpoint | None = None
     upto: int | None = None
     end_offset: int | None = None  # last offset read (any batch)
-    complete_from_zero: bool = True
 
 
 @dataclass(slots=True)
@@ -325,9 +323,7 @@ class DirectorySource:
                     upto: int | None) -> Loaded:
         start = cp.end_offset if cp else 0
         segments = self.layout.segments
-        complete = True
         if segments and segments[0].base_offset > start:
-            complete = False
             what = (f"snapshot {cp.name} ends at offset {cp.end_offset - 1}" if cp
                     else "there is no snapshot")
             problems.append(Problem(
@@ -337,8 +333,6 @@ class DirectorySource:
                 "(copy the whole __cluster_metadata-0 directory, snapshots included)",
                 segments[0].path, start))
             run.expected = segments[0].base_offset
-        elif not segments and cp is None:
-            complete = False
         else:
             run.expected = start
         for i, seg in enumerate(segments):
@@ -375,7 +369,7 @@ class DirectorySource:
         _open_transaction(run, problems)
         problems.extend(run.builder.problems)
         return Loaded(run.builder.image, problems, run.files, run.controls, cp, upto,
-                      run.end_offset, complete)
+                      run.end_offset)
 
 
 Source = FileSource | DirectorySource
@@ -390,6 +384,3 @@ def open_source(directory: str | None = None, file: str | None = None, *,
         return FileSource(file, eager=eager)
     raise SourceError("give a metadata directory (-d DIR) or one file (-s FILE)")
 
-
-def iter_controls(loaded: Loaded, ctype: int) -> Iterator[ControlEntry]:
-    return (c for c in loaded.controls if c.ctype == ctype)

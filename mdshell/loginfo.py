@@ -124,7 +124,7 @@ def quorum_info(source: Source, loaded: Loaded) -> QuorumInfo:
                 c.offset, c.epoch, c.timestamp, v["leaderId"],
                 [x["voterId"] for x in v["voters"]], [x["voterId"] for x in v["grantingVoters"]])
         elif c.ctype == ctl.KRAFT_VERSION:
-            q.kraft_version, q.kraft_version_offset = v["kRaftVersion"], c.offset
+            q.kraft_version = v["kRaftVersion"]
         elif c.ctype == ctl.KRAFT_VOTERS:
             q.voters, q.voters_offset = [_voter(x) for x in v["voters"]], c.offset
     if loaded.end_offset is not None:

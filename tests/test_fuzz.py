@@ -40,6 +40,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -835,12 +836,15 @@ def test_damage_that_changes_the_image_is_reported(
         assert strict_rc == 1, "the image changed and --strict still exits 0"
 
 
-def _add_unknown_tag(path: Path, api_key: int) -> None:
-    """Give the first record of type ``api_key`` an unknown tagged field (tag 9) and write its
-    batch again (same header fields, new length and CRC)."""
-    from mdshell.wire import codec, frames, rewrite
-    from mdshell.wire.batch import frame_metadata_value, iter_records, parse_header
-    from mdshell.wire.records import METADATA
+Change = Callable[[dict[str, Any], int, int], bytes]
+
+
+def _rewrite_first(path: Path, prefix: bytes, change: Change) -> None:
+    """Replace the first metadata record whose value starts with ``prefix`` by
+    ``change(decoded, key, version)`` and write its batch again (same header fields, new
+    length and CRC)."""
+    from mdshell.wire import frames, rewrite
+    from mdshell.wire.batch import iter_records, parse_header
 
     data = path.read_bytes()
     out = bytearray()
@@ -853,16 +857,27 @@ def _add_unknown_tag(path: Path, api_key: int) -> None:
         specs = []
         for rec in iter_records(batch):
             value = rec.value
-            if not done and value is not None and value[:2] == bytes([1, api_key]):
+            if not done and value is not None and value.startswith(prefix):
                 key, ver, d = frames.decode_metadata(rec.buf, rec.value_pos, rec.value_end)
                 assert isinstance(d, dict)
-                d[codec.UNKNOWN_TAGS] = {9: b"\x01"}
-                value = frame_metadata_value(key, ver, codec.encode(METADATA[key], ver, d))
+                value = change(d, key, ver)
                 done = True
             specs.append(rewrite.spec_of(batch, rec, value))
         out += rewrite.rebuild(batch, specs)
-    assert done, f"no record of type {api_key} in {path}"
+    assert done, f"no record starting {prefix!r} in {path}"
     path.write_bytes(out)
+
+
+def _add_unknown_tag(path: Path, api_key: int) -> None:
+    """Give the first record of type ``api_key`` an unknown tagged field (tag 9)."""
+    from mdshell.wire import codec
+    from mdshell.wire.batch import frame_metadata_value
+    from mdshell.wire.records import METADATA
+
+    def change(d: dict[str, Any], key: int, ver: int) -> bytes:
+        d[codec.UNKNOWN_TAGS] = {9: b"\x01"}
+        return frame_metadata_value(key, ver, codec.encode(METADATA[key], ver, d))
+    _rewrite_first(path, bytes([1, api_key]), change)
 
 
 @pytest.mark.parametrize("api_key", [
@@ -878,37 +893,20 @@ def test_unknown_tagged_fields_are_reported(api_key: int, tmp_path: Path) -> Non
 
 
 def test_huge_array_length_does_not_hang(tmp_path: Path) -> None:
-    from mdshell.wire import codec, frames, rewrite
-    from mdshell.wire.batch import frame_metadata_value, iter_records, parse_header
+    from mdshell.wire import codec
+    from mdshell.wire.batch import frame_metadata_value
     from mdshell.wire.primitives import uvarint_bytes
     from mdshell.wire.records import METADATA
 
+    def change(d: dict[str, Any], key: int, ver: int) -> bytes:
+        d["directories"] = []
+        body = codec.encode(METADATA[3], 1, d)
+        assert body.endswith(b"\x01\x00")  # empty Directories, no tagged fields
+        return frame_metadata_value(3, 1, body[:-2] + uvarint_bytes(1 << 33) + b"\x00")
+
     log_dir = tmp_path / "health-offline"
     shutil.copytree(FIXTURES / "health-offline", log_dir)
-    seg = _segment0(log_dir)
-    data = seg.read_bytes()
-    out = bytearray()
-    done = False
-    for pos, size in _batches(data):
-        batch = parse_header(data, pos)
-        if done or batch.is_control:
-            out += data[pos:pos + size]
-            continue
-        specs = []
-        for rec in iter_records(batch):
-            value = rec.value
-            if not done and value is not None and value[:3] == b"\x01\x03\x01":
-                _, _, d = frames.decode_metadata(rec.buf, rec.value_pos, rec.value_end)
-                assert isinstance(d, dict)
-                d["directories"] = []
-                body = codec.encode(METADATA[3], 1, d)
-                assert body.endswith(b"\x01\x00")  # empty Directories, no tagged fields
-                value = frame_metadata_value(3, 1, body[:-2] + uvarint_bytes(1 << 33) + b"\x00")
-                done = True
-            specs.append(rewrite.spec_of(batch, rec, value))
-        out += rewrite.rebuild(batch, specs)
-    assert done
-    seg.write_bytes(out)
+    _rewrite_first(_segment0(log_dir), b"\x01\x03\x01", change)
     try:
         proc = subprocess.run([sys.executable, "-m", "mdshell", "-d", str(log_dir), "records"],
                               capture_output=True, text=True, timeout=3, cwd=ROOT)

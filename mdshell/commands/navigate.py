@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..tree.node import Node, RenderOptions
-from ..tree.paths import GlobError, Match, absolute, join, resolve
+from ..tree.paths import GlobError, Match, resolve
 from .base import ArgParser, Result, command
 from .columns import layout
 from .shell import Shell
@@ -199,6 +199,3 @@ def _is_plain(target: str) -> bool:
     prints the paths it matched (Kafka repeats the glob text, which says nothing)."""
     return "*" not in target and "?" not in target and "{" not in target and "[" not in target
 
-
-def node_path(shell: Shell, target: str) -> str:
-    return join(absolute(shell.cwd, target))

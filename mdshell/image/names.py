@@ -13,7 +13,6 @@ METADATA_VERSIONS: dict[int, str] = {
 }
 METADATA_VERSION_FEATURE = "metadata.version"
 MINIMUM_KRAFT_LEVEL = 1  # what an image without a FeatureLevelRecord reports (3.0-IV1)
-LEVEL_OF_NAME = {v: k for k, v in METADATA_VERSIONS.items()}
 
 
 def metadata_version_name(level: int) -> str:
@@ -26,7 +25,6 @@ SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SS
 CONFIG_RESOURCE_TYPES = {
     32: "GROUP", 16: "CLIENT_METRICS", 8: "BROKER_LOGGER", 4: "BROKER", 2: "TOPIC", 0: "UNKNOWN",
 }
-CONFIG_TYPE_CODES = {v: k for k, v in CONFIG_RESOURCE_TYPES.items()}
 TOPIC_CONFIG, BROKER_CONFIG = 2, 4
 
 RESOURCE_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER",

@@ -460,5 +460,3 @@ HANDLERS: dict[int, Handler] = {
     19: _remove_acl, 21: _zk_migration, 22: _remove_scram, 26: _remove_token,
     27: _register_controller, 28: _clear_elr, 29: _unregister_controller,
 }
-
-__all__ = ["HANDLERS", "ImageBuilder", "merge_partition", "record_name"]

@@ -66,6 +66,19 @@ class _Gen:
             self.env[name] = [struct.Struct(f">{i}{fmt}") for i in range(_SMALL)]
         return name
 
+    def null_or(self, f: Field, ind: str, target: str, what: str) -> str:
+        """Read a compact length (0 = null) and open the ``else:`` for a present value;
+        returns the variable holding length + 1."""
+        n = self.tmp("n")
+        self.uvarint(ind, n)
+        self.lines.append(f"{ind}if {n} == 0:")
+        if f.nullable:
+            self.lines.append(f"{ind}    {target} = None")
+        else:
+            self.lines.append(f"{ind}    raise _DE('null {what} for non-nullable field {f.name}')")
+        self.lines.append(f"{ind}else:")
+        return n
+
     def struct_obj(self, fmt: str) -> str:
         name = self.tmp("_S")
         self.env[name] = struct.Struct(">" + fmt)
@@ -81,14 +94,7 @@ class _Gen:
         elif f.type == "bool":
             L.append(f"{ind}{target} = buf[pos] != 0; pos += 1")
         elif f.type in ("string", "bytes"):
-            n = self.tmp("n")
-            self.uvarint(ind, n)
-            L.append(f"{ind}if {n} == 0:")
-            if f.nullable:
-                L.append(f"{ind}    {target} = None")
-            else:
-                L.append(f"{ind}    raise _DE('null value for non-nullable field {f.name}')")
-            L.append(f"{ind}else:")
+            n = self.null_or(f, ind, target, "value")
             if f.type == "string":
                 L.append(f"{ind}    {target} = buf[pos:pos + {n} - 1].decode('utf-8')")
             else:
@@ -104,14 +110,7 @@ class _Gen:
             self.scalar(f, ind, target)
             return
         L = self.lines
-        n = self.tmp("n")
-        self.uvarint(ind, n)
-        L.append(f"{ind}if {n} == 0:")
-        if f.nullable:
-            L.append(f"{ind}    {target} = None")
-        else:
-            L.append(f"{ind}    raise _DE('null array for non-nullable field {f.name}')")
-        L.append(f"{ind}else:")
+        n = self.null_or(f, ind, target, "array")
         ind2 = ind + "    "
         L.append(f"{ind2}{n} -= 1")
         # A damaged length must not make a billion-item list: every item takes bytes.

@@ -57,14 +57,6 @@ def varint_bytes(n: int) -> bytes:
     return uvarint_bytes((n << 1) ^ (n >> 63))
 
 
-def uvarint_size(n: int) -> int:
-    size = 1
-    while n >= 0x80:
-        n >>= 7
-        size += 1
-    return size
-
-
 def uuid_str(raw: bytes) -> str:
     """Kafka's ``Uuid.toString()``: URL-safe base64 without padding (22 chars)."""
     return base64.urlsafe_b64encode(raw).decode("ascii")[:22]
