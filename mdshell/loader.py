@@ -69,6 +69,7 @@ class Loaded:
     snapshot: Checkpoint | None = None
     upto: int | None = None
     end_offset: int | None = None  # last offset read (any batch)
+    complete_from_zero: bool = True  # False when offsets before the data are missing
 
 
 @dataclass(slots=True)
@@ -323,7 +324,9 @@ class DirectorySource:
                     upto: int | None) -> Loaded:
         start = cp.end_offset if cp else 0
         segments = self.layout.segments
+        complete = True
         if segments and segments[0].base_offset > start:
+            complete = False
             what = (f"snapshot {cp.name} ends at offset {cp.end_offset - 1}" if cp
                     else "there is no snapshot")
             problems.append(Problem(
@@ -333,6 +336,8 @@ class DirectorySource:
                 "(copy the whole __cluster_metadata-0 directory, snapshots included)",
                 segments[0].path, start))
             run.expected = segments[0].base_offset
+        elif not segments and cp is None:
+            complete = False
         else:
             run.expected = start
         for i, seg in enumerate(segments):
@@ -369,7 +374,7 @@ class DirectorySource:
         _open_transaction(run, problems)
         problems.extend(run.builder.problems)
         return Loaded(run.builder.image, problems, run.files, run.controls, cp, upto,
-                      run.end_offset)
+                      run.end_offset, complete)
 
 
 Source = FileSource | DirectorySource
