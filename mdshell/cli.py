@@ -112,6 +112,11 @@ def _main(args: argparse.Namespace) -> int:
     if args.config:
         print("mdshell: warning: --config is only used with -q/--bootstrap-controller; ignored",
               file=sys.stderr)
+    if not args.command and not args.repl and sys.stdin.isatty() and sys.stdout.isatty():
+        from .tui import run_tui  # the full-screen interface (textual is imported there)
+
+        return run_tui(args.directory, args.snapshot, show_secrets=args.show_secrets,
+                       at=args.at)
     from .commands import Shell
     from .loader import open_source
     from .tree.node import RenderOptions

@@ -1,0 +1,28 @@
+"""The full-screen interface (Textual). Importing this package does not import textual: the
+program enters through :func:`run_tui`, which loads the app module only then."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = False,
+            at: str | None = None) -> int:
+    """Open the source, run the app until the user quits; the process exit code."""
+    from ..problems import SourceError
+    from .engine import Engine
+
+    try:
+        engine = Engine.open(directory, file, show_secrets)
+    except SourceError as e:
+        print(f"mdshell: {e}", file=sys.stderr)
+        return 1
+    from .app import make_app
+
+    app = make_app(engine, at=at)
+    app.run()
+    code: Any = app.return_code
+    if app.fatal:
+        print(f"mdshell: {app.fatal}", file=sys.stderr)
+    return int(code or 0)

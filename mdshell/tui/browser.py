@@ -1,0 +1,170 @@
+"""Tree + detail: the whole image as a lazily loaded tree, the selected node on the right,
+and the command bar at the bottom."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.widgets import Footer, Tree
+from textual.widgets.tree import TreeNode
+
+from .app import DataScreen
+from .commandbar import CommandBar
+from .detail import DetailPane
+from .engine import SECTIONS
+from .widgets import StatusBar, state_text
+
+
+class ImageTree(Tree[str]):
+    """Children are listed when a node is first expanded, never before."""
+
+    DEFAULT_CSS = """
+    ImageTree { width: 40%; min-width: 28; border-right: vkey $primary-darken-2; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__("/", data=None, id="tree")
+        self.show_root = False
+        self.guide_depth = 2
+        self.loaded_paths: set[str] = set()
+
+    def fill(self) -> None:
+        """The sections (Brokers, Topics...), collapsed; called again after time travel."""
+        self.clear()
+        self.loaded_paths.clear()
+        for label, path in SECTIONS:
+            self.root.add(self._label(label, path, section=True), data=path)
+        self.root.expand()
+
+    def _label(self, name: str, path: str, section: bool = False) -> Text:
+        app = self.app
+        faults: set[str] = getattr(app, "fault_prefixes", set())
+        t = Text()
+        if path in faults:
+            t.append("✗ ", style="bold red")
+        t.append(name, style="bold" if section else "")
+        if path.startswith("/image/cluster/brokers/"):
+            states = app.engine.broker_states()  # type: ignore[attr-defined]
+            try:
+                state = states.get(int(name))
+            except ValueError:
+                state = None
+            if state:
+                t.append("  ")
+                t.append_text(state_text(state))
+        return t
+
+    def load_children(self, node: TreeNode[str]) -> None:
+        path = node.data
+        if path is None or path in self.loaded_paths:
+            return
+        self.loaded_paths.add(path)
+        entries = self.app.engine.children(path)  # type: ignore[attr-defined]
+        for e in entries:
+            label = self._label(e.name, e.path)
+            if e.is_dir:
+                node.add(label, data=e.path)
+            else:
+                node.add_leaf(label, data=e.path)
+
+    @on(Tree.NodeExpanded)
+    def _expanded(self, event: Tree.NodeExpanded[str]) -> None:
+        self.load_children(event.node)
+
+    def find(self, path: str) -> TreeNode[str] | None:
+        """Expand the way to ``path`` and return its node (None: not in the tree)."""
+        best = None
+        for node in self.root.children:
+            p = node.data or ""
+            if p != "/" and (path == p or path.startswith(p.rstrip("/") + "/")):
+                best = node
+        if best is None:
+            best = next(n for n in self.root.children if n.data == "/")
+        node = best
+        while node.data != path:
+            node.expand()
+            self.load_children(node)
+            nxt = None
+            for child in node.children:
+                p = child.data or ""
+                if path == p or path.startswith(p + "/"):
+                    nxt = child
+                    break
+            if nxt is None:
+                return None
+            node = nxt
+        return node
+
+
+class BrowserScreen(DataScreen):
+    DEFAULT_CSS = """
+    BrowserScreen Horizontal { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("v", "tab('view')", "View"),
+        Binding("x", "tab('text')", "Text"),
+        Binding("j", "tab('json')", "JSON"),
+        Binding("c", "tab('changes')", "Changes"),
+        Binding("r", "tab('output')", "Output"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar()
+        with Horizontal():
+            yield ImageTree()
+            yield DetailPane()
+        yield CommandBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_data()
+        self.query_one(ImageTree).focus()
+
+    def refresh_data(self) -> None:
+        super().refresh_data()
+        eng = self.mdapp.engine
+        self.query_one(StatusBar).refresh_header(eng.header())
+        tree = self.query_one(ImageTree)
+        detail = self.query_one(DetailPane)
+        keep = detail.path
+        tree.fill()
+        if keep is not None:
+            self.select_path(keep)
+
+    def select_path(self, path: str) -> None:
+        tree = self.query_one(ImageTree)
+        node = tree.find(path)
+        if node is None:
+            self.notify(f"{path} does not exist in this image", severity="warning")
+            return
+        tree.focus()
+        tree.call_after_refresh(self._cursor_to, node)
+        self.query_one(DetailPane).show_path(path)
+
+    def _cursor_to(self, node: TreeNode[str]) -> None:
+        tree = self.query_one(ImageTree)
+        tree.move_cursor(node)
+        tree.scroll_to_node(node, animate=False)
+
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
+        if event.node.data is not None:
+            self.query_one(DetailPane).show_path(event.node.data)
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(DetailPane).active = tab
+
+    def open_command_bar(self) -> None:
+        self.query_one(CommandBar).open()
+
+    @on(CommandBar.Ran)
+    def _ran(self, event: CommandBar.Ran) -> None:
+        if event.line.split()[:1] == ["at"] and not event.errors:
+            self.mdapp.image_changed()
+        self.query_one(DetailPane).show_output(event.line, event.lines, event.errors,
+                                               event.finished)

@@ -1,0 +1,128 @@
+"""The command bar: every shell command, with the shell's own completion (Tab), run in a
+worker (Esc cancels), its output shown in the detail pane."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual import work
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.suggester import Suggester
+from textual.widgets import Input
+from textual.worker import get_current_worker
+
+from .engine import Engine, run_lines
+
+
+class ShellSuggester(Suggester):
+    """The first completion, shown greyed after the cursor (Right or Tab takes it)."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(use_cache=False, case_sensitive=True)
+        self.engine = engine
+
+    async def get_suggestion(self, value: str) -> str | None:
+        if not value:
+            return None
+        found = self.engine.completions(value)
+        return found[0] if found else None
+
+
+class CommandBar(Input):
+    """``:`` opens it; Enter runs; Tab completes; Up/Down recall; Esc cancels or closes."""
+
+    DEFAULT_CSS = """
+    CommandBar { dock: bottom; margin-bottom: 1; display: none; border: tall $accent; }
+    CommandBar.open { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "complete", "Complete", priority=True),
+        Binding("escape", "close", "Cancel/close"),
+        Binding("up", "recall(-1)", "Previous", show=False),
+        Binding("down", "recall(1)", "Next", show=False),
+    ]
+
+    @dataclass
+    class Ran(Message):
+        line: str
+        lines: list[str]
+        errors: list[str]
+        finished: bool
+
+    def __init__(self) -> None:
+        super().__init__(placeholder="command (help lists them; Tab completes; Esc closes)",
+                         id="command")
+        self.history: list[str] = []
+        self._recall = 0
+        self.running = False
+
+    def on_mount(self) -> None:
+        self.suggester = ShellSuggester(self.app.engine)  # type: ignore[attr-defined]
+
+    def open(self) -> None:
+        self.add_class("open")
+        self.focus()
+
+    def action_close(self) -> None:
+        if self.running:
+            self.workers.cancel_group(self, "command")
+            self.running = False
+            self.notify("command cancelled", severity="warning")
+            return
+        self.remove_class("open")
+        self.screen.focus_next()
+
+    def action_complete(self) -> None:
+        engine: Engine = self.app.engine  # type: ignore[attr-defined]
+        found = engine.completions(self.value)
+        if not found:
+            self.app.bell()
+            return
+        common = found[0]
+        for f in found[1:]:
+            while not f.startswith(common):
+                common = common[:-1]
+        if len(common) > len(self.value):
+            self.value = common
+            self.cursor_position = len(common)
+        if len(found) > 1:
+            shown = [f[len(self.value) - len(self.value.split(" ")[-1]):] for f in found[:40]]
+            more = f" (+{len(found) - 40})" if len(found) > 40 else ""
+            self.notify("  ".join(s.strip() for s in shown) + more, title="completions",
+                        timeout=4)
+
+    def action_recall(self, step: int) -> None:
+        if not self.history:
+            return
+        self._recall = max(0, min(len(self.history), self._recall + step))
+        self.value = self.history[self._recall] if self._recall < len(self.history) else ""
+        self.cursor_position = len(self.value)
+
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        line = event.value.strip()
+        if not line:
+            return
+        if line in ("exit", "quit"):
+            self.app.exit(0)
+            return
+        self.history.append(line)
+        self._recall = len(self.history)
+        self.value = ""
+        self.running = True
+        self.run_command(line)
+
+    @work(thread=True, exclusive=True, group="command")
+    def run_command(self, line: str) -> None:
+        engine: Engine = self.app.engine  # type: ignore[attr-defined]
+        worker = get_current_worker()
+        result = engine.run(line)
+        lines, finished = run_lines(result, lambda: worker.is_cancelled)
+        errors = list(result.errors) + [f"warning: {w}" for w in result.warnings]
+        self.app.call_from_thread(self._done, line, lines, errors, finished)
+
+    def _done(self, line: str, lines: list[str], errors: list[str], finished: bool) -> None:
+        self.running = False
+        self.post_message(self.Ran(line, lines, errors, finished))

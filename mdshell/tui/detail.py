@@ -1,0 +1,185 @@
+"""The detail pane: the selected node readably (tables, broker states coloured), Kafka's text
+form, JSON, the records that touched it, and the output of the command bar."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static, TabbedContent, TabPane
+
+from .engine import Engine
+from .widgets import state_text
+
+MAX_LINES = 5000  # beyond this a command's output is cut (with a note): refine the command
+TABLE_ROWS = 200  # a directory's table shows this many children
+BROKER_LISTS = ("replicas", "isr", "elr", "lastKnownElr", "addingReplicas", "removingReplicas")
+COLUMNS = ("leader", "replicas", "isr", "elr", "leaderRecoveryState", "leaderEpoch", "epoch",
+           "fenced", "inControlledShutdown", "rack", "listeners", "name", "id")
+TABS = ("view", "text", "json", "changes", "output")
+
+
+class DetailPane(Vertical):
+    """Five tabs; each renders on demand (changes and JSON can be costly on big nodes)."""
+
+    DEFAULT_CSS = """
+    DetailPane { height: 1fr; width: 1fr; }
+    DetailPane VerticalScroll { height: 1fr; }
+    DetailPane Static { width: auto; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="detail")
+        self.path: str | None = None
+        self._rendered: set[str] = set()
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(initial="view"):
+            for tab, title in zip(TABS, ("View", "Text", "JSON", "Changes", "Output"),
+                                  strict=True):
+                with TabPane(title, id=tab), VerticalScroll():
+                    yield Static(id=f"{tab}-body")
+
+    @property
+    def active(self) -> str:
+        return self.query_one(TabbedContent).active
+
+    @active.setter
+    def active(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    @property
+    def engine(self) -> Engine:
+        return self.app.engine  # type: ignore[attr-defined]
+
+    def show_path(self, path: str) -> None:
+        self.path = path
+        self._rendered.clear()
+        if self.active == "output":
+            self.active = "view"
+        self.render_active()
+
+    def render_active(self) -> None:
+        tab = self.active
+        if not tab or self.path is None or tab in self._rendered or tab == "output":
+            return
+        self._rendered.add(tab)
+        body = self.query_one(f"#{tab}-body", Static)
+        body.update(self._render_tab(tab, self.path))
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.render_active()
+
+    def _render_tab(self, tab: str, path: str) -> RenderableType:
+        eng = self.engine
+        if tab == "view":
+            return readable(eng, path)
+        if tab == "text":
+            return Text(eng.text(path))
+        if tab == "json":
+            return Syntax(json.dumps(eng.data(path), indent=2, ensure_ascii=False), "json",
+                          theme="ansi_dark", word_wrap=True)
+        return Text("\n".join(eng.changes_lines(path)) or "no record touched this node")
+
+    def show_output(self, title: str, lines: list[str], errors: list[str],
+                    finished: bool = True) -> None:
+        t = Text()
+        t.append(f"{title}\n", style="bold reverse")
+        shown = lines[:MAX_LINES]
+        t.append("\n".join(shown))
+        if len(lines) > len(shown):
+            t.append(f"\n... {len(lines) - len(shown):,} more lines (refine the command)",
+                     style="dim")
+        if not finished:
+            t.append("\n(cancelled)", style="bold yellow")
+        if errors:
+            t.append("\n" + "\n".join(errors), style="bold red")
+        self.query_one("#output-body", Static).update(t)
+        self.active = "output"
+
+
+def readable(eng: Engine, path: str) -> RenderableType:
+    """A node for a human: a field table for a leaf, a table of children for a directory."""
+    title = Text(path, style="bold")
+    if not eng.is_dir(path):
+        data = eng.data(path)
+        if isinstance(data, dict):
+            return Group(title, _fields(data, eng.broker_states()))
+        return Group(title, Text(eng.text(path)))
+    entries = eng.children(path)
+    if not entries:
+        return Group(title, Text("(empty)", style="dim"))
+    states = eng.broker_states()
+    rows = []
+    for e in entries[:TABLE_ROWS]:
+        d = None if e.is_dir else eng.data(e.path)
+        rows.append((e, d))
+    cols = [c for c in COLUMNS if any(isinstance(d, dict) and c in d for _e, d in rows)]
+    t = Table(box=None, header_style="bold dim", pad_edge=False)
+    t.add_column("name")
+    for c in cols or ["value"]:
+        t.add_column(c, overflow="fold")
+    for e, d in rows:
+        if isinstance(d, dict) and cols:
+            t.add_row(e.name, *(_cell(c, d.get(c), states) for c in cols))
+        else:
+            t.add_row(e.name + ("/" if e.is_dir else ""),
+                      "" if e.is_dir else _short(eng.text(e.path)))
+    more = len(entries) - TABLE_ROWS
+    parts: list[RenderableType] = [title, Text(f"{len(entries):,} entries", style="dim"), t]
+    if more > 0:
+        parts.append(Text(f"... {more:,} more (expand the tree node to see them)", style="dim"))
+    return Group(*parts)
+
+
+def _fields(data: dict[str, Any], states: dict[int, str]) -> Table:
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column(style="bold dim")
+    t.add_column(overflow="fold")
+    for k, v in data.items():
+        t.add_row(k, _cell(k, v, states))
+    return t
+
+
+def _cell(key: str, value: Any, states: dict[int, str]) -> RenderableType:
+    if key == "leader" and isinstance(value, int):
+        if value < 0:
+            return Text("none (OFFLINE)", style="bold white on red")
+        return _broker(value, states)
+    if key in BROKER_LISTS and isinstance(value, list):
+        t = Text("[")
+        for i, b in enumerate(value):
+            if i:
+                t.append(", ")
+            t.append_text(_broker(b, states) if isinstance(b, int) else Text(str(b)))
+        t.append("]")
+        return t
+    if key == "fenced" and value is True:
+        return Text("true (FENCED)", style="bold red")
+    if key == "listeners" and isinstance(value, list):
+        return Text("\n".join(_endpoint(x) for x in value))
+    return Text(_short(value))
+
+
+def _broker(b: int, states: dict[int, str]) -> Text:
+    state = states.get(b, "unregistered")
+    t = state_text(state)
+    t.plain = str(b) if state == "active" else f"{b} ({state})"
+    return t
+
+
+def _endpoint(x: Any) -> str:
+    if isinstance(x, dict) and {"name", "host", "port"} <= set(x):
+        return f"{x['name']}://{x['host']}:{x['port']} ({x.get('securityProtocol', '?')})"
+    return _short(x)
+
+
+def _short(v: Any, limit: int = 120) -> str:
+    s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    return s if len(s) <= limit else s[:limit - 1] + "…"

@@ -1,0 +1,412 @@
+"""The TUI's one door into the core: every call the screens make goes through :class:`Engine`.
+
+Screens speak in paths and plain rows; only this module knows about ``Shell``, ``Loaded``,
+tree nodes, health checks and the loader. When the core gains a ``Session`` and typed
+results, this module is the one to re-plug. No textual import here: tests and benchmarks
+drive the engine on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..commands import Shell
+from ..commands.base import Result
+from ..image import model as m
+from ..image.names import SECURITY_PROTOCOLS, metadata_version_name
+from ..loader import DirectorySource, Loaded, Source, open_source
+from ..tree.javafmt import iso_zoned_utc
+from ..tree.node import Node, RenderOptions
+from ..tree.paths import join, lookup, split_path
+from ..wire.primitives import uuid_str
+
+if TYPE_CHECKING:
+    from ..image.health import Check
+
+# The friendly top of the tree: (label, path). "/" last: everything, as the shell sees it.
+SECTIONS = [
+    ("Controllers", "/image/cluster/controllers"), ("Brokers", "/image/cluster/brokers"),
+    ("Features", "/image/features"), ("Topics", "/image/topics/byName"),
+    ("Configs", "/image/configs"), ("Client quotas", "/image/clientQuotas"),
+    ("ACLs", "/image/acls"), ("SCRAM users", "/image/scram"),
+    ("Delegation tokens", "/image/delegationToken"), ("Producer ids", "/image/producerIds"),
+    ("Quorum", "/quorum"), ("Log", "/log"), ("All paths /", "/"),
+]
+STATUS_ORDER = {"fail": 0, "warn": 1, "info": 2, "ok": 3}
+
+
+@dataclass
+class Entry:
+    name: str
+    path: str
+    is_dir: bool
+
+
+@dataclass
+class NodeRow:
+    """A broker or controller as the overview shows it."""
+
+    id: int
+    state: str  # broker: active/fenced/shutting down; controller: leader/voter/observer/...
+    endpoints: list[str]
+    rack: str = ""
+    dirs: int = 0
+    incarnation: str = ""
+
+
+@dataclass
+class Item:
+    text: str
+    path: str | None  # where the fault lives in the tree (None: nowhere to jump)
+
+
+@dataclass
+class CheckRow:
+    name: str
+    status: str
+    summary: str
+    items: list[Item] = field(default_factory=list)
+
+
+@dataclass
+class Header:
+    cluster_id: str
+    source: str
+    kind: str
+    offset: int
+    epoch: int
+    time: str
+    metadata_version: str
+    redacted: bool
+    at: int | None  # None: the end of the log
+
+
+@dataclass
+class Overview:
+    header: Header
+    controllers: list[NodeRow]
+    brokers: list[NodeRow]
+    features: list[tuple[str, str, str]]  # name, finalized level, range every node supports
+    topics: int
+    partitions: int
+    warnings: list[str]
+
+
+@dataclass
+class Timeline:
+    first: int | None
+    last: int | None
+    batches: list[tuple[int, int, int, int]]  # base offset, last offset, records, max time
+    snapshots: list[int]  # last offsets covered by each snapshot
+    leader_changes: list[tuple[int, int, int]]  # offset, leader id, epoch
+
+    def buckets(self, n: int) -> tuple[list[int], list[int]]:
+        """Records per bucket and each bucket's first offset, ``n`` equal offset ranges."""
+        if self.first is None or self.last is None or n <= 0:
+            return [], []
+        span = max(self.last - self.first + 1, 1)
+        counts = [0] * n
+        for base, _last, records, _t in self.batches:
+            counts[min((max(base, self.first) - self.first) * n // span, n - 1)] += records
+        starts = [self.first + i * span // n for i in range(n)]
+        return counts, starts
+
+
+class Engine:
+    """A loaded source plus the shell state the TUI drives (working directory, ``at``)."""
+
+    def __init__(self, source: Source, show_secrets: bool = False) -> None:
+        self.source = source
+        self.opts = RenderOptions(show_secrets=show_secrets)
+        self.shell: Shell | None = None
+        self._timeline: Timeline | None = None
+
+    @classmethod
+    def open(cls, directory: str | None, file: str | None,
+             show_secrets: bool = False) -> Engine:
+        """Find the source (fast; raises ``SourceError`` with one clear line)."""
+        return cls(open_source(directory, file), show_secrets)
+
+    def load(self) -> None:
+        """Read and replay the log (the slow part: run it in a worker)."""
+        loaded = self.source.load()
+        self.shell = Shell(self.source, loaded, self.opts, "text", None, interactive=True)
+
+    @property
+    def sh(self) -> Shell:
+        assert self.shell is not None, "load() first"
+        return self.shell
+
+    @property
+    def loaded(self) -> Loaded:
+        return self.sh.loaded
+
+    # ---------------------------------------------------------------- overview
+
+    def header(self) -> Header:
+        img = self.loaded.image
+        prov = img.provenance
+        return Header(self._cluster_id(), self.source.describe(), self.source.kind,
+                      prov.offset, prov.epoch, iso_zoned_utc(prov.time_ms) if prov.time_ms >= 0
+                      else "-", metadata_version_name(img.metadata_version_level)
+                      if img.metadata_version is not None else "unset",
+                      not self.opts.show_secrets, self.loaded.upto)
+
+    def _cluster_id(self) -> str:
+        from ..loginfo import quorum_info
+
+        q = quorum_info(self.source, self.loaded)
+        return q.cluster_id or q.quorum_state_cluster_id or "unknown"
+
+    def overview(self) -> Overview:
+        img = self.loaded.image
+        return Overview(self.header(), self._controllers(img), self._brokers(img),
+                        self._features(img), len(img.topics_by_name),
+                        sum(len(t.partitions) for t in img.topics_by_name.values()),
+                        [p.message for p in self.loaded.problems] + self.sh.new_notes())
+
+    def _controllers(self, img: m.Image) -> list[NodeRow]:
+        from ..commands.healthcmd import voter_ids
+        from ..loginfo import quorum_info
+
+        voters = set(voter_ids(self.sh) or [])
+        leader = quorum_info(self.source, self.loaded).leader_id
+        rows = []
+        for cid in sorted(set(img.controllers) | voters):
+            c = img.controllers.get(cid)
+            if cid == leader:
+                role = "leader"
+            elif cid in voters:
+                role = "voter"
+            else:
+                role = "registered, not a voter"
+            if c is None:
+                rows.append(NodeRow(cid, role + " (unregistered)", []))
+                continue
+            rows.append(NodeRow(cid, role, _endpoints(c.listeners),
+                                incarnation=uuid_str(c.incarnation_id)))
+        return rows
+
+    def _brokers(self, img: m.Image) -> list[NodeRow]:
+        return [NodeRow(b.id, broker_state(b), _endpoints(b.listeners), b.rack or "",
+                        len(b.directories)) for b in sorted(img.brokers.values(),
+                                                            key=lambda b: b.id)]
+
+    def _features(self, img: m.Image) -> list[tuple[str, str, str]]:
+        levels = dict(img.finalized_features)
+        if img.metadata_version is not None:
+            levels["metadata.version"] = img.metadata_version
+        nodes = ([b.supported_features for b in img.brokers.values()]
+                 + [c.supported_features for c in img.controllers.values()])
+        out = []
+        for name, level in sorted(levels.items()):
+            ranges = [n.get(name, (0, 0)) for n in nodes]
+            common = (f"{max(r[0] for r in ranges)}-{min(r[1] for r in ranges)}" if ranges
+                      else "-")
+            shown = (f"{level} ({metadata_version_name(level)})"
+                     if name == "metadata.version" else str(level))
+            out.append((name, shown, common))
+        return out
+
+    def broker_states(self) -> dict[int, str]:
+        return {b.id: broker_state(b) for b in self.loaded.image.brokers.values()}
+
+    # ---------------------------------------------------------------- tree
+
+    def node(self, path: str) -> Node | None:
+        return lookup(self.sh.root, split_path(path))
+
+    def children(self, path: str) -> list[Entry]:
+        node = self.node(path)
+        if node is None or not node.is_dir:
+            return []
+        base = path.rstrip("/")
+        out = []
+        for name in _sorted_names(node.names()):
+            child = node.child(name)
+            if child is not None:
+                out.append(Entry(name, f"{base}/{name}", child.is_dir))
+        return out
+
+    def text(self, path: str) -> str:
+        node = self.node(path)
+        if node is None:
+            return f"{path}: no longer exists"
+        if node.is_dir:
+            names = list(node.names())
+            return "\n".join(names) if names else "(empty)"
+        return node.text(self.opts)
+
+    def data(self, path: str) -> Any:
+        from ..commands.navigate import tree_data
+
+        node = self.node(path)
+        if node is None:
+            return None
+        return tree_data(node, self.opts) if node.is_dir else node.data(self.opts)
+
+    def is_dir(self, path: str) -> bool:
+        node = self.node(path)
+        return node is not None and node.is_dir
+
+    # ---------------------------------------------------------------- commands
+
+    def run(self, line: str) -> Result:
+        return self.sh.run_line(line)
+
+    def completions(self, line: str) -> list[str]:
+        """Whole lines the command bar may become (the shell's own completion)."""
+        from ..repl import complete
+
+        return [line[:len(line) + c.start] + c.text for c in complete(self.sh, line)]
+
+    def changes_lines(self, path: str) -> Iterator[str]:
+        res = self.sh.run(["changes", path])
+        yield from res.lines
+        yield from res.errors
+
+    # ---------------------------------------------------------------- health
+
+    def checks(self) -> list[CheckRow]:
+        from ..commands.healthcmd import voter_ids
+        from ..image.health import run_checks
+
+        checks: list[Check] = run_checks(self.loaded.image, voter_ids(self.sh))
+        rows = [CheckRow(c.name, c.status, c.summary, [Item(t, self.item_path(t))
+                                                        for t in c.items]) for c in checks]
+        return sorted(rows, key=lambda r: STATUS_ORDER.get(r.status, 9))
+
+    def item_path(self, text: str) -> str | None:
+        """The node a health item is about: a broker, a controller, a partition, the quorum."""
+        if mt := re.match(r"broker (\d+)", text):
+            return f"/image/cluster/brokers/{mt[1]}"
+        if mt := re.match(r"controller (\d+)", text):
+            return f"/image/cluster/controllers/{mt[1]}"
+        if text.startswith("voter "):
+            return "/quorum/voters"
+        if (mt := re.match(r"(.+)-(\d+): ", text)) and mt[1] in self.loaded.image.topics_by_name:
+            return join(["image", "topics", "byName", mt[1], mt[2]])
+        if mt := re.match(r"([\w.]+): finalized", text):
+            return "/image/features"
+        return None
+
+    # ---------------------------------------------------------------- search
+
+    def search_index(self) -> list[tuple[str, str, str]]:
+        """(what, kind, path) for everything `/` finds: topics, ids, nodes, config keys."""
+        img = self.loaded.image
+        out = [(t.name, "topic", join(["image", "topics", "byName", t.name]))
+               for t in img.topics_by_name.values()]
+        out += [(uuid_str(t.id), f"topic id of {t.name}",
+                 join(["image", "topics", "byId", uuid_str(t.id)]))
+                for t in img.topics_by_name.values()]
+        out += [(f"broker {b}", "broker", f"/image/cluster/brokers/{b}") for b in img.brokers]
+        out += [(f"controller {c}", "controller", f"/image/cluster/controllers/{c}")
+                for c in img.controllers]
+        configs = self.node("/image/configs")
+        for e in self.children("/image/configs") if configs is not None else []:
+            for res in self.children(e.path):
+                for key in self.children(res.path):
+                    value = self.text(key.path)
+                    out.append((f"{key.name}={value}", f"config of {e.name} {res.name}",
+                                key.path))
+        return out
+
+    # ---------------------------------------------------------------- history
+
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            self._timeline = self._scan_timeline()
+        return self._timeline
+
+    def _scan_timeline(self) -> Timeline:
+        from ..loginfo import offset_range
+        from ..source.reader import iter_batches
+        from ..wire import control as ctl
+
+        first, last = offset_range(self.source)
+        src = self.source
+        files = ([(s.path, src.data(s.path)) for s in src.layout.segments]
+                 if isinstance(src, DirectorySource) else [(src.path, src.data())])
+        batches = []
+        for path, data in files:
+            for b in iter_batches(path, data, [], check_crc=False):
+                batches.append((b.base_offset, b.last_offset, b.count, b.max_timestamp))
+        snaps = (sorted(c.end_offset - 1 for c in src.layout.checkpoints if c.end_offset > 0)
+                 if isinstance(src, DirectorySource) else [])
+        leaders = [(c.offset, c.value["leaderId"], c.epoch) for c in self.sh.latest.controls
+                   if c.ctype == ctl.LEADER_CHANGE and isinstance(c.value, dict)]
+        return Timeline(first, last, batches, snaps, leaders)
+
+    def time_at(self, offset: int) -> str:
+        """The timestamp of the batch holding ``offset`` (for the history cursor)."""
+        for base, last, _n, t in self.timeline().batches:
+            if base <= offset <= last:
+                return iso_zoned_utc(t)
+        return "-"
+
+    def offset_for(self, text: str) -> int | None:
+        """An offset typed by the user: a number, 'latest', or a UTC time (ISO 8601, prefix
+        allowed: 2024-04-24T23:06) meaning the last offset written at or before it."""
+        from datetime import UTC, datetime
+
+        text = text.strip()
+        if text.lower() in ("latest", "end", "now", ""):
+            return None
+        if text.lstrip("-").isdigit():
+            return int(text)
+        try:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{text!r} is neither an offset nor a time like "
+                             "2024-04-24T23:06") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        ms = int(when.timestamp() * 1000)
+        before = [last for _b, last, _n, t in self.timeline().batches if t <= ms]
+        if not before:
+            raise ValueError(f"nothing was written at or before {text}")
+        return max(before)
+
+    def at(self, offset: int | None) -> Result:
+        """Move the whole UI to the image as of ``offset`` (None: the end of the log)."""
+        return self.sh.run(["at", "latest" if offset is None else str(offset)])
+
+    def diff(self, a: int | None, b: int | None, path: str = "/image") -> Result:
+        def word(x: int | None) -> str:
+            return "latest" if x is None else str(x)
+        return self.sh.run(["diff", word(a), word(b), path])
+
+
+def broker_state(b: m.BrokerRegistration) -> str:
+    if b.fenced:
+        return "fenced"
+    if b.in_controlled_shutdown:
+        return "controlled shutdown"
+    return "active"
+
+
+def _endpoints(listeners: dict[str, m.Endpoint]) -> list[str]:
+    return [f"{e.name}://{e.host}:{e.port} ({SECURITY_PROTOCOLS.get(e.security_protocol, '?')})"
+            for e in (listeners[n] for n in sorted(listeners))]
+
+
+def _sorted_names(names: Any) -> list[str]:
+    """Numeric names (partitions, broker ids) in numeric order, others as given."""
+    listed = list(names)
+    if listed and all(n.isdigit() for n in listed):
+        return sorted(listed, key=int)
+    return listed
+
+
+def run_lines(result: Result, cancelled: Callable[[], bool]) -> tuple[list[str], bool]:
+    """Consume a result's (lazy) lines until done or ``cancelled()``; (lines, finished)."""
+    out: list[str] = []
+    for i, line in enumerate(result.lines):
+        if i % 256 == 0 and cancelled():
+            return out, False
+        out.append(line)
+    return out, True

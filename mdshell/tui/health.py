@@ -1,0 +1,87 @@
+"""The health screen: every check with its status, failing ones open; Enter on an item jumps
+to the node at fault (the fenced broker, the offline partition, the stale controller)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Footer, Static, Tree
+
+from .app import DataScreen
+from .engine import CheckRow
+from .widgets import StatusBar, status_badge
+
+MAX_ITEMS = 1000  # per check; the count says how many more there are
+
+
+class HealthScreen(DataScreen):
+    DEFAULT_CSS = """
+    HealthScreen #checks { height: 1fr; }
+    HealthScreen #hint { height: 1; color: $text-muted; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "jump", "Go to node")]
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar()
+        yield Static("Enter on an item opens the node at fault in the tree.", id="hint")
+        tree: Tree[str | None] = Tree("checks", id="checks")
+        tree.show_root = False
+        yield tree
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_data()
+        self.query_one("#checks", Tree).focus()
+
+    def refresh_data(self) -> None:
+        super().refresh_data()
+        app = self.mdapp
+        self.query_one(StatusBar).refresh_header(app.engine.header())
+        self.fill(app.checks)
+
+    def checks_ready(self) -> None:
+        if self.is_mounted:
+            self.fill(self.mdapp.checks)
+
+    def fill(self, checks: list[CheckRow] | None) -> None:
+        tree: Tree[str | None] = self.query_one("#checks", Tree)
+        tree.clear()
+        if checks is None:
+            tree.root.add_leaf(Text("checking...", style="dim italic"))
+            return
+        first_item = None
+        for c in checks:
+            label = status_badge(c.status)
+            label.append(f" {c.name}: ", style="bold")
+            label.append(c.summary)
+            node = tree.root.add(label, data=None, expand=c.status in ("fail", "warn"),
+                                 allow_expand=bool(c.items))
+            for item in c.items[:MAX_ITEMS]:
+                text = Text(item.text, style={"fail": "red", "warn": "yellow"}.get(c.status, ""))
+                if item.path:
+                    text.append(f"  → {item.path}", style="dim")
+                leaf = node.add_leaf(text, data=item.path)
+                if first_item is None and c.status == "fail" and item.path:
+                    first_item = leaf
+            if len(c.items) > MAX_ITEMS:
+                node.add_leaf(Text(f"... {len(c.items) - MAX_ITEMS:,} more (run `health --all` "
+                                   "in the command bar)", style="dim"))
+        tree.root.expand()
+        if first_item is not None:
+            tree.call_after_refresh(tree.move_cursor, first_item)
+
+    def action_jump(self) -> None:
+        node = self.query_one("#checks", Tree).cursor_node
+        if node is not None and node.data:
+            self.mdapp.jump(node.data)
+        elif node is not None:
+            node.toggle()
+
+    @on(Tree.NodeSelected)
+    def _selected(self, event: Tree.NodeSelected[str | None]) -> None:
+        if event.node.data:
+            self.mdapp.jump(event.node.data)

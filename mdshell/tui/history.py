@@ -1,0 +1,224 @@
+"""History and time travel: records per offset interval as a sparkline with snapshots (S)
+and leader changes (L) marked; step with arrows, Enter travels there (the whole UI follows),
+m marks a point and d shows the diff from the mark to the cursor."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Footer, Input, Sparkline, Static
+
+from .app import DataScreen
+from .detail import MAX_LINES
+from .engine import Timeline, run_lines
+from .widgets import StatusBar
+
+
+class HistoryScreen(DataScreen):
+    DEFAULT_CSS = """
+    HistoryScreen #spark { height: 4; margin: 0 1; }
+    HistoryScreen .line { height: 1; margin: 0 1; }
+    HistoryScreen #events { height: 1fr; min-height: 5; }
+    HistoryScreen #result-box { height: 1fr; border-top: hkey $primary-darken-2; }
+    HistoryScreen #goto { display: none; }
+    HistoryScreen #goto.open { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "step(-1)", "◀", priority=True),
+        Binding("right", "step(1)", "▶", priority=True),
+        Binding("shift+left", "step(-10)", "◀◀", show=False, priority=True),
+        Binding("shift+right", "step(10)", "▶▶", show=False, priority=True),
+        Binding("enter", "travel", "Travel here"),
+        Binding("e", "latest", "Latest"),
+        Binding("m", "mark", "Mark"),
+        Binding("d", "diff", "Diff mark→here"),
+        Binding("g", "goto", "Go to offset/time"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cursor = 0
+        self.target: int | None = None
+        self.mark: int | None = None
+        self.width = 60
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar()
+        yield Static(id="title", classes="line")
+        yield Sparkline([], id="spark")
+        yield Static(id="marks", classes="line")
+        yield Static(id="where", classes="line")
+        yield Input(placeholder="offset, 'latest', or a UTC time like 2024-04-24T23:06",
+                    id="goto")
+        yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="result-box"):
+            yield Static(id="result")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("event", "offset", "epoch", "detail")
+        self.refresh_data()
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.mdapp.engine.timeline()
+
+    def refresh_data(self) -> None:
+        super().refresh_data()
+        eng = self.mdapp.engine
+        self.query_one(StatusBar).refresh_header(eng.header())
+        tl = self.timeline
+        self.width = max(10, self.app.size.width - 4)
+        self.counts, self.starts = tl.buckets(self.width)
+        self.query_one(Sparkline).data = [float(c) for c in self.counts] or [0.0]
+        self.query_one("#title", Static).update(Text.assemble(
+            ("Records per offset interval", "bold"),
+            f"  offsets {tl.first}–{tl.last}, {len(tl.batches):,} batches   ",
+            ("S", "bold cyan"), " snapshot  ", ("L", "bold magenta"), " leader change"))
+        self._fill_events(tl)
+        at = eng.header().at
+        self._place(at if at is not None else tl.last)
+
+    def _fill_events(self, tl: Timeline) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        for off in tl.snapshots:
+            table.add_row(Text("snapshot", style="cyan"), str(off), "", "image up to here",
+                          key=f"s{off}")
+        for off, leader, epoch in tl.leader_changes:
+            table.add_row(Text("leader change", style="magenta"), str(off), str(epoch),
+                          f"controller {leader} elected", key=f"l{off}")
+        table.sort("offset", key=lambda v: int(v))
+
+    def _bucket_of(self, offset: int) -> int:
+        idx = 0
+        for i, s in enumerate(self.starts):
+            if s <= offset:
+                idx = i
+        return idx
+
+    def _bucket_end(self, i: int) -> int | None:
+        tl = self.timeline
+        if not self.starts or tl.last is None:
+            return None
+        return self.starts[i + 1] - 1 if i + 1 < len(self.starts) else tl.last
+
+    def _place(self, offset: int | None) -> None:
+        if offset is None or not self.starts:
+            self._draw()
+            return
+        self.cursor = self._bucket_of(offset)
+        self.target = offset
+        self._draw()
+
+    def _draw(self) -> None:
+        tl = self.timeline
+        marks = [" "] * len(self.starts)
+        for off in tl.snapshots:
+            marks[self._bucket_of(off)] = "S"
+        for off, _l, _e in tl.leader_changes:
+            i = self._bucket_of(off)
+            marks[i] = "*" if marks[i] == "S" else "L"
+        line = Text()
+        for i, ch in enumerate(marks):
+            style = {"S": "bold cyan", "L": "bold magenta", "*": "bold yellow"}.get(ch, "")
+            if i == self.cursor:
+                line.append(ch if ch != " " else "▲", style="bold reverse")
+            else:
+                line.append(ch, style=style)
+        self.query_one("#marks", Static).update(line)
+        where = Text()
+        if self.target is not None:
+            where.append("cursor: offset ", style="dim")
+            where.append(str(self.target), style="bold")
+            where.append(f"  {self.mdapp.engine.time_at(self.target)}")
+            if self.counts:
+                where.append(f"  ({self.counts[self.cursor]:,} records in this interval)",
+                             style="dim")
+        if self.mark is not None:
+            where.append("   mark: ", style="dim")
+            where.append(str(self.mark), style="bold yellow")
+        self.query_one("#where", Static).update(where)
+
+    def action_step(self, step: int) -> None:
+        if not self.starts:
+            return
+        self.cursor = max(0, min(len(self.starts) - 1, self.cursor + step))
+        self.target = self._bucket_end(self.cursor)
+        self._draw()
+
+    @on(DataTable.RowHighlighted)
+    def _event(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value or ""
+        if key[1:].isdigit():
+            self._place(int(key[1:]))
+
+    def action_mark(self) -> None:
+        self.mark = self.target
+        self._draw()
+
+    def action_latest(self) -> None:
+        self._travel(None)
+
+    def action_travel(self) -> None:
+        if self.target is not None:
+            self._travel(None if self.target == self.timeline.last else self.target)
+
+    def action_diff(self) -> None:
+        if self.mark is None or self.target is None:
+            self.notify("mark a point with m, move, then press d", severity="warning")
+            return
+        self._diff(self.mark, self.target)
+
+    def action_goto(self) -> None:
+        box = self.query_one("#goto", Input)
+        box.add_class("open")
+        box.focus()
+
+    @on(Input.Submitted, "#goto")
+    def _goto(self, event: Input.Submitted) -> None:
+        event.input.remove_class("open")
+        event.input.value = ""
+        try:
+            offset = self.mdapp.engine.offset_for(event.value)
+        except ValueError as e:
+            self.notify(str(e), severity="error")
+            return
+        self._travel(offset)
+
+    def _show(self, title: str, lines: list[str], errors: list[str]) -> None:
+        t = Text(title + "\n", style="bold reverse")
+        t.append("\n".join(lines[:MAX_LINES]))
+        if len(lines) > MAX_LINES:
+            t.append(f"\n... {len(lines) - MAX_LINES:,} more lines", style="dim")
+        if errors:
+            t.append("\n" + "\n".join(errors), style="bold red")
+        box = self.query_one("#result", Static)
+        box.update(t)
+        box.loading = False
+
+    @work(thread=True, exclusive=True, group="history")
+    def _travel(self, offset: int | None) -> None:
+        self.app.call_from_thread(setattr, self.query_one("#result", Static), "loading", True)
+        res = self.mdapp.engine.at(offset)
+        lines, _ = run_lines(res, lambda: False)
+        self.app.call_from_thread(self._travelled, lines, list(res.errors))
+
+    def _travelled(self, lines: list[str], errors: list[str]) -> None:
+        if not errors:
+            self.mdapp.image_changed()
+        self._show("at", lines, errors)
+
+    @work(thread=True, exclusive=True, group="history")
+    def _diff(self, a: int, b: int) -> None:
+        self.app.call_from_thread(setattr, self.query_one("#result", Static), "loading", True)
+        last = self.timeline.last
+        res = self.mdapp.engine.diff(None if a == last else a, None if b == last else b)
+        lines, _ = run_lines(res, lambda: False)
+        self.app.call_from_thread(self._show, f"diff {a} → {b}", lines, list(res.errors))

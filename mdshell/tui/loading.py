@@ -1,0 +1,92 @@
+"""Screens around the data: loading (with elapsed time), a load error, a terminal too small."""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Center, Middle
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, LoadingIndicator, Static
+
+
+class LoadingScreen(Screen[None]):
+    """What shows while the log is read in a worker; keys still work (q quits)."""
+
+    DEFAULT_CSS = """
+    LoadingScreen { align: center middle; }
+    LoadingScreen #what { width: auto; margin: 1 2; }
+    LoadingScreen LoadingIndicator { height: 3; }
+    """
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self.source = source
+        self.started = time.perf_counter()
+
+    def compose(self) -> ComposeResult:
+        with Middle(), Center():
+            yield Static(self._text(), id="what")
+        yield LoadingIndicator()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(0.1, self._tick)
+
+    def _tick(self) -> None:
+        self.query_one("#what", Static).update(self._text())
+
+    def _text(self) -> Text:
+        t = Text("Reading ", style="bold")
+        t.append(self.source)
+        t.append(f"  {time.perf_counter() - self.started:.1f} s", style="dim")
+        return t
+
+
+class ErrorScreen(Screen[None]):
+    """A load that failed: the one-line reason, and how to leave (exit code 1)."""
+
+    DEFAULT_CSS = """
+    ErrorScreen { align: center middle; }
+    ErrorScreen Static { width: 80%; border: heavy $error; padding: 1 2; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q,escape,enter", "app.quit", "Quit")]
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        t = Text("mdshell could not open the metadata\n\n", style="bold red")
+        t.append(self.message)
+        t.append("\n\nPress q to quit.", style="dim")
+        yield Static(t)
+        yield Footer()
+
+
+class TooSmallScreen(ModalScreen[None]):
+    """Shown instead of a cramped layout; goes away when the terminal grows."""
+
+    DEFAULT_CSS = """
+    TooSmallScreen { align: center middle; background: $background; }
+    TooSmallScreen Static { width: auto; }
+    """
+
+    def __init__(self, width: int, height: int) -> None:
+        super().__init__()
+        self.need = (width, height)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="msg")
+
+    def on_mount(self) -> None:
+        self.show(self.app.size.width, self.app.size.height)
+
+    def show(self, width: int, height: int) -> None:
+        w, h = self.need
+        self.query_one("#msg", Static).update(Text(
+            f"Terminal too small: {width}x{height}.\nmdshell needs at least {w}x{h}: "
+            "enlarge the window (q quits).", style="bold"))

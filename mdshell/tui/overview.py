@@ -1,0 +1,157 @@
+"""The overview: what opens. Health first (what is wrong), then counts, brokers, controllers,
+features and load warnings."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Static
+
+from .app import DataScreen
+from .engine import CheckRow, NodeRow, Overview
+from .widgets import StatusBar, state_text, status_badge
+
+
+class OverviewScreen(DataScreen):
+    DEFAULT_CSS = """
+    OverviewScreen VerticalScroll { padding: 0 1; }
+    OverviewScreen .panel { border: round $primary-darken-1; height: auto; padding: 0 1; }
+    OverviewScreen #health { border: round $error; }
+    OverviewScreen #health.healthy { border: round $success; }
+    OverviewScreen #warnings { border: round $warning; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "app.mode('health')",
+                                                     "Health details", show=False)]
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar()
+        with VerticalScroll():
+            yield Static(id="health", classes="panel")
+            yield Static(id="counts", classes="panel")
+            yield Static(id="brokers", classes="panel")
+            yield Static(id="controllers", classes="panel")
+            yield Static(id="features", classes="panel")
+            yield Static(id="warnings", classes="panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_data()
+
+    def refresh_data(self) -> None:
+        super().refresh_data()
+        ov = self.mdapp.engine.overview()
+        self.overview = ov
+        self.query_one(StatusBar).refresh_header(ov.header)
+        self._panel("brokers", f"Brokers ({len(ov.brokers)})", _brokers(ov.brokers))
+        self._panel("controllers", f"Controllers ({len(ov.controllers)})",
+                    _controllers(ov.controllers))
+        self._panel("features", "Finalized features", _features(ov))
+        warnings = self.query_one("#warnings", Static)
+        warnings.display = bool(ov.warnings)
+        if ov.warnings:
+            self._panel("warnings", f"Warnings while reading ({len(ov.warnings)})",
+                        Text("\n".join(ov.warnings[:20]), style="yellow"))
+        self.show_health(self.mdapp.checks)
+
+    overview: Overview | None = None
+
+    def checks_ready(self) -> None:
+        if self.overview is not None:
+            self.show_health(self.mdapp.checks)
+
+    def show_health(self, checks: list[CheckRow] | None) -> None:
+        ov = self.overview
+        assert ov is not None
+        panel = self.query_one("#health", Static)
+        counts = Text()
+        counts.append(f"{ov.topics:,}", style="bold")
+        counts.append(" topics   ")
+        counts.append(f"{ov.partitions:,}", style="bold")
+        counts.append(" partitions   ")
+        if checks is None:
+            panel.border_title = "Health"
+            panel.update(Text(f"checking {ov.partitions:,} partitions, "
+                              f"{len(ov.brokers)} brokers...", style="dim italic"))
+            counts.append("offline … under-replicated …", style="dim")
+        else:
+            bad = [c for c in checks if c.status in ("fail", "warn")]
+            panel.set_class(not bad, "healthy")
+            panel.border_title = ("Health: " + (f"{len(bad)} problems (h for details)"
+                                                if bad else "healthy"))
+            panel.update(_health(checks))
+            by_name = {c.name: len(c.items) for c in checks}
+            for name, label in (("offline partitions", "offline"),
+                                ("under-replicated partitions", "under-replicated"),
+                                ("under-min-ISR partitions", "under min ISR")):
+                n = by_name.get(name, 0)
+                counts.append(f"{n:,}", style="bold red" if n else "bold green")
+                counts.append(f" {label}   ")
+        self.query_one("#counts", Static).update(counts)
+        self.query_one("#counts", Static).border_title = "Counts"
+
+    def _panel(self, wid: str, title: str, body: object) -> None:
+        panel = self.query_one(f"#{wid}", Static)
+        panel.border_title = title
+        panel.update(body)  # type: ignore[arg-type]
+
+
+def _health(checks: list[CheckRow]) -> Group:
+    lines = []
+    for c in checks:
+        t = Text()
+        t.append_text(status_badge(c.status))
+        t.append(f" {c.name}: ", style="bold")
+        t.append(c.summary)
+        lines.append(t)
+        if c.status in ("fail", "warn"):
+            for item in c.items[:3]:
+                lines.append(Text(f"        {item.text}", style="red" if c.status == "fail"
+                                  else "yellow"))
+            if len(c.items) > 3:
+                lines.append(Text(f"        ... {len(c.items) - 3:,} more (h)", style="dim"))
+    return Group(*lines)
+
+
+def _table(*columns: str) -> Table:
+    t = Table(box=None, pad_edge=False, expand=False, header_style="bold dim")
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    return t
+
+
+def _brokers(rows: list[NodeRow]) -> Table | Text:
+    if not rows:
+        return Text("no broker is registered", style="bold red")
+    t = _table("id", "state", "rack", "endpoints", "log dirs")
+    for r in rows:
+        t.add_row(str(r.id), state_text(r.state), r.rack or "-", "\n".join(r.endpoints),
+                  str(r.dirs))
+    return t
+
+
+def _controllers(rows: list[NodeRow]) -> Table | Text:
+    if not rows:
+        return Text("no controller registration and no known voter", style="yellow")
+    t = _table("id", "quorum role", "endpoints", "incarnation")
+    for r in rows:
+        t.add_row(str(r.id), state_text(r.state), "\n".join(r.endpoints) or "-",
+                  r.incarnation or "-")
+    return t
+
+
+def _features(ov: Overview) -> Table | Text:
+    if not ov.features:
+        return Text("none finalized", style="dim")
+    t = _table("feature", "finalized", "every node supports")
+    for name, level, common in ov.features:
+        lo, _, hi = common.partition("-")
+        ok = common == "-" or (lo.isdigit() and hi.isdigit()
+                               and int(lo) <= int(level.split()[0]) <= int(hi))
+        t.add_row(name, level, Text(common, style="green" if ok else "bold red"))
+    return t

@@ -1,0 +1,119 @@
+"""``/``: fuzzy search, as you type, over topics, topic ids, brokers, controllers and configs;
+Enter jumps to the node in the tree."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList
+from textual.widgets.option_list import Option
+
+LIMIT = 100
+
+
+def fuzzy_score(query: str, text: str) -> int | None:
+    """Higher is better; None when the query's letters do not appear in order in ``text``.
+
+    A substring beats a scattered match, and an earlier, more compact match beats a later one.
+    """
+    q, t = query.lower(), text.lower()
+    if not q:
+        return 0
+    at = t.find(q)
+    if at >= 0:
+        return 10_000 - at * 10 - len(t)
+    pos, first, gaps = -1, -1, 0
+    for ch in q:
+        nxt = t.find(ch, pos + 1)
+        if nxt < 0:
+            return None
+        if first < 0:
+            first = nxt
+        elif nxt > pos + 1:
+            gaps += nxt - pos - 1
+        pos = nxt
+    return 5_000 - gaps * 20 - first - len(t)
+
+
+def search(index: list[tuple[str, str, str]], query: str,
+           limit: int = LIMIT) -> list[tuple[str, str, str]]:
+    scored = []
+    for entry in index:
+        s = fuzzy_score(query, entry[0])
+        if s is not None:
+            scored.append((s, entry))
+    scored.sort(key=lambda x: -x[0])
+    return [e for _s, e in scored[:limit]]
+
+
+class SearchScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    SearchScreen { align: center top; }
+    SearchScreen Vertical { width: 90%; max-width: 110; height: 80%; margin-top: 2;
+                            border: thick $accent; background: $surface; }
+    SearchScreen OptionList { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "Close"),
+        Binding("down", "move(1)", "Next", show=False),
+        Binding("up", "move(-1)", "Previous", show=False),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Input(placeholder="search topics, ids, brokers, controllers, configs",
+                        id="query")
+            yield OptionList(id="results")
+
+    def on_mount(self) -> None:
+        self.index = self.app.engine.search_index()  # type: ignore[attr-defined]
+        self.query_one(Vertical).border_title = f"Search ({len(self.index):,} entries)"
+        self._show("")
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        self._show(event.value)
+
+    def _show(self, query: str) -> None:
+        found = search(self.index, query)
+        self.found = found
+        results = self.query_one(OptionList)
+        results.clear_options()
+        results.add_options([Option(_row(what, kind), id=str(i))
+                             for i, (what, kind, _p) in enumerate(found)])
+        if found:
+            results.highlighted = 0
+
+    def action_move(self, step: int) -> None:
+        results = self.query_one(OptionList)
+        if results.option_count:
+            cur = results.highlighted or 0
+            results.highlighted = max(0, min(results.option_count - 1, cur + step))
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        results = self.query_one(OptionList)
+        if results.highlighted is not None:
+            self._go(results.highlighted)
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        self._go(event.option_index)
+
+    def _go(self, i: int) -> None:
+        if 0 <= i < len(self.found):
+            path = self.found[i][2]
+            self.dismiss()
+            self.app.jump(path)  # type: ignore[attr-defined]
+
+
+def _row(what: str, kind: str) -> Text:
+    t = Text(what, style="bold")
+    t.append(f"  {kind}", style="dim")
+    return t

@@ -1,0 +1,68 @@
+"""Widgets every screen shares: the status bar and the colours of states."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from .engine import Header
+
+# One colour per meaning, everywhere: red is broken, yellow is attention, green is fine.
+STATE_STYLE = {
+    "active": "green", "leader": "bold green", "voter": "green",
+    "fenced": "bold red", "controlled shutdown": "yellow", "unregistered": "bold magenta",
+    "registered, not a voter": "bold red",
+}
+STATUS_STYLE = {"fail": "bold white on red", "warn": "bold black on yellow",
+                "info": "bold white on blue", "ok": "bold black on green"}
+STATUS_MARK = {"fail": " FAIL ", "warn": " WARN ", "info": " INFO ", "ok": "  OK  "}
+
+
+def state_text(state: str) -> Text:
+    base = state.split(" (")[0]
+    return Text(state, style=STATE_STYLE.get(base, "bold red" if "unregistered" in state
+                                             else ""))
+
+
+def status_badge(status: str) -> Text:
+    return Text(STATUS_MARK.get(status, status), style=STATUS_STYLE.get(status, ""))
+
+
+def header_text(h: Header) -> Text:
+    t = Text()
+    t.append(" mdshell ", style="bold reverse")
+    t.append("  cluster ", style="dim")
+    t.append(h.cluster_id, style="bold")
+    t.append(f"  {h.kind} ", style="dim")
+    t.append(h.source)
+    t.append("  offset ", style="dim")
+    t.append(str(h.offset), style="bold")
+    t.append(" epoch ", style="dim")
+    t.append(str(h.epoch))
+    t.append("  ", style="dim")
+    t.append(h.time)
+    t.append("  MV ", style="dim")
+    t.append(h.metadata_version, style="bold")
+    t.append("  ")
+    if h.redacted:
+        t.append("secrets redacted", style="green")
+    else:
+        t.append("SECRETS SHOWN", style="bold white on red")
+    if h.at is not None:
+        t.append("  ")
+        t.append(f" TIME TRAVEL: as of offset {h.at} ", style="bold black on yellow")
+    return t
+
+
+class StatusBar(Static):
+    """Where am I: cluster, source, image offset/epoch/time, metadata.version, redaction."""
+
+    DEFAULT_CSS = """
+    StatusBar { dock: top; height: auto; max-height: 3; background: $panel; padding: 0 1; }
+    """
+
+    def refresh_header(self, h: Header) -> None:
+        self.update(header_text(h))
