@@ -180,11 +180,8 @@ class MdshellApp(App[int]):
             else:
                 self.pop_screen()
 
-    def action_quit_error(self) -> None:
-        self.exit(1)
-
     async def action_quit(self) -> None:
-        self.exit(1 if self.fatal else 0)
+        self.exit(return_code=1 if self.fatal else 0)
 
 
 class DataScreen(Screen[None]):

@@ -19,6 +19,9 @@ from .detail import DetailPane
 from .engine import SECTIONS
 from .widgets import StatusBar, state_text
 
+PAGE = 300  # children added per expansion step: a 10k-partition topic opens at once
+MORE = "\0more:"  # the data of a "more" node: MORE + start + ":" + parent path
+
 
 class ImageTree(Tree[str]):
     """Children are listed when a node is first expanded, never before."""
@@ -61,16 +64,38 @@ class ImageTree(Tree[str]):
 
     def load_children(self, node: TreeNode[str]) -> None:
         path = node.data
-        if path is None or path in self.loaded_paths:
+        if path is None or path.startswith(MORE) or path in self.loaded_paths:
             return
         self.loaded_paths.add(path)
-        entries = self.app.engine.children(path)  # type: ignore[attr-defined]
+        self.load_page(node, path, 0)
+
+    def load_page(self, node: TreeNode[str], path: str, start: int) -> TreeNode[str] | None:
+        """Add a page of children (and a "more" node when there are more); the more node."""
+        entries, total = self.app.engine.page(path, start, PAGE)  # type: ignore[attr-defined]
         for e in entries:
             label = self._label(e.name, e.path)
             if e.is_dir:
                 node.add(label, data=e.path)
             else:
                 node.add_leaf(label, data=e.path)
+        shown = start + len(entries)
+        if shown < total:
+            more = Text(f"… {total - shown:,} more (Enter shows the next {PAGE})", style="dim")
+            return node.add_leaf(more, data=f"{MORE}{shown}:{path}")
+        return None
+
+    def load_more(self, more: TreeNode[str]) -> TreeNode[str] | None:
+        assert more.data is not None and more.parent is not None
+        start, _, path = more.data[len(MORE):].partition(":")
+        parent = more.parent
+        more.remove()
+        return self.load_page(parent, path, int(start))
+
+    @on(Tree.NodeSelected)
+    def _selected(self, event: Tree.NodeSelected[str]) -> None:
+        if event.node.data and event.node.data.startswith(MORE):
+            event.stop()
+            self.load_more(event.node)
 
     @on(Tree.NodeExpanded)
     def _expanded(self, event: Tree.NodeExpanded[str]) -> None:
@@ -89,16 +114,24 @@ class ImageTree(Tree[str]):
         while node.data != path:
             node.expand()
             self.load_children(node)
-            nxt = None
-            for child in node.children:
-                p = child.data or ""
-                if path == p or path.startswith(p + "/"):
-                    nxt = child
-                    break
+            nxt = self._child_towards(node, path)
             if nxt is None:
                 return None
             node = nxt
         return node
+
+
+    def _child_towards(self, node: TreeNode[str], path: str) -> TreeNode[str] | None:
+        """The child of ``node`` on the way to ``path``, loading pages until it shows."""
+        while True:
+            for child in node.children:
+                p = child.data or ""
+                if path == p or path.startswith(p + "/"):
+                    return child
+            last = node.children[-1] if node.children else None
+            if last is None or not (last.data or "").startswith(MORE):
+                return None
+            self.load_more(last)
 
 
 class BrowserScreen(DataScreen):
@@ -135,6 +168,8 @@ class BrowserScreen(DataScreen):
         tree.fill()
         if keep is not None:
             self.select_path(keep)
+        else:
+            tree.call_after_refresh(setattr, tree, "cursor_line", 0)
 
     def select_path(self, path: str) -> None:
         tree = self.query_one(ImageTree)
@@ -153,7 +188,7 @@ class BrowserScreen(DataScreen):
 
     @on(Tree.NodeHighlighted)
     def _highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
-        if event.node.data is not None:
+        if event.node.data is not None and not event.node.data.startswith(MORE):
             self.query_one(DetailPane).show_path(event.node.data)
 
     def action_tab(self, tab: str) -> None:

@@ -54,6 +54,7 @@ class CommandBar(Input):
     def __init__(self) -> None:
         super().__init__(placeholder="command (help lists them; Tab completes; Esc closes)",
                          id="command")
+        self.disabled = True
         self.history: list[str] = []
         self._recall = 0
         self.running = False
@@ -62,6 +63,7 @@ class CommandBar(Input):
         self.suggester = ShellSuggester(self.app.engine)  # type: ignore[attr-defined]
 
     def open(self) -> None:
+        self.disabled = False
         self.add_class("open")
         self.focus()
 
@@ -72,6 +74,7 @@ class CommandBar(Input):
             self.notify("command cancelled", severity="warning")
             return
         self.remove_class("open")
+        self.disabled = True
         self.screen.focus_next()
 
     def action_complete(self) -> None:
@@ -106,7 +109,7 @@ class CommandBar(Input):
         if not line:
             return
         if line in ("exit", "quit"):
-            self.app.exit(0)
+            self.app.exit(return_code=0)
             return
         self.history.append(line)
         self._recall = len(self.history)

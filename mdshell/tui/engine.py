@@ -220,16 +220,22 @@ class Engine:
         return lookup(self.sh.root, split_path(path))
 
     def children(self, path: str) -> list[Entry]:
+        return self.page(path, 0, None)[0]
+
+    def page(self, path: str, start: int, count: int | None) -> tuple[list[Entry], int]:
+        """Children ``start`` to ``start + count`` (None: all) and how many there are; only
+        the page's nodes are built, so a 10k-partition topic costs one page."""
         node = self.node(path)
         if node is None or not node.is_dir:
-            return []
+            return [], 0
+        names = _sorted_names(node.names())
         base = path.rstrip("/")
         out = []
-        for name in _sorted_names(node.names()):
+        for name in names[start:None if count is None else start + count]:
             child = node.child(name)
             if child is not None:
                 out.append(Entry(name, f"{base}/{name}", child.is_dir))
-        return out
+        return out, len(names)
 
     def text(self, path: str) -> str:
         node = self.node(path)
@@ -306,13 +312,10 @@ class Engine:
         out += [(f"broker {b}", "broker", f"/image/cluster/brokers/{b}") for b in img.brokers]
         out += [(f"controller {c}", "controller", f"/image/cluster/controllers/{c}")
                 for c in img.controllers]
-        configs = self.node("/image/configs")
-        for e in self.children("/image/configs") if configs is not None else []:
-            for res in self.children(e.path):
-                for key in self.children(res.path):
-                    value = self.text(key.path)
-                    out.append((f"{key.name}={value}", f"config of {e.name} {res.name}",
-                                key.path))
+        for res in self.children("/image/configs"):
+            for key in self.children(res.path):
+                out.append((f"{key.name}={self.text(key.path)}", f"config of {res.name}",
+                            key.path))
         return out
 
     # ---------------------------------------------------------------- history

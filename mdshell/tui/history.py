@@ -33,7 +33,7 @@ class HistoryScreen(DataScreen):
         Binding("right", "step(1)", "▶", priority=True),
         Binding("shift+left", "step(-10)", "◀◀", show=False, priority=True),
         Binding("shift+right", "step(10)", "▶▶", show=False, priority=True),
-        Binding("enter", "travel", "Travel here"),
+        Binding("enter", "travel", "Travel here", priority=True),
         Binding("e", "latest", "Latest"),
         Binding("m", "mark", "Mark"),
         Binding("d", "diff", "Diff mark→here"),
@@ -45,6 +45,7 @@ class HistoryScreen(DataScreen):
         self.cursor = 0
         self.target: int | None = None
         self.mark: int | None = None
+        self._armed = False
         self.width = 60
 
     def compose(self) -> ComposeResult:
@@ -54,7 +55,7 @@ class HistoryScreen(DataScreen):
         yield Static(id="marks", classes="line")
         yield Static(id="where", classes="line")
         yield Input(placeholder="offset, 'latest', or a UTC time like 2024-04-24T23:06",
-                    id="goto")
+                    id="goto", disabled=True)
         yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="result-box"):
             yield Static(id="result")
@@ -64,6 +65,7 @@ class HistoryScreen(DataScreen):
         table = self.query_one(DataTable)
         table.add_columns("event", "offset", "epoch", "detail")
         self.refresh_data()
+        table.focus()
 
     @property
     def timeline(self) -> Timeline:
@@ -88,13 +90,13 @@ class HistoryScreen(DataScreen):
     def _fill_events(self, tl: Timeline) -> None:
         table = self.query_one(DataTable)
         table.clear()
-        for off in tl.snapshots:
-            table.add_row(Text("snapshot", style="cyan"), str(off), "", "image up to here",
-                          key=f"s{off}")
-        for off, leader, epoch in tl.leader_changes:
-            table.add_row(Text("leader change", style="magenta"), str(off), str(epoch),
-                          f"controller {leader} elected", key=f"l{off}")
-        table.sort("offset", key=lambda v: int(v))
+        self._armed = False
+        rows = [(off, "s", Text("snapshot", style="cyan"), "", "image up to here")
+                for off in tl.snapshots]
+        rows += [(off, "l", Text("leader change", style="magenta"), str(epoch),
+                  f"controller {leader} elected") for off, leader, epoch in tl.leader_changes]
+        for off, kind, label, epoch, detail in sorted(rows, key=lambda r: (r[0], r[1])):
+            table.add_row(label, str(off), epoch, detail, key=f"{kind}{off}")
 
     def _bucket_of(self, offset: int) -> int:
         idx = 0
@@ -155,9 +157,14 @@ class HistoryScreen(DataScreen):
 
     @on(DataTable.RowHighlighted)
     def _event(self, event: DataTable.RowHighlighted) -> None:
+        if not self._armed:
+            return
         key = event.row_key.value or ""
         if key[1:].isdigit():
             self._place(int(key[1:]))
+
+    def on_key(self) -> None:
+        self._armed = True  # table moves from now on are the user's
 
     def action_mark(self) -> None:
         self.mark = self.target
@@ -178,6 +185,7 @@ class HistoryScreen(DataScreen):
 
     def action_goto(self) -> None:
         box = self.query_one("#goto", Input)
+        box.disabled = False
         box.add_class("open")
         box.focus()
 
@@ -185,6 +193,8 @@ class HistoryScreen(DataScreen):
     def _goto(self, event: Input.Submitted) -> None:
         event.input.remove_class("open")
         event.input.value = ""
+        event.input.disabled = True
+        self.query_one(DataTable).focus()
         try:
             offset = self.mdapp.engine.offset_for(event.value)
         except ValueError as e:

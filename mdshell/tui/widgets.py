@@ -31,13 +31,20 @@ def status_badge(status: str) -> Text:
     return Text(STATUS_MARK.get(status, status), style=STATUS_STYLE.get(status, ""))
 
 
+def short_source(path: str, limit: int = 48) -> str:
+    """The part of a source path that tells sources apart, at most ``limit`` characters."""
+    if len(path) <= limit:
+        return path
+    return "…" + path[-(limit - 1):]
+
+
 def header_text(h: Header) -> Text:
     t = Text()
     t.append(" mdshell ", style="bold reverse")
     t.append("  cluster ", style="dim")
     t.append(h.cluster_id, style="bold")
     t.append(f"  {h.kind} ", style="dim")
-    t.append(h.source)
+    t.append(short_source(h.source))
     t.append("  offset ", style="dim")
     t.append(str(h.offset), style="bold")
     t.append(" epoch ", style="dim")

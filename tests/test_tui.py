@@ -1,0 +1,320 @@
+"""The Textual interface driven by Pilot on fixtures, a corpus directory and generated data."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import functools
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Coroutine
+from typing import Any
+from pathlib import Path
+
+import pytest
+
+from .conftest import CORPUS, FIXTURES, ROOT, need_corpus
+
+pytest.importorskip("textual")
+
+from textual.pilot import Pilot  # noqa: E402
+from textual.widgets import Input, Static, Tree  # noqa: E402
+
+from mdshell.tui.app import MdshellApp, make_app  # noqa: E402
+from mdshell.tui.browser import MORE, PAGE, BrowserScreen, ImageTree  # noqa: E402
+from mdshell.tui.detail import DetailPane  # noqa: E402
+from mdshell.tui.engine import Engine  # noqa: E402
+from mdshell.tui.health import HealthScreen  # noqa: E402
+from mdshell.tui.history import HistoryScreen  # noqa: E402
+from mdshell.tui.loading import ErrorScreen, TooSmallScreen  # noqa: E402
+from mdshell.tui.overview import OverviewScreen  # noqa: E402
+
+SIZE = (120, 40)
+
+
+def aio(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    """Run an async test in its own event loop (no pytest plugin needed)."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(fn(*args, **kwargs))
+    return run
+
+
+def app_for(path: Path | str, show_secrets: bool = False) -> MdshellApp:
+    return make_app(Engine.open(str(path), None, show_secrets))
+
+
+async def until(pilot: Pilot[int], check: Callable[[], bool], what: str,
+                steps: int = 400) -> None:
+    """Let the app run until ``check`` holds (bounded: 400 pauses of 25 ms at most)."""
+    for _ in range(steps):
+        if check():
+            return
+        await pilot.pause(0.025)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def ready(pilot: Pilot[int]) -> MdshellApp:
+    app = pilot.app
+    assert isinstance(app, MdshellApp)
+    await until(pilot, lambda: app.loaded and app.checks is not None, "the load")
+    await pilot.pause()
+    return app
+
+
+async def browser_tree(pilot: Pilot[int]) -> ImageTree:
+    """Wait for the tree screen to be shown and composed; its tree."""
+    app = pilot.app
+    await until(pilot, lambda: isinstance(app.screen, BrowserScreen)
+                and bool(app.screen.query(ImageTree)), "the tree screen")
+    return app.screen.query_one(ImageTree)
+
+
+def text_of(widget: Static) -> str:
+    """The widget's content as plain text (rich renderables rendered 1000 columns wide)."""
+    from rich.console import Console
+
+    console = Console(width=1000, color_system=None, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
+def detail_text(app: MdshellApp, tab: str) -> str:
+    return text_of(app.screen.query_one(f"#{tab}-body", Static))
+
+
+@aio
+async def test_overview_shows_what_is_wrong() -> None:
+    async with app_for(FIXTURES / "health-offline").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen)
+        health = text_of(screen.query_one("#health", Static))
+        assert "FAIL" in health and "orders-1: no leader" in health
+        counts = text_of(screen.query_one("#counts", Static))
+        assert "3 partitions" in counts and "1 offline" in counts
+        brokers = text_of(screen.query_one("#brokers", Static))
+        assert "PLAINTEXT://broker-1.kafka.internal:9092 (PLAINTEXT)" in brokers
+        controllers = text_of(screen.query_one("#controllers", Static))
+        assert "leader" in controllers and "voter" in controllers
+        bar = text_of(screen.query_one("StatusBar", Static))
+        assert "69BetzZ3pKXy32A108FzNA" in bar and "offset 18" in bar
+        assert "secrets redacted" in bar and "3.9-IV0" in bar
+
+
+@aio
+async def test_corpus_directory_opens() -> None:
+    need_corpus()
+    d = CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
+    async with app_for(d).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        counts = text_of(app.screen.query_one("#counts", Static))
+        assert "53 partitions" in counts and "0 offline" in counts
+        assert "healthy" in (app.screen.query_one("#health", Static).border_title or "")
+
+
+@aio
+async def test_tree_navigation_and_detail_tabs() -> None:
+    async with app_for(FIXTURES / "health-offline").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        tree = await browser_tree(pilot)
+        labels = [str(n.label) for n in tree.root.children]
+        assert labels[:2] == ["Controllers", "Brokers"] and "✗ Topics" in labels
+        await pilot.press("down", "down", "down", "enter")  # open Topics
+        await pilot.press("down", "enter", "down", "down", "down", "down")  # orders/1
+        await pilot.pause()
+        assert tree.cursor_node is not None
+        assert tree.cursor_node.data == "/image/topics/byName/orders/1"
+        assert "none (OFFLINE)" in detail_text(app, "view")
+        await pilot.press("x")
+        await pilot.pause()
+        assert "PartitionRegistration(replicas=[1, 2, 3]" in detail_text(app, "text")
+        await pilot.press("j")
+        await pilot.pause()
+        assert '"leader": -1' in detail_text(app, "json")
+        await pilot.press("c")
+        await until(pilot, lambda: "PartitionChange" in detail_text(app, "changes")
+                    or "Partition" in detail_text(app, "changes"), "the changes tab")
+
+
+def _big_topic(base: Path, partitions: int) -> Path:
+    out = base / "big"
+    subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(out), "--topics", "1",
+                    "--brokers", "6", "--controllers", "1", "--partitions-per-topic",
+                    str(partitions), "--rf", "3", "--seed", "3"], check=True, cwd=ROOT,
+                   capture_output=True, timeout=120)
+    return out
+
+
+@aio
+async def test_large_topic_expands_a_page_at_a_time(tmp_path: Path) -> None:
+    d = _big_topic(tmp_path, 2 * PAGE + 50)
+    async with app_for(d).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        topic = next(iter(app.engine.loaded.image.topics_by_name))
+        app.jump(f"/image/topics/byName/{topic}")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == f"/image/topics/byName/{topic}", "the jump")
+        node = tree.cursor_node
+        assert node is not None
+        node.expand()
+        await pilot.pause()
+        kids = node.children
+        assert len(kids) == PAGE + 1 and (kids[-1].data or "").startswith(MORE)
+        assert "more" in str(kids[-1].label)
+        tree.move_cursor(kids[-1])
+        await pilot.press("enter")
+        await pilot.pause()
+        assert len(node.children) == 2 * PAGE + 1
+        # A jump far down loads the pages on the way.
+        app.jump(f"/image/topics/byName/{topic}/{2 * PAGE + 40}")
+        await until(pilot, lambda: tree.cursor_node is not None and tree.cursor_node.data
+                    == f"/image/topics/byName/{topic}/{2 * PAGE + 40}", "the far jump")
+
+
+@aio
+async def test_search_jumps_to_a_topic_and_a_config() -> None:
+    async with app_for(FIXTURES / "health-under-min-isr").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("slash")
+        await until(pilot, lambda: app.screen.query("#query"), "the search box")
+        await pilot.press(*"paymnts")  # fuzzy: a letter missing
+        await pilot.press("enter")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/topics/byName/payments", "payments")
+        await pilot.press("slash")
+        await until(pilot, lambda: app.screen.query("#query"), "the search box")
+        await pilot.press(*"min.insync")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, BrowserScreen), "the jump")
+        await until(pilot, lambda: tree.cursor_node is not None and (tree.cursor_node.data or "")
+                    .endswith("/min.insync.replicas"), "the config key")
+
+
+@aio
+async def test_command_bar_runs_commands_with_completion() -> None:
+    async with app_for(FIXTURES / "health-offline").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("colon")
+        await until(pilot, lambda: isinstance(app.screen.focused, Input), "the command bar")
+        bar = app.screen.focused
+        assert isinstance(bar, Input)
+        await pilot.press(*"ls /im", "tab")
+        assert bar.value == "ls /image/"
+        await pilot.press(*"top", "tab", "enter")
+        await until(pilot, lambda: "byName" in detail_text(app, "output"), "ls output")
+        assert app.screen.query_one(DetailPane).active == "output"
+        await pilot.press(*"health", "enter")
+        await until(pilot, lambda: "1 checks failed" in detail_text(app, "output"), "health")
+        await pilot.press(*"nosuch", "enter")
+        await until(pilot, lambda: "unknown command" in detail_text(app, "output"), "error")
+
+
+@aio
+async def test_health_jumps_to_the_node_at_fault() -> None:
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("h")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
+        checks = app.screen.query_one("#checks", Tree)
+        await until(pilot, lambda: checks.cursor_node is not None
+                    and checks.cursor_node.data is not None, "the first failing item")
+        assert "FAIL" in str(checks.root.children[0].label)
+        await pilot.press("enter")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/cluster/brokers/4", "broker 4")
+        assert "FENCED" in detail_text(app, "view")
+        assert "fenced" in str(tree.cursor_node.label)
+
+
+@aio
+async def test_time_travel_and_diff() -> None:
+    async with app_for(FIXTURES / "health-offline").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        last = app.engine.timeline().last
+        assert screen.target == last
+        await pilot.press("m", "left", "left", "left")
+        assert screen.target is not None and screen.target < last
+        target = screen.target
+        await pilot.press("d")
+        await until(pilot, lambda: "changed" in text_of(screen.query_one("#result", Static)),
+                    "the diff")
+        diff = text_of(screen.query_one("#result", Static))
+        assert f"diff {last} → {target}" in diff
+        await pilot.press("enter")
+        await until(pilot, lambda: app.engine.header().at == target, "time travel")
+        bar = text_of(screen.query_one("StatusBar", Static))
+        assert f"as of offset {target}" in bar
+        await pilot.press("o")  # the overview follows
+        await until(pilot, lambda: isinstance(app.screen, OverviewScreen), "overview")
+        assert f"as of offset {target}" in text_of(app.screen.query_one("StatusBar", Static))
+        await pilot.press("l", "e")
+        await until(pilot, lambda: app.engine.header().at is None, "back to latest")
+
+
+@aio
+async def test_too_small_terminal_gets_a_message() -> None:
+    async with app_for(FIXTURES / "health-offline").run_test(size=(50, 12)) as pilot:
+        app = pilot.app
+        await until(pilot, lambda: isinstance(app.screen, TooSmallScreen), "the message")
+        assert "Terminal too small: 50x12" in text_of(app.screen.query_one("#msg", Static))
+        await pilot.resize_terminal(100, 30)
+        await until(pilot, lambda: not isinstance(app.screen, TooSmallScreen), "the layout")
+
+
+@aio
+async def test_damaged_directory_shows_its_warnings() -> None:
+    async with app_for(FIXTURES / "bad-crc").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        warnings = app.screen.query_one("#warnings", Static)
+        assert warnings.display and "CRC mismatch" in text_of(warnings)
+
+
+@aio
+async def test_a_load_that_fails_is_shown_and_exits_1() -> None:
+    app = make_app(Engine.open(str(FIXTURES / "health-offline"), None), at="999999")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, ErrorScreen), "the error")
+        await pilot.press("q")
+    assert app.return_code == 1 and app.fatal is not None
+    assert "offset 999999 is after the end of the log" in app.fatal
+
+
+@aio
+async def test_secrets_stay_redacted_unless_asked() -> None:
+    path = "/image/scram/SCRAM-SHA-256"
+    for reveal in (False, True):
+        async with app_for(FIXTURES / "security", reveal).run_test(size=SIZE) as pilot:
+            app = await ready(pilot)
+            user = app.engine.children(path)[0].path
+            text = app.engine.text(user)
+            assert ("[redacted]" in text) != reveal, text
+            app.jump(user)
+            await browser_tree(pilot)
+            await until(pilot, lambda: "salt" in detail_text(app, "view"), "the view")
+            assert ("[redacted]" in detail_text(app, "view")) != reveal
+
+
+def test_textual_only_when_the_tui_starts() -> None:
+    """Piped commands (stdin not a terminal) and ``import mdshell.tui`` load no textual."""
+    code = textwrap.dedent(f"""
+        import io, sys, contextlib
+        import mdshell.tui, mdshell.tui.engine
+        from mdshell.cli import main
+        sys.stdin = io.StringIO("ls /image\\n")
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = main(["-d", {str(FIXTURES / "health-offline")!r}])
+        print(rc, [m for m in sys.modules if m.split(".")[0] == "textual"])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert out.stdout.strip() == "0 []", out.stderr
