@@ -3,32 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import functools
+import io
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Coroutine
-from typing import Any
 from pathlib import Path
+from typing import Any
 
-import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, Static, Tree
+
+from mdshell.tui.app import MdshellApp, make_app
+from mdshell.tui.browser import MORE, PAGE, BrowserScreen, ImageTree
+from mdshell.tui.detail import DetailPane
+from mdshell.tui.engine import Engine
+from mdshell.tui.health import HealthScreen
+from mdshell.tui.history import HistoryScreen
+from mdshell.tui.loading import ErrorScreen, TooSmallScreen
+from mdshell.tui.overview import OverviewScreen
 
 from .conftest import CORPUS, FIXTURES, ROOT, need_corpus
-
-pytest.importorskip("textual")
-
-from textual.pilot import Pilot  # noqa: E402
-from textual.widgets import Input, Static, Tree  # noqa: E402
-
-from mdshell.tui.app import MdshellApp, make_app  # noqa: E402
-from mdshell.tui.browser import MORE, PAGE, BrowserScreen, ImageTree  # noqa: E402
-from mdshell.tui.detail import DetailPane  # noqa: E402
-from mdshell.tui.engine import Engine  # noqa: E402
-from mdshell.tui.health import HealthScreen  # noqa: E402
-from mdshell.tui.history import HistoryScreen  # noqa: E402
-from mdshell.tui.loading import ErrorScreen, TooSmallScreen  # noqa: E402
-from mdshell.tui.overview import OverviewScreen  # noqa: E402
 
 SIZE = (120, 40)
 
@@ -300,7 +296,7 @@ async def test_secrets_stay_redacted_unless_asked() -> None:
             assert ("[redacted]" in text) != reveal, text
             app.jump(user)
             await browser_tree(pilot)
-            await until(pilot, lambda: "salt" in detail_text(app, "view"), "the view")
+            await until(pilot, lambda a=app: "salt" in detail_text(a, "view"), "the view")
             assert ("[redacted]" in detail_text(app, "view")) != reveal
 
 
