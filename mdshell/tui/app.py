@@ -90,7 +90,7 @@ class MdshellApp(App[int]):
         self.add_mode("health", HealthScreen)
         self.add_mode("history", HistoryScreen)
         self.switch_mode("overview")
-        self.check_health()
+        self.call_after_refresh(self.check_health)
 
     @work(thread=True, exclusive=True, group="health")
     def check_health(self) -> None:

@@ -10,6 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.timer import Timer
 from textual.widgets import Footer, Tree
 from textual.widgets.tree import TreeNode
 
@@ -20,6 +21,7 @@ from .engine import SECTIONS
 from .widgets import StatusBar, state_text
 
 PAGE = 300  # children added per expansion step: a 10k-partition topic opens at once
+SETTLE = 0.03  # seconds without cursor moves before the detail pane renders
 MORE = "\0more:"  # the data of a "more" node: MORE + start + ":" + parent path
 
 
@@ -100,6 +102,14 @@ class ImageTree(Tree[str]):
     @on(Tree.NodeExpanded)
     def _expanded(self, event: Tree.NodeExpanded[str]) -> None:
         self.load_children(event.node)
+        # Keys pressed before the children arrived moved the cursor over the old lines:
+        # announce the node it is on now.
+        self.call_after_refresh(self._announce)
+
+    def _announce(self) -> None:
+        node = self.cursor_node
+        if node is not None:
+            self.post_message(Tree.NodeHighlighted(node))
 
     def find(self, path: str) -> TreeNode[str] | None:
         """Expand the way to ``path`` and return its node (None: not in the tree)."""
@@ -135,6 +145,7 @@ class ImageTree(Tree[str]):
 
 
 class BrowserScreen(DataScreen):
+    _sync_timer: Timer | None = None
     DEFAULT_CSS = """
     BrowserScreen Horizontal { height: 1fr; }
     """
@@ -188,8 +199,19 @@ class BrowserScreen(DataScreen):
 
     @on(Tree.NodeHighlighted)
     def _highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
-        if event.node.data is not None and not event.node.data.startswith(MORE):
-            self.query_one(DetailPane).show_path(event.node.data)
+        # Follow the cursor as it is once keys settle (a held arrow key renders once, and a
+        # key pressed while children were being added lands on the right node).
+        if self._sync_timer is not None:
+            self._sync_timer.stop()
+        self._sync_timer = self.set_timer(SETTLE, self._sync_detail)
+
+    def _sync_detail(self) -> None:
+        self._sync_timer = None
+        node = self.query_one(ImageTree).cursor_node
+        detail = self.query_one(DetailPane)
+        if node is not None and node.data and not node.data.startswith(MORE) \
+                and node.data != detail.path:
+            detail.show_path(node.data)
 
     def action_tab(self, tab: str) -> None:
         self.query_one(DetailPane).active = tab

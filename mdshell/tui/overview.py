@@ -94,6 +94,8 @@ class OverviewScreen(DataScreen):
                 counts.append(f" {label}   ")
         self.query_one("#counts", Static).update(counts)
         self.query_one("#counts", Static).border_title = "Counts"
+        # Heights change with the content: lay the column out again once this has rendered.
+        self.call_after_refresh(self.query_one(VerticalScroll).refresh, layout=True)
 
     def _panel(self, wid: str, title: str, body: object) -> None:
         panel = self.query_one(f"#{wid}", Static)
@@ -102,8 +104,12 @@ class OverviewScreen(DataScreen):
 
 
 def _health(checks: list[CheckRow]) -> Group:
+    """Failures and warnings with their first items; the passing checks on one line."""
     lines = []
+    passed = [c.name for c in checks if c.status == "ok"]
     for c in checks:
+        if c.status == "ok":
+            continue
         t = Text()
         t.append_text(status_badge(c.status))
         t.append(f" {c.name}: ", style="bold")
@@ -115,6 +121,10 @@ def _health(checks: list[CheckRow]) -> Group:
                                   else "yellow"))
             if len(c.items) > 3:
                 lines.append(Text(f"        ... {len(c.items) - 3:,} more (h)", style="dim"))
+    if passed:
+        t = status_badge("ok")
+        t.append(" " + ", ".join(passed), style="green")
+        lines.append(t)
     return Group(*lines)
 
 

@@ -1,0 +1,18 @@
+"""SVG snapshots of the main screens (pytest-textual-snapshot); `--snapshot-update` renews
+them after a deliberate change of the interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mdshell.tui.scenes import SCENES, SIZE, Scene
+
+from .conftest import ROOT
+
+
+@pytest.mark.parametrize("scene", SCENES, ids=[s.name for s in SCENES])
+def test_screen(scene: Scene, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    assert snap_compare(scene.app(), terminal_size=SIZE, run_before=scene.before())

@@ -1,0 +1,89 @@
+"""The real program in a real terminal (tmux): it opens on the overview, jumps from health to
+the node at fault, and leaves the terminal as it found it.
+
+tmux must be installed (CI installs it): without it this test fails rather than skips.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from .conftest import FIXTURES, ROOT
+
+TMUX = shutil.which("tmux")
+
+
+class Pane:
+    """One tmux session on a private server socket (a user's tmux is never touched)."""
+
+    def __init__(self, socket: str, command: str) -> None:
+        self.socket = socket
+        self.tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "40", command)
+
+    def tmux(self, *args: str) -> str:
+        assert TMUX is not None
+        # The server passes its environment to the program: a COLUMNS/LINES left by the test
+        # run (pytest plugins set them) would fix the app's size at 80x24.
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        return subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True,
+                              text=True, timeout=10, check=True, env=env).stdout
+
+    def send(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    def wait(self, check: Callable[[str], bool], what: str, timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if check(screen):
+                return screen
+            if time.monotonic() > deadline:
+                size = self.tmux("display", "-p", "-t", "t", "#{window_width}x#{window_height}")
+                pytest.fail(f"timed out waiting for {what} ({size.strip()}); screen:\n{screen}")
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def pane_factory() -> Iterator[Callable[[str], Pane]]:
+    if TMUX is None:
+        pytest.fail("tmux is not installed: install it (apt-get install -y tmux) to run the "
+                    "terminal tests")
+    socket = f"mdshell-tui-{uuid.uuid4().hex[:8]}"
+    try:
+        yield lambda command: Pane(socket, command)
+    finally:
+        subprocess.run([TMUX, "-L", socket, "kill-server"], capture_output=True, timeout=10)
+
+
+def test_real_program_in_tmux(pane_factory: Callable[[str], Pane]) -> None:
+    d = FIXTURES / "health-offline"
+    cmd = (f"cd {shlex.quote(str(ROOT))} && {shlex.quote(sys.executable)} -m mdshell -d "
+           f"{shlex.quote(str(d))}; echo MDSHELL-EXIT=$?; sleep 30")
+    pane = pane_factory(cmd)
+    screen = pane.wait(lambda s: "Health: 1 problems" in s and "secrets redacted" in s
+                       and "q Quit" in s, "the overview")  # the footer shows the keys
+    assert "FAIL  offline partitions: 1 of 3 partitions have no leader" in screen
+    assert "69BetzZ3pKXy32A108FzNA" in screen
+    pane.send("h")
+    pane.wait(lambda s: "→ /image/topics/byName/orders/1" in s, "the health screen")
+    time.sleep(0.3)
+    pane.send("Enter")
+    screen = pane.wait(lambda s: "none (OFFLINE)" in s, "the offline partition")
+    assert "/image/topics/byName/orders/1" in screen
+    pane.send("q")
+    screen = pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the program to exit")
+    assert "MDSHELL-EXIT=0" in screen
+    # The terminal is restored: the alternate screen is gone, the shell line is visible.
+    assert "Health:" not in screen
