@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import ClassVar
 
@@ -18,6 +19,7 @@ from .engine import CheckRow, Engine
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
+SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
 
 
 class MdshellApp(App[int]):
@@ -54,6 +56,9 @@ class MdshellApp(App[int]):
         yield from ()
 
     def on_mount(self) -> None:
+        # Loads run in threads: a short switch interval lets the UI thread take the GIL
+        # back within a millisecond, so keys are answered while a load runs.
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self.push_screen(LoadingScreen(self.engine.source.describe()))
         self.load_source()
 

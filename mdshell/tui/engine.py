@@ -8,10 +8,11 @@ drive the engine on its own.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..commands import Shell
 from ..commands.base import Result
@@ -35,6 +36,7 @@ SECTIONS = [
     ("Delegation tokens", "/image/delegationToken"), ("Producer ids", "/image/producerIds"),
     ("Quorum", "/quorum"), ("Log", "/log"), ("All paths /", "/"),
 ]
+T = TypeVar("T")
 STATUS_ORDER = {"fail": 0, "warn": 1, "info": 2, "ok": 3}
 
 
@@ -132,8 +134,8 @@ class Engine:
 
     def load(self) -> None:
         """Read and replay the log (the slow part: run it in a worker)."""
-        loaded = self.source.load()
-        self.shell = Shell(self.source, loaded, self.opts, "text", None, interactive=True)
+        self.shell = Shell(self.source, quiet_gc(self.source.load), self.opts, "text", None,
+                           interactive=True)
 
     @property
     def sh(self) -> Shell:
@@ -376,12 +378,30 @@ class Engine:
 
     def at(self, offset: int | None) -> Result:
         """Move the whole UI to the image as of ``offset`` (None: the end of the log)."""
-        return self.sh.run(["at", "latest" if offset is None else str(offset)])
+        word = "latest" if offset is None else str(offset)
+        return quiet_gc(lambda: self.sh.run(["at", word]))
 
     def diff(self, a: int | None, b: int | None, path: str = "/image") -> Result:
         def word(x: int | None) -> str:
             return "latest" if x is None else str(x)
         return self.sh.run(["diff", word(a), word(b), path])
+
+
+def quiet_gc(load: Callable[[], T]) -> T:
+    """Run a load without the cyclic GC, then freeze what it built.
+
+    A load allocates millions of objects; each full collection during it stalls every thread
+    (the UI included) for hundreds of ms. Freezing afterwards keeps later collections from
+    walking the image again.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return load()
+    finally:
+        if enabled:
+            gc.enable()
+        gc.freeze()
 
 
 def broker_state(b: m.BrokerRegistration) -> str:

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Center, Middle
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, LoadingIndicator, Static
+from textual.widgets import Footer, Static
 
 
 class LoadingScreen(Screen[None]):
@@ -19,7 +19,6 @@ class LoadingScreen(Screen[None]):
     DEFAULT_CSS = """
     LoadingScreen { align: center middle; }
     LoadingScreen #what { width: auto; margin: 1 2; }
-    LoadingScreen LoadingIndicator { height: 3; }
     """
 
     def __init__(self, source: str) -> None:
@@ -30,11 +29,11 @@ class LoadingScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Middle(), Center():
             yield Static(self._text(), id="what")
-        yield LoadingIndicator()
         yield Footer()
 
     def on_mount(self) -> None:
-        self.set_interval(0.1, self._tick)
+        # A slow tick, no animation: every frame drawn is time taken from the load.
+        self.set_interval(0.25, self._tick)
 
     def _tick(self) -> None:
         self.query_one("#what", Static).update(self._text())
@@ -43,6 +42,7 @@ class LoadingScreen(Screen[None]):
         t = Text("Reading ", style="bold")
         t.append(self.source)
         t.append(f"  {time.perf_counter() - self.started:.1f} s", style="dim")
+        t.append("\n(q quits)", style="dim")
         return t
 
 

@@ -1,0 +1,210 @@
+"""Benchmark of the full-screen interface: first paint, expanding a big topic, key latency.
+
+Usage: python bench/tui.py [--runs N] [--out bench/out]
+
+Targets (issue 9): first paint of the overview ≤ 1.0 s on the 100k-partition directory and
+≤ 0.5 s on the largest corpus directory; expanding a 10k-partition topic ≤ 0.3 s; a key press
+answered within 100 ms while a load runs.
+
+- "first paint (in process)": from creating the app (the source opened, Textual already
+  imported) until the overview is on screen with its data, headless (``run_test``).
+- "first paint (process, tmux)": from starting ``python -m mdshell -d DIR`` in a 120x40 tmux
+  pane until the overview's brokers panel shows in ``capture-pane`` (interpreter start-up,
+  imports and terminal set-up included; polled every 10 ms). Skipped without tmux.
+- "expand": from expanding the topic's tree node until its children are laid out and the
+  screen has refreshed.
+- "key while loading": with a worker thread rebuilding the image at the middle of the log,
+  the time from a Down key to the tree cursor having moved (each of 20 presses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from load import CORPUS, LARGEST, generate  # noqa: E402
+
+BIG_TOPIC = ["--topics", "2", "--brokers", "30", "--controllers", "3",
+             "--partitions-per-topic", "10000", "--rf", "3", "--history-changes", "200",
+             "--snapshot-at", "setup", "--log-from", "snapshot", "--seed", "7"]
+
+
+def big_topic_dir(out: Path) -> Path:
+    target = out / "gen-10k-topic"
+    if not (target / "__cluster_metadata-0").is_dir():
+        subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(target),
+                        *BIG_TOPIC], check=True, cwd=ROOT)
+    return target
+
+
+async def _until(pilot, check, limit: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.perf_counter() + limit
+    while not check():
+        if time.perf_counter() > deadline:
+            raise SystemExit("timed out")
+        await pilot.pause(0.002)
+
+
+def first_paint(d: Path) -> float:
+    from mdshell.tui.app import make_app
+    from mdshell.tui.engine import Engine
+    from mdshell.tui.overview import OverviewScreen
+
+    async def run() -> float:
+        start = time.perf_counter()
+        app = make_app(Engine.open(str(d), None))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: isinstance(app.screen, OverviewScreen)
+                         and app.screen.overview is not None)
+            await pilot.pause()  # the frame is drawn
+            return time.perf_counter() - start
+    return asyncio.run(run())
+
+
+def first_paint_tmux(d: Path) -> float | None:
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        return None
+    sock = f"bench-{uuid.uuid4().hex[:6]}"
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    cmd = f"cd {ROOT} && {sys.executable} -m mdshell -d {d}; sleep 5"
+    try:
+        start = time.perf_counter()
+        subprocess.run([tmux, "-L", sock, "new-session", "-d", "-x", "120", "-y", "40", cmd],
+                       check=True, env=env)
+        while time.perf_counter() - start < 60:
+            screen = subprocess.run([tmux, "-L", sock, "capture-pane", "-p"],
+                                    capture_output=True, text=True, env=env).stdout
+            if "Brokers (" in screen:
+                return time.perf_counter() - start
+            time.sleep(0.01)
+        raise SystemExit("tmux: the overview never showed")
+    finally:
+        subprocess.run([tmux, "-L", sock, "kill-server"], capture_output=True)
+
+
+def expand(d: Path) -> float:
+    from mdshell.tui.app import make_app
+    from mdshell.tui.browser import ImageTree
+    from mdshell.tui.engine import Engine
+
+    async def run() -> float:
+        app = make_app(Engine.open(str(d), None))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: app.loaded and app.checks is not None)
+            topic = max(app.engine.loaded.image.topics_by_name.values(),
+                        key=lambda t: len(t.partitions))
+            path = f"/image/topics/byName/{topic.name}"
+            app.jump(path)
+            await _until(pilot, lambda: bool(app.screen.query(ImageTree))
+                         and app.screen.query_one(ImageTree).cursor_node is not None
+                         and app.screen.query_one(ImageTree).cursor_node.data == path)
+            await pilot.pause(0.3)
+            tree = app.screen.query_one(ImageTree)
+            node = tree.cursor_node
+            assert node is not None
+            start = time.perf_counter()
+            node.expand()
+            await _until(pilot, lambda: len(node.children) > 0)
+            await pilot.pause()
+            return time.perf_counter() - start
+    return asyncio.run(run())
+
+
+def key_while_loading(d: Path, presses: int = 20) -> list[float]:
+    from mdshell.loginfo import offset_range
+    from mdshell.tui.app import make_app
+    from mdshell.tui.browser import ImageTree
+    from mdshell.tui.engine import Engine, quiet_gc
+
+    async def run() -> list[float]:
+        app = make_app(Engine.open(str(d), None))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: app.loaded and app.checks is not None)
+            await pilot.press("t")
+            await _until(pilot, lambda: bool(app.screen.query(ImageTree)))
+            tree = app.screen.query_one(ImageTree)
+            first, last = offset_range(app.engine.source)
+            middle = ((first or 0) + (last or 0)) // 2
+            loading = {"on": True}
+
+            def load() -> None:  # a long load in a thread, as `at` runs it
+                while loading["on"]:
+                    quiet_gc(lambda: app.engine.source.load(upto=middle))
+
+            app.run_worker(load, thread=True)
+            await pilot.pause(0.2)
+            times = []
+            for i in range(presses):
+                before = tree.cursor_line
+                start = time.perf_counter()
+                # As the terminal driver delivers a key (Pilot's press() also waits for the
+                # whole app to go idle, which is not what a user waits for).
+                app.simulate_key("down" if i % 2 == 0 else "up")
+                await _until(pilot, lambda b=before: tree.cursor_line != b)
+                times.append(time.perf_counter() - start)
+            loading["on"] = False
+            return times
+    return asyncio.run(run())
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--only-keys", action="store_true", help="only the key-latency figure")
+    p.add_argument("--out", default=str(ROOT / "bench" / "out"))
+    ns = p.parse_args()
+    out = Path(ns.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, str, str]] = []
+
+    def report(label: str, values: list[float], target: str) -> None:
+        best, median = min(values), statistics.median(values)
+        rows.append((label, f"{best:.2f} s / {median:.2f} s", target))
+        print(f"{label:56s} best {best:6.3f} s  median {median:6.3f} s  (target {target})",
+              file=sys.stderr)
+
+    if ns.only_keys:
+        keys = key_while_loading(generate(out, "100k"))
+        print(f"median {statistics.median(keys) * 1000:.0f} ms, max {max(keys) * 1000:.0f} ms")
+        return
+    dirs = [("100k partitions", generate(out, "100k"), "1.0 s")]
+    if CORPUS.is_dir():
+        dirs.insert(0, ("largest corpus dir", CORPUS / LARGEST, "0.5 s"))
+    for label, d, target in dirs:
+        report(f"first paint, {label} (in process)",
+               [first_paint(d) for _ in range(ns.runs)], target)
+        tm = [first_paint_tmux(d) for _ in range(ns.runs)]
+        if all(t is not None for t in tm):
+            report(f"first paint, {label} (process in tmux)", [t for t in tm if t], target)
+    big = big_topic_dir(out)
+    report("expand a 10k-partition topic", [expand(big) for _ in range(ns.runs)], "0.3 s")
+    keys = key_while_loading(dirs[-1][1])
+    rows.append(("key press while a load runs (100k, 20 presses)",
+                 f"median {statistics.median(keys) * 1000:.0f} ms / max "
+                 f"{max(keys) * 1000:.0f} ms", "100 ms"))
+    print(f"key while loading: median {statistics.median(keys) * 1000:.0f} ms, max "
+          f"{max(keys) * 1000:.0f} ms", file=sys.stderr)
+    rows.append(("(load average during the run)", f"{os.getloadavg()[0]:.1f} on "
+                 f"{os.cpu_count()} cores", "-"))
+    lines = ["| measurement | best / median | target |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | ≤ {c} |" for a, b, c in rows]
+    text = "\n".join(lines) + "\n"
+    (out / "tui.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
