@@ -180,7 +180,13 @@ class BrowserScreen(DataScreen):
         if keep is not None:
             self.select_path(keep)
         else:
-            tree.call_after_refresh(setattr, tree, "cursor_line", 0)
+            tree.call_after_refresh(self._cursor_home)
+
+    def _cursor_home(self) -> None:
+        """The cursor on the first line, unless a jump already placed it."""
+        tree = self.query_one(ImageTree)
+        if tree.cursor_line < 0 and self.mdapp.pending_jump is None:
+            tree.cursor_line = 0
 
     def select_path(self, path: str) -> None:
         tree = self.query_one(ImageTree)

@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import ScrollableContainer, Vertical
 from textual.widgets import Static, TabbedContent, TabPane
 
 from .engine import Engine
@@ -30,7 +30,7 @@ class DetailPane(Vertical):
 
     DEFAULT_CSS = """
     DetailPane { height: 1fr; width: 1fr; }
-    DetailPane VerticalScroll { height: 1fr; }
+    DetailPane ScrollableContainer { height: 1fr; }
     DetailPane Static { width: auto; }
     """
 
@@ -43,7 +43,7 @@ class DetailPane(Vertical):
         with TabbedContent(initial="view"):
             for tab, title in zip(TABS, ("View", "Text", "JSON", "Changes", "Output"),
                                   strict=True):
-                with TabPane(title, id=tab), VerticalScroll():
+                with TabPane(title, id=tab), ScrollableContainer():
                     yield Static(id=f"{tab}-body")
 
     @property
@@ -164,6 +164,8 @@ def _cell(key: str, value: Any, states: dict[int, str]) -> RenderableType:
         return Text("true (FENCED)", style="bold red")
     if key == "listeners" and isinstance(value, list):
         return Text("\n".join(_endpoint(x) for x in value))
+    if key == "supportedFeatures" and isinstance(value, dict):
+        return Text(_features(value))
     return Text(_short(value))
 
 
@@ -175,9 +177,15 @@ def _broker(b: int, states: dict[int, str]) -> Text:
 
 
 def _endpoint(x: Any) -> str:
-    if isinstance(x, dict) and {"name", "host", "port"} <= set(x):
-        return f"{x['name']}://{x['host']}:{x['port']} ({x.get('securityProtocol', '?')})"
+    if isinstance(x, dict) and {"listenerName", "host", "port"} <= set(x):
+        return (f"{x['listenerName']}://{x['host']}:{x['port']} "
+                f"({x.get('securityProtocol', '?')})")
     return _short(x)
+
+
+def _features(x: dict[str, Any]) -> str:
+    return "\n".join(f"{name} {r.get('minSupportedVersion')}-{r.get('maxSupportedVersion')}"
+                     if isinstance(r, dict) else f"{name} {r}" for name, r in x.items())
 
 
 def _short(v: Any, limit: int = 120) -> str:

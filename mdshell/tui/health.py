@@ -65,7 +65,7 @@ class HealthScreen(DataScreen):
                 if item.path:
                     text.append(f"  → {item.path}", style="dim")
                 leaf = node.add_leaf(text, data=item.path)
-                if first_item is None and c.status == "fail" and item.path:
+                if first_item is None and c.status in ("fail", "warn") and item.path:
                     first_item = leaf
             if len(c.items) > MAX_ITEMS:
                 node.add_leaf(Text(f"... {len(c.items) - MAX_ITEMS:,} more (run `health --all` "
