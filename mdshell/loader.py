@@ -23,6 +23,7 @@ from typing import Any
 from .image.model import Image
 from .image.replay import ImageBuilder, Observer
 from .problems import Problem, SourceError
+from .source.identity import check_metadata_log, read_head
 from .source.layout import Checkpoint, Layout, scan_layout
 from .source.reader import iter_batches, read_bytes
 from .source.reader import skip_below as skip_below_offset
@@ -177,6 +178,8 @@ class FileSource:
             raise SourceError(f"{path}: a producer-state snapshot, not metadata; metadata "
                               "snapshots are named <end offset>-<epoch>.checkpoint (or give "
                               "the whole directory with -d)")
+        if not os.path.lexists(path):
+            raise SourceError(f"{path}: no such file")
         self.path = path
         self.eager = eager
         self._data = read_bytes(path, regular_only=True)
@@ -186,6 +189,8 @@ class FileSource:
         if len(self._data) >= 17 and self._data[16] != 2:
             raise SourceError(f"{path}: not a Kafka record batch file (a .log segment or a "
                               ".checkpoint snapshot of __cluster_metadata-0)")
+        check_metadata_log(os.path.dirname(os.path.abspath(path)), self._data,
+                           ".checkpoint" in name)
 
     def describe(self) -> str:
         return self.path
@@ -228,6 +233,7 @@ class DirectorySource:
         self.layout: Layout = scan_layout(path)
         self.eager = eager
         self._cache: dict[str, bytes] = {}
+        _check_identity(self.layout)
 
     def describe(self) -> str:
         return self.layout.directory
@@ -378,6 +384,16 @@ class DirectorySource:
 
 
 Source = FileSource | DirectorySource
+
+
+def _check_identity(layout: Layout) -> None:
+    """Refuse a topic's own partition directory (see :mod:`source.identity`)."""
+    snapshots = bool(layout.checkpoints or layout.ignored_checkpoints)
+    head = None
+    if not snapshots:
+        first = next((s for s in layout.segments if s.size > 0), None)
+        head = read_head(first.path) if first is not None else None
+    check_metadata_log(layout.directory, head, snapshots)
 
 
 def open_source(directory: str | None = None, file: str | None = None, *,

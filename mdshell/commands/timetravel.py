@@ -10,7 +10,7 @@ from ..loader import Loaded
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
 from ..tree.root import RootInfo, root_node
-from .base import ArgParser, CommandError, Result, command
+from .base import ArgParser, CommandError, Result, UsageError, command
 from .navigate import tree_data
 from .shell import Shell
 
@@ -18,8 +18,24 @@ LATEST = ("latest", "end", "now")
 EARLIEST = ("earliest", "start")
 
 
+def is_position(text: str) -> bool:
+    """True when ``text`` reads as an offset, a time, 'earliest' or 'latest'."""
+    from ..batchscan import parse_time
+
+    low = text.lower()
+    if low in LATEST or low in EARLIEST or parse_time(text) is not None:
+        return True
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_offset(shell: Shell, text: str) -> int | None:
-    """An offset the source can rebuild, ``None`` for latest; errors name the valid range."""
+    """An offset the source can rebuild, ``None`` for latest; errors name the valid range.
+    A time (ISO 8601, UTC without a zone) means the last offset written at or before it."""
+    from ..batchscan import parse_time
     from ..loginfo import offset_range
 
     first, last = offset_range(shell.source)
@@ -29,11 +45,18 @@ def parse_offset(shell: Shell, text: str) -> int | None:
         if first is None:
             raise CommandError("the log is empty")
         return first
-    try:
-        offset = int(text)
-    except ValueError:
-        raise CommandError(f"{text!r} is not an offset (a number, 'earliest' or "
-                           "'latest')") from None
+    ms = parse_time(text)
+    if ms is not None:
+        offset = _offset_of_time(shell, text, ms, first)
+    else:
+        try:
+            offset = int(text)
+        except ValueError:
+            raise CommandError(f"{text!r} is not an offset (a number, a time such as "
+                               "2025-01-16T04:00Z, 'earliest' or 'latest')") from None
+    if offset < 0:
+        raise UsageError(f"offset {offset}: offsets are 0 or more (a number, a time, "
+                         "'earliest' or 'latest')")
     if first is None or last is None:
         raise CommandError("the log is empty: there is no offset to travel to")
     if offset > last:
@@ -45,18 +68,38 @@ def parse_offset(shell: Shell, text: str) -> int | None:
     return None if offset == last else offset
 
 
+def _offset_of_time(shell: Shell, text: str, ms: int, first: int | None) -> int:
+    from ..batchscan import offset_at_time
+    from ..tree.javafmt import iso_zoned_utc
+
+    point = offset_at_time(shell.source, ms)
+    if point.offset is not None:
+        return point.offset
+    if point.first_time is None:
+        raise CommandError(f"{text}: the log has no batches to date")
+    if first is not None and first > 0:
+        # The log below a snapshot was deleted: its oldest snapshot is the earliest image.
+        raise CommandError(f"{text} is before the oldest log batch "
+                           f"({iso_zoned_utc(point.first_time)}); 'at earliest' shows the "
+                           f"oldest image there is (offset {first})")
+    raise CommandError(f"{text} is before the first record of the log "
+                       f"({iso_zoned_utc(point.first_time)})")
+
+
 def load_at(shell: Shell, offset: int | None) -> Loaded:
     if offset is None:
         return shell.latest
     return shell.source.load(upto=offset)
 
 
-@command("at", "Show the whole tree as of an offset ('at latest' goes back).",
-         "at OFFSET|earliest|latest",
+@command("at", "Show the whole tree as of an offset or a time ('at latest' goes back).",
+         "at OFFSET|TIME|earliest|latest",
          details="Rebuilds the image from the newest snapshot at or before OFFSET plus the "
-                 "log up to OFFSET. /local/atOffset shows where you are.")
+                 "log up to OFFSET. TIME (ISO 8601: 2025-01-16T04:00Z, UTC without a zone) "
+                 "means the last offset written at or before it (batch timestamps). "
+                 "/local/atOffset shows where you are.")
 def at(shell: Shell, args: list[str]) -> Result:
-    p = ArgParser("at", "at OFFSET|earliest|latest")
+    p = ArgParser("at", "at OFFSET|TIME|earliest|latest")
     p.add_argument("offset")
     ns = p.parse_args(args)
     offset = parse_offset(shell, ns.offset)
@@ -132,6 +175,11 @@ def field_changes(before: Any, after: Any) -> list[str]:
 
 
 def _short(v: Any) -> str:
+    """Values as Kafka prints them: ``true``/``false``/``null``, lists in brackets."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k}: {_short(x)}" for k, x in v.items()) + "}"
     if isinstance(v, list):

@@ -1,0 +1,266 @@
+"""Issue 7: damaged or foreign data never hides, and answers read like an operator's tools.
+
+Each test reproduces one defect of the issue on a copy made here (from ``fixtures/``, or from
+the corpus when present) and checks the answer now given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mdshell.commands import Shell
+from mdshell.loader import DirectorySource
+from mdshell.tree.node import RenderOptions
+from mdshell.wire.batch import RecordSpec, encode_batch
+
+from .conftest import FIXTURES, ROOT, run_cli
+
+MD = "__cluster_metadata-0"
+
+
+def shell(name: str | Path, *, secrets: bool = False) -> Shell:
+    source = DirectorySource(str(FIXTURES / name if isinstance(name, str) else name))
+    return Shell(source, source.load(), RenderOptions(show_secrets=secrets))
+
+
+def copy_fixture(name: str, tmp_path: Path) -> Path:
+    dest = tmp_path / name
+    shutil.copytree(FIXTURES / name, dest)
+    return dest
+
+
+# ---------------------------------------------------------------- item 4: a topic's own log
+
+
+def _topic_log(directory: Path, topic_id: str | None) -> None:
+    """A real partition log of a normal topic: JSON values with keys, like an app writes."""
+    directory.mkdir(parents=True)
+    records = [RecordSpec(i, i, b'{"order": %d, "total": 12.5}' % i, key=b"customer-%d" % i)
+               for i in range(5)]
+    batch = encode_batch(0, records, base_timestamp=1_737_000_000_000, producer_id=7,
+                         producer_epoch=0, base_sequence=0)
+    (directory / ("0" * 20 + ".log")).write_bytes(batch + batch.replace(
+        b"\0" * 8, (5).to_bytes(8, "big"), 1))
+    (directory / ("0" * 20 + ".index")).write_bytes(b"")
+    if topic_id is not None:
+        (directory / "partition.metadata").write_text(f"version: 0\ntopic_id: {topic_id}")
+
+
+def test_a_topic_partition_directory_is_not_read_as_metadata(tmp_path: Path) -> None:
+    d = tmp_path / "orders-0"
+    _topic_log(d, "ev4vqMyda7BLGPYOrriX1A")
+    out = run_cli("-d", str(d), "ls", "/image")
+    assert out.returncode == 1
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1, out.stderr
+    msg = lines[0]
+    assert "not the __cluster_metadata log" in msg
+    assert "records do not frame as metadata" in msg
+    assert "partition 0 of topic 'orders'" in msg
+    assert "topic id ev4vqMyda7BLGPYOrriX1A" in msg and "AAAAAAAAAAAAAAAAAAAAAQ" in msg
+    assert "frame version" not in msg and "newer mdshell" not in msg
+
+
+def test_a_topic_log_without_partition_metadata_is_known_by_its_records(
+        tmp_path: Path) -> None:
+    d = tmp_path / "copy"
+    _topic_log(d, None)
+    out = run_cli("-d", str(d), "records")
+    assert out.returncode == 1 and "records do not frame as metadata" in out.stderr
+    seg = d / ("0" * 20 + ".log")
+    out = run_cli("-s", str(seg), "ls", "/image")
+    assert out.returncode == 1 and "not the __cluster_metadata log" in out.stderr
+
+
+def test_partition_metadata_of_another_topic_refuses_the_directory(tmp_path: Path) -> None:
+    """Even a log that frames as metadata: Kafka's own partition.metadata says otherwise."""
+    d = copy_fixture("cluster-basic", tmp_path) / MD
+    (d / "partition.metadata").write_text("version: 0\ntopic_id: ev4vqMyda7BLGPYOrriX1A")
+    out = run_cli("-d", str(d), "ls", "/")
+    assert out.returncode == 1 and "partition.metadata gives topic id" in out.stderr
+
+
+def test_a_renamed_metadata_directory_still_loads(tmp_path: Path) -> None:
+    """The name alone never refuses: copies get renamed."""
+    src = copy_fixture("bad-log-gap", tmp_path) / MD
+    renamed = src.rename(tmp_path / "backup-3")
+    out = run_cli("-d", str(renamed), "ls", "/image")
+    assert out.returncode == 0, out.stderr
+
+
+# ---------------------------------------------------------------- item 6: delegation tokens
+
+
+KAFKA_TOKEN = ("DelegationTokenDatatokenId=token-alice-1(owner=User:alice"
+               "(tokenRequester=User:alice(renewers=User:bob User:carol, issueTimestamp={i}, "
+               "maxTimestamp={m}), expiryTimestamp={e}")
+
+
+def test_delegation_tokens_read_like_kafka_without_redaction() -> None:
+    """The record holds no HMAC (Kafka derives it from the id and the controllers' secret),
+    so nothing is redacted: owner, renewers and times are readable, in Kafka's form."""
+    sh = shell("security")
+    text = "\n".join(sh.run(["cat", "/image/delegationToken/token-alice-1"]).lines)
+    data = sh.run(["cat", "/image/delegationToken/token-alice-1"]).json()[0]["value"]
+    assert text == KAFKA_TOKEN.format(i=data["issueTimestamp"], m=data["maxTimestamp"],
+                                      e=data["expiryTimestamp"])
+    assert data["owner"] == "User:alice" and data["renewers"] == ["User:bob", "User:carol"]
+    revealed = shell("security", secrets=True)
+    assert list(revealed.run(["tree", "/image/delegationToken"]).lines) == list(
+        sh.run(["tree", "/image/delegationToken"]).lines)
+    rec = "\n".join(sh.run(["records", "--type", "DelegationToken", "--limit", "1"]).lines)
+    assert '"owner":"User:alice"' in rec and "[redacted]" not in rec
+    # SCRAM stays redacted
+    assert "[redacted]" in "".join(sh.run(["cat", "/image/scram/SCRAM-SHA-256/alice"]).lines)
+
+
+# ---------------------------------------------------------------- item 7: forms and errors
+
+
+def test_diff_prints_java_booleans() -> None:
+    sh = shell("health-fenced")
+    first = sh.run(["records", "--type", "FenceBroker,UnfenceBroker,BrokerRegistrationChange"])
+    offsets = [j["offset"] for j in first.json()]
+    assert offsets, "the fixture fences a broker"
+    r = sh.run(["diff", str(offsets[0] - 1), "latest", "/image/cluster/brokers"])
+    text = "\n".join(r.lines)
+    assert "fenced: " in text
+    assert "True" not in text and "False" not in text and "None" not in text
+    assert "false -> true" in text or "true -> false" in text
+
+
+def test_negative_and_malformed_offsets_are_usage_errors() -> None:
+    sh = shell("cluster-basic")
+    r = sh.run(["at", "-1"])
+    assert r.code == 2 and "offsets are 0 or more" in r.errors[0]
+    assert "deleted" not in r.errors[0]
+    d = str(FIXTURES / "cluster-basic")
+    for bad in ("abc", "-5"):
+        out = run_cli("-d", d, "--at", bad, "ls", "/")
+        assert out.returncode == 2, (bad, out.stderr)
+
+
+def test_missing_snapshot_file_is_a_plain_no_such_file(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such.checkpoint"
+    out = run_cli("-s", str(missing), "ls", "/")
+    assert out.returncode == 1
+    assert out.stderr.strip() == f"mdshell: {missing}: no such file"
+
+
+def test_a_full_disk_is_a_write_error_not_an_internal_error() -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "mdshell", "-d",
+                               str(FIXTURES / "cluster-basic"), "tree", "/image"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                              timeout=60)
+    assert proc.returncode == 1
+    assert "cannot write the output" in proc.stderr and "internal error" not in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_closed_stdout_is_a_write_error() -> None:
+    proc = subprocess.run(
+        f"{sys.executable} -m mdshell -d {FIXTURES / 'cluster-basic'} ls / >&-",
+        shell=True, stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 1
+    assert "cannot write the output" in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_json_is_valid_utf8_for_undecodable_file_names(tmp_path: Path) -> None:
+    odd = os.fsdecode(bytes(tmp_path) + b"/caf\xe9-\xff")
+    shutil.copytree(FIXTURES / "cluster-basic", odd)
+    proc = subprocess.run([sys.executable, "-m", "mdshell", "-d", odd, "-o", "json", "tree",
+                           "/local", "/log"], capture_output=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode("utf-8")  # strict: raises on invalid UTF-8
+    data = json.loads(text)
+    assert data[0]["tree"]["source"].endswith("caf\udce9-\udcff/__cluster_metadata-0")
+    # text output gives the name back byte for byte
+    proc = subprocess.run([sys.executable, "-m", "mdshell", "-d", odd, "cat", "/local/source"],
+                          capture_output=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0 and b"caf\xe9-\xff" in proc.stdout
+
+
+def test_unknown_values_are_null_with_a_reason() -> None:
+    sh = shell("cluster-basic")
+    sh.output = "json"
+    data = sh.run(["cat", "/quorum/highWatermark", "/quorum/observers"]).json()
+    for leaf in data:
+        assert leaf["value"]["value"] is None and "live connection" in leaf["value"]["reason"]
+    text = list(sh.run(["cat", "/quorum/highWatermark"]).lines)
+    assert text[0].startswith("unknown offline")
+
+
+# ---------------------------------------------------------------- item 8: small things
+
+
+def test_meta_properties_version_0_gives_the_node_id(tmp_path: Path) -> None:
+    d = copy_fixture("cluster-basic", tmp_path)
+    (d / "meta.properties").write_text("#\nversion=0\nbroker.id=7\ncluster.id=abc\n")
+    sh = shell(d)
+    assert list(sh.run(["cat", "/quorum/nodeId"]).lines) == ["7"]
+
+
+def test_find_with_a_negative_maxdepth_is_a_usage_error() -> None:
+    r = shell("cluster-basic").run(["find", "/image", "-maxdepth", "-1"])
+    assert r.code == 2 and "-maxdepth" in r.errors[0]
+
+
+def test_man_of_an_unknown_command_exits_2() -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "man", "nosuch")
+    assert out.returncode == 2 and "nosuch: unknown command" in out.stderr
+
+
+def test_help_cmd_and_cmd_help_show_the_command_help() -> None:
+    sh = shell("cluster-basic")
+    man = list(sh.run(["man", "ls"]).lines)
+    assert list(sh.run(["help", "ls"]).lines) == man
+    r = sh.run(["ls", "--help"])
+    assert r.code == 0 and list(r.lines) == man
+    assert list(sh.run(["records", "--help"]).lines) == list(sh.run(["man", "records"]).lines)
+
+
+def test_pipes_in_the_shell_say_they_are_not_supported() -> None:
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), stdin="ls /image | head\nls '|'\n")
+    err = out.stderr.splitlines()
+    assert any("pipes (|) are not supported" in line for line in err), out.stderr
+    assert "line 2: ls: |: No such file or directory." in out.stderr  # quoted: literal
+
+
+def test_health_grammar_for_one_and_for_none() -> None:
+    from mdshell.image import model as m
+    from mdshell.image.health import run_checks
+
+    img = shell("health-fenced").loaded.image
+    two = m.Image(brokers={4: img.brokers[4], 5: img.brokers[5]})
+    summaries = {c.name: c.summary for c in run_checks(two, None)}
+    assert summaries["fenced brokers"] == "1 of 2 registered brokers is fenced"
+    assert summaries["controlled shutdown"] == "1 broker is in controlled shutdown"
+    assert summaries["offline partitions"] == "there are no partitions"
+    assert not any("all 0" in s or "all 1 " in s for s in summaries.values())
+
+
+# ---------------------------------------------------------------- item 13: health as data
+
+
+def test_health_json_items_are_objects() -> None:
+    out = run_cli("-d", str(FIXTURES / "health-under-min-isr"), "-o", "json", "health")
+    data = json.loads(out.stdout)
+    check = next(c for c in data["checks"] if c["name"] == "under-min-ISR partitions")
+    assert check["details"] == [{"check": "under-min-ISR partitions", "topic": "payments",
+                                 "partition": 0, "isr": check["details"][0]["isr"],
+                                 "minIsr": 2, "minIsrSource": "topic config"}]
+    out = run_cli("-d", str(FIXTURES / "health-unsupported-feature"), "-o", "json", "health")
+    check = next(c for c in json.loads(out.stdout)["checks"] if c["name"] == "feature support")
+    assert check["details"] == [{"check": "feature support", "broker": 4,
+                                 "feature": "metadata.version", "minSupported": 1,
+                                 "maxSupported": 19, "finalized": 21}]
