@@ -48,6 +48,23 @@ class BatchInfo:
     count: int
     base_timestamp: int
     max_timestamp: int
+    magic: int = 2
+    log_append_time: bool = False
+    delete_horizon: bool = False
+
+    @property
+    def last_sequence(self) -> int:
+        """Kafka's DefaultRecordBatch.lastSequence (sequences wrap at Integer.MAX_VALUE)."""
+        if self.base_sequence == -1:
+            return -1
+        delta = self.last_offset - self.base_offset
+        if self.base_sequence > INT_MAX - delta:
+            return delta - (INT_MAX - self.base_sequence) - 1
+        return self.base_sequence + delta
+
+
+INT_MAX = 2**31 - 1
+_LOG_APPEND_TIME, _DELETE_HORIZON = 0x08, 0x40
 
 
 def _files(source: Source, snapshot: str | None,
@@ -91,7 +108,8 @@ def file_batches(path: str, data: bytes, problems: list[Problem]) -> Iterator[Ba
                         b.producer_id, b.producer_epoch, b.base_sequence,
                         bool(b.attributes & TRANSACTIONAL_FLAG),
                         bool(b.attributes & CONTROL_FLAG), b.count, b.base_timestamp,
-                        b.max_timestamp)
+                        b.max_timestamp, b.magic, bool(b.attributes & _LOG_APPEND_TIME),
+                        bool(b.attributes & _DELETE_HORIZON))
         pos += b.size
 
 

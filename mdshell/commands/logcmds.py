@@ -25,7 +25,7 @@ from .shell import Shell
 SECRET_RECORDS = {10, 11}  # DelegationTokenRecord, UserScramCredentialRecord
 
 RECORDS_USAGE = ("records [--from OFFSET] [--to OFFSET] [--type NAME[,NAME]] "
-                 "[--exclude NAME[,NAME]] [--grep TEXT] [--snapshot] [--limit N]")
+                 "[--exclude NAME[,NAME]] [--grep TEXT] [--snapshot] [--limit N] [--batches]")
 
 
 def _norm(name: str) -> str:
@@ -87,8 +87,12 @@ def _line(j: dict[str, Any]) -> str:
                  "as JSON. --from/--to bound offsets, --type/--exclude take record names "
                  "(case-insensitive, 'Record' optional: --exclude NoOp), --grep keeps records "
                  "whose line contains TEXT, --snapshot dumps the snapshot in use instead of the "
-                 "log segments (offsets inside the snapshot file).",
-         options=("--from", "--to", "--type", "--exclude", "--grep", "--snapshot", "--limit"))
+                 "log segments (offsets inside the snapshot file). --batches lists the record "
+                 "batches instead, like kafka-dump-log without --print-data-log (offsets, "
+                 "file position, size, CRC valid, compression, producer, transactional and "
+                 "control flags, record count).",
+         options=("--from", "--to", "--type", "--exclude", "--grep", "--snapshot", "--limit",
+                  "--batches"))
 def records(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("records", RECORDS_USAGE)
     p.add_argument("--from", dest="first", type=int)
@@ -98,6 +102,7 @@ def records(shell: Shell, args: list[str]) -> Result:
     p.add_argument("--grep")
     p.add_argument("--snapshot", action="store_true")
     p.add_argument("--limit", type=_positive)
+    p.add_argument("--batches", action="store_true")
     ns = p.parse_args(args)
     if ns.first is not None and ns.last is not None and ns.first > ns.last:
         raise CommandError(f"--from {ns.first} is after --to {ns.last}")
@@ -107,6 +112,12 @@ def records(shell: Shell, args: list[str]) -> Result:
         if cp is None:
             raise CommandError("no snapshot is in use (the image comes from the log alone)")
         snapshot = cp.path
+    if ns.batches:
+        if ns.type or ns.exclude or ns.grep:
+            raise UsageError("records: --batches lists batches; --type, --exclude and --grep "
+                             f"select records (usage: {RECORDS_USAGE})")
+        from .batches import batches
+        return batches(shell, ns.first, ns.last, snapshot, ns.limit)
     wanted, excluded = _type_set(ns.type), _type_set(ns.exclude)
     show = shell.opts.show_secrets
     warnings: list[str] = []
