@@ -311,3 +311,58 @@ def test_records_batches_match_kafka_dump_log(tmp_path: Path) -> None:
         "codecs").run(["records", "--batches"]).json()} >= {"gzip", "snappy", "lz4", "zstd"}
     bad = shell("bad-crc").run(["records", "--batches", "--from", "15", "--to", "17"]).json()
     assert [(b["baseOffset"], b["crcValid"], b["position"]) for b in bad] == [(15, False, 1661)]
+
+
+# ---------------------------------------------------------------- item 9: topic names
+
+
+def test_records_name_the_topic_beside_its_id_and_filter_by_topic() -> None:
+    sh = shell("cluster-basic")
+    ids = {d: next(iter(sh.run(["cat", f"/image/topics/byName/{d}/id"]).lines))
+           for d in ("topic-0", "topic-1")}
+    rows = sh.run(["records", "--topic", "topic-1"]).json()
+    kinds = {r["type"] for r in rows}
+    assert {"TopicRecord", "PartitionRecord", "PartitionChangeRecord", "ConfigRecord"} <= kinds
+    for r in rows:
+        d = r["data"]
+        if "topicId" in d:
+            assert d["topicId"] == ids["topic-1"]
+            if r["type"] != "TopicRecord":
+                assert d["topicName"] == "topic-1"
+        else:
+            assert d["resourceName"] == "topic-1" and d["resourceType"] == 2
+    everything = sh.run(["records", "--type", "PartitionChange"]).json()
+    about = [r for r in everything if r["data"]["topicId"] == ids["topic-1"]]
+    assert about == [r for r in rows if r["type"] == "PartitionChangeRecord"]
+    text = next(iter(sh.run(["records", "--type", "PartitionChange", "--limit", "1"]).lines))
+    assert '"topicName":"topic-' in text
+
+
+def test_changes_of_a_topic_include_its_configs_and_names() -> None:
+    sh = shell("cluster-basic")
+    found = sh.run(["changes", "/image/topics/byName/topic-1"]).json()
+    configs = [e for e in found if e["type"] == "ConfigRecord"]
+    assert configs and all(e["data"]["resourceName"] == "topic-1" for e in configs)
+    assert all(e["data"].get("topicName") == "topic-1" for e in found
+               if e["type"].startswith("Partition"))
+    tid = next(iter(sh.run(["cat", "/image/topics/byName/topic-1/id"]).lines))
+    by_id = sh.run(["changes", f"/image/topics/byId/{tid}"]).json()
+    assert [e["offset"] for e in by_id] == [e["offset"] for e in found]
+    # a partition's history stays about the partition
+    part = sh.run(["changes", "/image/topics/byName/topic-1/0"]).json()
+    assert not any(e["type"] == "ConfigRecord" for e in part)
+
+
+def test_diff_and_completion_name_topics_under_by_id() -> None:
+    from mdshell.repl import complete
+
+    sh = shell("cluster-basic")
+    lines = list(sh.run(["diff", "100", "latest", "/image/topics/byId"]).lines)
+    changed = [x for x in lines if x.startswith("~ /image/topics/byId/")]
+    assert changed and all(x.endswith(")") and " (topic topic-" in x for x in changed)
+    data = sh.run(["diff", "100", "latest", "/image/topics/byId"]).json()
+    assert all(c["topicName"].startswith("topic-") for c in data["changes"])
+    metas = {c.display.rstrip("/"): c.meta for c in complete(sh, "ls /image/topics/byId/")}
+    for name in ("topic-0", "topic-1", "topic-2", "topic-3"):
+        tid = next(iter(sh.run(["cat", f"/image/topics/byName/{name}/id"]).lines))
+        assert metas[tid] == name

@@ -214,9 +214,29 @@ def diff(shell: Shell, args: list[str]) -> Result:
     label_a = "latest" if oa is None else str(oa)
     label_b = "latest" if ob is None else str(ob)
     data = {"from": oa, "to": ob, "path": join(comps), "changes": [
-        {"kind": c.kind, "path": c.path, "before": c.before, "after": c.after,
-         "secret": c.secret} for c in changes]}
+        {"kind": c.kind, "path": c.path, **_topic_name(c.path, la, lb), "before": c.before,
+         "after": c.after, "secret": c.secret} for c in changes]}
     return Result(_diff_lines(changes, label_a, label_b, la, lb), data)
+
+
+def _topic_label(path: str, la: Loaded, lb: Loaded) -> str:
+    """`` (topic NAME)`` for a path under ``/image/topics/byId/<id>``, else ``""``."""
+    from ..wire.primitives import uuid_from_str
+
+    parts = path.split("/")
+    if len(parts) < 5 or parts[1:4] != ["image", "topics", "byId"]:
+        return ""
+    try:
+        tid = uuid_from_str(parts[4])
+    except ValueError:
+        return ""
+    topic = lb.image.topics_by_id.get(tid) or la.image.topics_by_id.get(tid)
+    return "" if topic is None else f" (topic {topic.name})"
+
+
+def _topic_name(path: str, la: Loaded, lb: Loaded) -> dict[str, str]:
+    label = _topic_label(path, la, lb)
+    return {"topicName": label[len(" (topic "):-1]} if label else {}
 
 
 def _diff_lines(changes: list[Change], a: str, b: str, la: Loaded,
@@ -228,15 +248,18 @@ def _diff_lines(changes: list[Change], a: str, b: str, la: Loaded,
         yield "no differences"
         return
     for c in changes:
+        name = _topic_label(c.path, la, lb)
         if c.kind == "added":
-            yield f"+ {c.path}" + (f": {c.after_text}" if c.after_text is not None else "/")
+            yield f"+ {c.path}" + (f"{name}: {c.after_text}" if c.after_text is not None
+                                   else f"/{name}")
         elif c.kind == "removed":
-            yield f"- {c.path}" + (f": {c.before_text}" if c.before_text is not None else "/")
+            yield f"- {c.path}" + (f"{name}: {c.before_text}" if c.before_text is not None
+                                   else f"/{name}")
         elif c.secret:
-            yield f"~ {c.path}"
+            yield f"~ {c.path}{name}"
             yield "    a secret value changed (--show-secrets shows it)"
         else:
-            yield f"~ {c.path}"
+            yield f"~ {c.path}{name}"
             for line in field_changes(c.before, c.after):
                 yield f"    {line}"
     counts = {k: sum(1 for c in changes if c.kind == k) for k in ("added", "removed", "changed")}
