@@ -366,3 +366,106 @@ def test_diff_and_completion_name_topics_under_by_id() -> None:
     for name in ("topic-0", "topic-1", "topic-2", "topic-3"):
         tid = next(iter(sh.run(["cat", f"/image/topics/byName/{name}/id"]).lines))
         assert metas[tid] == name
+
+
+# ---------------------------------------------------------------- item 10: table views
+
+
+def test_topics_view_like_kafka_topics_describe() -> None:
+    sh = shell("transactions")
+    rows = sh.run(["topics"]).json()
+    assert [r["topic"] for r in rows] == sorted(r["topic"] for r in rows)
+    big = next(r for r in rows if r["topic"] == "big-topic")
+    assert big["partitionCount"] == 50 and big["replicationFactor"] == 2
+    assert big["topicId"] == next(iter(sh.run(["cat", "/image/topics/byName/big-topic/id"]).lines))
+    lines = list(sh.run(["topics", "--describe", "big-topic"]).lines)
+    header = lines[0]
+    assert header.split() == ["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "ELR", "LAST",
+                              "KNOWN", "ELR", "ADDING", "REMOVING"]
+    pids = [int(line.split()[1]) for line in lines[1:]]
+    assert pids == list(range(50))  # numeric order, not /image's 0, 1, 10, 11...
+    assert all(line.index(line.split()[1]) == header.index("PARTITION") for line in lines[1:])
+    # configs set on a topic (the image holds only those that differ from the defaults)
+    cb = shell("cluster-basic").run(["topics", "topic-1"]).json()
+    assert cb[0]["configs"] == {"retention.ms": "604800000", "segment.bytes": "104857600"}
+
+
+@pytest.mark.parametrize(("fixture", "flag", "expected"), [
+    ("health-offline", "--offline", [("orders", 1)]),
+    ("health-under-replicated", "--under-replicated", [("orders", 2)]),
+    ("health-under-min-isr", "--under-min-isr", [("payments", 0)]),
+])
+def test_topics_filters(fixture: str, flag: str, expected: list[tuple[str, int]]) -> None:
+    sh = shell(fixture)
+    rows = sh.run(["topics", flag]).json()
+    assert [(r["topic"], r["partition"]) for r in rows] == expected
+    text = list(sh.run(["topics", flag]).lines)
+    assert len(text) == 1 + len(expected)
+    assert list(shell("cluster-basic").run(["topics", "--offline"]).lines) == []
+
+
+def test_brokers_and_controllers_views() -> None:
+    sh = shell("health-fenced")
+    rows = sh.run(["brokers"]).json()
+    states = {r["id"]: r["state"] for r in rows}
+    assert states[4] == "fenced" and states[5] == "shutting-down" and states[1] == "unfenced"
+    assert rows[0]["endpoints"] == ["PLAINTEXT://broker-1.kafka.internal:9092"]
+    assert rows[0]["rack"] == "rack-1"
+    assert rows[0]["supportedFeatures"]["metadata.version"] == {"min": 1, "max": 21}
+    lines = list(sh.run(["brokers"]).lines)
+    assert lines[0].split()[:3] == ["ID", "STATE", "EPOCH"]
+    assert "PLAINTEXT://broker-1.kafka.internal:9092" in lines[1]
+    assert "metadata.version=1-21" in lines[1]
+    stale = shell("health-stale-controller").run(["controllers"]).json()
+    assert {r["id"]: r["voter"] for r in stale}[4] is False
+    assert all(r["voter"] for r in stale if r["id"] != 4)
+    assert stale[0]["endpoints"][0].startswith("CONTROLLER://")
+
+
+def test_quorum_view_like_kafka_metadata_quorum() -> None:
+    sh = shell("kraft-v1")
+    status = sh.run(["quorum"]).json()
+    assert status["leaderId"] == 2 and status["highWatermark"] is None
+    assert "highWatermark" in status["unknown"]
+    assert [v["id"] for v in status["currentVoters"]] == [1, 2, 3]
+    lines = list(sh.run(["quorum", "--status"]).lines)
+    assert lines[0].startswith("ClusterId:") and any(
+        x.startswith("HighWatermark:") and "unknown offline" in x for x in lines)
+    assert len({line.index(line.split(":", 1)[1].strip()) for line in lines}) == 1  # aligned
+    rep = sh.run(["quorum", "--replication"]).json()
+    assert [(r["nodeId"], r["status"]) for r in rep] == [(1, "Follower"), (2, "Leader"),
+                                                         (3, "Follower")]
+    assert rep[0]["logEndOffset"] == status["logEndOffset"] and rep[1]["logEndOffset"] is None
+
+
+def test_features_view_like_kafka_features_describe() -> None:
+    rows = shell("health-unsupported-feature").run(["features"]).json()
+    mv = next(r for r in rows if r["feature"] == "metadata.version")
+    # broker 4 supports only up to 19: that is the ceiling for the whole cluster
+    assert (mv["finalizedLevel"], mv["supportedMax"]) == (21, 19)
+    lines = list(shell("kraft-v1").run(["features"]).lines)
+    assert lines[0].split()[0] == "FEATURE"
+    assert any(x.split()[0] == "metadata.version" and "3.9-IV0 (21)" in x for x in lines)
+    assert any(x.split() == ["kraft.version", "0", "1", "1"] for x in lines)
+
+
+def test_views_on_the_corpus_agree_with_partition_metadata() -> None:
+    from .conftest import corpus_dirs, need_corpus
+
+    need_corpus()
+    checked = 0
+    for d in corpus_dirs():
+        dirs = [p for p in d.iterdir() if (p / "partition.metadata").is_file()
+                and p.name != MD]
+        if not dirs:
+            continue
+        rows = {r["topic"]: r["topicId"] for r in shell(d).run(["topics"]).json()}
+        for p in dirs:
+            topic = p.name.rsplit("-", 1)[0]
+            tid = next(line.split(":", 1)[1].strip() for line in
+                       (p / "partition.metadata").read_text().splitlines()
+                       if line.startswith("topic_id"))
+            if topic in rows:
+                assert rows[topic] == tid, (d.name, topic)
+                checked += 1
+    assert checked > 0
