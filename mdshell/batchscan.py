@@ -7,6 +7,7 @@ finding the offset of a time never decodes a record.
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -161,3 +162,51 @@ def offset_at_time(source: Source, ms: int) -> TimePoint:
             break
         point.offset = b.last_offset
     return point
+
+
+# ---------------------------------------------------------------- snapshots as time points
+
+
+@dataclass(slots=True)
+class SnapshotPoint:
+    """A snapshot: the image as of ``offset`` (its end offset - 1), and the time of the last
+    record it contains (its SnapshotHeader's lastContainedLogTimestamp; None if unreadable)."""
+
+    offset: int
+    time_ms: int | None
+    name: str
+
+
+def snapshot_points(source: Source) -> list[SnapshotPoint]:
+    """The ready snapshots of a directory, oldest first (the bootstrap one left out). Each
+    is an exact image even when the log below the oldest segment was deleted."""
+    if not isinstance(source, DirectorySource):
+        return []
+    return [SnapshotPoint(cp.end_offset - 1, _header_time(cp.path), cp.name)
+            for cp in source.layout.checkpoints if cp.end_offset > 0]
+
+
+def _header_time(path: str) -> int | None:
+    from .source.identity import read_head
+    from .wire import control as ctl
+    from .wire import frames
+    from .wire.batch import iter_records
+
+    head = read_head(path, 64 * 1024)
+    if not head:
+        return None
+    problems: list[Problem] = []
+    for b in file_batches(path, head, problems):
+        if not (b.crc_valid and b.control):
+            return None
+        try:
+            batch = parse_header(head, b.position)
+            for rec in iter_records(batch):
+                if frames.control_type(rec.key) == ctl.SNAPSHOT_HEADER:
+                    value = frames.decode_control(ctl.SNAPSHOT_HEADER, rec.value)
+                    if isinstance(value, dict):
+                        return int(value["lastContainedLogTimestamp"])
+        except (ValueError, IndexError, KeyError, struct.error):
+            return None
+        return None
+    return None

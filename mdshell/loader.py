@@ -331,7 +331,7 @@ class DirectorySource:
         start = cp.end_offset if cp else 0
         segments = self.layout.segments
         complete = True
-        if segments and segments[0].base_offset > start:
+        if segments and segments[0].base_offset > start and (upto is None or upto >= start):
             complete = False
             what = (f"snapshot {cp.name} ends at offset {cp.end_offset - 1}" if cp
                     else "there is no snapshot")

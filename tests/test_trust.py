@@ -469,3 +469,72 @@ def test_views_on_the_corpus_agree_with_partition_metadata() -> None:
                 assert rows[topic] == tid, (d.name, topic)
                 checked += 1
     assert checked > 0
+
+
+# ---------------------------------------------------------------- item 12: at, older snapshots
+
+
+def _image_without_provenance(sh: Shell) -> list[str]:
+    out = list(sh.run(["tree", "/image"]).lines)
+    i = out.index("provenance:")
+    return out[:i] + out[i + 2:]
+
+
+def test_at_travels_back_to_snapshots_below_a_deleted_log(tmp_path: Path) -> None:
+    """The segments below the newest snapshots are deleted (as Kafka does after a snapshot):
+    the older snapshot still gives an exact image, equal to replaying the full log to it."""
+    full = shell("segments-snapshots", secrets=True)
+    d = copy_fixture("segments-snapshots", tmp_path)
+    for seg in ("00000000000000000000.log", "00000000000000000037.log"):
+        (d / MD / seg).unlink()
+    sh = shell(d, secrets=True)
+    r = sh.run(["at", "earliest"])
+    assert r.code == 0 and next(iter(r.lines)).startswith("image as of offset 67 "), r.errors
+    assert list(sh.run(["tree", "/local/warnings"]).lines) == []  # nothing is missing
+    assert full.run(["at", "67"]).code == 0
+    assert _image_without_provenance(sh) == _image_without_provenance(full)
+    # between the snapshot and the log there is nothing to rebuild from: refused, with help
+    r = sh.run(["at", "80"])
+    assert r.code == 1 and "only snapshots give images there" in r.errors[0]
+    assert "67" in r.errors[0] and "93" in r.errors[0]
+
+
+def test_at_takes_a_time() -> None:
+    from mdshell.tree.javafmt import iso_zoned_utc
+
+    from .conftest import batches_of
+
+    sh = shell("cluster-basic", secrets=True)
+    batches = [b for f in sorted((FIXTURES / "cluster-basic" / MD).glob("*.log"))
+               for b in batches_of(f)]
+    middle = batches[len(batches) // 2]
+    when = iso_zoned_utc(middle.max_timestamp + 1)[:-5]  # ...T23:06:50.1Z
+    expected = max(b.last_offset for b in batches if b.max_timestamp <= middle.max_timestamp + 1)
+    r = sh.run(["at", when])
+    assert r.code == 0, r.errors
+    assert next(iter(r.lines)).startswith(f"image as of offset {expected} ")
+    by_time = _image_without_provenance(sh)
+    sh.run(["at", str(expected)])
+    assert by_time == _image_without_provenance(sh)
+    r = sh.run(["at", "2000-01-01"])
+    assert r.code == 1 and "before the oldest data" in r.errors[0]
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "--at", when, "cat", "/local/atOffset")
+    assert out.returncode == 0 and out.stdout.strip() == str(expected)
+
+
+def test_at_a_time_before_the_log_uses_the_newest_older_snapshot(tmp_path: Path) -> None:
+    from mdshell.batchscan import snapshot_points
+    from mdshell.tree.javafmt import iso_zoned_utc
+
+    d = copy_fixture("segments-snapshots", tmp_path)
+    for seg in ("00000000000000000000.log", "00000000000000000037.log"):
+        (d / MD / seg).unlink()
+    sh = shell(d)
+    points = snapshot_points(sh.source)
+    assert [p.offset for p in points] == [67, 93]
+    t = points[0].time_ms
+    assert t is not None
+    r = sh.run(["at", iso_zoned_utc(t + 1)[:-5]])
+    assert r.code == 0, r.errors
+    lines = list(r.lines)
+    assert lines[0].startswith("image as of offset 67 ") and "newest snapshot" in lines[1]

@@ -32,22 +32,32 @@ def is_position(text: str) -> bool:
     return True
 
 
+def is_time(text: str) -> bool:
+    from ..batchscan import parse_time
+
+    return parse_time(text) is not None
+
+
 def parse_offset(shell: Shell, text: str) -> int | None:
     """An offset the source can rebuild, ``None`` for latest; errors name the valid range.
-    A time (ISO 8601, UTC without a zone) means the last offset written at or before it."""
-    from ..batchscan import parse_time
+    A time (ISO 8601, UTC without a zone) means the last offset written at or before it.
+    Below the log (its old segments deleted), each snapshot still gives an exact image."""
+    from ..batchscan import parse_time, snapshot_points
     from ..loginfo import offset_range
 
     first, last = offset_range(shell.source)
+    points = [p for p in snapshot_points(shell.source) if first is None or p.offset < first]
     if text.lower() in LATEST:
         return None
     if text.lower() in EARLIEST:
+        if points:
+            return points[0].offset
         if first is None:
             raise CommandError("the log is empty")
         return first
     ms = parse_time(text)
     if ms is not None:
-        offset = _offset_of_time(shell, text, ms, first)
+        offset = _offset_of_time(shell, text, ms, first, points)
     else:
         try:
             offset = int(text)
@@ -62,28 +72,50 @@ def parse_offset(shell: Shell, text: str) -> int | None:
     if offset > last:
         raise CommandError(f"offset {offset} is after the end of the log (offsets "
                            f"{first}-{last} can be rebuilt)")
-    if offset < first:
-        raise CommandError(f"offset {offset} is before the oldest data (offsets {first}-{last} "
-                           "can be rebuilt: older records were deleted after a snapshot)")
+    if offset < first and not any(p.offset == offset for p in points):
+        _refuse_below(offset, first, last, [p.offset for p in points])
     return None if offset == last else offset
 
 
-def _offset_of_time(shell: Shell, text: str, ms: int, first: int | None) -> int:
+def _refuse_below(offset: int, first: int, last: int, points: list[int]) -> None:
+    """Offsets below the log that no snapshot gives: say which ones can be shown."""
+    if not points or offset < points[0]:
+        raise CommandError(f"offset {offset} is before the oldest data (offsets {first}-{last} "
+                           "can be rebuilt: older records were deleted after a snapshot"
+                           + (f"; older snapshots give offsets {_few(points)}" if points
+                              else "") + ")")
+    below = max(p for p in points if p < offset)
+    above = min([p for p in points if p > offset] + [first])
+    raise CommandError(f"offset {offset} cannot be rebuilt: the log before offset {first} was "
+                       f"deleted, and only snapshots give images there (the nearest: offsets "
+                       f"{below} and {above}; offsets {first}-{last} can be rebuilt)")
+
+
+def _few(points: list[int]) -> str:
+    shown = ", ".join(map(str, points[:3]))
+    return shown + (f" ... {points[-1]} ({len(points)} snapshots)" if len(points) > 3 else "")
+
+
+def _offset_of_time(shell: Shell, text: str, ms: int, first: int | None,
+                    points: list[Any]) -> int:
     from ..batchscan import offset_at_time
     from ..tree.javafmt import iso_zoned_utc
 
     point = offset_at_time(shell.source, ms)
-    if point.offset is not None:
+    if point.offset is not None and (first is None or point.offset >= first):
         return point.offset
-    if point.first_time is None:
+    # Before what the log can rebuild: the newest snapshot whose last record is at or
+    # before the time (an exact image, a little before the time asked).
+    older = [p for p in points if p.time_ms is not None and p.time_ms <= ms]
+    if older:
+        return int(older[-1].offset)
+    if point.first_time is None and not points:
         raise CommandError(f"{text}: the log has no batches to date")
-    if first is not None and first > 0:
-        # The log below a snapshot was deleted: its oldest snapshot is the earliest image.
-        raise CommandError(f"{text} is before the oldest log batch "
-                           f"({iso_zoned_utc(point.first_time)}); 'at earliest' shows the "
-                           f"oldest image there is (offset {first})")
-    raise CommandError(f"{text} is before the first record of the log "
-                       f"({iso_zoned_utc(point.first_time)})")
+    oldest = (points[0].time_ms if points and points[0].time_ms is not None
+              else point.first_time)
+    when = iso_zoned_utc(oldest) if oldest is not None else "unknown"
+    raise CommandError(f"{text} is before the oldest data (written from {when}; "
+                       f"'at earliest' shows the oldest image there is)")
 
 
 def load_at(shell: Shell, offset: int | None) -> Loaded:
@@ -107,6 +139,14 @@ def at(shell: Shell, args: list[str]) -> Result:
     prov = shell.loaded.image.provenance
     where = "latest" if offset is None else f"offset {offset}"
     text = [f"image as of {where} (last applied: offset {prov.offset}, epoch {prov.epoch})"]
+    if is_time(ns.offset) and offset is not None:
+        from ..loginfo import offset_range
+
+        first = offset_range(shell.source)[0]
+        how = ("the newest snapshot at or before that time (the log there was deleted)"
+               if first is not None and offset < first
+               else "the last record written at or before that time")
+        text.append(f"{ns.offset} is offset {offset}: {how}")
     if moved is not None:
         text.append(f"the working directory did not exist then: now {moved}")
     return Result(text, {"at": offset, "cwd": shell.cwd, "provenance": {"offset": prov.offset,
