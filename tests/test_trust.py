@@ -538,3 +538,34 @@ def test_at_a_time_before_the_log_uses_the_newest_older_snapshot(tmp_path: Path)
     assert r.code == 0, r.errors
     lines = list(r.lines)
     assert lines[0].startswith("image as of offset 67 ") and "newest snapshot" in lines[1]
+
+
+# ---------------------------------------------------------------- item 14: the README
+
+
+def test_readme_documents_commands_options_python_and_shared_data() -> None:
+    import re
+    import tomllib
+
+    from mdshell.cli import build_parser
+    from mdshell.commands import REGISTRY
+
+    from .conftest import GOLDEN
+
+    text = (ROOT / "README.md").read_text()
+    table = text.split("### Commands", 1)[1].split("\n### ", 1)[0]
+    for name in REGISTRY:
+        assert re.search(rf"`{name}\b", table), f"{name} is not in the README's commands table"
+    usage = text.split("## Using it", 1)[1].split("```", 2)[1]
+    for action in build_parser()._actions:
+        for opt in action.option_strings:
+            if opt.startswith("--") and any(o.startswith("-") and not o.startswith("--")
+                                            for o in action.option_strings):
+                continue  # the short form stands for both
+            assert opt in usage, f"{opt} is missing from the README usage line"
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires == ">=3.11" and "Python 3.11 or newer" in text
+    assert "MDSHELL_SHARED" in text and "../shared" in text
+    if GOLDEN.is_dir():
+        ok = [p for p in GOLDEN.glob("*/*.tree.rc") if p.read_text().strip() == "0"]
+        assert f"{len(ok)} reference outputs" in text
