@@ -569,3 +569,18 @@ def test_readme_documents_commands_options_python_and_shared_data() -> None:
     if GOLDEN.is_dir():
         ok = [p for p in GOLDEN.glob("*/*.tree.rc") if p.read_text().strip() == "0"]
         assert f"{len(ok)} reference outputs" in text
+
+
+def test_health_lists_partitions_in_numeric_order() -> None:
+    """Outside /image partitions sort as numbers (2 before 10), not as Kafka's tree names."""
+    from mdshell.image import model as m
+    from mdshell.image.health import run_checks
+
+    topic = m.Topic("orders", b"\1" * 16)
+    for pid in (10, 2, 1, 11, 0):
+        topic.partitions[pid] = m.Partition([1, 2], [b"\0" * 16] * 2, [1], [], [], [], [], 1,
+                                            0, 0, 0)
+    img = m.Image(topics_by_id={topic.id: topic}, topics_by_name={"orders": topic})
+    check = next(c for c in run_checks(img, None) if c.name == "under-replicated partitions")
+    assert [d["partition"] for d in check.details()] == [0, 1, 2, 10, 11]
+    assert [i.split(":")[0] for i in check.items] == [f"orders-{p}" for p in (0, 1, 2, 10, 11)]
