@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -21,6 +22,9 @@ from . import __version__
 from .problems import Problem, SourceError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+# What writing to stdout fails with: a full disk or quota, a closed or broken output.
+_WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EIO,
+                 errno.EPIPE}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,18 +92,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (e.g. `| head`): stop quietly.
         _drop_stdout()
         return EXIT_OK
-    except OSError as e:  # reading goes through SourceError: this is the output failing
-        if args.debug:
-            raise
-        _drop_stdout()
+    except OSError as e:
+        if e.errno not in _WRITE_ERRORS or args.debug:
+            return _internal(e, args.debug)
+        _drop_stdout()  # reading goes through SourceError: this is the output failing
         _err(f"cannot write the output: {e.strerror or e} (a full disk or a closed output?)")
         return EXIT_FAIL
     except Exception as e:  # last resort: one line, never a traceback unless asked
-        if args.debug:
-            raise
-        _err(f"internal error: {type(e).__name__}: {e} (rerun with --debug for details, and "
-             "please report it)")
-        return EXIT_FAIL
+        return _internal(e, args.debug)
+
+
+def _internal(e: Exception, debug: bool) -> int:
+    if debug:
+        raise e
+    _err(f"internal error: {type(e).__name__}: {e} (rerun with --debug for details, and "
+         "please report it)")
+    return EXIT_FAIL
 
 
 def _drop_stdout() -> None:

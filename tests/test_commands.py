@@ -69,6 +69,7 @@ JSON_CASES = [
     ["find", "/image/cluster", "-type", "f"], ["pwd"], ["help"], ["man", "diff"],
     ["records", "--limit", "3"], ["changes", "/image/topics/byName/topic-0/0"], ["health"],
     ["at", "50"], ["diff", "50", "latest", "/image/cluster"],
+    ["topics"], ["brokers"], ["controllers"], ["quorum"], ["features"],
 ]
 
 
