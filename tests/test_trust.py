@@ -21,6 +21,7 @@ from mdshell.tree.node import RenderOptions
 from mdshell.wire.batch import RecordSpec, encode_batch
 
 from .conftest import FIXTURES, ROOT, run_cli
+from .test_fuzz import Case, build_case, problems, random_cases
 
 MD = "__cluster_metadata-0"
 
@@ -584,3 +585,29 @@ def test_health_lists_partitions_in_numeric_order() -> None:
     check = next(c for c in run_checks(img, None) if c.name == "under-replicated partitions")
     assert [d["partition"] for d in check.details()] == [0, 1, 2, 10, 11]
     assert [i.split(":")[0] for i in check.items] == [f"orders-{p}" for p in (0, 1, 2, 10, 11)]
+
+
+# ---------------------------------------------------------------- the new commands on damage
+
+
+NEW_COMMANDS: list[list[str]] = [
+    ["topics", "--describe"], ["-o", "json", "topics"], ["brokers"], ["controllers"],
+    ["quorum"], ["quorum", "--replication"], ["-o", "json", "features"],
+    ["records", "--batches"], ["records", "--topic", "orders"],
+    ["at", "2024-04-24T23:06:50Z"], ["at", "earliest"],
+]
+
+
+def _damage_cases() -> list[object]:
+    return [pytest.param(c, id=c.id) for c in random_cases()[::2]]
+
+
+@pytest.mark.parametrize("case", _damage_cases())
+def test_new_commands_on_damaged_copies(case: Case, tmp_path: Path) -> None:
+    """The fuzz suite's damaged copies (every other case): exit 0 or 1, never a crash, JSON
+    that parses."""
+    log_dir, what = build_case(case, tmp_path)
+    bad: list[str] = []
+    for cmd in NEW_COMMANDS:
+        bad += problems(["-d", str(log_dir), *cmd])
+    assert not bad, f"damage: {what}\n" + "\n".join(bad)
