@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .loader import DirectorySource, Source
 from .problems import Problem, SourceError
-from .source.reader import MAX_BATCH_LENGTH
+from .source import DirectorySource, FileSource, Source
+from .source.walker import MAX_BATCH_LENGTH
 from .wire.batch import (
     CONTROL_FLAG,
     HEADER_SIZE,
@@ -70,10 +70,12 @@ _LOG_APPEND_TIME, _DELETE_HORIZON = 0x08, 0x40
 
 def _files(source: Source, snapshot: str | None,
            problems: list[Problem]) -> Iterator[tuple[str, bytes]]:
-    if not isinstance(source, DirectorySource):
+    if isinstance(source, FileSource):
         yield source.path, source.data()
         return
-    paths = [snapshot] if snapshot is not None else [s.path for s in source.layout.segments]
+    if not isinstance(source, DirectorySource):
+        return  # no files behind it (a live quorum)
+    paths = [snapshot] if snapshot is not None else [s.path for s in source.segments()]
     for path in paths:
         try:
             yield path, source.data(path)
@@ -183,7 +185,7 @@ def snapshot_points(source: Source) -> list[SnapshotPoint]:
     if not isinstance(source, DirectorySource):
         return []
     return [SnapshotPoint(cp.end_offset - 1, _header_time(cp.path), cp.name)
-            for cp in source.layout.checkpoints if cp.end_offset > 0]
+            for cp in source.snapshots()]
 
 
 def _header_time(path: str) -> int | None:

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from mdshell.commands import Shell
-from mdshell.loader import DirectorySource
+from mdshell.session import load
+from mdshell.source import DirectorySource
 from mdshell.tree.node import RenderOptions
 from mdshell.wire.batch import RecordSpec, encode_batch
 
@@ -28,7 +29,7 @@ MD = "__cluster_metadata-0"
 
 def shell(name: str | Path, *, secrets: bool = False) -> Shell:
     source = DirectorySource(str(FIXTURES / name if isinstance(name, str) else name))
-    return Shell(source, source.load(), RenderOptions(show_secrets=secrets))
+    return Shell(source, load(source), RenderOptions(show_secrets=secrets))
 
 
 def copy_fixture(name: str, tmp_path: Path) -> Path:
@@ -193,7 +194,6 @@ def test_json_is_valid_utf8_for_undecodable_file_names(tmp_path: Path) -> None:
 
 def test_unknown_values_are_null_with_a_reason() -> None:
     sh = shell("cluster-basic")
-    sh.output = "json"
     data = sh.run(["cat", "/quorum/highWatermark", "/quorum/observers"]).json()
     for leaf in data:
         assert leaf["value"]["value"] is None and "live connection" in leaf["value"]["reason"]

@@ -6,10 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..loader import Loaded
+from ..session import Loaded
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
-from ..tree.root import RootInfo, root_node
 from .base import ArgParser, CommandError, Result, UsageError, command
 from .navigate import tree_data
 from .shell import Shell
@@ -43,9 +42,8 @@ def parse_offset(shell: Shell, text: str) -> int | None:
     A time (ISO 8601, UTC without a zone) means the last offset written at or before it.
     Below the log (its old segments deleted), each snapshot still gives an exact image."""
     from ..batchscan import parse_time, snapshot_points
-    from ..loginfo import offset_range
 
-    first, last = offset_range(shell.source)
+    first, last = shell.session.offset_range()
     points = [p for p in snapshot_points(shell.source) if first is None or p.offset < first]
     if text.lower() in LATEST:
         return None
@@ -119,9 +117,7 @@ def _offset_of_time(shell: Shell, text: str, ms: int, first: int | None,
 
 
 def load_at(shell: Shell, offset: int | None) -> Loaded:
-    if offset is None:
-        return shell.latest
-    return shell.source.load(upto=offset)
+    return shell.session.load_at(offset)
 
 
 @command("at", "Show the whole tree as of an offset or a time ('at latest' goes back).",
@@ -140,9 +136,7 @@ def at(shell: Shell, args: list[str]) -> Result:
     where = "latest" if offset is None else f"offset {offset}"
     text = [f"image as of {where} (last applied: offset {prov.offset}, epoch {prov.epoch})"]
     if is_time(ns.offset) and offset is not None:
-        from ..loginfo import offset_range
-
-        first = offset_range(shell.source)[0]
+        first = shell.session.offset_range()[0]
         how = ("the newest snapshot at or before that time (the log there was deleted)"
                if first is not None and offset < first
                else "the last record written at or before that time")
@@ -228,7 +222,7 @@ def _short(v: Any) -> str:
 
 
 def _root(loaded: Loaded, shell: Shell) -> Node:
-    return root_node(loaded.image, RootInfo(shell.source.describe(), shell.source.kind))
+    return shell.session.root_of(loaded)
 
 
 @command("diff", "Show what changed in the tree between two offsets.",

@@ -224,14 +224,12 @@ UNKNOWN_OFFLINE = "unknown offline"
                  "high watermark, observers and other nodes' log end offsets are unknown "
                  "(a live connection reports them); the log end offset is this copy's.")
 def quorum(shell: Shell, args: list[str]) -> Result:
-    from ..loginfo import quorum_info
-
     p = ArgParser("quorum", "quorum [--status | --replication]")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--status", action="store_true")
     group.add_argument("--replication", action="store_true")
     ns = p.parse_args(args)
-    q = quorum_info(shell.source, shell.loaded)
+    q = shell.session.quorum_info()
     voters = _voters(q)
     if ns.replication:
         rows = []
@@ -301,9 +299,8 @@ def features(shell: Shell, args: list[str]) -> Result:
     if img.metadata_version is not None:
         finalized[METADATA_VERSION_FEATURE] = img.metadata_version
     if KRAFT_VERSION not in finalized and any(KRAFT_VERSION in n for n in nodes):
-        from ..loginfo import quorum_info  # a control record, not in the image
-
-        finalized[KRAFT_VERSION] = quorum_info(shell.source, shell.loaded).kraft_version
+        # a control record, not in the image
+        finalized[KRAFT_VERSION] = shell.session.quorum_info().kraft_version
     names = sorted(set(finalized) | {f for n in nodes for f in n})
     rows: list[dict[str, Any]] = []
     for f in names:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..wire.frames import LOST_DIR
 from . import model as m
 from .names import BROKER_CONFIG, METADATA_VERSION_FEATURE, TOPIC_CONFIG, metadata_version_name
 
@@ -98,7 +99,6 @@ def check_brokers(img: m.Image) -> list[Check]:
     return checks
 
 
-LOST_DIR = b"\0" * 15 + b"\x02"  # DirectoryId.LOST: the replica's log dir went offline
 
 
 def check_partitions(img: m.Image) -> list[Check]:
