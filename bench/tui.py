@@ -124,7 +124,6 @@ def expand(d: Path) -> float:
 
 
 def key_while_loading(d: Path, presses: int = 20) -> list[float]:
-    from mdshell.loginfo import offset_range
     from mdshell.tui.app import make_app
     from mdshell.tui.browser import ImageTree
     from mdshell.tui.engine import Engine, quiet_gc
@@ -136,13 +135,13 @@ def key_while_loading(d: Path, presses: int = 20) -> list[float]:
             await pilot.press("t")
             await _until(pilot, lambda: bool(app.screen.query(ImageTree)))
             tree = app.screen.query_one(ImageTree)
-            first, last = offset_range(app.engine.source)
+            first, last = app.engine.source.offset_range()
             middle = ((first or 0) + (last or 0)) // 2
             loading = {"on": True}
 
             def load() -> None:  # a long load in a thread, as `at` runs it
                 while loading["on"]:
-                    quiet_gc(lambda: app.engine.source.load(upto=middle))
+                    quiet_gc(lambda: load(app.engine.source, upto=middle))
 
             app.run_worker(load, thread=True)
             await pilot.pause(0.2)

@@ -18,7 +18,8 @@ from ..commands import Shell
 from ..commands.base import Result
 from ..image import model as m
 from ..image.names import SECURITY_PROTOCOLS, metadata_version_name
-from ..loader import DirectorySource, Loaded, Source, open_source
+from ..session import Loaded, Session, load
+from ..source import Source, open_source
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
@@ -134,8 +135,9 @@ class Engine:
 
     def load(self) -> None:
         """Read and replay the log (the slow part: run it in a worker)."""
-        self.shell = Shell(self.source, quiet_gc(self.source.load), self.opts, "text", None,
-                           interactive=True)
+        source = self.source
+        session = Session(source, quiet_gc(lambda: load(source)))
+        self.shell = Shell(session, opts=self.opts, interactive=True)
 
     @property
     def sh(self) -> Shell:
@@ -158,9 +160,7 @@ class Engine:
                       not self.opts.show_secrets, self.loaded.upto)
 
     def _cluster_id(self) -> str:
-        from ..loginfo import quorum_info
-
-        q = quorum_info(self.source, self.loaded)
+        q = self.sh.session.quorum_info()
         return q.cluster_id or q.quorum_state_cluster_id or "unknown"
 
     def overview(self) -> Overview:
@@ -172,10 +172,9 @@ class Engine:
 
     def _controllers(self, img: m.Image) -> list[NodeRow]:
         from ..commands.healthcmd import voter_ids
-        from ..loginfo import quorum_info
 
         voters = set(voter_ids(self.sh) or [])
-        leader = quorum_info(self.source, self.loaded).leader_id
+        leader = self.sh.session.quorum_info().leader_id
         rows = []
         for cid in sorted(set(img.controllers) | voters):
             c = img.controllers.get(cid)
@@ -328,20 +327,16 @@ class Engine:
         return self._timeline
 
     def _scan_timeline(self) -> Timeline:
-        from ..loginfo import offset_range
-        from ..source.reader import iter_batches
+        from ..batchscan import iter_batch_infos, snapshot_points
         from ..wire import control as ctl
 
-        first, last = offset_range(self.source)
-        src = self.source
-        files = ([(s.path, src.data(s.path)) for s in src.layout.segments]
-                 if isinstance(src, DirectorySource) else [(src.path, src.data())])
+        first, last = self.source.offset_range()
         batches = []
-        for path, data in files:
-            for b in iter_batches(path, data, [], check_crc=False):
-                batches.append((b.base_offset, b.last_offset, b.count, b.max_timestamp))
-        snaps = (sorted(c.end_offset - 1 for c in src.layout.checkpoints if c.end_offset > 0)
-                 if isinstance(src, DirectorySource) else [])
+        for b in iter_batch_infos(self.source):
+            if not b.crc_valid:
+                break  # what the loader can use ends here
+            batches.append((b.base_offset, b.last_offset, b.count, b.max_timestamp))
+        snaps = sorted(p.offset for p in snapshot_points(self.source))
         leaders = [(c.offset, c.value["leaderId"], c.epoch) for c in self.sh.latest.controls
                    if c.ctype == ctl.LEADER_CHANGE and isinstance(c.value, dict)]
         return Timeline(first, last, batches, snaps, leaders)
