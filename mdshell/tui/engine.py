@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..commands import Shell
@@ -24,9 +23,13 @@ from ..tree.javafmt import iso_zoned_utc
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
+from .rows import CheckRow, Entry, Header, Item, NodeRow, Overview, Timeline
 
 if TYPE_CHECKING:
     from ..image.health import Check
+
+__all__ = ["SECTIONS", "CheckRow", "Engine", "Entry", "Header", "Item", "NodeRow", "Overview",
+           "Timeline", "quiet_gc", "run_lines"]
 
 # The friendly top of the tree: (label, path). "/" last: everything, as the shell sees it.
 SECTIONS = [
@@ -39,83 +42,6 @@ SECTIONS = [
 ]
 T = TypeVar("T")
 STATUS_ORDER = {"fail": 0, "warn": 1, "info": 2, "ok": 3}
-
-
-@dataclass
-class Entry:
-    name: str
-    path: str
-    is_dir: bool
-
-
-@dataclass
-class NodeRow:
-    """A broker or controller as the overview shows it."""
-
-    id: int
-    state: str  # broker: active/fenced/shutting down; controller: leader/voter/observer/...
-    endpoints: list[str]
-    rack: str = ""
-    dirs: int = 0
-    incarnation: str = ""
-
-
-@dataclass
-class Item:
-    text: str
-    path: str | None  # where the fault lives in the tree (None: nowhere to jump)
-
-
-@dataclass
-class CheckRow:
-    name: str
-    status: str
-    summary: str
-    items: list[Item] = field(default_factory=list)
-
-
-@dataclass
-class Header:
-    cluster_id: str
-    source: str
-    kind: str
-    offset: int
-    epoch: int
-    time: str
-    metadata_version: str
-    redacted: bool
-    at: int | None  # None: the end of the log
-
-
-@dataclass
-class Overview:
-    header: Header
-    controllers: list[NodeRow]
-    brokers: list[NodeRow]
-    features: list[tuple[str, str, str]]  # name, finalized level, range every node supports
-    topics: int
-    partitions: int
-    warnings: list[str]
-
-
-@dataclass
-class Timeline:
-    first: int | None
-    last: int | None
-    batches: list[tuple[int, int, int, int]]  # base offset, last offset, records, max time
-    snapshots: list[int]  # last offsets covered by each snapshot
-    leader_changes: list[tuple[int, int, int]]  # offset, leader id, epoch
-
-    def buckets(self, n: int) -> tuple[list[int], list[int]]:
-        """Records per bucket and each bucket's first offset, ``n`` equal offset ranges."""
-        if self.first is None or self.last is None or n <= 0:
-            return [], []
-        span = max(self.last - self.first + 1, 1)
-        counts = [0] * n
-        for base, _last, records, _t in self.batches:
-            counts[min((max(base, self.first) - self.first) * n // span, n - 1)] += records
-        starts = [self.first + i * span // n for i in range(n)]
-        return counts, starts
 
 
 class Engine:

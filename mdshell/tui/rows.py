@@ -1,0 +1,82 @@
+"""Plain rows the engine hands to the screens: what each screen shows, free of core types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Entry:
+    name: str
+    path: str
+    is_dir: bool
+
+
+@dataclass
+class NodeRow:
+    """A broker or controller as the overview shows it."""
+
+    id: int
+    state: str  # broker: active/fenced/shutting down; controller: leader/voter/observer/...
+    endpoints: list[str]
+    rack: str = ""
+    dirs: int = 0
+    incarnation: str = ""
+
+
+@dataclass
+class Item:
+    text: str
+    path: str | None  # where the fault lives in the tree (None: nowhere to jump)
+
+
+@dataclass
+class CheckRow:
+    name: str
+    status: str
+    summary: str
+    items: list[Item] = field(default_factory=list)
+
+
+@dataclass
+class Header:
+    cluster_id: str
+    source: str
+    kind: str
+    offset: int
+    epoch: int
+    time: str
+    metadata_version: str
+    redacted: bool
+    at: int | None  # None: the end of the log
+
+
+@dataclass
+class Overview:
+    header: Header
+    controllers: list[NodeRow]
+    brokers: list[NodeRow]
+    features: list[tuple[str, str, str]]  # name, finalized level, range every node supports
+    topics: int
+    partitions: int
+    warnings: list[str]
+
+
+@dataclass
+class Timeline:
+    first: int | None
+    last: int | None
+    batches: list[tuple[int, int, int, int]]  # base offset, last offset, records, max time
+    snapshots: list[int]  # last offsets covered by each snapshot
+    leader_changes: list[tuple[int, int, int]]  # offset, leader id, epoch
+
+    def buckets(self, n: int) -> tuple[list[int], list[int]]:
+        """Records per bucket and each bucket's first offset, ``n`` equal offset ranges."""
+        if self.first is None or self.last is None or n <= 0:
+            return [], []
+        span = max(self.last - self.first + 1, 1)
+        counts = [0] * n
+        for base, _last, records, _t in self.batches:
+            counts[min((max(base, self.first) - self.first) * n // span, n - 1)] += records
+        starts = [self.first + i * span // n for i in range(n)]
+        return counts, starts
