@@ -20,6 +20,7 @@ from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
+HEALTH_DELAY = 0.2  # seconds after the overview is shown
 
 
 class MdshellApp(App[int]):
@@ -95,7 +96,9 @@ class MdshellApp(App[int]):
         self.add_mode("health", HealthScreen)
         self.add_mode("history", HistoryScreen)
         self.switch_mode("overview")
-        self.call_after_refresh(self.check_health)
+        # Health reads every partition; start it once the overview is on screen, so that the
+        # first paint does not share the interpreter with it.
+        self.set_timer(HEALTH_DELAY, self.check_health)
 
     @work(thread=True, exclusive=True, group="health")
     def check_health(self) -> None:
