@@ -15,7 +15,7 @@ from mdshell.tree.node import RenderOptions
 from mdshell.tree.paths import lookup
 from mdshell.wire import rewrite
 
-from .conftest import CORPUS, need_corpus
+from .conftest import CORPUS, FIXTURES, need_corpus
 
 SHOW = RenderOptions(show_secrets=True)
 # Single-segment logs from offset 0, with and without snapshots, with transactions.
@@ -55,7 +55,19 @@ def _offsets(directory: Path) -> list[int]:
 @pytest.mark.parametrize("name", DIRS)
 def test_at_equals_prefix_replay(name: str, tmp_path: Path) -> None:
     need_corpus()
-    directory = CORPUS / name
+    check_at_equals_prefix_replay(CORPUS / name, tmp_path)
+
+
+# Fixtures with logs from offset 0: snapshots, several segments, transactions, ELR.
+FIXTURE_DIRS = ["cluster-basic", "segments-snapshots", "transactions", "elr", "codecs"]
+
+
+@pytest.mark.parametrize("name", FIXTURE_DIRS)
+def test_at_equals_prefix_replay_on_fixtures(name: str, tmp_path: Path) -> None:
+    check_at_equals_prefix_replay(FIXTURES / name, tmp_path)
+
+
+def check_at_equals_prefix_replay(directory: Path, tmp_path: Path) -> None:
     logs = sorted((directory / "__cluster_metadata-0").glob("*.log"))
     source = DirectorySource(str(directory))
     shell = Shell(source, load(source), SHOW)
@@ -67,7 +79,7 @@ def test_at_equals_prefix_replay(name: str, tmp_path: Path) -> None:
         prefix_file(logs, offset, prefix)
         ref_source = FileSource(str(prefix))
         ref = Shell(ref_source, load(ref_source), SHOW)
-        assert image_text(shell) == image_text(ref), f"offset {offset}"
+        assert image_text(shell) == image_text(ref), f"{directory.name} offset {offset}"
         checked += 1
     assert checked >= 5
     assert shell.run(["at", "latest"]).code == 0
@@ -102,3 +114,23 @@ def test_diff_between_offsets_reports_fields() -> None:
     data = shell.run(["diff", "100", "latest", "/image/topics"]).data
     kinds = {(c["kind"], c["path"]) for c in data["changes"]}
     assert ("added", "/image/topics/byName/test") in kinds
+
+
+@pytest.mark.parametrize("name", FIXTURE_DIRS)
+def test_diff_of_fixture_offsets_matches_fresh_loads(name: str) -> None:
+    """``diff A B`` compares the images a fresh load gives at A and at B."""
+    directory = FIXTURES / name
+    source = DirectorySource(str(directory))
+    shell = Shell(source, load(source), SHOW)
+    last = load(source).end_offset or 0
+    a, b = last // 3, last - 1
+    data = shell.run(["diff", str(a), str(b)]).data
+    ref_a = Shell(source, load(source, upto=a), SHOW)
+    ref_b = Shell(source, load(source, upto=b), SHOW)
+    same = image_text(ref_a) == image_text(ref_b)
+    assert (data["changes"] == []) == same
+    for c in data["changes"]:
+        path = c["path"].split("/")[1:]
+        before, after = lookup(ref_a.root, path), lookup(ref_b.root, path)
+        assert (before is None) == (c["kind"] == "added")
+        assert (after is None) == (c["kind"] == "removed")

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..wire import frames
-from ..wire.batch import Batch, value_ranges
+from ..wire.batch import Batch, metadata_ranges
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
 from ..wire.primitives import uuid_sort_key, uuid_str
@@ -132,17 +132,16 @@ class ImageBuilder:
 
     def apply_batch(self, batch: Batch, stop: int | None = None, skip_below: int = -1) -> None:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
-        buf, recs = value_ranges(batch)
+        buf, recs = metadata_ranges(batch)
         self.batch = batch
         observed = self.observer is not None
         lazy_ok = not self.eager
         wants = self.wants
         last = -1
-        fast_frame = frames.fast_frame
         prefix = frames.partition_prefix
         last_tid: bytes | None = None
         last_parts: dict[int, m.Partition | m.LazyPartition] | None = None
-        for off, vpos, vend in recs:
+        for off, vpos, vend, key, ver, body in recs:
             if off < skip_below:
                 continue
             if stop is not None and off > stop:
@@ -151,13 +150,11 @@ class ImageBuilder:
             if vend < 0:
                 self._warn("null-value", f"record at offset {off} has no value; skipped", off)
                 continue
-            head = fast_frame(buf, vpos)
-            if head is None:
+            if key < 0:
                 key, ver, value = frames.decode_metadata(buf, vpos, vend)
                 self._dispatch(key, ver, value, off)
                 last_tid = None
                 continue
-            key, ver, body = head
             if key == NOOP:
                 continue
             if key == PARTITION and ver <= 2 and lazy_ok:

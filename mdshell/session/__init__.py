@@ -148,7 +148,8 @@ class Session:
         self._subscribers.append(callback)
         return lambda: self._subscribers.remove(callback)
 
-    def feed(self, batches: Iterable[Batch | Located]) -> Image:
+    def feed(self, batches: Iterable[Batch | Located],
+             problems: Iterable[Problem] = ()) -> Image:
         """Apply more batches after the latest image (live follow); publishes the new image,
         moves the view along when it showed the latest one, and tells the subscribers."""
         latest = self.latest
@@ -156,15 +157,17 @@ class Session:
         if replayer is None:
             raise ValueError("this image was not built by a replay that can go on")
         last = latest.end_offset
+        following = latest.next_offset
         for item in batches:
             batch = item.batch if isinstance(item, Located) else item
             replayer.apply(batch)
             last = batch.last_offset if last is None else max(last, batch.last_offset)
+            following = max(following, batch.last_offset + 1)
         image = replayer.checkpoint()
-        problems = latest.problems + [p for p in replayer.builder.problems
-                                      if p not in latest.problems]
+        found = [*replayer.builder.problems, *problems]
+        problems = latest.problems + [p for p in found if p not in latest.problems]
         new = Loaded(image, problems, latest.files, latest.controls, latest.snapshot, None,
-                     last, latest.complete_from_zero, replayer, latest.base)
+                     last, latest.complete_from_zero, replayer, latest.base, following)
         following = self.loaded is latest
         self.latest = new
         if following:
@@ -176,15 +179,14 @@ class Session:
     def advance(self) -> bool:
         """Read what the source has after the latest offset (a directory Kafka is still
         writing to) and feed it; True when the image advanced."""
-        end = self.latest.end_offset
-        start = 0 if end is None else end + 1
+        self.source.refresh()
+        start = self.latest.next_offset
         stream = self.source.log_stream(start, None, self.latest.snapshot)
         batches = [loc.batch for loc in stream]
         if not batches:
             return False
-        before = self.latest.image.provenance.offset
-        self.feed(batches)
-        return self.latest.image.provenance.offset != before or bool(batches)
+        self.feed(batches, stream.problems)
+        return True
 
 
 def _until(problems: list[Problem], offset: int) -> list[Problem]:

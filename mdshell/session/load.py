@@ -46,6 +46,7 @@ class Loaded:
     complete_from_zero: bool = True  # False when offsets before the data are missing
     replayer: Replayer | None = field(default=None, compare=False, repr=False)
     base: int = -1  # the last offset of the snapshot replay started from (-1: none)
+    next_offset: int = 0  # where the log goes on after what was read (live follow)
 
 
 def load(source: Source, upto: int | None = None, observer: Observer | None = None,
@@ -203,8 +204,9 @@ def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list
     complete = not any(p.code == "incomplete" for p in stream.problems) and (
         cp is not None or source.log_from_zero())
     image = run.replayer.checkpoint()
+    following = start if stream.end_offset is None else max(start, stream.end_offset + 1)
     return Loaded(image, problems, run.files, run.controls, cp, upto, end, complete,
-                  run.replayer, cp.end_offset - 1 if cp else -1)
+                  run.replayer, cp.end_offset - 1 if cp else -1, following)
 
 
 def _bootstrap_controls(source: Source) -> list[ControlEntry]:

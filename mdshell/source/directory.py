@@ -36,6 +36,11 @@ class DirectorySource(Source):
     def describe(self) -> str:
         return self.layout.directory
 
+    def refresh(self) -> None:
+        """Files are read again: segments grow and new ones appear while Kafka runs."""
+        self.layout = scan_layout(self.layout.directory)
+        self._cache.clear()
+
     def data(self, path: str) -> bytes:
         if path not in self._cache:
             self._cache[path] = read_bytes(path, regular_only=True)
