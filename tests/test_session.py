@@ -151,3 +151,58 @@ def test_advance_reads_what_kafka_appended(tmp_path: Path) -> None:
     assert session.advance()
     assert seen and image_text(session.latest.image) == image_text(
         load(DirectorySource(str(copy))).image)
+
+
+def _changes(shell: Shell, path: str) -> list[object]:
+    result = shell.run(["changes", path])
+    assert result.code == 0, result.errors
+    return [list(result.lines), result.json()]
+
+
+def _synth_dir(tmp_path: Path) -> Path:
+    """A snapshot taken after setup and a log from there (the shape of the benchmarks)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "gen"
+    subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(out), "--topics", "6",
+                    "--brokers", "4", "--controllers", "1", "--partitions-per-topic", "5",
+                    "--rf", "3", "--history-changes", "60", "--snapshot-at", "setup",
+                    "--log-from", "snapshot", "--seed", "3"], check=True, capture_output=True)
+    return out
+
+
+@pytest.mark.parametrize("where", ["kafka37-snapshot", "synth"])
+def test_changes_from_the_kept_snapshot_equal_a_full_replay(
+        where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``changes`` reads the snapshot's records from what the load kept; a full replay (the
+    slow path, forced by dropping the index) gives the same lines and data."""
+    directory = _synth_dir(tmp_path) if where == "synth" else FIXTURES / where
+    source = DirectorySource(str(directory))
+    fast = Shell(source, load(source), SHOW)
+    assert fast.latest.index is not None
+    slow = Shell(source, load(source), SHOW)
+    slow.latest.index = None
+    topics = sorted(fast.latest.image.topics_by_name)
+    paths = ["/image", "/image/topics", "/image/cluster/brokers/*", "/image/configs",
+             f"/image/topics/byName/{topics[0]}", f"/image/topics/byName/{topics[-1]}/1",
+             "/image/topics/byName/*/0", "/image/topics/byId/*"]
+    import mdshell.session as session_module
+
+    replays: list[int] = []
+    real_load = session_module.load
+
+    def counted(*args: object, **kwargs: object) -> Loaded:
+        replays.append(1)
+        return real_load(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(session_module, "load", counted)
+    for path in paths:
+        before = len(replays)
+        quick = _changes(fast, path)
+        assert len(replays) == before  # no replay of the snapshot
+        assert quick == _changes(slow, path), path
+        assert len(replays) == before + 1
+    snapshot_lines = [line for line in _changes(fast, "/image/topics")[0]
+                      if isinstance(line, str) and line.startswith("snapshot=")]
+    assert snapshot_lines

@@ -9,7 +9,7 @@ from typing import Any
 from ..image.model import Partition, partition_from_record
 from ..image.replay import ImageBuilder, Wants, merge_partition
 from ..problems import Problem
-from ..session import load
+from ..session import replay_history
 from ..source.logscan import LogRecord, iter_log, schema_of
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.leaves import partition_data
@@ -195,8 +195,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
             entry["after"] = partition_data(after)
         found.append(entry)
 
-    load(shell.source, upto=shell.loaded.upto, observer=observe, history=True,
-         wants=_partition_filter(pattern))
+    replay_history(shell.session, observe, _partition_filter(pattern), shell.loaded.upto)
     return Result(_changes_lines(found, target), found)
 
 

@@ -89,11 +89,18 @@ def diff_nodes(a: Node | None, b: Node | None, path: str,
     if b is None:
         yield Change("removed", path, before=tree_data(a, opts), before_text=_text(a, opts))
         return
+    same = a.ident()
+    if same is not None and same is b.ident():
+        return  # images share what did not change
     if a.is_dir and b.is_dir:
         names = sorted(set(a.names()) | set(b.names()))
         for name in names:
+            same = a.child_ident(name)
+            if same is not None and same is b.child_ident(name):
+                continue  # shared by both images: unchanged
+            ca, cb = a.child(name), b.child(name)
             sub = path + name if path.endswith("/") else f"{path}/{name}"
-            yield from diff_nodes(a.child(name), b.child(name), sub, opts)
+            yield from diff_nodes(ca, cb, sub, opts)
         return
     if not a.is_dir and not b.is_dir:
         ka, kb = a.key(), b.key()

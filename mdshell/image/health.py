@@ -75,8 +75,19 @@ def check_partitions(img: m.Image) -> list[Check]:
     offline, under, under_min, elr = [], [], [], []
     bad_leader, moving, recovering, lost = [], [], [], []
     total = 0
+    need_of: dict[str, tuple[int, str]] = {}
     for topic, pid, p in _partitions(img):
         total += 1
+        isr, replicas = p.isr, p.replicas
+        if (p.leader != m.NO_LEADER and len(isr) == len(replicas) and not p.adding_replicas
+                and not p.removing_replicas and not p.leader_recovery_state and not p.elr
+                and not p.last_known_elr and LOST_DIR not in p.directories):
+            reg = img.brokers.get(p.leader)
+            known = need_of.get(topic.name)
+            if known is None:
+                known = need_of[topic.name] = min_isr(img, topic.name)
+            if reg is not None and not reg.fenced and len(isr) >= known[0]:
+                continue  # the common case: nothing to say
         name = f"{topic.name}-{pid}"
         if p.leader == m.NO_LEADER:
             hint = f", ELR {p.elr} can be elected" if p.elr else ""

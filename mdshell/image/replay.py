@@ -22,6 +22,7 @@ from ..wire.frames import MIGRATING_DIR
 from ..wire.primitives import uuid_sort_key, uuid_str
 from ..wire.records import record_name
 from . import model as m
+from .index import SnapshotIndex
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
 NOOP, PARTITION, BEGIN_TXN, END_TXN, ABORT_TXN = 20, 3, 23, 24, 25
@@ -66,6 +67,9 @@ class ImageBuilder:
         self._reported_tags: set[tuple[int, ...]] = set()
         self.records_applied = 0
         self.file = ""
+        self.index: SnapshotIndex | None = None  # set to keep what `changes` needs
+        self._ordinal = -1
+        self._pos = -1
 
     # ------------------------------------------------------------ copy-on-write
 
@@ -134,6 +138,8 @@ class ImageBuilder:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
         buf, recs = metadata_ranges(batch)
         self.batch = batch
+        if self.index is not None and recs:
+            self._ordinal = self.index.add_batch(batch, buf, recs[0][1])
         observed = self.observer is not None
         lazy_ok = not self.eager
         wants = self.wants
@@ -151,6 +157,7 @@ class ImageBuilder:
                 self._warn("null-value", f"record at offset {off} has no value; skipped", off)
                 continue
             if key < 0:
+                self._pos = vpos
                 key, ver, value = frames.decode_metadata(buf, vpos, vend)
                 self._dispatch(key, ver, value, off)
                 last_tid = None
@@ -175,6 +182,7 @@ class ImageBuilder:
                     last_parts[pid] = lazy
                     self.records_applied += 1
                     continue
+            self._pos = vpos
             key, ver, value = frames.decode_metadata(buf, vpos, vend)
             self._dispatch(key, ver, value, off)
             last_tid = None  # a topic may have been replaced or removed
@@ -229,6 +237,8 @@ class ImageBuilder:
                                           or self.wants(self, d["topicId"],
                                                         d["partitionId"])):
             self.observer(self, key, ver, d, off)
+        if self.index is not None:
+            self.index.records.append((self._ordinal, self._pos, key, ver, d, off))
         self.records_applied += 1
         handler(self, d, off)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..image.history import History
 from ..image.model import Image, Notes
-from ..image.replay import ImageBuilder
+from ..image.replay import ImageBuilder, Observer, Wants
 from ..problems import Problem
 from ..source import Located, Source, open_source
 from ..source.info import LogInfo, QuorumInfo
@@ -21,10 +22,12 @@ from ..source.loginfo import quorum_info
 from ..tree.node import Node
 from ..tree.paths import join, lookup, split_path
 from ..tree.root import RootInfo, root_node
+from ..wire import codec
 from ..wire.batch import UNDECODABLE, Batch
+from ..wire.records import METADATA
 from .load import Loaded, load
 
-__all__ = ["Advanced", "Loaded", "Session", "load"]
+__all__ = ["Advanced", "Loaded", "Session", "load", "replay_history"]
 
 Advanced = Callable[["Session", Loaded], None]
 
@@ -40,6 +43,7 @@ class Session:
         self._subscribers: list[Advanced] = []
         self._notes_key: Notes | None = None
         self._notes_shown = 0
+        self._range: tuple[int | None, int | None] | None = None
         self.root: Node = self._build_root()
 
     @classmethod
@@ -106,7 +110,10 @@ class Session:
                                     unusable, loaded.upto)
 
     def offset_range(self) -> tuple[int | None, int | None]:
-        return self.source.offset_range()
+        """The offsets whose image can be rebuilt (scanned once per state of the source)."""
+        if self._range is None:
+            self._range = self.source.offset_range()
+        return self._range
 
     # ------------------------------------------------------------ time travel
 
@@ -170,6 +177,7 @@ class Session:
                      last, latest.complete_from_zero, replayer, latest.base, following)
         following = self.loaded is latest
         self.latest = new
+        self._range = None
         if following:
             self.set_loaded(new)
         for callback in list(self._subscribers):
@@ -203,3 +211,60 @@ def _log_node(info: LogInfo) -> Node:
     from ..tree.source_tree import log_node
 
     return log_node(info)
+
+
+def replay_history(session: Session, observer: Observer, wants: Wants,
+                   upto: int | None) -> None:
+    """Show ``observer`` every record from as far back as the data goes up to ``upto``
+    (``changes``). When the latest load started from the snapshot where history starts, the
+    snapshot's records come from what that load kept (its decoded records, and the undecoded
+    partitions of the image after it, in file order) and only the log after it is replayed;
+    otherwise everything is replayed again."""
+    latest, source = session.latest, session.source
+    start = source.history_start()
+    point = session.history.nearest(latest.base) if latest.base >= 0 else None
+    if (latest.index is None or latest.snapshot is None or start is None
+            or start.path != latest.snapshot.path or point is None or point[0] != latest.base
+            or (upto is not None and upto < latest.base)
+            or not _snapshot_records(point[1], latest, observer, wants)):
+        load(source, upto=upto, observer=observer, history=True, wants=wants)
+        return
+    builder = ImageBuilder(point[1], observer=observer, wants=wants)
+    stream = source.log_stream(latest.base + 1, upto, latest.snapshot)
+    for loc in stream:
+        if loc.batch.is_control:
+            continue
+        builder.file = os.path.basename(loc.file)
+        try:
+            builder.apply_batch(loc.batch, upto, latest.base + 1)
+        except UNDECODABLE:
+            break  # the load reported it
+
+
+def _snapshot_records(base: Image, latest: Loaded, observer: Observer, wants: Wants) -> bool:
+    """Observe the snapshot's records from the index; False (nothing observed) when an
+    image partition cannot be placed (decoded at load, or from elsewhere)."""
+    index = latest.index
+    assert index is not None and latest.snapshot is not None
+    builder = ImageBuilder(base, observer=observer, wants=wants)
+    builder.origin = latest.snapshot.name
+    found: list[tuple[int, int, int, int, dict[str, Any], int]] = [
+        e for e in index.records if e[2] not in (3, 5)
+        or wants(builder, e[4]["topicId"], e[4]["partitionId"])]
+    for topic in base.topics_by_id.values():
+        for pid, p in topic.partitions.items():
+            if not wants(builder, topic.id, pid):
+                continue
+            if not isinstance(p, tuple):
+                return False
+            buf, body, end, ver = p
+            ordinal = index.ordinal(buf, body)
+            if ordinal is None:
+                return False
+            d = codec.decode(METADATA[3], ver, buf, body, end)
+            found.append((ordinal, body, 3, ver, d, -1))
+    found.sort(key=lambda e: (e[0], e[1]))
+    for ordinal, _pos, key, ver, d, off in found:
+        builder.batch = index.batches[ordinal]
+        observer(builder, key, ver, d, off)
+    return True
