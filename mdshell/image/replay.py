@@ -395,7 +395,7 @@ def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
     all-MIGRATING one follows the new replica count)."""
     replicas = p.replicas if d["replicas"] is None else d["replicas"]
     dirs = p.directories if d["directories"] is None else d["directories"]
-    if all(x == MIGRATING_DIR for x in dirs):
+    if dirs.count(MIGRATING_DIR) == len(dirs):
         dirs = [MIGRATING_DIR] * len(replicas)
     leader, leader_epoch = p.leader, p.leader_epoch
     if d["leader"] != -2:
