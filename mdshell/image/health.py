@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..problems import Problem
 from ..wire.frames import LOST_DIR
 from . import model as m
 from .names import BROKER_CONFIG, METADATA_VERSION_FEATURE, TOPIC_CONFIG, metadata_version_name
@@ -209,6 +210,22 @@ def check_features(img: m.Image) -> list[Check]:
     return out
 
 
-def run_checks(img: m.Image, voters: Iterable[int] | None) -> list[Check]:
-    return (check_brokers(img) + check_partitions(img) + check_controllers(img, voters)
-            + check_features(img))
+# Problems after which the image may not be the cluster's: records were lost or skipped.
+DAMAGE = frozenset({"crc", "truncated", "corrupt", "gap", "incomplete", "stopped",
+                    "unreadable", "epoch"})
+
+
+def check_data(problems: Iterable[Problem]) -> list[Check]:
+    """Damaged or incomplete data is a failing check of its own: every other check reads an
+    image that may be wrong."""
+    bad = [p.message for p in problems if p.code in DAMAGE]
+    if not bad:
+        return []
+    return [Check("data", FAIL, f"the image may be wrong: {len(bad)} problem"
+                  f"{'s' if len(bad) > 1 else ''} in the data (records lost or skipped)", bad)]
+
+
+def run_checks(img: m.Image, voters: Iterable[int] | None,
+               problems: Iterable[Problem] = ()) -> list[Check]:
+    return (check_data(problems) + check_brokers(img) + check_partitions(img)
+            + check_controllers(img, voters) + check_features(img))
