@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ..problems import Problem
+from ..problems import DAMAGE, Problem
 from ..wire.frames import LOST_DIR
 from . import model as m
 from .names import BROKER_CONFIG, METADATA_VERSION_FEATURE, TOPIC_CONFIG, metadata_version_name
@@ -208,11 +208,6 @@ def check_features(img: m.Image) -> list[Check]:
         out.append(Check("feature upgrade ceiling", INFO,
                          "the highest level each feature can be raised to today", ceilings))
     return out
-
-
-# Problems after which the image may not be the cluster's: records were lost or skipped.
-DAMAGE = frozenset({"crc", "truncated", "corrupt", "gap", "incomplete", "stopped",
-                    "unreadable", "epoch"})
 
 
 def check_data(problems: Iterable[Problem]) -> list[Check]:

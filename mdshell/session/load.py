@@ -17,7 +17,7 @@ from ..image.history import History, Replayer
 from ..image.index import SnapshotIndex
 from ..image.model import Image
 from ..image.replay import ImageBuilder, Observer, Wants
-from ..problems import Problem, SourceError
+from ..problems import STOPS, Problem, SourceError
 from ..source import (
     BatchStream,
     Checkpoint,
@@ -210,6 +210,13 @@ def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list
     complete = not any(p.code == "incomplete" for p in stream.problems) and (
         cp is not None or source.log_from_zero())
     image = run.replayer.checkpoint()
+    if any(p.code in STOPS for p in problems):
+        prov = image.provenance
+        origin = f"snapshot {cp.name}, then the log" if cp else "the log"
+        problems.append(Problem(
+            "image", f"because of the damage above, the image is as of offset {prov.offset} "
+            f"(epoch {prov.epoch}; read from {origin}): later records are not in it",
+            None, None))
     following = start if stream.end_offset is None else max(start, stream.end_offset + 1)
     return Loaded(image, problems, run.files, run.controls, cp, upto, end, complete,
                   run.replayer, cp.end_offset - 1 if cp else -1, following, run.index)

@@ -142,13 +142,13 @@ class DirectorySource(Source):
                  upto: int | None, check: _Continuity) -> Generator[Located, None, str]:
         read = file_read(path, "segment", len(data))
         stream.files.append(read)
-        pos = 0
+        pos, after = 0, None
         if start > 0:
-            pos, controls = skip_to(data, start)
+            pos, controls, after = skip_to(data, start)
             stream.below.extend(Located(_at(data, p), path, p, "segment") for p in controls)
         damage: list[Problem] = []
         stream._stop_file = False
-        for batch in iter_batches(path, data, damage, start=pos):
+        for batch in iter_batches(path, data, damage, start=pos, after=after):
             if upto is not None and batch.base_offset > upto:
                 return _PASSED
             count(read, batch)
