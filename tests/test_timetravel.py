@@ -134,3 +134,25 @@ def test_diff_of_fixture_offsets_matches_fresh_loads(name: str) -> None:
         before, after = lookup(ref_a.root, path), lookup(ref_b.root, path)
         assert (before is None) == (c["kind"] == "added")
         assert (after is None) == (c["kind"] == "removed")
+
+
+def test_at_refuses_offsets_beyond_damage() -> None:
+    """Issue 7 item 1: with a CRC error at offset 15, ``at 20`` used to print "image as of
+    offset 20 (last applied: offset 14)" and exit 0; it now says why and what can be."""
+    from .conftest import run_cli
+
+    bad = str(FIXTURES / "bad-crc")
+    assert run_cli("-d", bad, "--strict", "at", "20").returncode == 1
+    for words in (["at", "20"], ["--at", "20", "ls", "/"], ["diff", "10", "20"]):
+        out = run_cli("-d", bad, *words)
+        assert out.returncode == 1, words
+        assert "offset 20 cannot be rebuilt: the data is damaged at offset 15" in out.stderr
+        assert "up to 14" in out.stderr
+        assert "image as of offset 20" not in out.stdout
+    fine = run_cli("-d", bad, "at", "12")
+    assert fine.returncode == 0 and "image as of offset 12" in fine.stdout
+    assert run_cli("-d", bad, "--strict", "at", "12").returncode == 1  # the data has warnings
+    # Older data that only time travel reads: its warnings come with the answer.
+    shell = Shell(DirectorySource(bad), None, SHOW)
+    r = shell.run(["at", "12"])
+    assert r.code == 0 and r.warnings == []  # the latest load already reported them

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +44,18 @@ def parse_offset(shell: Shell, text: str) -> int | None:
 
 
 def load_at(shell: Shell, offset: int | None) -> Loaded:
-    return shell.session.load_at(offset)
+    """The image as of ``offset``; refused when damage before it stops the replay (the image
+    would claim an offset it does not reach)."""
+    loaded = shell.session.load_at(offset)
+    if offset is not None:
+        stop = shell.session.damage_before(loaded, offset)
+        if stop is not None:
+            reach = loaded.image.provenance.offset
+            raise CommandError(f"offset {offset} cannot be rebuilt: the data is damaged at "
+                               f"offset {stop.offset} ({os.path.basename(stop.file or '?')}), "
+                               f"so the image stops at offset {reach}; travel to an offset "
+                               f"up to {reach} (see the warnings)")
+    return loaded
 
 
 @command("at", "Show the whole tree as of an offset ('at latest' goes back).",
@@ -61,9 +73,14 @@ def at(shell: Shell, args: list[str]) -> Result:
     text = [f"image as of {where} (last applied: offset {prov.offset}, epoch {prov.epoch})"]
     if moved is not None:
         text.append(f"the working directory did not exist then: now {moved}")
+    # Problems of the data read for this offset that the latest load did not meet (older
+    # snapshots, segments below the newest one).
+    known = {p.message for p in shell.latest.problems}
+    fresh = [p.message for p in shell.loaded.problems if p.message not in known]
     return Result(text, {"at": offset, "cwd": shell.cwd, "provenance": {"offset": prov.offset,
                                                         "epoch": prov.epoch,
-                                                        "timeMs": prov.time_ms}})
+                                                        "timeMs": prov.time_ms}},
+                  warnings=fresh)
 
 
 @dataclass

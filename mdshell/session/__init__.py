@@ -15,7 +15,7 @@ from typing import Any
 from ..image.history import History
 from ..image.model import Image, Notes
 from ..image.replay import ImageBuilder, Observer, Wants
-from ..problems import Problem
+from ..problems import STOPS, Problem
 from ..source import Located, Source, open_source
 from ..source.info import LogInfo, QuorumInfo
 from ..source.loginfo import quorum_info
@@ -146,6 +146,14 @@ class Session:
                       [c for c in latest.controls if c.offset <= offset],
                       latest.snapshot, offset, max(end, offset) if end >= 0 else None,
                       latest.complete_from_zero, None, latest.base)
+
+    def damage_before(self, loaded: Loaded, offset: int) -> Problem | None:
+        """The damage that stops ``loaded`` short of ``offset`` (None: it reaches it)."""
+        for p in loaded.problems:
+            if p.code in STOPS and p.code != "stopped" and p.offset is not None \
+                    and p.offset <= offset:
+                return p
+        return None
 
     # ------------------------------------------------------------ advancing
 

@@ -210,7 +210,8 @@ def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list
     complete = not any(p.code == "incomplete" for p in stream.problems) and (
         cp is not None or source.log_from_zero())
     image = run.replayer.checkpoint()
-    if any(p.code in STOPS for p in problems):
+    stops = [p for p in problems if p.code in STOPS and p.code != "stopped"]
+    if stops and (upto is None or any(p.offset is None or p.offset <= upto for p in stops)):
         prov = image.provenance
         origin = f"snapshot {cp.name}, then the log" if cp else "the log"
         problems.append(Problem(
