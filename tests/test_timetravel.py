@@ -156,3 +156,27 @@ def test_at_refuses_offsets_beyond_damage() -> None:
     shell = Shell(DirectorySource(bad), None, SHOW)
     r = shell.run(["at", "12"])
     assert r.code == 0 and r.warnings == []  # the latest load already reported them
+
+
+def test_one_model_of_what_the_data_can_rebuild() -> None:
+    """Issue 7 item 2: the load, time travel and ``records`` agree on where damage stops."""
+    from mdshell.session import Session
+
+    from .conftest import run_cli
+
+    bad = str(FIXTURES / "bad-crc")
+    session = Session(DirectorySource(bad))
+    assert session.offset_range() == (0, 14) and session.reach() == 14
+    stop = session.stopped_by()
+    assert stop is not None and stop.code == "crc" and stop.offset == 15
+    shell = Shell(session, opts=SHOW)
+    r = shell.run(["at", "16"])
+    assert r.code == 1 and "(offsets 0-14 can be rebuilt)" in r.errors[0]
+    after = run_cli("-d", bad, "records", "--from", "20", "--limit", "1")
+    assert after.returncode == 0 and "offset=20" in after.stdout
+    assert "these records come after the damage: the image stops at offset 14" in after.stderr
+    before = run_cli("-d", bad, "records", "--to", "5")
+    assert "come after the damage" not in before.stderr
+    clean = Session(DirectorySource(str(FIXTURES / "cluster-basic")))
+    assert clean.stopped_by() is None
+    assert clean.offset_range() == clean.source.offset_range()

@@ -151,6 +151,14 @@ def records(shell: Shell, args: list[str]) -> Result:
             if ns.limit is not None and n >= ns.limit:
                 break
         warnings.extend(p.message for p in problems)
+        stop = shell.session.stopped_by()
+        if (snapshot is None and stop is not None and stop.offset is not None
+                and (ns.first or 0) > stop.offset
+                and stop.message not in warnings):
+            # The same model as the load and time travel: past the damage, records are
+            # shown as the files hold them, but no image includes them.
+            warnings.append(f"{stop.message} (these records come after the damage: the "
+                            f"image stops at offset {shell.session.reach()})")
 
     return Result((_line(j) for j in selected()), lambda: list(selected()), warnings=warnings)
 

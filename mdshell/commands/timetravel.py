@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..problems import Problem
 from ..session import Loaded
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
@@ -69,6 +70,9 @@ def parse_offset(shell: Shell, text: str) -> int | None:
     if first is None or last is None:
         raise CommandError("the log is empty: there is no offset to travel to")
     if offset > last:
+        stop = shell.session.stopped_by()
+        if stop is not None:
+            raise CommandError(_beyond_damage(offset, stop, last, first))
         raise CommandError(f"offset {offset} is after the end of the log (offsets "
                            f"{first}-{last} can be rebuilt)")
     if offset < first and not any(p.offset == offset for p in points):
@@ -124,12 +128,16 @@ def load_at(shell: Shell, offset: int | None) -> Loaded:
     if offset is not None:
         stop = shell.session.damage_before(loaded, offset)
         if stop is not None:
-            reach = loaded.image.provenance.offset
-            raise CommandError(f"offset {offset} cannot be rebuilt: the data is damaged at "
-                               f"offset {stop.offset} ({os.path.basename(stop.file or '?')}), "
-                               f"so the image stops at offset {reach}; travel to an offset "
-                               f"up to {reach} (see the warnings)")
+            raise CommandError(_beyond_damage(offset, stop, loaded.image.provenance.offset))
     return loaded
+
+
+def _beyond_damage(offset: int, stop: Problem, reach: int, first: int | None = None) -> str:
+    where = os.path.basename(stop.file or "?")
+    span = f" (offsets {first}-{reach} can be rebuilt)" if first is not None else ""
+    return (f"offset {offset} cannot be rebuilt: the data is damaged at offset {stop.offset} "
+            f"({where}), so the image stops at offset {reach}; travel to an offset up to "
+            f"{reach}{span}; see the warnings")
 
 
 @command("at", "Show the whole tree as of an offset or a time ('at latest' goes back).",

@@ -110,10 +110,24 @@ class Session:
                                     unusable, loaded.upto)
 
     def offset_range(self) -> tuple[int | None, int | None]:
-        """The offsets whose image can be rebuilt (scanned once per state of the source)."""
+        """The offsets whose image can be rebuilt: what the source holds, cut where damage
+        stopped the latest load (one model for every command; scanned once per state)."""
         if self._range is None:
-            self._range = self.source.offset_range()
+            first, last = self.source.offset_range()
+            stop = self.stopped_by()
+            if stop is not None and last is not None:
+                last = min(last, self.reach())
+            self._range = first, last
         return self._range
+
+    def stopped_by(self) -> Problem | None:
+        """The damage that stopped the latest load before the end of the data, if any."""
+        return self.damage_before(self.latest, 1 << 62)
+
+    def reach(self) -> int:
+        """The last offset the latest load reached."""
+        latest = self.latest
+        return max(latest.image.provenance.offset, latest.next_offset - 1, latest.base)
 
     # ------------------------------------------------------------ time travel
 
