@@ -220,7 +220,10 @@ class Session:
 
 
 def _until(problems: list[Problem], offset: int) -> list[Problem]:
-    return [p for p in problems if p.offset is None or p.offset <= offset]
+    """The latest load's problems that concern the data up to ``offset`` (its summary of
+    where the image stops is about the latest image, not this one)."""
+    return [p for p in problems
+            if p.code != "image" and (p.offset is None or p.offset <= offset)]
 
 
 def _quorum_node(q: QuorumInfo) -> Node:
