@@ -253,10 +253,10 @@ class Engine:
         return self._timeline
 
     def _scan_timeline(self) -> Timeline:
-        from ..batchscan import iter_batch_infos, snapshot_points
+        from ..source.batchscan import iter_batch_infos, snapshot_points
         from ..wire import control as ctl
 
-        first, last = self.source.offset_range()
+        first, last = self.sh.session.offset_range()  # cut where damage stops a load
         batches = []
         for b in iter_batch_infos(self.source):
             if not b.crc_valid:
