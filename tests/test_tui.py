@@ -314,3 +314,17 @@ def test_textual_only_when_the_tui_starts() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "0 []", out.stderr
+
+
+@aio
+async def test_command_palette_lists_the_actions() -> None:
+    async with app_for(FIXTURES / "health-offline").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title in ("Overview (o)", "Tree (t)", "Health (h)", "History (l)", "Search (/)",
+                      "Command bar (:)", "Theme", "Quit"):
+            assert title in titles
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: type(app.screen).__name__ == "CommandPalette", "palette")
+        await pilot.press(*"health", "enter")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health via palette")

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable
+from functools import partial
 from typing import ClassVar
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.screen import Screen
@@ -125,6 +127,25 @@ class MdshellApp(App[int]):
             screen.checks_ready()
 
     # ---------------------------------------------------------------- navigation
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The palette (ctrl+p) lists every action, with its key."""
+        yield from super().get_system_commands(screen)
+        if not self.loaded:
+            return
+        for title, key, help_text, callback in (
+            ("Overview", "o", "health, counts, brokers, controllers, features",
+             partial(self.action_mode, "overview")),
+            ("Tree", "t", "the whole image as a tree, with details",
+             partial(self.action_mode, "tree")),
+            ("Health", "h", "every check; Enter jumps to the node at fault",
+             partial(self.action_mode, "health")),
+            ("History", "l", "timeline, time travel (at) and diff",
+             partial(self.action_mode, "history")),
+            ("Search", "/", "topics, ids, brokers, controllers, configs", self.action_search),
+            ("Command bar", ":", "run any shell command", self.action_command_bar),
+        ):
+            yield SystemCommand(f"{title} ({key})", help_text, callback)
 
     def action_mode(self, mode: str) -> None:
         if self.loaded:
