@@ -17,7 +17,13 @@ from .conftest import ROOT
 from .test_repl import tiny_dir
 
 TMUX = shutil.which("tmux")
-pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _tmux_present() -> None:
+    """A missing tmux fails these tests (CI installs it): they must never silently skip."""
+    if TMUX is None:
+        pytest.fail("tmux is not installed: install it (Debian: apt-get install -y tmux)")
 
 
 class Pane:
@@ -29,8 +35,10 @@ class Pane:
 
     def tmux(self, *args: str) -> str:
         assert TMUX is not None
+        # The server hands its environment to the program: no COLUMNS/LINES left by pytest.
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         res = subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True,
-                             timeout=10, check=True)
+                             timeout=10, check=True, env=env)
         return res.stdout
 
     def send(self, *keys: str) -> None:
