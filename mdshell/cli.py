@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="text (Kafka's shell format) or json (default: text)")
     out.add_argument("--show-secrets", action="store_true",
                      help="print SCRAM credentials, tokens and password-type configs in clear")
+    out.add_argument("--layout", choices=["3.7", "4.x"], default="3.7",
+                     help="lay /image out as that Kafka's shell does: 3.7 (default) or 4.x "
+                          "(ACLs under acls/byId, no zkMigrationState, as Kafka 4.3 prints)")
     beh = p.add_argument_group("behaviour")
     beh.add_argument("--repl", action="store_true",
                      help="the line shell instead of the full-screen interface")
@@ -128,7 +131,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.strict and loaded.problems:
         return EXIT_FAIL
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-    shell = Shell(source, loaded, RenderOptions(show_secrets=args.show_secrets), args.output,
+    shell = Shell(source, loaded, RenderOptions(args.show_secrets, args.layout), args.output,
                   width)
     if args.at is not None:
         moved = shell.run(["at", args.at])

@@ -35,7 +35,7 @@ class Shell:
                         [p.message for p in loaded.problems], loaded.upto)
         info.extra["quorum"] = lambda: _quorum(source, loaded)
         info.extra["log"] = lambda: _log(source, loaded)
-        return root_node(loaded.image, info)
+        return root_node(loaded.image, info, self.opts.layout)
 
     def new_notes(self) -> list[str]:
         """Problems found since the last call while reading the image (records decoded on

@@ -140,7 +140,8 @@ def _short(v: Any) -> str:
 
 
 def _root(loaded: Loaded, shell: Shell) -> Node:
-    return root_node(loaded.image, RootInfo(shell.source.describe(), shell.source.kind))
+    return root_node(loaded.image, RootInfo(shell.source.describe(), shell.source.kind),
+                     shell.opts.layout)
 
 
 @command("diff", "Show what changed in the tree between two offsets.",
