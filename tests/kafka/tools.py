@@ -31,9 +31,11 @@ SHELL_MAIN = "org.apache.kafka.shell.MetadataShell"
 DUMP_MAIN = {"3": "kafka.tools.DumpLogSegments", "4": "org.apache.kafka.tools.DumpLogSegments"}
 # The newest metadata.version level each judge reads (3.7-IV4; 4.4-IV0 for 4.3.1).
 MAX_LEVEL = {jars.KAFKA_37: 19, jars.KAFKA_4: 31}
+# The oldest each reads: Kafka 4 dropped metadata.version below 3.3-IV3 (level 7).
+MIN_LEVEL = {jars.KAFKA_37: 1, jars.KAFKA_4: 7}
 NOT_LOADED = "offset -1, epoch -1"  # provenance of a shell that printed before loading
-SHELL_TRIES = 5  # MetadataShell may print before its loader published: bounded retries
-TIMEOUT = 120  # seconds; a Kafka that cannot read a file can hang forever
+SHELL_TRIES = 8  # MetadataShell may print before its loader published: bounded retries
+TIMEOUT = 30  # seconds; a Kafka that cannot read a file can hang forever
 JVM_FLAGS = ["-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
 
@@ -146,12 +148,18 @@ def shell_tree(version: str, files: Sequence[Path]) -> Run:
         return found
     with tempfile.TemporaryDirectory(prefix="mdshell-oracle-") as tmp:
         target = _copy(files, Path(tmp))
+        timeouts = 0
         for _ in range(SHELL_TRIES):
             run = _java(version, "shell", SHELL_MAIN, ["-s", str(target), "tree", "/image"])
+            timeouts += run.rc == -1
+            if run.rc == -1 and timeouts < 2:
+                continue  # once more: the machine may have been busy
             if run.rc != 0 or NOT_LOADED not in run.out:
                 break
-    if run.rc == -1:
-        return run  # a time-out is not cached: it may be the machine, not the file
+    if run.rc == 0 and NOT_LOADED in run.out:
+        return run  # lost every race: not kept, the next run tries again
+    # A time-out is kept: Kafka's shell hangs for good on some files (its loader never
+    # catches up). Delete the cache entry to try again.
     return _store(key, run)
 
 
@@ -193,8 +201,7 @@ def dump(version: str, paths: Sequence[Path]) -> dict[Path, Run]:
             last = i == len(sections) - 1
             ok = run.rc == 0 or not last
             result[p] = Run(0 if ok else run.rc, sections[i], "" if ok else run.err)
-            if result[p].rc != -1:
-                _store(dump_key(version, p), result[p])
+            _store(dump_key(version, p), result[p])
             done = i + 1
         if done == 0:  # the tool failed before dumping anything: every file shares it
             for p in todo:
