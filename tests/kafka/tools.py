@@ -35,7 +35,9 @@ MAX_LEVEL = {jars.KAFKA_37: 19, jars.KAFKA_4: 31}
 MIN_LEVEL = {jars.KAFKA_37: 1, jars.KAFKA_4: 7}
 NOT_LOADED = "offset -1, epoch -1"  # provenance of a shell that printed before loading
 SHELL_TRIES = 8  # MetadataShell may print before its loader published: bounded retries
-TIMEOUT = 30  # seconds; a Kafka that cannot read a file can hang forever
+# Seconds a run may take: a Kafka that cannot read a file hangs forever; big files take a
+# few seconds, many more on a busy machine.
+TIMEOUT, TIMEOUT_PER_MB = 45, 20
 JVM_FLAGS = ["-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
 
@@ -150,7 +152,8 @@ def shell_tree(version: str, files: Sequence[Path]) -> Run:
         target = _copy(files, Path(tmp))
         timeouts = 0
         for _ in range(SHELL_TRIES):
-            run = _java(version, "shell", SHELL_MAIN, ["-s", str(target), "tree", "/image"])
+            run = _java(version, "shell", SHELL_MAIN, ["-s", str(target), "tree", "/image"],
+                        TIMEOUT + TIMEOUT_PER_MB * target.stat().st_size // 1_000_000)
             timeouts += run.rc == -1
             if run.rc == -1 and timeouts < 2:
                 continue  # once more: the machine may have been busy
