@@ -19,7 +19,6 @@ LAYOUTS = ("3.7", "4.x")
 @dataclass(frozen=True, slots=True)
 class RenderOptions:
     show_secrets: bool = False
-    layout: str = "3.7"
 
 
 class Node:
