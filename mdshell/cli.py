@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="text (Kafka's shell format) or json (default: text)")
     out.add_argument("--show-secrets", action="store_true",
                      help="print SCRAM credentials, tokens and password-type configs in clear")
+    out.add_argument("--layout", choices=["3.7", "4.x"], default="3.7",
+                     help="lay /image out as that Kafka's shell does: 3.7 (default) or 4.x "
+                          "(ACLs under acls/byId, no zkMigrationState, as Kafka 4.3 prints)")
     beh = p.add_argument_group("behaviour")
     beh.add_argument("--repl", action="store_true",
                      help="the line shell instead of the full-screen interface")
@@ -148,7 +151,8 @@ def _main(args: argparse.Namespace) -> int:
     from .tree.node import RenderOptions
 
     try:
-        session = Session.open(args.directory, args.snapshot, eager=args.strict)
+        session = Session.open(args.directory, args.snapshot, eager=args.strict,
+                               layout=args.layout)
     except SourceError as e:
         if args.debug:
             raise

@@ -100,3 +100,32 @@ def test_leaf_text_formats() -> None:
     s = m.ScramCredential(b"\x01", b"\x02", b"\x03", 4096)
     assert "salt=01" in leaves.scram_text(s, True)
     assert leaves.scram_text(s, False).count("[redacted]") == 4
+
+
+def test_layout_4x_is_kafka_43s() -> None:
+    """``--layout 4.x``: ACLs under byId as Java records, no zkMigrationState, an Optional
+    metadata version and the brokers' cordoned directories; nothing else changes."""
+    from .conftest import FIXTURES, run_cli
+
+    log = FIXTURES / "security" / "__cluster_metadata-0" / "00000000000000000000.log"
+    old = run_cli("-s", str(log), "tree", "/image").stdout.splitlines()
+    new = run_cli("-s", str(log), "--layout", "4.x", "tree", "/image").stdout.splitlines()
+
+    def section(lines: list[str], start: str, end: str) -> list[str]:
+        return lines[lines.index(start) + 1:lines.index(end)]
+
+    acls_37, acls_4 = section(old, "acls:", "clientQuotas:"), section(new, "acls:", "clientQuotas:")
+    assert len(acls_37) == 10 and acls_4[0] == "  byId:"
+    assert acls_4[1:] == ["  " + line.replace("StandardAcl(", "StandardAcl[")[:-1] + "]"
+                          if "StandardAcl(" in line else "  " + line for line in acls_37]
+    features_37, features_4 = section(old, "features:", "producerIds:"), \
+        section(new, "features:", "producerIds:")
+    assert features_37[:4] == ["  metadataVersion:", "    3.9-IV0", "  zkMigrationState:",
+                               "    NONE"]
+    assert features_4[:2] == ["  metadataVersion:", "    Optional[3.9-IV0]"]
+    assert features_4[2:] == features_37[4:]
+    rest_37 = old[old.index("clientQuotas:"):old.index("features:")]
+    rest_4 = new[new.index("clientQuotas:"):new.index("features:")]
+    assert [line.replace(", cordonedDirectories=null)", ")") for line in rest_4] == rest_37
+    assert sum(", cordonedDirectories=null)" in line for line in rest_4) == 3
+    assert old[old.index("producerIds:"):] == new[new.index("producerIds:"):]

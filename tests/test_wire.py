@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import struct
 
+import cramjam
 import pytest
 
 from mdshell.wire import codec, compression, frames
@@ -167,6 +169,48 @@ def test_raw_snappy_without_xerial_framing_is_read() -> None:
     framed = compression.compress(compression.SNAPPY, data)
     assert framed.startswith(compression.XERIAL_MAGIC)
     assert compression.decompress(compression.SNAPPY, framed) == data
+
+
+def _xxh32(data: bytes, seed: int = 0) -> int:
+    """xxHash32 of a short input (< 16 bytes), from the algorithm's specification."""
+    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+    h = (seed + p5 + len(data)) & mask
+    i = 0
+    while i + 4 <= len(data):
+        h = rotl((h + int.from_bytes(data[i:i + 4], "little") * p3) & mask, 17) * p4 & mask
+        i += 4
+    for byte in data[i:]:
+        h = rotl((h + byte * p5) & mask, 11) * p1 & mask
+    h ^= h >> 15
+    h = h * p2 & mask
+    h ^= h >> 13
+    h = h * p3 & mask
+    return h ^ (h >> 16)
+
+
+def test_lz4_frames_are_kafkas() -> None:
+    """Kafka reads only independent blocks (FLG 0x60), 64 KiB max (BD 0x40), no checksums."""
+    noise = random.Random(1).randbytes(65536)  # an incompressible block: stored as is
+    data = bytes(range(256)) * 512 + noise + b"x" * 100_000
+    z = compression.compress(compression.LZ4, data)
+    assert z[:4] == bytes.fromhex("04224d18") and z[4] == 0x60 and z[5] == 0x40
+    assert z[6] == (_xxh32(z[4:6]) >> 8) & 0xFF
+    pos, blocks = 7, []
+    while (n := int.from_bytes(z[pos:pos + 4], "little")) != 0:
+        size, chunk = n & 0x7FFFFFFF, data[len(blocks) * 65536:(len(blocks) + 1) * 65536]
+        body = z[pos + 4:pos + 4 + size]
+        # each block decodes on its own: no block refers to an earlier one
+        alone = body if n >> 31 else cramjam.lz4.decompress_block(body, output_len=len(chunk))
+        assert bytes(alone) == chunk
+        blocks.append(n >> 31)
+        pos += 4 + size
+    assert pos + 4 == len(z)  # the end mark, then nothing: no content checksum
+    assert len(blocks) == -(-len(data) // 65536) and 1 in blocks and 0 in blocks
+    assert compression.decompress(compression.LZ4, z) == data
 
 
 def test_corrupt_compressed_payload_is_a_clear_error() -> None:

@@ -35,8 +35,10 @@ Advanced = Callable[["Session", Loaded], None]
 class Session:
     """Source, images and working directory; ``subscribe`` to hear when the image advances."""
 
-    def __init__(self, source: Source, loaded: Loaded | None = None) -> None:
+    def __init__(self, source: Source, loaded: Loaded | None = None,
+                 layout: str = "3.7") -> None:
         self.source = source
+        self.layout = layout  # how /image is laid out: "3.7" or "4.x" (tree.node.LAYOUTS)
         self.latest: Loaded = loaded if loaded is not None else load(source)
         self.loaded: Loaded = self.latest
         self.cwd = "/"
@@ -48,8 +50,8 @@ class Session:
 
     @classmethod
     def open(cls, directory: str | None = None, file: str | None = None, *,
-             eager: bool = False) -> Session:
-        return cls(open_source(directory, file, eager=eager))
+             eager: bool = False, layout: str = "3.7") -> Session:
+        return cls(open_source(directory, file, eager=eager), layout=layout)
 
     # ------------------------------------------------------------ what is shown
 
@@ -68,11 +70,12 @@ class Session:
                         [p.message for p in loaded.problems], loaded.upto)
         info.extra["quorum"] = lambda: _quorum_node(self.quorum_info(loaded))
         info.extra["log"] = lambda: _log_node(self.log_info(loaded))
-        return root_node(loaded.image, info)
+        return root_node(loaded.image, info, self.layout)
 
     def root_of(self, loaded: Loaded) -> Node:
         """A root over another image (``diff``), without /quorum and /log."""
-        return root_node(loaded.image, RootInfo(self.source.describe(), self.source.kind))
+        return root_node(loaded.image, RootInfo(self.source.describe(), self.source.kind),
+                         self.layout)
 
     def set_loaded(self, loaded: Loaded) -> str | None:
         """Show another image; returns the new working directory when the old one does not

@@ -1,4 +1,10 @@
-"""``/image``: the metadata image, laid out exactly as Kafka's shell (3.7+) lays it out."""
+"""``/image``: the metadata image, laid out exactly as Kafka's shell lays it out.
+
+Two layouts: 3.7's (the default) and 4.x's, as Kafka 4.3 prints it: ACLs under ``acls/byId``
+and rendered as a Java record (``StandardAcl[...]``), ``features`` without ``zkMigrationState``
+(gone in 4.2) and the metadata version as an ``Optional``, brokers with their cordoned
+directories (4.3). Leaves are otherwise identical.
+"""
 
 from __future__ import annotations
 
@@ -25,17 +31,18 @@ _ENTITY_ORDER = {CLIENT_ID: (0, "clientId"), IP: (1, "ip"), USER: (2, "user")}
 DEFAULT_ENTITY = "<default>"
 
 
-def image_node(img: m.Image) -> Node:
+def image_node(img: m.Image, layout: str = "3.7") -> Node:
+    new = layout == "4.x"
     return StaticDir({
-        "acls": lambda: _acls(img),
+        "acls": lambda: StaticDir({"byId": lambda: _acls(img, new)}) if new else _acls(img, new),
         "clientQuotas": lambda: _client_quotas(img),
         "cluster": lambda: StaticDir({
-            "brokers": lambda: _brokers(img),
+            "brokers": lambda: _brokers(img, new),
             "controllers": lambda: _controllers(img),
         }),
         "configs": lambda: _configs(img),
         "delegationToken": lambda: _tokens(img),
-        "features": lambda: _features(img),
+        "features": lambda: _features(img, new),
         "producerIds": lambda: StaticDir({
             "nextProducerId": lambda: Value(str(img.next_producer_id), img.next_producer_id),
         }),
@@ -59,8 +66,8 @@ def _int_keyed(mapping: dict[int, Any], make: Callable[[Any], Node]) -> Dir:
     return Dir(lambda: [str(k) for k in mapping], child, mapping)
 
 
-def _brokers(img: m.Image) -> Node:
-    return _int_keyed(img.brokers, lambda b: Leaf(lambda o: lv.broker_text(b),
+def _brokers(img: m.Image, new: bool) -> Node:
+    return _int_keyed(img.brokers, lambda b: Leaf(lambda o: lv.broker_text(b, new),
                                                   lambda o: lv.broker_data(b)))
 
 
@@ -69,13 +76,16 @@ def _controllers(img: m.Image) -> Node:
                                                       lambda o: lv.controller_data(c)))
 
 
-def _features(img: m.Image) -> Node:
+def _features(img: m.Image, new: bool) -> Node:
     def child(name: str) -> Node | None:
         if name == "metadataVersion":
             level = img.metadata_version_level
-            return Value(metadata_version_name(level),
-                         {"name": metadata_version_name(level), "level": level})
-        if name == "zkMigrationState":
+            text = metadata_version_name(level)
+            if new:  # 4.x: an Optional, empty until a metadata.version record is read
+                known = img.metadata_version is not None
+                text = f"Optional[{text}]" if known else "Optional.empty"
+            return Value(text, {"name": metadata_version_name(level), "level": level})
+        if name == "zkMigrationState" and not new:
             return Value(name_of(ZK_MIGRATION_STATES, img.zk_migration_state))
         if name.startswith("finalized_"):
             # Kafka's shell answers 0 for any name; only finalized features exist here.
@@ -84,8 +94,8 @@ def _features(img: m.Image) -> Node:
         return None
 
     def names() -> list[str]:
-        return (["metadataVersion", "zkMigrationState"]
-                + [f"finalized_{f}" for f in img.finalized_features])
+        fixed = ["metadataVersion"] if new else ["metadataVersion", "zkMigrationState"]
+        return fixed + [f"finalized_{f}" for f in img.finalized_features]
     return Dir(names, child)
 
 
@@ -230,7 +240,7 @@ def _quota_values(quotas: dict[str, float]) -> Node:
     return Dir(lambda: quotas.keys(), child)
 
 
-def _acls(img: m.Image) -> Node:
+def _acls(img: m.Image, new: bool) -> Node:
     def child(name: str) -> Node | None:
         try:
             acl = img.acls.get(uuid_from_str(name))
@@ -238,7 +248,7 @@ def _acls(img: m.Image) -> Node:
             return None
         if acl is None:
             return None
-        return Leaf(lambda o: lv.acl_text(acl), lambda o: lv.acl_data(acl))
+        return Leaf(lambda o: lv.acl_text(acl, new), lambda o: lv.acl_data(acl))
     return Dir(lambda: [uuid_str(k) for k in img.acls], child)
 
 

@@ -58,13 +58,18 @@ def _optional(value: str | None) -> str:
     return "Optional.empty" if value is None else f"Optional[{value}]"
 
 
-def broker_text(b: m.BrokerRegistration) -> str:
+def broker_text(b: m.BrokerRegistration, cordoned: bool = False) -> str:
+    """Kafka's ``toString()``; 4.3 added ``cordonedDirectories`` (``null`` when unreported)."""
+    tail = ""
+    if cordoned:
+        dirs = b.cordoned_directories
+        tail = ", cordonedDirectories=" + ("null" if dirs is None else _uuids(dirs))
     return (f"BrokerRegistration(id={b.id}, epoch={b.epoch}, "
             f"incarnationId={uuid_str(b.incarnation_id)}, listeners=[{_listeners(b.listeners)}], "
             f"supportedFeatures={{{_features(b.supported_features)}}}, rack={_optional(b.rack)}, "
             f"fenced={_bool(b.fenced)}, inControlledShutdown={_bool(b.in_controlled_shutdown)}, "
             f"isMigratingZkBroker={_bool(b.is_migrating_zk_broker)}, "
-            f"directories={_uuids(b.directories)})")
+            f"directories={_uuids(b.directories)}{tail})")
 
 
 def controller_text(c: m.ControllerRegistration) -> str:
@@ -85,12 +90,14 @@ def partition_text(p: m.Partition) -> str:
             f"partitionEpoch={p.partition_epoch})")
 
 
-def acl_text(a: m.Acl) -> str:
-    return (f"StandardAcl(resourceType={name_of(RESOURCE_TYPES, a.resource_type)}, "
+def acl_text(a: m.Acl, record: bool = False) -> str:
+    """Kafka's ``toString()``: a class before 4.x, a Java record (square brackets) since."""
+    opening, closing = "[]" if record else "()"
+    return (f"StandardAcl{opening}resourceType={name_of(RESOURCE_TYPES, a.resource_type)}, "
             f"resourceName={a.resource_name}, "
             f"patternType={name_of(PATTERN_TYPES, a.pattern_type)}, principal={a.principal}, "
             f"host={a.host}, operation={name_of(ACL_OPERATIONS, a.operation)}, "
-            f"permissionType={name_of(PERMISSION_TYPES, a.permission_type)})")
+            f"permissionType={name_of(PERMISSION_TYPES, a.permission_type)}{closing}")
 
 
 def scram_text(s: m.ScramCredential, show_secrets: bool) -> str:

@@ -10,6 +10,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# How a Kafka release lays ``/image`` out: 3.7 (the default) or 4.x (Kafka 4.3: ACLs under
+# ``acls/byId``, no ``zkMigrationState``, ``Optional[...]`` metadata version, Java-record ACLs,
+# brokers' cordoned directories).
+LAYOUTS = ("3.7", "4.x")
+
 
 @dataclass(frozen=True, slots=True)
 class RenderOptions:

@@ -39,9 +39,9 @@ def local_node(info: RootInfo) -> Node:
     })
 
 
-def root_node(image: Image, info: RootInfo) -> Node:
+def root_node(image: Image, info: RootInfo, layout: str = "3.7") -> Node:
     makers: dict[str, Callable[[], Node]] = {
-        "image": lambda: image_node(image),
+        "image": lambda: image_node(image, layout),
         "local": lambda: local_node(info),
     }
     makers.update(info.extra)

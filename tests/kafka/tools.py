@@ -1,0 +1,315 @@
+"""Kafka's own tools as the judge: ``MetadataShell`` and ``DumpLogSegments``, cached.
+
+Each tool starts a JVM, so every output is kept under ``cache_root()/oracle``, keyed by tool,
+Kafka version and the SHA-256 of the file it read: a warm cache starts no JVM at all. Cold,
+the JVMs run in parallel (one per core), with C1 only, the serial GC and an application
+class-data archive made by the first run (about half the start-up time). ``DumpLogSegments``
+takes many files per run; ``MetadataShell`` reads one.
+
+Kafka's tools only ever read copies: ``MetadataShell`` locks the log dir of its file when a
+``.lock`` is there, so each file is copied into a temporary directory first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import jars
+
+SHELL_MAIN = "org.apache.kafka.shell.MetadataShell"
+# DumpLogSegments moved from core (Scala) to the tools module in Kafka 4.0.
+DUMP_MAIN = {"3": "kafka.tools.DumpLogSegments", "4": "org.apache.kafka.tools.DumpLogSegments"}
+# The newest metadata.version level each judge reads (3.7-IV4; 4.4-IV0 for 4.3.1).
+MAX_LEVEL = {jars.KAFKA_37: 19, jars.KAFKA_4: 31}
+# The oldest each reads: Kafka 4 dropped metadata.version below 3.3-IV3 (level 7).
+MIN_LEVEL = {jars.KAFKA_37: 1, jars.KAFKA_4: 7}
+NOT_LOADED = "offset -1, epoch -1"  # provenance of a shell that printed before loading
+SHELL_TRIES = 8  # MetadataShell may print before its loader published: bounded retries
+# Seconds a run may take: a Kafka that cannot read a file hangs forever; big files take a
+# few seconds, many more on a busy machine.
+TIMEOUT, TIMEOUT_PER_MB = 45, 20
+JVM_FLAGS = ["-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One tool's verdict on one file: exit code, stdout, stderr (SLF4J noise removed)."""
+
+    rc: int
+    out: str
+    err: str
+
+    def to_json(self) -> str:
+        return json.dumps({"rc": self.rc, "out": self.out, "err": self.err})
+
+    @staticmethod
+    def from_json(text: str) -> Run:
+        d = json.loads(text)
+        return Run(d["rc"], d["out"], d["err"])
+
+
+def oracle_dir() -> Path:
+    return jars.cache_root() / "oracle"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def judge_for(level: int | None) -> str:
+    """The Kafka that judges a file at this metadata.version: 3.7.x up to 19, else 4.x."""
+    return jars.KAFKA_37 if level is not None and level <= MAX_LEVEL[jars.KAFKA_37] \
+        else jars.KAFKA_4
+
+
+def _cached(key: str) -> Run | None:
+    path = oracle_dir() / f"{key}.json"
+    return Run.from_json(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def _store(key: str, run: Run) -> Run:
+    path = oracle_dir() / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.{id(run)}.tmp")
+    tmp.write_text(run.to_json(), encoding="utf-8")
+    os.replace(tmp, path)
+    return run
+
+
+def _quiet(err: str) -> str:
+    return "".join(line for line in err.splitlines(keepends=True)
+                   if not line.startswith(("SLF4J:", "log4j:WARN", "[warning][cds]")))
+
+
+def _java(version: str, tool: str, main: str, args: Sequence[str],
+          timeout: int = TIMEOUT) -> Run:
+    """Run a Kafka main class, with the class-data archive of (version, tool) when made."""
+    archive = _archive(version, tool)
+    flags = list(JVM_FLAGS)
+    making = None
+    if archive.exists():
+        flags.append(f"-XX:SharedArchiveFile={archive}")
+    else:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        making = archive.with_suffix(f".{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        flags.append(f"-XX:ArchiveClassesAtExit={making}")
+    cmd = [jars.java(), *flags, "-cp", jars.classpath(version), main, *args]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        text = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return Run(-1, text, f"timed out after {timeout} s")
+    if making is not None and making.exists():
+        os.replace(making, archive)
+    return Run(out.returncode, out.stdout, _quiet(out.stderr))
+
+
+def _copy(files: Sequence[Path], tmp: Path) -> Path:
+    """The files (one, or log segments to join) as one file under a scratch log dir."""
+    md = tmp / "__cluster_metadata-0"
+    md.mkdir(parents=True, exist_ok=True)
+    target = md / files[-1].name
+    with target.open("wb") as out:
+        for f in files:
+            out.write(f.read_bytes())
+    return target
+
+
+def joined_sha(files: Sequence[Path]) -> str:
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- MetadataShell
+
+
+def shell_key(version: str, files: Sequence[Path]) -> str:
+    return f"shell/{version}/{joined_sha(files)}"
+
+
+def shell_tree(version: str, files: Sequence[Path]) -> Run:
+    """``MetadataShell -s FILE tree /image`` of the file (log segments given together are
+    joined into one file, as one log). A run whose provenance says it had not loaded yet is
+    retried; the result says so if it never did."""
+    key = shell_key(version, files)
+    found = _cached(key)
+    if found is not None:
+        return found
+    with tempfile.TemporaryDirectory(prefix="mdshell-oracle-") as tmp:
+        target = _copy(files, Path(tmp))
+        timeouts = 0
+        for _ in range(SHELL_TRIES):
+            run = _java(version, "shell", SHELL_MAIN, ["-s", str(target), "tree", "/image"],
+                        TIMEOUT + TIMEOUT_PER_MB * target.stat().st_size // 1_000_000)
+            timeouts += run.rc == -1
+            if run.rc == -1 and timeouts < 2:
+                continue  # once more: the machine may have been busy
+            if run.rc != 0 or NOT_LOADED not in run.out:
+                break
+    if run.rc == 0 and NOT_LOADED in run.out:
+        return run  # lost every race: not kept, the next run tries again
+    # A time-out is kept: Kafka's shell hangs for good on some files (its loader never
+    # catches up). Delete the cache entry to try again.
+    return _store(key, run)
+
+
+def loaded(run: Run) -> bool:
+    return run.rc == 0 and NOT_LOADED not in run.out
+
+
+# ---------------------------------------------------------------- DumpLogSegments
+
+
+def dump_key(version: str, path: Path) -> str:
+    return f"dump/{version}/{sha256(path)}-{path.name}"
+
+
+def dump(version: str, paths: Sequence[Path]) -> dict[Path, Run]:
+    """``DumpLogSegments --cluster-metadata-decoder`` of each file, many files per JVM.
+
+    A file that makes the tool fail ends its run: its output so far and the error are its
+    verdict, and the files after it run again."""
+    result: dict[Path, Run] = {}
+    todo = []
+    for p in paths:
+        found = _cached(dump_key(version, p))
+        if found is None:
+            todo.append(p)
+        else:
+            result[p] = found
+    main = DUMP_MAIN[version.split(".")[0]]
+    while todo:
+        with tempfile.TemporaryDirectory(prefix="mdshell-oracle-") as tmp:
+            copies = [_copy([p], Path(tmp) / str(i)) for i, p in enumerate(todo)]
+            run = _java(version, "dump", main, ["--cluster-metadata-decoder", "--files",
+                                                ",".join(map(str, copies))])
+        sections = _split_sections(run.out, copies)
+        done = 0
+        for i, p in enumerate(todo):
+            if i not in sections:
+                break
+            last = i == len(sections) - 1
+            ok = run.rc == 0 or not last
+            result[p] = Run(0 if ok else run.rc, sections[i], "" if ok else run.err)
+            _store(dump_key(version, p), result[p])
+            done = i + 1
+        if done == 0:  # the tool failed before dumping anything: every file shares it
+            for p in todo:
+                result[p] = run
+            break
+        todo = todo[done:]
+    return result
+
+
+def _split_sections(out: str, copies: Sequence[Path]) -> dict[int, str]:
+    index = {str(c): i for i, c in enumerate(copies)}
+    sections: dict[int, list[str]] = {}
+    current: list[str] | None = None
+    for line in out.splitlines(keepends=True):
+        if line.startswith("Dumping "):
+            i = index.get(line[len("Dumping "):].strip())
+            if i is not None:
+                current = sections.setdefault(i, [])
+                continue
+        if current is not None:
+            current.append(line)
+    return {i: "".join(lines) for i, lines in sections.items()}
+
+
+@dataclass(frozen=True)
+class DumpedRecord:
+    offset: int
+    type: str  # metadata records: Kafka's MetadataRecordType name; control: its label
+    control: bool
+
+
+_RECORD = re.compile(r"^\| offset: (\d+) ")
+_PAYLOAD_TYPE = re.compile(r' payload: \{"type":"([A-Z_]+)"')
+_CONTROL = re.compile(r" (LeaderChange|SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters)"
+                      r":? \{| controlType: (\w+)")
+
+
+def parse_dump(text: str) -> tuple[list[DumpedRecord], list[str]]:
+    """The records of one file's dump, and the lines reporting a problem (invalid batch,
+    undecodable record, trailing bytes)."""
+    records: list[DumpedRecord] = []
+    problems: list[str] = []
+    control = False
+    for line in text.splitlines():
+        if line.startswith("baseOffset: "):
+            control = " isControl: true " in line
+            if not line.rstrip().endswith("isvalid: true"):
+                problems.append(line)
+            continue
+        m = _RECORD.match(line)
+        if m is None:
+            if line.startswith("Found ") and "invalid bytes" in line:
+                problems.append(line)
+            continue
+        offset = int(m.group(1))
+        if control:
+            c = _CONTROL.search(line)
+            kind = "?" if c is None else (c.group(1) or c.group(2))
+        else:
+            p = _PAYLOAD_TYPE.search(line)
+            if p is None:
+                problems.append(line)
+                kind = "?"
+            else:
+                kind = p.group(1)
+        records.append(DumpedRecord(offset, kind, control))
+    return records, problems
+
+
+# ---------------------------------------------------------------- many at once
+
+
+def prefetch(shell_jobs: Iterable[tuple[str, Sequence[Path]]],
+             dump_jobs: Iterable[tuple[str, Path]]) -> None:
+    """Fill the cache for all these runs, one JVM per core at a time."""
+    shells = [(v, list(f)) for v, f in shell_jobs if _cached(shell_key(v, f)) is None]
+    dumps: dict[str, list[Path]] = {}
+    for v, p in dump_jobs:
+        if _cached(dump_key(v, p)) is None and p not in dumps.setdefault(v, []):
+            dumps[v].append(p)
+    workers = max(1, os.cpu_count() or 1)
+    unique: dict[str, tuple[str, list[Path]]] = {}
+    for v, files in sorted(shells, key=lambda j: -sum(f.stat().st_size for f in j[1])):
+        unique.setdefault(shell_key(v, files), (v, files))
+    # The first run of each tool and version makes its class-data archive: run it alone.
+    for v in sorted({v for v, _ in unique.values()}):
+        if not _archive(v, "shell").exists():
+            first = next(k for k, (w, _) in unique.items() if w == v)
+            shell_tree(*unique.pop(first))
+    for v, ps in dumps.items():
+        if not _archive(v, "dump").exists():
+            dump(v, ps[:1])
+            del ps[:1]
+    with ThreadPoolExecutor(workers) as pool:
+        futures = [pool.submit(dump, v, ps[i::workers])
+                   for v, ps in dumps.items() for i in range(workers) if ps[i::workers]]
+        futures += [pool.submit(shell_tree, v, files) for v, files in unique.values()]
+        for f in futures:
+            f.result()
+
+
+def _archive(version: str, tool: str) -> Path:
+    return oracle_dir() / "cds" / f"{version}-{tool}.jsa"
+
+
+def clear_cache() -> None:
+    """Forget every verdict (for measuring a cold run)."""
+    shutil.rmtree(oracle_dir(), ignore_errors=True)

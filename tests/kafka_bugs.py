@@ -1,0 +1,55 @@
+"""Kafka's own bugs met by the oracle tests: each with the Kafka versions it affects and what
+it changes in the shell's ``tree /image``. ``as_buggy_kafka_prints`` turns mdshell's correct
+output into what that Kafka prints (and its exit code), so that everything else is still
+compared byte for byte.
+
+1. Default client-quota entities (Kafka 3.7.x and 4.3.1, ``ClientQuotasImageNode``): the
+   entity name skips components whose value is null (the default user or client id), so
+   ``user(<default>)`` is named ``""`` and ``user(<default>)_clientId(a)`` is named
+   ``clientId(a)``; looking the name up again finds no entity (or another one).
+   - 3.7.x: ``tree`` prints the empty name, then stops with a NullPointerException on the
+     missing child (exit 1): everything after it is lost.
+   - 4.3.1: ``tree`` prints the name with nothing below it and goes on.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ENTITY = re.compile(r"(clientId|ip|user)\((?:[^()\\]|\\.)*\)")
+DEFAULT = "<default>"
+
+
+def _kafka_name(name: str) -> str:
+    parts = [m.group(0) for m in _ENTITY.finditer(name)]
+    return "_".join(p for p in parts if not p.endswith(f"({DEFAULT})"))
+
+
+def as_buggy_kafka_prints(text: str, version: str) -> tuple[str, int]:
+    """(stdout, exit code) of that Kafka's ``tree /image`` given mdshell's ``text``."""
+    lines = text.splitlines(keepends=True)
+    try:
+        start = lines.index("clientQuotas:\n") + 1
+    except ValueError:
+        return text, 0
+    end = start
+    while end < len(lines) and lines[end].startswith("  "):
+        end += 1
+    blocks: dict[str, list[str]] = {}
+    for line in lines[start:end]:
+        if not line.startswith("    "):
+            name = line.strip()[:-1]
+            blocks[name] = []
+        else:
+            blocks[name].append(line)
+    if not any(DEFAULT in n for n in blocks):
+        return text, 0
+    body: list[str] = []
+    for ours in sorted(blocks, key=_kafka_name):
+        name = _kafka_name(ours)
+        body.append(f"  {name}:\n")
+        found = blocks.get(name) if name and DEFAULT not in name else None
+        if found is None and version.startswith("3."):
+            return "".join(lines[:start] + body), 1
+        body += found or []
+    return "".join(lines[:start] + body + lines[end:]), 0
