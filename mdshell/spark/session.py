@@ -88,12 +88,29 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
             raise SparkUnavailable(f"Spark did not start ({_first_line(str(e))}); see its log "
                                    f"in {path}") from None
     sc.setLogLevel("ERROR")
+    _python_logs_to(path)
     spark = SparkSession(sc)
     from .datasource import KraftDataSource
 
     spark.dataSource.register(KraftDataSource)
     _SESSION = spark
     return spark
+
+
+def _python_logs_to(path: str) -> None:
+    """pyspark's own Python loggers print JSON with Java stacks to stderr: send them to the
+    log file too (the query's one-line error is what the user sees)."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    handler = logging.FileHandler(path)
+    for name in ("SQLQueryContextLogger", "pyspark", "py4j"):
+        logger = PySparkLogger.getLogger(name) if name != "py4j" else logging.getLogger(name)
+        for h in list(logger.handlers):
+            logger.removeHandler(h)
+        logger.addHandler(handler)
+        logger.propagate = False
 
 
 def running() -> bool:

@@ -15,7 +15,6 @@ DEFAULT_MASTER = "local[*]"
 class SparkSettings:
     master: str | None = None  # None: $MDSHELL_SPARK_MASTER, else local[*]
     conf: dict[str, str] = field(default_factory=dict)  # extra spark.* settings
-    show_secrets: bool = False
 
     def resolved_master(self) -> str:
         return self.master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
@@ -24,12 +23,10 @@ class SparkSettings:
 SETTINGS = SparkSettings()
 
 
-def configure(master: str | None, properties: dict[str, str] | None,
-              show_secrets: bool = False) -> list[str]:
+def configure(master: str | None, properties: dict[str, str] | None) -> list[str]:
     """Take the Spark master and the ``spark.*`` keys of a properties file; returns the keys
     that are not Spark settings (for the caller to judge)."""
     SETTINGS.master = master
-    SETTINGS.show_secrets = show_secrets
     others: list[str] = []
     for key, value in (properties or {}).items():
         if key.startswith("spark."):
