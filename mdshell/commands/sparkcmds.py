@@ -44,7 +44,7 @@ def sql(shell: Shell, args: list[str]) -> Result:
     view = View(shell.source, shell.loaded, shell.opts.show_secrets)
     df = query.run(view, " ".join(ns.query))
     if ns.parquet:
-        n = query.write_parquet(df, ns.parquet)
+        n = query.write_parquet(query.get_session(), df, ns.parquet)
         return Result([f"wrote {n} rows to {ns.parquet}"], {"rows": n, "parquet": ns.parquet})
     table = query.collect(df)
     if ns.csv:

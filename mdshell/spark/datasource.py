@@ -53,8 +53,12 @@ def expand_paths(options: dict[str, str]) -> list[str]:
         given.append(options["path"])
     out: list[str] = []
     for p in given:
-        matches = sorted(glob.glob(p)) if glob.has_magic(p) else [p]
-        out += matches or [p]  # a glob matching nothing: reported as a missing directory
+        if not glob.has_magic(p):
+            out.append(p)
+            continue
+        # A glob keeps the directories it matches (a README beside the copies is no data);
+        # one matching nothing is reported as a missing directory.
+        out += sorted(m for m in glob.glob(p) if os.path.isdir(m)) or [p]
     return out
 
 
@@ -103,7 +107,7 @@ class KraftReader(DataSourceReader):
         parts: list[InputPartition] = []
         for d in self.paths:
             try:
-                cid = tables.cluster_id(d)
+                d, cid = tables.identify(d)
                 if self.table != "records":
                     parts.append(FilePart(d, cid, None))
                     continue

@@ -62,9 +62,9 @@ def error_line(e: BaseException) -> str:
 
 def run(view: tables.View, query: str) -> DataFrame:
     """The DataFrame of a query; CommandError (one line) when Spark refuses it."""
+    spark = get_session()  # first: says what to install when pyspark is missing
     from pyspark.errors import PySparkException
 
-    spark = get_session()
     register(spark, view, named_tables(query))
     try:
         return spark.sql(query)
@@ -92,7 +92,7 @@ def write_csv(table: pa.Table, path: str) -> None:
         raise CommandError(f"--csv {path}: cannot write ({e.strerror or e})") from None
 
 
-def write_parquet(df: DataFrame, path: str) -> int:
+def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> int:
     from pyspark.errors import PySparkException
 
     if os.path.exists(path):
@@ -101,7 +101,7 @@ def write_parquet(df: DataFrame, path: str) -> int:
         df.write.parquet(path)
     except PySparkException as e:
         raise CommandError(error_line(e)) from None
-    return int(df.count())
+    return int(spark.read.parquet(path).count())  # from the files' footers
 
 
 def _flat(col: pa.ChunkedArray) -> pa.ChunkedArray | list[Any]:

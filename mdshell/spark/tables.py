@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..commands.logcmds import record_json
+from ..commands.logcmds import _payload as payload_of
 from ..image import model as m
 from ..image.names import (
     ACL_OPERATIONS,
@@ -82,35 +82,38 @@ RECORDS = pa.schema([
     ("partition_id", pa.int32()), ("resource_type", pa.int32()),
     ("resource_name", pa.string()), ("name", pa.string()), ("payload", pa.string()),
 ])
-# Key fields lifted out of the payload into columns: (column, record field, is a uuid).
-_KEYS = (("broker_id", "brokerId", False), ("topic_id", "topicId", True),
-         ("partition_id", "partitionId", False), ("resource_type", "resourceType", False),
-         ("resource_name", "resourceName", False), ("name", "name", False))
+# Key fields lifted out of the payload into columns: broker_id, topic_id, partition_id,
+# resource_type, resource_name and name (of a config or topic), null when a record has none.
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
 
 
 def records_table(records: Iterable[LogRecord], show_secrets: bool) -> pa.Table:
     """The ``records`` table of decoded log records (payload as JSON, secrets redacted)."""
-    cols = _columns(RECORDS)
     dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    rows: list[tuple[Any, ...]] = []
+    add = rows.append
     for r in records:
-        j = record_json(r, show_secrets)
-        cols["offset"].append(r.offset)
-        cols["epoch"].append(r.epoch)
-        cols["timestamp"].append(r.timestamp)
-        cols["file"].append(r.file)
-        cols["control"].append(r.control)
-        cols["type"].append(r.name)
-        cols["version"].append(r.version)
-        raw = r.value if isinstance(r.value, dict) else {}
-        for col, key, is_uuid in _KEYS:
-            v = raw.get(key)
-            if is_uuid and isinstance(v, bytes):
-                v = uuid_str(v)
-            cols[col].append(v if isinstance(v, int | str) and not isinstance(v, bool)
-                             else None)
-        cols["payload"].append(dumps(j["data"]))
-    cols["time"] = _micros(cols["timestamp"])
-    return _table(RECORDS, cols)
+        v = r.value
+        raw = v if isinstance(v, dict) else {}
+        tid = raw.get("topicId")
+        # A record with no fields (NoOpRecord, most of a quiet log) needs no encoding.
+        payload = "{}" if isinstance(v, dict) and not v else dumps(payload_of(r, show_secrets))
+        add((r.offset, r.epoch, r.timestamp, r.timestamp * 1000, r.file, r.control, r.name,
+             r.version, _int(raw.get("brokerId")),
+             uuid_str(tid) if isinstance(tid, bytes) else None, _int(raw.get("partitionId")),
+             _int(raw.get("resourceType")), _str(raw.get("resourceName")),
+             _str(raw.get("name")), payload))
+    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in RECORDS]
+    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, RECORDS,
+                                                                     strict=True)],
+                                schema=RECORDS)
 
 
 def log_records(view: View) -> pa.Table:
@@ -442,17 +445,18 @@ def build(name: str, view: View) -> pa.Table:
 
 # ------------------------------------------------------------------ fleets (the data source)
 
-def cluster_id(directory: str) -> str | None:
-    """The cluster id of a metadata directory: meta.properties, else quorum-state."""
+def identify(directory: str) -> tuple[str, str | None]:
+    """The ``__cluster_metadata-0`` directory a path names, and its cluster id
+    (meta.properties, else quorum-state; None when neither says)."""
     ignored: list[Problem] = []
     layout = scan_layout(directory)
     if layout.log_dir:
         props = read_properties(os.path.join(layout.log_dir, "meta.properties"), ignored)
         if props and props.get("cluster.id"):
-            return props["cluster.id"]
+            return layout.directory, props["cluster.id"]
     state = read_quorum_state(layout.directory, ignored)
     cid = state.get("clusterId") if state else None
-    return cid if isinstance(cid, str) and cid else None
+    return layout.directory, cid if isinstance(cid, str) and cid else None
 
 
 @dataclass(frozen=True)
