@@ -23,7 +23,8 @@ def main(paths: str, out: str | None) -> None:
     from mdshell.spark.datasource import KraftDataSource
 
     spark.dataSource.register(KraftDataSource)
-    records = spark.read.format("kraft").load(paths)
+    # Only key columns are used here: skip building the JSON payloads.
+    records = spark.read.format("kraft").option("payload", "false").load(paths)
     partitions = spark.read.format("kraft").option("table", "partitions").load(paths)
     per_dir = records.groupBy("directory", "cluster_id").agg(
         F.count("offset").alias("records"),
@@ -33,7 +34,8 @@ def main(paths: str, out: str | None) -> None:
             "warnings", F.array().cast("array<string>"))))).alias("warnings"))
     images = partitions.groupBy("directory").agg(
         F.countDistinct("topic").alias("topics"), F.count("partition").alias("partitions"))
-    rows = per_dir.join(images, "directory", "left").orderBy("directory").collect()
+    rows = per_dir.join(images, "directory", "left").fillna(0, ["topics", "partitions"]) \
+        .orderBy("directory").collect()
     report = [r.asDict() for r in rows]
     text = "\n".join(json.dumps(r, sort_keys=True) for r in report) + "\n"
     if out:
