@@ -13,7 +13,8 @@ from mdshell import history as hist
 from mdshell.commands.base import REGISTRY, Command, Result
 from mdshell.commands.session import ExitShell
 from mdshell.commands.shell import Shell
-from mdshell.loader import open_source
+from mdshell.session import load
+from mdshell.source import open_source
 
 from .conftest import ROOT, run_cli
 from .test_repl import tiny_dir
@@ -22,7 +23,7 @@ from .test_repl import tiny_dir
 @pytest.fixture
 def shell(tmp_path: Path) -> Shell:
     source = open_source(str(tiny_dir(tmp_path / "logs")))
-    return Shell(source, source.load())
+    return Shell(source, load(source))
 
 
 def test_help_lists_every_registered_command_aligned(shell: Shell,
@@ -62,7 +63,7 @@ def test_man_shows_help_text_and_options(shell: Shell) -> None:
 
 def test_man_unknown_command_suggests_the_closest(shell: Shell) -> None:
     res = shell.run(["man", "hist"])
-    assert res.code == 1 and res.errors == ["man: hist: unknown command; did you mean 'history'?"]
+    assert res.code == 2 and res.errors == ["man: hist: unknown command; did you mean 'history'?"]
     res = shell.run(["man", "qqqqqq"])
     assert res.errors == ["man: qqqqqq: unknown command; type 'help' for the list of commands"]
     res = shell.run(["man"])

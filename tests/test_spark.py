@@ -23,9 +23,10 @@ import pytest
 
 from mdshell.commands import Shell
 from mdshell.commands.logcmds import record_json
-from mdshell.loader import DirectorySource, open_source
-from mdshell.logscan import iter_log
 from mdshell.problems import Problem, SourceError
+from mdshell.session import load
+from mdshell.source import DirectorySource, open_source
+from mdshell.source.logscan import iter_log
 from mdshell.tree.node import RenderOptions
 
 from .conftest import CORPUS, FIXTURES, ROOT, corpus_dirs, need_corpus
@@ -70,9 +71,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         os.environ["MDSHELL_SPARK_LOG"] = saved
 
 
-def _shell(path: Path, show_secrets: bool = False, output: str = "text") -> Shell:
-    source = open_source(str(path))
-    return Shell(source, source.load(), RenderOptions(show_secrets=show_secrets), output)
+def _shell(path: Path, show_secrets: bool = False) -> Shell:
+    return Shell(open_source(str(path)), opts=RenderOptions(show_secrets=show_secrets))
 
 
 def _sql(shell: Shell, query: str) -> list[dict[str, Any]]:
@@ -176,7 +176,7 @@ def test_cli_sql_one_shot_json_and_quiet_terminal(spark: Any,
     rc = main(["-d", fixture, "-o", "json", "sql", "select name from topics order by name"])
     out = capfd.readouterr()
     assert rc == 0, out.err
-    names = sorted(open_source(fixture).load().image.topics_by_name)
+    names = sorted(load(open_source(fixture)).image.topics_by_name)
     assert [r["name"] for r in json.loads(out.out)] == names
     assert out.err == ""
     rc = main(["-d", fixture, "sql", "select * from nope"])
@@ -238,18 +238,20 @@ def test_spark_options_do_not_start_spark() -> None:
 
 
 def _expected_records(directory: Path) -> list[tuple[Any, ...]]:
-    """What the in-process reader decodes from each segment and snapshot of a directory."""
-    from mdshell.spark.tables import log_files
-
+    """What the in-process reader decodes (as ``records`` reads it): the whole log, then each
+    snapshot; as (file path, offset, epoch, timestamp, type, version, payload JSON)."""
     out: list[tuple[Any, ...]] = []
     try:
         source = DirectorySource(str(directory))
     except SourceError:
         return out  # the data source gives one warning row (see below)
-    for f in log_files(str(directory)):
-        for r in iter_log(source, snapshot=f.path):
+    where = source.layout.directory
+    streams = [iter_log(source)] + [iter_log(source, snapshot=cp)
+                                    for cp in source.layout.checkpoints]
+    for records in streams:
+        for r in records:
             j = record_json(r, False)
-            out.append((f.path, r.offset, r.epoch, r.timestamp, r.name, r.version,
+            out.append((f"{where}/{r.file}", r.offset, r.epoch, r.timestamp, r.name, r.version,
                         json.dumps(j["data"], separators=(",", ":"), ensure_ascii=False)))
     return out
 
@@ -299,16 +301,16 @@ def test_data_source_partitions_per_file_and_glob(spark: Any,
 
 def _file_warnings(directory: Path) -> dict[str | None, list[str]]:
     """The reader's warnings per file (None: the directory cannot be read at all)."""
-    from mdshell.spark.tables import log_files
+    from mdshell.spark.tables import iter_file, log_files
 
     out: dict[str | None, list[str]] = {}
     try:
-        source = DirectorySource(str(directory))
+        files = log_files(str(directory))
     except SourceError as e:
         return {None: [str(e)]}
-    for f in log_files(str(directory)):
+    for f in files:
         problems: list[Problem] = []
-        for _ in iter_log(source, snapshot=f.path, problems=problems):
+        for _ in iter_file(f, problems):
             pass
         if problems:
             out[os.path.basename(f.path)] = [p.message for p in problems]
@@ -349,7 +351,7 @@ def test_data_source_image_tables_at_end_and_at_offset(spark: Any, table: str) -
         if at is not None:
             reader = reader.option("at", at)
         got = reader.load(str(d)).drop("directory", "cluster_id", "warnings").toArrow()
-        want = build(table, View(source, source.load(upto=at)))
+        want = build(table, View(source, load(source, upto=at)))
         assert got.to_pylist() == want.to_pylist(), (table, at)
 
 
@@ -359,7 +361,7 @@ def test_data_source_image_tables_at_end_and_at_offset(spark: Any, table: str) -
 def _record_count(directory: Path) -> int:
     """Records in the batches of every segment and snapshot, from the batch headers alone (an
     independent count: no record is decoded)."""
-    from mdshell.loginfo import scan_segment
+    from mdshell.source.loginfo import scan_segment
     from mdshell.spark.tables import log_files
 
     return sum(scan_segment("", Path(f.path).read_bytes(), 0).records
@@ -466,7 +468,7 @@ def test_fleet_query_on_a_standalone_cluster(standalone: tuple[str, Path],
     assert master.count("Launching executor") >= 2 or master.count("executor") >= 2
     for d in corpus_dirs():
         r = report[str(d / "__cluster_metadata-0")]
-        image = open_source(str(d)).load().image
+        image = load(open_source(str(d))).image
         assert r["records"] == _record_count(d)
         assert r["partitions"] == sum(len(t.partitions) for t in image.topics_by_name.values())
         assert r["topics"] == sum(1 for t in image.topics_by_name.values() if t.partitions)

@@ -71,9 +71,10 @@ class FilePart(InputPartition):
     the whole directory, ``error``: the directory could not be listed."""
 
     def __init__(self, directory: str, cluster_id: str | None, path: str | None,
-                 error: str | None = None) -> None:
+                 error: str | None = None, file: tables.LogFile | None = None) -> None:
         self.directory, self.cluster_id, self.path, self.error = (directory, cluster_id, path,
                                                                   error)
+        self.file = file
 
 
 class KraftDataSource(DataSource):
@@ -125,7 +126,7 @@ class KraftReader(DataSourceReader):
             except SourceError as e:
                 parts.append(FilePart(d, None, None, str(e)))
                 continue
-            parts += [FilePart(f.directory, cid, f.path) for f in files]
+            parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -143,9 +144,8 @@ class KraftReader(DataSourceReader):
                     str(e)]
             yield from _with_extra(schema, table, partition, warnings)
             return
-        assert partition.path is not None
-        lf = tables.LogFile(partition.directory, partition.path, "")
-        for table, warnings in tables.file_records(lf, self.show_secrets,
+        assert partition.file is not None
+        for table, warnings in tables.file_records(partition.file, self.show_secrets,
                                                    payload=self.payload):
             yield from _with_extra(schema, table, partition, warnings)
 

@@ -31,12 +31,13 @@ from ..image.names import (
     name_of,
 )
 from ..image.replay import ImageBuilder, merge_partition
-from ..loader import DirectorySource, Loaded, Source, open_source
-from ..loginfo import quorum_info
-from ..logscan import LogRecord, iter_log
 from ..problems import Problem, SourceError
+from ..session import Loaded, load
+from ..source import DirectorySource, Source, open_source
 from ..source.layout import scan_layout
 from ..source.localfiles import read_properties, read_quorum_state
+from ..source.loginfo import quorum_info
+from ..source.logscan import LogRecord, iter_log
 from ..tree.redact import REDACTED, is_sensitive_config
 from ..wire.primitives import uuid_str
 from ..wire.records import METADATA
@@ -367,7 +368,8 @@ VOTERS = pa.schema([("id", pa.int32()), ("directory_id", pa.string()),
 def voters(view: View) -> pa.Table:
     """The KRaft voters (from the log's Voters record; empty for a static quorum)."""
     cols = _columns(VOTERS)
-    for v in quorum_info(view.source, view.loaded).voters or []:
+    loaded = view.loaded
+    for v in quorum_info(view.source, loaded.controls, loaded.end_offset).voters or []:
         lo, hi = v.kraft_version_range or (None, None)
         for col, x in (("id", v.id),
                        ("directory_id", uuid_str(v.directory_id) if v.directory_id else None),
@@ -417,7 +419,7 @@ def partition_changes(view: View) -> pa.Table:
             cols[col].append(v)
         _partition_state(cols, after)
 
-    view.source.load(upto=view.loaded.upto, observer=observe, history=True)
+    load(view.source, upto=view.loaded.upto, observer=observe, history=True)
     cols["time"] = _micros(cols["timestamp"])
     return _table(PARTITION_CHANGES, cols)
 
@@ -467,28 +469,44 @@ def identify(directory: str) -> tuple[str, str | None]:
 
 @dataclass(frozen=True)
 class LogFile:
-    """One segment or snapshot of one directory: a unit of parallel reading."""
+    """One segment or snapshot of one directory: a unit of parallel reading. A segment is
+    read as the log's offsets ``first``-``last`` (up to the next segment's base offset)."""
 
     directory: str
     path: str
     role: str  # "segment" or "snapshot"
+    first: int = 0
+    last: int | None = None
 
 
 def log_files(directory: str) -> list[LogFile]:
     """The segments and ready snapshots of a directory (bootstrap snapshots included)."""
     layout = scan_layout(directory)
-    files = [LogFile(layout.directory, s.path, "segment") for s in layout.segments]
+    segs = layout.segments
+    files = [LogFile(layout.directory, s.path, "segment", s.base_offset,
+                     segs[i + 1].base_offset - 1 if i + 1 < len(segs) else None)
+             for i, s in enumerate(segs)]
     files += [LogFile(layout.directory, c.path, "snapshot") for c in layout.checkpoints]
     return files
+
+
+def iter_file(f: LogFile, problems: list[Problem]) -> Iterator[LogRecord]:
+    """The records of one file as the shell's reader gives them: a snapshot whole, a segment
+    as its offset range of the log (the damage and continuity rules apply within it)."""
+    source = DirectorySource(f.directory)
+    if f.role == "snapshot":
+        cp = next(c for c in source.layout.checkpoints if c.path == f.path)
+        return iter_log(source, snapshot=cp, problems=problems)
+    return iter_log(source, first=f.first, last=f.last, problems=problems)
 
 
 def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bool = True
                  ) -> Iterator[tuple[pa.Table, list[str]]]:
     """The records of one file in Arrow chunks, with the reader's warnings for the file (given
-    with the last chunk): the same records and damage rules as the shell's ``records``."""
+    with the last chunk)."""
     problems: list[Problem] = []
     try:
-        it = iter_log(DirectorySource(f.directory), snapshot=f.path, problems=problems)
+        it = iter_file(f, problems)
         while True:
             batch = [r for _, r in zip(range(chunk), it, strict=False)]
             if len(batch) < chunk:
@@ -504,6 +522,6 @@ def image_table(directory: str, name: str, at: int | None,
                 show_secrets: bool) -> tuple[pa.Table, list[str]]:
     """One image table of a directory as of ``at`` (None: its end), with the load warnings."""
     source = open_source(directory)
-    loaded = source.load(upto=at)
+    loaded = load(source, upto=at)
     table = build(name, View(source, loaded, show_secrets))
     return table, [p.message for p in loaded.problems]
