@@ -13,7 +13,8 @@ Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's o
 for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
 job. A file or directory that yields no row but has warnings gives one row whose record
 fields are null, so that its warnings are seen. Decoding is mdshell's own reader, through
-:mod:`.tables`.
+:mod:`.tables`; each segment is read as the log from its base offset, so segments after a
+damaged one are read too (the shell stops there).
 """
 
 from __future__ import annotations
