@@ -103,12 +103,13 @@ def throughput(spark: Any, directory: Path) -> None:
 
 
 def groupby(spark: Any, directory: Path) -> None:
-    from mdshell.loader import open_source
+    from mdshell.session import load
+    from mdshell.source import open_source
     from mdshell.spark import query, tables
 
     start = time.perf_counter()
     source = open_source(str(directory))
-    loaded = source.load()
+    loaded = load(source)
     load = time.perf_counter() - start
     view = tables.View(source, loaded)
     start = time.perf_counter()
