@@ -256,7 +256,7 @@ def _expected_records(directory: Path) -> list[tuple[Any, ...]]:
     stopped = [p.file for p in problems if p.code == "stopped"]
     if stopped:
         segs = source.layout.segments
-        after = [i for i, seg in enumerate(segs) if seg.path == stopped[0]][0] + 1
+        after = next(i for i, seg in enumerate(segs) if seg.path == stopped[0]) + 1
         for i in range(after, len(segs)):
             last = segs[i + 1].base_offset - 1 if i + 1 < len(segs) else None
             streams.append(iter_log(source, first=segs[i].base_offset, last=last))
