@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="start at the image as of this offset (time travel; see `man at`)")
     beh.add_argument("--strict", action="store_true",
                      help="treat data warnings (CRC mismatch, truncation...) as errors: exit 1")
+    beh.add_argument("--spark-master", metavar="URL",
+                     help="the Spark master for sql (default: $MDSHELL_SPARK_MASTER, else "
+                          "local[*]); spark.* keys of --config are Spark settings")
     beh.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     p.add_argument("--version", action="version", version=f"mdshell {__version__}")
     p.add_argument("command", nargs=argparse.REMAINDER,
@@ -138,9 +141,8 @@ def _main(args: argparse.Namespace) -> int:
         _err("no metadata source: give -d DIR (a __cluster_metadata-0 directory or its log "
              "dir) or -s FILE (one .checkpoint or .log file)")
         return EXIT_USAGE
-    if args.config:
-        print("mdshell: warning: --config is only used with -q/--bootstrap-controller; ignored",
-              file=sys.stderr)
+    if args.config or args.spark_master:
+        _spark_settings(args)
     if not args.command and not args.repl and sys.stdin.isatty() and sys.stdout.isatty():
         from .tui import run_tui  # the full-screen interface (textual is imported there)
 
@@ -183,6 +185,20 @@ def _main(args: argparse.Namespace) -> int:
         return run_script(shell, sys.stdin, sys.stdout, args.output)
     from .repl import run_repl
     return run_repl(shell, output=args.output)
+
+
+def _spark_settings(args: argparse.Namespace) -> None:
+    """--spark-master and the spark.* keys of --config (nothing starts until `sql` runs)."""
+    from .source.localfiles import read_properties
+    from .spark.settings import configure
+
+    problems: list[Problem] = []
+    props = read_properties(args.config, problems) if args.config else None
+    _warn(problems, False)
+    others = configure(args.spark_master, props)
+    if others:
+        print("mdshell: warning: --config: only spark.* keys are used without "
+              f"-q/--bootstrap-controller; ignored {', '.join(sorted(others))}", file=sys.stderr)
 
 
 def emit(shell: object, result: object, out: TextIO, output: str = "text") -> int:

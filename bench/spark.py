@@ -1,0 +1,172 @@
+"""Benchmark: Spark session start, the ``kraft`` data source's throughput, a group-by over a
+million partitions, and a fleet query over every corpus directory.
+
+Usage: python bench/spark.py [--records N] [--partitions-topics T] [--master URL]
+                             [--out bench/out] [--skip NAME[,NAME]]
+
+- ``throughput``: a generated history of N records (default 10M; one record a batch, like a
+  real quiet log: NoOps between partition changes) read through the data source, payload
+  included; records/s over the read alone (the session is up).
+- ``groupby``: the ``partitions`` table of a generated image with T*100 partitions (default
+  1M), registered and grouped by leader, timed after the session is up (table build, then the
+  query); the image load is reported separately.
+- ``fleet``: a fresh process that starts its own session and counts records and partitions per
+  directory over every corpus directory (session start included, as a user sees it).
+
+Generated directories are written once by ``mdshell.synth`` into the output folder and reused.
+Figures are printed as one JSON object a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+sys.path.insert(0, str(ROOT))
+
+FLEET_CODE = """
+import sys, time
+start = time.perf_counter()
+from mdshell.spark.settings import SETTINGS
+SETTINGS.master = sys.argv[1]
+from mdshell.spark.session import get_session
+spark = get_session()
+up = time.perf_counter() - start
+records = spark.read.format("kraft").load(sys.argv[2])
+parts = spark.read.format("kraft").option("table", "partitions").load(sys.argv[2])
+r = records.groupBy("directory").count().collect()
+p = parts.groupBy("directory").count().collect()
+print(up, time.perf_counter() - start, sum(x["count"] for x in r), len(r),
+      sum(x["count"] for x in p))
+"""
+
+
+def report(**figures: Any) -> None:
+    print(json.dumps(figures), flush=True)
+
+
+def generate(target: Path, args: list[str]) -> Path:
+    if not (target / "__cluster_metadata-0").is_dir():
+        print(f"generating {target} ...", file=sys.stderr)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(target), *args],
+                       check=True)
+        print(f"  took {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return target
+
+
+def history(out: Path, records: int) -> Path:
+    """About ``records`` records: 100 per partition change (99 NoOps between changes)."""
+    changes = max(1, records // 100)
+    return generate(out / f"history-{records}", [
+        "--brokers", "6", "--topics", "20", "--partitions-per-topic", "10",
+        "--history-changes", str(changes), "--noops-per-change", "99",
+        "--segment-bytes", str(64 << 20), "--seed", "3"])
+
+
+def session(master: str) -> tuple[Any, float]:
+    from mdshell.spark.settings import SETTINGS
+
+    SETTINGS.master = master
+    from mdshell.spark.session import get_session
+
+    start = time.perf_counter()
+    spark = get_session()
+    spark.sql("select 1").collect()
+    return spark, time.perf_counter() - start
+
+
+def throughput(spark: Any, directory: Path) -> None:
+    from pyspark.sql import functions as F
+
+    df = spark.read.format("kraft").load(str(directory))
+    start = time.perf_counter()
+    row = df.agg(F.count("*").alias("n"), F.sum(F.length("payload")).alias("bytes")).collect()[0]
+    took = time.perf_counter() - start
+    files = df.rdd.getNumPartitions()
+    report(bench="throughput", records=row["n"], files=files, seconds=round(took, 2),
+           records_per_s=round(row["n"] / took))
+    df = spark.read.format("kraft").option("payload", "false").load(str(directory))
+    start = time.perf_counter()
+    n = df.agg(F.count("*").alias("n")).collect()[0]["n"]
+    took = time.perf_counter() - start
+    report(bench="throughput (payload off)", records=n, seconds=round(took, 2),
+           records_per_s=round(n / took))
+
+
+def groupby(spark: Any, directory: Path) -> None:
+    from mdshell.session import load
+    from mdshell.source import open_source
+    from mdshell.spark import query, tables
+
+    start = time.perf_counter()
+    source = open_source(str(directory))
+    loaded = load(source)
+    load = time.perf_counter() - start
+    view = tables.View(source, loaded)
+    start = time.perf_counter()
+    query.register(spark, view, ["partitions"])
+    built = time.perf_counter() - start
+    start = time.perf_counter()
+    rows = query.collect(query.run(view, "select leader, count(*) as n, "
+                                         "avg(size(isr)) as isr from partitions group by leader"))
+    ran = time.perf_counter() - start
+    report(bench="groupby", partitions=sum(r["n"] for r in rows.to_pylist()),
+           load_s=round(load, 2), table_and_register_s=round(built, 2), query_s=round(ran, 2),
+           after_session_s=round(built + ran, 2))
+    start = time.perf_counter()
+    query.collect(query.run(view, "select topic, max(leader_epoch) from partitions "
+                                  "group by topic order by 2 desc limit 10"))
+    report(bench="groupby (registered)", query_s=round(time.perf_counter() - start, 2))
+
+
+def fleet(master: str) -> None:
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", FLEET_CODE, master, str(CORPUS / "*")],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    wall = time.perf_counter() - start
+    up, total, records, dirs, parts = out.stdout.split()
+    report(bench="fleet", directories=int(dirs), records=int(records), partitions=int(parts),
+           session_s=round(float(up), 2), in_process_s=round(float(total), 2),
+           wall_s=round(wall, 2))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--records", type=int, default=10_000_000)
+    p.add_argument("--partitions-topics", type=int, default=10_000)
+    p.add_argument("--master", default="local[*]")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    p.add_argument("--skip", default="")
+    ns = p.parse_args()
+    skip = set(ns.skip.split(","))
+    ns.out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MDSHELL_SPARK_LOG", str(ns.out / "spark.log"))
+    report(bench="machine", cores=os.cpu_count(), load_average=os.getloadavg()[0])
+    if "fleet" not in skip:
+        fleet(ns.master)
+    hist = history(ns.out, ns.records) if "throughput" not in skip else None
+    image = None
+    if "groupby" not in skip:
+        image = generate(ns.out / f"gen-{ns.partitions_topics * 100}", [
+            "--topics", str(ns.partitions_topics), "--brokers", "30", "--controllers", "3",
+            "--partitions-per-topic", "100", "--rf", "3", "--history-changes", "2000",
+            "--snapshot-at", "setup", "--log-from", "snapshot", "--seed", "7"])
+    spark, up = session(ns.master)
+    report(bench="session", master=ns.master, start_s=round(up, 2))
+    if hist is not None:
+        throughput(spark, hist)
+    if image is not None:
+        groupby(spark, image)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""``sql`` and ``tables``: heavy queries on Spark. pyspark is imported only when they run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import ArgParser, CommandError, Result, command
+from .shell import Shell
+
+SQL_USAGE = 'sql [--csv FILE] [--parquet DIR] "QUERY"'
+
+
+def _spark_modules() -> Any:
+    """mdshell.spark.query, or one clear line when pyspark/pyarrow is missing."""
+    try:
+        from ..spark import query
+    except ImportError as e:
+        raise CommandError(f"Spark queries need pyspark and pyarrow ({e.name} is missing): "
+                           "pip install 'mdshell[spark]'") from None
+    return query
+
+
+@command("sql", "Run a Spark SQL query over the image and its log (see `tables`).", SQL_USAGE,
+         details="Tables: records, topics, partitions, brokers, controllers, endpoints, "
+                 "features, supported_features, configs, acls, quotas, scram_users, tokens, "
+                 "partition_changes, voters (`tables` lists their columns). They show the "
+                 "current image (after `at`, the image at that offset); secrets are redacted "
+                 "unless --show-secrets. Quote the query as one word in the shell, e.g. "
+                 "sql \"select leader, count(*) from partitions group by leader\". The first "
+                 "query starts Spark (local[*], or --spark-master URL / "
+                 "$MDSHELL_SPARK_MASTER; spark.* keys of --config are its settings); its log "
+                 "goes to ~/.cache/mdshell/spark.log ($MDSHELL_SPARK_LOG). --csv FILE writes "
+                 "the result as CSV, --parquet DIR as Parquet (written by Spark).",
+         completes_paths=False, options=("--csv", "--parquet"))
+def sql(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("sql", SQL_USAGE)
+    p.add_argument("--csv")
+    p.add_argument("--parquet")
+    p.add_argument("query", nargs="+")
+    ns = p.parse_args(args)
+    query = _spark_modules()
+    from ..spark.tables import View
+
+    view = View(shell.source, shell.loaded, shell.opts.show_secrets)
+    df = query.run(view, " ".join(ns.query))
+    if ns.parquet:
+        n = query.write_parquet(query.get_session(), df, ns.parquet)
+        return Result([f"wrote {n} rows to {ns.parquet}"], {"rows": n, "parquet": ns.parquet})
+    table = query.collect(df)
+    if ns.csv:
+        query.write_csv(table, ns.csv)
+        return Result([f"wrote {table.num_rows} rows to {ns.csv}"],
+                      {"rows": table.num_rows, "csv": ns.csv})
+    return Result(query.text_lines(table), lambda: query.rows(table))
+
+
+@command("tables", "List the tables `sql` can query, with their columns.", "tables [NAME]",
+         completes_paths=False)
+def tables_cmd(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("tables", "tables [NAME]")
+    p.add_argument("name", nargs="?")
+    ns = p.parse_args(args)
+    described = _spark_modules().describe_tables()
+    if ns.name is not None:
+        if ns.name not in described:
+            raise CommandError(f"{ns.name}: no such table (known: {', '.join(described)})")
+        described = {ns.name: described[ns.name]}
+    lines: list[str] = []
+    for name, t in described.items():
+        lines.append(f"{name}: {t['description']}")
+        lines += [f"    {c['name']} {c['type']}" for c in t["columns"]]
+    return Result(lines, described)

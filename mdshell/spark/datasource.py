@@ -1,0 +1,176 @@
+"""The ``kraft`` Spark data source: ``spark.read.format("kraft").load(PATH)``.
+
+PATH is a metadata directory (or the log dir holding it), a glob matching many, or a list.
+Without a ``table`` option the rows are the ``records`` table of every segment and snapshot,
+one Spark partition per file, so a fleet of directories is read in parallel. With
+``.option("table", "partitions")`` (or any image table) each directory gives its image as of
+its end, or as of ``.option("at", OFFSET)``, one Spark partition per directory. Other
+options: ``showSecrets`` (default false: secrets redacted as in the shell) and ``payload``
+(default true; false leaves the JSON payload null, for queries that need only key columns,
+at about half the cost).
+
+Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's own warnings
+for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
+job. A file or directory that yields no row but has warnings gives one row whose record
+fields are null, so that its warnings are seen. Decoding is mdshell's own reader, through
+:mod:`.tables`; each segment is read as the log from its base offset, so segments after a
+damaged one are read too (the shell stops there).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from ..problems import SourceError
+from . import tables
+
+LOG = logging.getLogger("mdshell.spark")
+EXTRA = pa.schema([("directory", pa.string()), ("cluster_id", pa.string()),
+                   ("warnings", tables.STRS)])
+_TRUE = {"true", "1", "yes"}
+
+
+def arrow_schema(table: str) -> pa.Schema:
+    base = tables.TABLES[table][0]
+    return pa.schema([*EXTRA, *base])
+
+
+def spark_schema(table: str) -> StructType:
+    return from_arrow_schema(arrow_schema(table), prefer_timestamp_ntz=False)
+
+
+def expand_paths(options: dict[str, str]) -> list[str]:
+    """``path`` (one, maybe a glob) or ``paths`` (a JSON list, what ``load([...])`` passes)."""
+    given: list[str] = []
+    if options.get("paths"):
+        given += list(json.loads(options["paths"]))
+    if options.get("path"):
+        given.append(options["path"])
+    out: list[str] = []
+    for p in given:
+        if not glob.has_magic(p):
+            out.append(p)
+            continue
+        # A glob keeps the directories it matches (a README beside the copies is no data);
+        # one matching nothing is reported as a missing directory.
+        out += sorted(m for m in glob.glob(p) if os.path.isdir(m)) or [p]
+    return out
+
+
+class FilePart(InputPartition):
+    """One segment or snapshot (records), or one directory (image tables); ``path`` None:
+    the whole directory, ``error``: the directory could not be listed."""
+
+    def __init__(self, directory: str, cluster_id: str | None, path: str | None,
+                 error: str | None = None, file: tables.LogFile | None = None) -> None:
+        self.directory, self.cluster_id, self.path, self.error = (directory, cluster_id, path,
+                                                                  error)
+        self.file = file
+
+
+class KraftDataSource(DataSource):
+    """Kafka KRaft metadata logs as a Spark table."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kraft"
+
+    def _table(self) -> str:
+        name = self.options.get("table", "records").lower()
+        if name not in tables.TABLES:
+            raise ValueError(f"kraft: unknown table {name!r} (known: "
+                             f"{', '.join(sorted(tables.TABLES))})")
+        return name
+
+    def schema(self) -> StructType:
+        return spark_schema(self._table())
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        at = self.options.get("at")
+        return KraftReader(expand_paths(dict(self.options)), self._table(),
+                           int(at) if at not in (None, "") else None,
+                           _flag(self.options.get("showSecrets"), False),
+                           _flag(self.options.get("payload"), True))
+
+
+def _flag(value: str | None, default: bool) -> bool:
+    return default if value in (None, "") else str(value).lower() in _TRUE
+
+
+class KraftReader(DataSourceReader):
+    def __init__(self, paths: list[str], table: str, at: int | None, show_secrets: bool,
+                 payload: bool) -> None:
+        self.paths, self.table, self.at = paths, table, at
+        self.show_secrets, self.payload = show_secrets, payload
+
+    def partitions(self) -> list[InputPartition]:
+        if not self.paths:
+            raise ValueError("kraft: give a path: .load(DIR), a glob, or a list of directories")
+        parts: list[InputPartition] = []
+        for d in self.paths:
+            try:
+                d, cid = tables.identify(d)
+                if self.table != "records":
+                    parts.append(FilePart(d, cid, None))
+                    continue
+                files = tables.log_files(d)
+            except SourceError as e:
+                parts.append(FilePart(d, None, None, str(e)))
+                continue
+            parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilePart)
+        schema = arrow_schema(self.table)
+        if partition.error is not None:
+            yield _empty_with(schema, partition, [partition.error])
+            return
+        if self.table != "records":
+            try:
+                table, warnings = tables.image_table(partition.directory, self.table, self.at,
+                                                     self.show_secrets)
+            except SourceError as e:
+                table, warnings = pa.Table.from_pylist([], tables.TABLES[self.table][0]), [
+                    str(e)]
+            yield from _with_extra(schema, table, partition, warnings)
+            return
+        assert partition.file is not None
+        for table, warnings in tables.file_records(partition.file, self.show_secrets,
+                                                   payload=self.payload):
+            yield from _with_extra(schema, table, partition, warnings)
+
+
+def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
+                warnings: list[str]) -> Iterator[pa.RecordBatch]:
+    for w in warnings:
+        LOG.warning("%s: %s", part.path or part.directory, w)
+    if table.num_rows == 0:
+        if warnings:
+            yield _empty_with(schema, part, warnings)
+        return
+    n = table.num_rows
+    extra = [pa.array([part.directory] * n, pa.string()),
+             pa.array([part.cluster_id] * n, pa.string()),
+             pa.array([warnings or None] * n, tables.STRS)]
+    full = pa.Table.from_arrays([*extra, *table.columns], schema=schema)
+    yield from full.to_batches()
+
+
+def _empty_with(schema: pa.Schema, part: FilePart, warnings: list[str]) -> pa.RecordBatch:
+    """One row holding only where it comes from and its warnings."""
+    row: dict[str, Any] = {f.name: None for f in schema}
+    row.update(directory=part.directory, cluster_id=part.cluster_id, warnings=warnings)
+    if "file" in row and part.path is not None:
+        row["file"] = os.path.basename(part.path)
+    return pa.RecordBatch.from_pylist([row], schema=schema)

@@ -1,0 +1,132 @@
+"""Start the Spark session on first use: one per process, quiet, with the ``kraft`` source.
+
+The worker Python is the running interpreter (workers would otherwise start whatever
+``python3`` is on PATH), the JVM's output goes to a log file (never the terminal: it would
+corrupt a full-screen interface), no UI port is bound, and a missing Java or pyspark is one
+clear line instead of a Java stack.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import TYPE_CHECKING
+
+from ..commands.base import CommandError
+from .settings import SETTINGS, SparkSettings, log_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_SESSION: SparkSession | None = None
+
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+}
+
+
+class SparkUnavailable(CommandError):
+    """Spark cannot start here: what is missing and how to install it (one line)."""
+
+
+def _check_java() -> None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return
+    if shutil.which("java") is None:
+        raise SparkUnavailable("Spark needs Java 17 or later and none was found: install a JDK "
+                               "(e.g. apt-get install openjdk-17-jre-headless) or set "
+                               "JAVA_HOME")
+
+
+def _check_pyspark() -> None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise SparkUnavailable("Spark queries need pyspark, which is not installed: "
+                               "pip install 'mdshell[spark]'") from None
+
+
+def prepare_environment() -> None:
+    """Variables every Spark process started from here must see."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def get_session(settings: SparkSettings | None = None) -> SparkSession:
+    """The process's Spark session, started now if needed (6-9 s the first time)."""
+    global _SESSION
+    if _SESSION is not None:
+        return _SESSION
+    settings = settings or SETTINGS
+    _check_pyspark()
+    _check_java()
+    prepare_environment()
+    from pyspark import SparkConf, SparkContext
+    from pyspark.errors import PySparkException
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    conf = SparkConf().setMaster(settings.resolved_master()).setAppName("mdshell")
+    for key, value in {**DEFAULT_CONF, **settings.conf}.items():
+        conf.set(key, value)
+    path = log_path()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "ab") as log:
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+            sc = SparkContext(conf=conf, gateway=gateway)
+        except PySparkException as e:
+            raise SparkUnavailable(f"Spark did not start ({_first_line(str(e))}); see its log "
+                                   f"in {path}") from None
+        except Exception as e:  # a Py4J error from the JVM: bad master URL, bad setting
+            raise SparkUnavailable(f"Spark did not start ({_first_line(str(e))}); see its log "
+                                   f"in {path}") from None
+    sc.setLogLevel("ERROR")
+    _python_logs_to(path)
+    spark = SparkSession(sc)
+    from .datasource import KraftDataSource
+
+    spark.dataSource.register(KraftDataSource)
+    _SESSION = spark
+    return spark
+
+
+def _python_logs_to(path: str) -> None:
+    """pyspark's own Python loggers print JSON with Java stacks to stderr: send them to the
+    log file too (the query's one-line error is what the user sees)."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    handler = logging.FileHandler(path)
+    for name in ("SQLQueryContextLogger", "pyspark", "py4j"):
+        logger = PySparkLogger.getLogger(name) if name != "py4j" else logging.getLogger(name)
+        for h in list(logger.handlers):
+            logger.removeHandler(h)
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
+def running() -> bool:
+    return _SESSION is not None
+
+
+def stop() -> None:
+    global _SESSION
+    if _SESSION is not None:
+        _SESSION.stop()
+        _SESSION = None
+
+
+def _first_line(text: str) -> str:
+    for line in text.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return text.strip()

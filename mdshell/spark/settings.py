@@ -1,0 +1,45 @@
+"""Where the Spark session goes and with which settings (no pyspark here: the CLI sets these
+before any Spark feature is used, and nothing starts until one is)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+MASTER_ENV = "MDSHELL_SPARK_MASTER"
+LOG_ENV = "MDSHELL_SPARK_LOG"
+DEFAULT_MASTER = "local[*]"
+
+
+@dataclass
+class SparkSettings:
+    master: str | None = None  # None: $MDSHELL_SPARK_MASTER, else local[*]
+    conf: dict[str, str] = field(default_factory=dict)  # extra spark.* settings
+
+    def resolved_master(self) -> str:
+        return self.master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+
+
+SETTINGS = SparkSettings()
+
+
+def configure(master: str | None, properties: dict[str, str] | None) -> list[str]:
+    """Take the Spark master and the ``spark.*`` keys of a properties file; returns the keys
+    that are not Spark settings (for the caller to judge)."""
+    SETTINGS.master = master
+    others: list[str] = []
+    for key, value in (properties or {}).items():
+        if key.startswith("spark."):
+            SETTINGS.conf[key] = value
+        else:
+            others.append(key)
+    return others
+
+
+def log_path() -> str:
+    """The file the JVM writes its log lines to (never the terminal: it would corrupt a TUI)."""
+    path = os.environ.get(LOG_ENV)
+    if path:
+        return path
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "mdshell", "spark.log")
