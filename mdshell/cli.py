@@ -101,23 +101,25 @@ def _main(args: argparse.Namespace) -> int:
     if len(sources) > 1:
         _err("give only one of -d/--directory, -s/--snapshot and -q/--bootstrap-controller")
         return EXIT_USAGE
-    if args.bootstrap_controller:
-        _err("live mode (-q/--bootstrap-controller) is not available in this version yet; "
-             "read a copy of the __cluster_metadata-0 directory with -d instead")
-        return EXIT_USAGE
     if not sources:
         _err("no metadata source: give -d DIR (a __cluster_metadata-0 directory or its log "
-             "dir) or -s FILE (one .checkpoint or .log file)")
+             "dir), -s FILE (one .checkpoint or .log file) or -q HOST:PORT (the controllers)")
         return EXIT_USAGE
-    if args.config:
+    if args.config and not args.bootstrap_controller:
         print("mdshell: warning: --config is only used with -q/--bootstrap-controller; ignored",
               file=sys.stderr)
     from .commands import Shell
-    from .loader import open_source
+    from .loader import Source, open_source
     from .tree.node import RenderOptions
 
+    source: Source
     try:
-        source = open_source(args.directory, args.snapshot, eager=args.strict)
+        if args.bootstrap_controller:
+            from .livesource import open_live
+
+            source = open_live(args.bootstrap_controller, args.config, eager=args.strict)
+        else:
+            source = open_source(args.directory, args.snapshot, eager=args.strict)
         loaded = source.load()
     except SourceError as e:
         if args.debug:
@@ -138,10 +140,18 @@ def _main(args: argparse.Namespace) -> int:
             return moved.code
     if args.command:
         return run_one(shell, args.command, sys.stdout)
-    if not sys.stdin.isatty():
-        return run_script(shell, sys.stdin, sys.stdout)
-    from .repl import run_repl
-    return run_repl(shell)
+    follow = getattr(source, "follow", None)
+    try:
+        if follow is not None:
+            follow()  # live: keep fetching; each command sees the newest committed image
+        if not sys.stdin.isatty():
+            return run_script(shell, sys.stdin, sys.stdout)
+        from .repl import run_repl
+        return run_repl(shell)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
 
 
 def emit(shell: object, result: object, out: TextIO) -> int:

@@ -35,7 +35,19 @@ class Shell:
                         [p.message for p in loaded.problems], loaded.upto)
         info.extra["quorum"] = lambda: _quorum(source, loaded)
         info.extra["log"] = lambda: _log(source, loaded)
+        if source.kind == "live":
+            from .live import live_extra
+
+            live_extra(source, info)
         return root_node(loaded.image, info)
+
+    def refresh(self) -> None:
+        """Live follow: show newly committed records (not while looking at an older image)."""
+        refresh = getattr(self.source, "refresh", None)
+        if refresh is None or self.loaded is not self.latest or not refresh():
+            return
+        self.latest = self.source.load()
+        self.set_loaded(self.latest)
 
     def new_notes(self) -> list[str]:
         """Problems found since the last call while reading the image (records decoded on
@@ -71,6 +83,7 @@ class Shell:
         if not words:
             return Result()
         name, args = words[0], words[1:]
+        self.refresh()
         cmd = REGISTRY.get(name)
         if cmd is None:
             hint = closest(name)

@@ -1,0 +1,184 @@
+"""Live mode as a source: the fetched snapshot and batches read like a metadata directory.
+
+The thin adapter between the network client (``mdshell/source/quorum``) and the loader: what
+the observer fetched is laid out as a virtual ``__cluster_metadata-0`` directory (the snapshot
+as a ``.checkpoint``, the committed batches as one ``.log`` segment) and replayed by the same
+:class:`DirectorySource` code as a directory on disk. ``save DIR`` writes exactly these files.
+Follow mode: :meth:`LiveSource.refresh` reports new committed data, and the shell reloads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from .loader import DirectorySource, Loaded
+from .problems import Problem, SourceError
+from .source.layout import Checkpoint, Layout, Segment
+from .source.quorum.client import Client
+from .source.quorum.config import describe_config, load_config
+from .source.quorum.discover import ClusterView, QuorumView, describe_quorum, learn
+from .source.quorum.errors import AuthorizationError, LiveError
+from .source.quorum.follow import Follower
+from .source.quorum.observer import Observer
+from .source.quorum.status import LiveStatus
+
+METADATA_DIR = "__cluster_metadata-0"
+
+
+def segment_name(base: int) -> str:
+    return f"{base:020d}.log"
+
+
+def checkpoint_name(end_offset: int, epoch: int) -> str:
+    return f"{end_offset:020d}-{epoch:010d}.checkpoint"
+
+
+class LiveSource(DirectorySource):
+    """``-q``: the controllers, read as an observer."""
+
+    kind = "live"
+
+    def __init__(self, bootstrap: str, config_path: str | None = None, *, eager: bool = False,
+                 catch_up_s: float = 120.0) -> None:
+        self.bootstrap = bootstrap
+        self.config = load_config(config_path)
+        self.notices = list(self.config.notices)
+        self.client = Client(bootstrap, self.config)
+        self.lock = threading.Lock()
+        self.started = time.time()
+        self.view: ClusterView = learn(self.client)
+        self.observer = Observer(self.client, self.view.cluster_id)
+        self.observer.known_endpoints = dict(self.view.controllers)
+        if self.view.quorum is not None:
+            for nid, listeners in self.view.quorum.nodes.items():
+                if listeners and nid not in self.observer.known_endpoints:
+                    self.observer.known_endpoints[nid] = (listeners[0][1], listeners[0][2])
+        self.degraded: str | None = None
+        t0 = time.monotonic()
+        try:
+            self.observer.catch_up(catch_up_s)
+        except AuthorizationError as e:
+            self.degraded = str(e)
+        self.catch_up_s = time.monotonic() - t0
+        self.follower: Follower | None = None
+        self._seen = (-1, -1)
+        self._files: dict[str, bytes] = {}
+        # DirectorySource.__init__ scans a real directory: the layout here is ours instead.
+        self.eager = eager
+        self._cache: dict[str, bytes] = {}
+        self.layout = Layout(self.describe(), None)
+        self._relayout()
+
+    # -- the virtual directory -------------------------------------------------------------
+
+    def describe(self) -> str:
+        return f"live:{self.bootstrap}"
+
+    def _relayout(self) -> None:
+        with self.lock:
+            log = self.observer.log
+            snapshot, sid = log.snapshot, log.snapshot_id
+            data = log.log_bytes()
+            base = log.batches[0].base_offset if log.batches else log.next_offset
+            self._seen = (log.generation, log.next_offset)
+        root = self.describe()
+        layout = Layout(root, None)
+        files: dict[str, bytes] = {}
+        if snapshot is not None and sid is not None:
+            path = f"{root}/{checkpoint_name(*sid)}"
+            files[path] = snapshot
+            layout.checkpoints.append(Checkpoint(path, sid[0], sid[1], len(snapshot)))
+        if data or not files:
+            path = f"{root}/{segment_name(base)}"
+            files[path] = data
+            layout.segments.append(Segment(path, base, len(data)))
+        self.layout, self._files = layout, files
+
+    def data(self, path: str) -> bytes:
+        try:
+            return self._files[path]
+        except KeyError:
+            raise SourceError(f"{path}: not fetched") from None
+
+    def files(self) -> dict[str, bytes]:
+        """File name -> bytes, as ``save`` writes them."""
+        return {os.path.basename(p): d for p, d in self._files.items()}
+
+    def load(self, upto: int | None = None, observer: Any = None,
+             history: bool = False) -> Loaded:
+        loaded = super().load(upto, observer, history)
+        extra = [Problem("notice", n) for n in self.notices]
+        extra += [Problem("live", n) for n in self.view.notes]
+        if self.degraded:
+            extra.append(Problem("degraded", f"{self.degraded}; showing only what ApiVersions, "
+                                 "DescribeCluster and DescribeQuorum give (/live, /quorum)"))
+        if not self.degraded:
+            # An empty segment before the first fetch is not a problem in live mode.
+            loaded.problems = [p for p in loaded.problems if p.code != "empty"]
+        loaded.problems[:0] = extra
+        return loaded
+
+    # -- follow ----------------------------------------------------------------------------
+
+    def follow(self) -> None:
+        if self.follower is None and not self.degraded:
+            self.follower = Follower(self.observer, self.lock)
+            self.follower.start()
+
+    def refresh(self) -> bool:
+        """True when new committed data arrived since the last layout (then relaid out)."""
+        with self.lock:
+            now = (self.observer.log.generation, self.observer.log.next_offset)
+        if now == self._seen:
+            return False
+        self._relayout()
+        self._cache = {}
+        return True
+
+    def close(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
+            self.follower = None
+        self.client.close()
+
+    # -- what the tree shows ---------------------------------------------------------------
+
+    def quorum(self) -> QuorumView | None:
+        """A fresh DescribeQuorum (live), or the last one known."""
+        try:
+            with self.lock:
+                self.view.quorum = describe_quorum(self.client, self.view)
+        except LiveError as e:
+            self.view.notes.append(str(e))
+        return self.view.quorum
+
+    def status(self) -> LiveStatus:
+        obs = self.observer
+        prog = obs.progress
+        follower = self.follower
+        return LiveStatus(
+            bootstrap=self.bootstrap, security=describe_config(self.config),
+            cluster_id=self.view.cluster_id, leader_id=obs.leader_id,
+            leader_epoch=obs.leader_epoch,
+            leader_endpoint=None if obs.leader is None else f"{obs.leader[0]}:{obs.leader[1]}",
+            high_watermark=obs.high_watermark, next_offset=obs.log.next_offset,
+            snapshot=None if obs.log.snapshot_id is None else checkpoint_name(
+                *obs.log.snapshot_id),
+            bytes_fetched=prog.bytes_fetched, batches_fetched=prog.batches_fetched,
+            records_committed=prog.records_committed, fetches=prog.fetches,
+            snapshot_downloads=prog.snapshot_downloads, leader_changes=prog.leader_changes,
+            last_fetch_ms=prog.last_fetch_ms, catch_up_s=self.catch_up_s,
+            following=follower is not None,
+            follow_error=None if follower is None else follower.error,
+            degraded=self.degraded, api_versions=dict(self.view.api_versions),
+            finalized_features=dict(self.view.finalized_features),
+            authorized_operations=self.view.authorized_operations,
+            controllers={k: f"{h}:{p}" for k, (h, p) in self.view.controllers.items()},
+            controller_id=self.view.controller_id, notes=list(self.view.notes))
+
+
+def open_live(bootstrap: str, config_path: str | None, *, eager: bool = False) -> LiveSource:
+    return LiveSource(bootstrap, config_path, eager=eager)
