@@ -46,7 +46,11 @@ def free_ports(n: int) -> list[int]:
 
 
 def random_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """As Kafka's Uuid.randomUuid: base64url, never starting with '-' (an option to tools)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def write_props(path: Path, props: dict[str, str]) -> None:
