@@ -8,7 +8,6 @@ download. Topics and configs are made through the broker with a maintained admin
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
 import subprocess
 import threading
@@ -70,8 +69,12 @@ def create_topic(cluster: KraftCluster, name: str, partitions: int = 3) -> None:
 
 
 def set_topic_config(cluster: KraftCluster, topic: str, key: str, value: str) -> None:
-    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
-                                       ResourceType)
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
 
     res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
         ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
@@ -283,7 +286,6 @@ def test_killing_the_leader_mid_follow_loses_nothing(kafka: KraftCluster) -> Non
 
 def test_one_shot_exits_and_leaves_no_thread(kafka: KraftCluster) -> None:
     before = threading.active_count()
-    source, shell = live_shell(kafka)
+    source, _shell = live_shell(kafka)
     source.close()
     assert threading.active_count() == before
-    assert os.environ.get("MDSHELL_NO_SUCH") is None
