@@ -89,6 +89,8 @@ class KraftCluster:
     with_broker: bool = True
     jaas: str | None = None  # a JAAS file for the JVMs (SASL), if any
     client_settings: ClientConfig | None = None  # how tests reach the controllers
+    node_extra: dict[int, dict[str, str]] = field(default_factory=dict)  # per node id
+    format_args: tuple[str, ...] = ()  # extra StorageTool arguments for controllers
     cluster_id: str = field(default_factory=random_cluster_id)
     nodes: list[Node] = field(default_factory=list)
 
@@ -114,6 +116,7 @@ class KraftCluster:
                 "listeners": f"CONTROLLER://127.0.0.1:{ports[i - 1]}",
                 "listener.security.protocol.map": f"CONTROLLER:{self.controller_protocol}",
                 **self.controller_extra,
+                **self.node_extra.get(i, {}),
             }
             self.nodes.append(self._node(i, "controller", ports[i - 1], props))
         if self.with_broker:
@@ -185,7 +188,7 @@ class KraftCluster:
                 raise RuntimeError("kafka-storage format failed: " + out.decode()[-2000:])
 
     def start(self) -> None:
-        self.format()
+        self.format(self.format_args)
         for n in self.nodes:
             self.start_node(n)
         self.wait_ready()
