@@ -91,10 +91,11 @@ class LiveSource(DirectorySource):
             path = f"{root}/{checkpoint_name(*sid)}"
             files[path] = snapshot
             layout.checkpoints.append(Checkpoint(path, sid[0], sid[1], len(snapshot)))
-        if data or not files:
-            path = f"{root}/{segment_name(base)}"
-            files[path] = data
-            layout.segments.append(Segment(path, base, len(data)))
+        # Always a segment (empty when the snapshot reaches the high watermark), as Kafka
+        # keeps one after its latest snapshot.
+        path = f"{root}/{segment_name(base)}"
+        files[path] = data
+        layout.segments.append(Segment(path, base, len(data)))
         self.layout, self._files = layout, files
 
     def data(self, path: str) -> bytes:

@@ -8,6 +8,7 @@ download. Topics and configs are made through the broker with a maintained admin
 from __future__ import annotations
 
 import hashlib
+import json
 import socket
 import subprocess
 import threading
@@ -26,6 +27,7 @@ from tests.kafka.cluster import KraftCluster
 from tests.kafka.proxy import Proxy
 
 VERSION = jars.KAFKA_4
+_ADMINS: dict[str, object] = {}
 SNAPSHOT_OFTEN = {
     "metadata.log.max.record.bytes.between.snapshots": "2048",
     "metadata.log.max.snapshot.interval.ms": "1000",
@@ -44,10 +46,8 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
         cluster.start()
         yield cluster
     finally:
+        _ADMINS.pop(cluster.broker.endpoint, None)  # before its broker goes away
         cluster.stop()
-
-
-_ADMINS: dict[str, object] = {}
 
 
 def admin(cluster: KraftCluster):  # type: ignore[no-untyped-def]
@@ -115,14 +115,14 @@ def test_catch_up_equals_leader_directory(kafka: KraftCluster) -> None:
     set_topic_config(kafka, "orders", "retention.ms", "3600000")
     leader = kafka.node(kafka.leader_id())
     before = hash_dir(leader.metadata_dir)
-    live = run_cli("-q", kafka.bootstrap_controllers, stdin="cat /image/provenance\n"
-                   "tree /image\n")
-    assert live.returncode == 0, live.stderr
-    provenance = live.stdout.splitlines()[0]
-    offset = int(provenance.split()[1].rstrip(","))
+    source, shell = live_shell(kafka)  # not following: one image, at catch-up
+    try:
+        offset = source.observer.log.next_offset - 1  # the last offset fetched and committed
+        live_tree = "\n".join(lines(shell, "tree", "/image")) + "\n"
+    finally:
+        source.close()
     on_disk = run_cli("-d", str(leader.metadata_dir), "--at", str(offset), "tree", "/image")
     assert on_disk.returncode == 0, on_disk.stderr
-    live_tree = live.stdout.split("\n", 1)[1]
     assert live_tree == on_disk.stdout
     assert "orders:" in live_tree and "retention.ms:" in live_tree
     # Read-only: mdshell read the leader's directory while Kafka ran and changed nothing
@@ -175,6 +175,10 @@ def test_save_opens_with_mdshell_and_kafka_shell(kafka: KraftCluster, tmp_path: 
     assert any(n.endswith(".log") for n in names)
     again = run_cli("-q", kafka.bootstrap_controllers, "save", str(target))
     assert again.returncode == 1 and "not empty" in again.stderr
+    as_json = run_cli("-q", kafka.bootstrap_controllers, "-o", "json", "save",
+                      str(tmp_path / "bundle2"))
+    assert as_json.returncode == 0, as_json.stderr
+    assert {f["size"] for f in json.loads(as_json.stdout)["files"]} != {0}
     from_disk = run_cli("-d", str(target), "ls", "/image/topics/byName")
     assert from_disk.returncode == 0, from_disk.stderr
     assert "saved-topic" in from_disk.stdout
