@@ -276,6 +276,12 @@ def test_killing_the_leader_mid_follow_loses_nothing(kafka: KraftCluster) -> Non
     try:
         source.follow()
         kafka.stop_node(old)
+        # A fresh observer catches up while the quorum elects a new leader.
+        fresh = LiveSource(kafka.bootstrap_controllers)
+        try:
+            assert {"orders", "follow-me"} <= set(fresh.load().image.topics_by_name)
+        finally:
+            fresh.close()
         create_topic(kafka, "after-failover", 1)
         wait_until(lambda: "after-failover" in lines(shell, "ls", "/image/topics/byName"),
                    timeout=60, what="the topic created after the leader was killed")

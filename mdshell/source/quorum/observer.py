@@ -80,6 +80,10 @@ def split_batches(records: bytes) -> list[RawBatch]:
     return out
 
 
+class UnknownLeaderEndpoint(RetriableError):
+    """The leader is known by id only; another ``-q`` node may be it."""
+
+
 @dataclass
 class Progress:
     """Counters for ``/live``."""
@@ -156,12 +160,31 @@ class Observer:
         was committed."""
         before = (self.log.generation, self.log.next_offset)
         if self.leader is None:
-            resp, endpoint = self.client.any_node(lambda c: self._fetch(c, 0)), None
+            self._discover()
         else:
-            endpoint = self.leader
-            resp = self.client.call(endpoint, lambda c: self._fetch(c, max_wait_ms))
-        self._handle(resp)
+            leader = self.leader
+            self._handle(self.client.call(leader, lambda c: self._fetch(c, max_wait_ms)))
         return (self.log.generation, self.log.next_offset) != before
+
+    def _discover(self) -> None:
+        """Fetch from each ``-q`` node in turn until one is, or names, a reachable leader.
+
+        A node that answers at our epoch without error is the leader. Kafka before 3.8 does
+        not send the leader's endpoint, so the leader is found by asking each node.
+        """
+        last: LiveError | None = None
+        for endpoint in self.client.bootstrap:
+            try:
+                self._handle(self.client.call(endpoint, lambda c: self._fetch(c, 0)))
+                return
+            except RetriableError as err:
+                last = err
+        if isinstance(last, UnknownLeaderEndpoint):
+            raise UnknownLeaderEndpoint(
+                f"the leader is node {self.leader_id} but none of the -q endpoints is it and "
+                "the controllers did not say where it listens (Kafka before 3.8 does not); "
+                "list every controller in -q")
+        raise last or RetriableError("no controller to ask")
 
     def _fetch(self, conn: Connection, max_wait_ms: int) -> Any:
         version = conn.version(FETCH)
@@ -266,7 +289,8 @@ class Observer:
         endpoint = self._endpoints.get(leader_id) or self.client_known(leader_id)
         self.leader = endpoint
         if endpoint is None:
-            raise RetriableError(f"the leader is node {leader_id} but its endpoint is unknown")
+            raise UnknownLeaderEndpoint(f"the leader is node {leader_id} but its endpoint is "
+                                        "unknown")
 
     def client_known(self, node_id: int) -> tuple[str, int] | None:
         return self.known_endpoints.get(node_id)
