@@ -161,6 +161,9 @@ def test_live_and_quorum_nodes(kafka: KraftCluster) -> None:
     text = run_cli("-q", kafka.bootstrap_controllers, "tree", "/quorum/voters")
     assert text.returncode == 0
     assert text.stdout.count("ReplicaId=") == 3 and "(leader)" in text.stdout
+    # mdshell fetches with ReplicaId -1: the leader never lists it as an observer.
+    observers = run_cli("-q", kafka.bootstrap_controllers, "ls", "/quorum/observers")
+    assert observers.stdout.split() == ["4"]
     assert kafka.cluster_id in out.stdout
 
 

@@ -22,11 +22,12 @@ SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 class Secure:
     def __init__(self, cluster: KraftCluster, sasl: dict[int, int], ssl: dict[int, int],
-                 certs: dict[str, Path], tmp: Path) -> None:
+                 sasl_ssl: dict[int, int], certs: dict[str, Path], tmp: Path) -> None:
         self.cluster, self.certs, self.tmp = cluster, certs, tmp
         self.sasl = ",".join(f"127.0.0.1:{p}" for p in sasl.values())
         self.ssl = ",".join(f"127.0.0.1:{p}" for p in ssl.values())
         self.ssl_localhost = ",".join(f"localhost:{p}" for p in ssl.values())
+        self.sasl_ssl = ",".join(f"127.0.0.1:{p}" for p in sasl_ssl.values())
 
     def config(self, name: str, text: str) -> str:
         path = self.tmp / name
@@ -42,9 +43,10 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         pytest.fail(str(e))
     tmp = tmp_path_factory.mktemp("secure")
     certs = write_pem_set(tmp / "certs")
-    ports = free_ports(6)
+    ports = free_ports(9)
     sasl = {i: ports[i - 1] for i in (1, 2, 3)}
     ssl = {i: ports[i + 2] for i in (1, 2, 3)}
+    sasl_ssl = {i: ports[i + 5] for i in (1, 2, 3)}
     common = {
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
         "listener.name.sasl.plain.sasl.jaas.config":
@@ -52,6 +54,15 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         "listener.name.sasl.scram-sha-256.sasl.jaas.config": f"{SCRAM} required;",
         "listener.name.ssl.ssl.keystore.type": "PEM",
         "listener.name.ssl.ssl.keystore.location": str(certs["server"]),
+        # SASL_SSL with mutual TLS: the client shows a PEM key and certificate too.
+        "listener.name.saslssl.plain.sasl.jaas.config":
+            f'{PLAIN} required user_admin="admin-secret";',
+        "listener.name.saslssl.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.saslssl.ssl.keystore.type": "PEM",
+        "listener.name.saslssl.ssl.keystore.location": str(certs["server"]),
+        "listener.name.saslssl.ssl.truststore.type": "PEM",
+        "listener.name.saslssl.ssl.truststore.location": str(certs["ca"]),
+        "listener.name.saslssl.ssl.client.auth": "required",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:ANONYMOUS;User:admin;User:bob",
     }
@@ -61,15 +72,15 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
     for n in cluster.controllers:
         i = n.node_id
         n.props.update({
-            "controller.listener.names": "CONTROLLER,SASL,SSL",
+            "controller.listener.names": "CONTROLLER,SASL,SSL,SASLSSL",
             "listeners": f"CONTROLLER://127.0.0.1:{n.port},SASL://127.0.0.1:{sasl[i]},"
-                         f"SSL://127.0.0.1:{ssl[i]}",
+                         f"SSL://127.0.0.1:{ssl[i]},SASLSSL://127.0.0.1:{sasl_ssl[i]}",
             "listener.security.protocol.map":
-                "CONTROLLER:PLAINTEXT,SASL:SASL_PLAINTEXT,SSL:SSL",
+                "CONTROLLER:PLAINTEXT,SASL:SASL_PLAINTEXT,SSL:SSL,SASLSSL:SASL_SSL",
         })
     try:
         cluster.start()
-        yield Secure(cluster, sasl, ssl, certs, tmp)
+        yield Secure(cluster, sasl, ssl, sasl_ssl, certs, tmp)
     finally:
         cluster.stop()
 
@@ -154,3 +165,18 @@ def test_sasl_to_a_tls_listener_is_one_clear_line(secure: Secure) -> None:
     out = run_cli("-q", secure.ssl, "--config", conf, "ls", "/")
     assert out.returncode == 1
     assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_sasl_ssl_with_a_client_certificate(secure: Secure) -> None:
+    base = ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+            f"sasl.jaas.config={PLAIN} required username=admin password=admin-secret;\n"
+            f"ssl.truststore.type=PEM\nssl.truststore.location={secure.certs['ca']}\n")
+    mtls = secure.config("mtls.properties", base + "ssl.keystore.type=PEM\n"
+                         f"ssl.keystore.location={secure.certs['client']}\n")
+    out = run_cli("-q", secure.sasl_ssl, "--config", mtls, "cat", "/live/security",
+                  "/quorum/leaderId")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("SASL_SSL, PLAIN as admin")
+    no_cert = secure.config("nocert.properties", base + "request.timeout.ms=5000\n")
+    out = run_cli("-q", secure.sasl_ssl, "--config", no_cert, "ls", "/")
+    assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1

@@ -47,20 +47,25 @@ def make_server(ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate],
 
 
 def write_pem_set(directory: Path) -> dict[str, Path]:
-    """ca.pem, other-ca.pem (untrusted), server.pem (key + chain) and client.p12 (truststore)."""
+    """ca.pem, other-ca.pem (untrusted), server.pem and client.pem (key + chain), trust.p12."""
     from cryptography.hazmat.primitives.serialization import pkcs12
 
     directory.mkdir(parents=True, exist_ok=True)
     ca = make_ca("mdshell test CA")
     other = make_ca("some other CA")
     key, cert = make_server(ca)
+    client_key, client_cert = make_server(ca)
     paths = {"ca": directory / "ca.pem", "other_ca": directory / "other-ca.pem",
-             "server": directory / "server.pem", "truststore_p12": directory / "trust.p12"}
+             "server": directory / "server.pem", "truststore_p12": directory / "trust.p12",
+             "client": directory / "client.pem"}
     paths["ca"].write_bytes(ca[1].public_bytes(PEM))
     paths["other_ca"].write_bytes(other[1].public_bytes(PEM))
     key_pem = key.private_bytes(PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
     paths["server"].write_bytes(key_pem + cert.public_bytes(PEM) + ca[1].public_bytes(PEM))
+    paths["client"].write_bytes(client_key.private_bytes(
+        PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        + client_cert.public_bytes(PEM))
     paths["truststore_p12"].write_bytes(pkcs12.serialize_key_and_certificates(
         b"ca", None, None, [ca[1]], serialization.BestAvailableEncryption(b"trust-pass")))
     return paths
