@@ -10,7 +10,6 @@ Follow mode: :meth:`LiveSource.refresh` reports new committed data, and the shel
 from __future__ import annotations
 
 import os
-import threading
 import time
 from typing import Any
 
@@ -47,10 +46,10 @@ class LiveSource(DirectorySource):
         self.config = load_config(config_path)
         self.notices = list(self.config.notices)
         self.client = Client(bootstrap, self.config)
-        self.lock = threading.Lock()
         self.started = time.time()
         self.view: ClusterView = learn(self.client)
         self.observer = Observer(self.client, self.view.cluster_id)
+        self.lock = self.observer.lock
         self.observer.known_endpoints = dict(self.view.controllers)
         if self.view.quorum is not None:
             for nid, listeners in self.view.quorum.nodes.items():
@@ -126,7 +125,9 @@ class LiveSource(DirectorySource):
 
     def follow(self) -> None:
         if self.follower is None and not self.degraded:
-            self.follower = Follower(self.observer, self.lock)
+            # Its own connections: the main thread keeps self.client for DescribeQuorum.
+            self.observer.client = Client(self.bootstrap, self.config)
+            self.follower = Follower(self.observer)
             self.follower.start()
 
     def refresh(self) -> bool:
@@ -143,6 +144,7 @@ class LiveSource(DirectorySource):
         if self.follower is not None:
             self.follower.stop()
             self.follower = None
+        self.observer.client.close()
         self.client.close()
 
     # -- what the tree shows ---------------------------------------------------------------
@@ -150,8 +152,7 @@ class LiveSource(DirectorySource):
     def quorum(self) -> QuorumView | None:
         """A fresh DescribeQuorum (live), or the last one known."""
         try:
-            with self.lock:
-                self.view.quorum = describe_quorum(self.client, self.view)
+            self.view.quorum = describe_quorum(self.client, self.view)
         except LiveError as e:
             self.view.notes.append(str(e))
         return self.view.quorum

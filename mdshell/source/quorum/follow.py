@@ -1,7 +1,8 @@
 """Following the log after catch-up: a background thread of long-poll Fetches.
 
-The thread only touches the observer (under a lock); front ends ask :meth:`Follower.changed`
-between commands and rebuild their image from the observer's log. Failures are retried with
+The thread only touches the observer (whose lock guards its state changes, never a long
+poll) through its own connections; front ends ask the source between commands whether the
+committed log moved, and rebuild their image from it. Failures are retried with
 backoff (a leader killed mid-follow, a dropped connection) and the last one is kept for /live.
 """
 
@@ -16,9 +17,8 @@ from .observer import FOLLOW_WAIT_MS, Observer
 
 
 class Follower:
-    def __init__(self, observer: Observer, lock: threading.Lock) -> None:
+    def __init__(self, observer: Observer) -> None:
         self.observer = observer
-        self.lock = lock
         self.stop_event = threading.Event()
         self.version = 0  # bumps whenever something new was committed
         self.error: str | None = None
@@ -35,16 +35,14 @@ class Follower:
         failures = 0
         while not self.stop_event.is_set():
             try:
-                with self.lock:
-                    advanced = self.observer.step(FOLLOW_WAIT_MS)
+                advanced = self.observer.step(FOLLOW_WAIT_MS)
                 if advanced:
                     self.version += 1
                 failures, self.error = 0, None
             except RetriableError as e:
                 failures += 1
                 self.error = str(e)
-                with self.lock:
-                    self.observer.leader = None
+                self.observer.leader = None
                 self.stop_event.wait(backoff(min(failures, 5)))
             except LiveError as e:  # not retriable: keep the image, say why
                 self.error = str(e)

@@ -12,6 +12,7 @@ beyond batch headers — the loader turns them into an image as it would files.
 from __future__ import annotations
 
 import struct
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -111,6 +112,8 @@ class Observer:
         self.leader: tuple[str, int] | None = None
         self.high_watermark = -1
         self.progress = Progress()
+        # Held while the state changes, never during a long poll: readers are not blocked.
+        self.lock = threading.Lock()
         self.known_endpoints: dict[int, tuple[str, int]] = {}  # from DescribeCluster/Quorum
         self._endpoints: dict[int, tuple[str, int]] = {}
         self._asked: Connection | None = None
@@ -163,7 +166,9 @@ class Observer:
             self._discover()
         else:
             leader = self.leader
-            self._handle(self.client.call(leader, lambda c: self._fetch(c, max_wait_ms)))
+            resp = self.client.call(leader, lambda c: self._fetch(c, max_wait_ms))
+            with self.lock:
+                self._handle(resp)
         return (self.log.generation, self.log.next_offset) != before
 
     def _discover(self) -> None:
@@ -175,7 +180,9 @@ class Observer:
         last: LiveError | None = None
         for endpoint in self.client.bootstrap:
             try:
-                self._handle(self.client.call(endpoint, lambda c: self._fetch(c, 0)))
+                resp = self.client.call(endpoint, lambda c: self._fetch(c, 0))
+                with self.lock:
+                    self._handle(resp)
                 return
             except RetriableError as err:
                 last = err
