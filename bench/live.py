@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mdshell.commands import Shell  # noqa: E402
-from mdshell.livesource import LiveSource  # noqa: E402
+from mdshell.session import load  # noqa: E402
+from mdshell.source.live import LiveSource  # noqa: E402
 from mdshell.tree.node import RenderOptions  # noqa: E402
 from tests.kafka.cluster import KraftCluster  # noqa: E402
 
@@ -62,7 +63,7 @@ def main() -> int:
                 t0 = time.perf_counter()
                 source = LiveSource(cluster.bootstrap_controllers)
                 t1 = time.perf_counter()
-                loaded = source.load()
+                loaded = load(source)
                 t2 = time.perf_counter()
                 n = len(loaded.image.topics_by_name)
                 catch.append(t1 - t0)
@@ -74,7 +75,7 @@ def main() -> int:
                   f"image build best {min(build):.3f} s, total best "
                   f"{min(c + b for c, b in zip(catch, build, strict=True)):.3f} s")
             source = LiveSource(cluster.bootstrap_controllers)
-            shell = Shell(source, source.load(), RenderOptions())
+            shell = Shell(source, opts=RenderOptions())
             source.follow()
             lat = []
             for i in range(args.changes):

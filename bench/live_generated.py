@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mdshell.livesource import LiveSource  # noqa: E402
+from mdshell.session import load  # noqa: E402
+from mdshell.source.live import LiveSource  # noqa: E402
 from tests.kafka import jars  # noqa: E402
 from tests.kafka.cluster import JVM, _extra_classpath, _logging, free_ports  # noqa: E402
 
@@ -89,7 +90,7 @@ def main() -> int:
                 t1 = time.perf_counter()
                 src = LiveSource(f"127.0.0.1:{port}")
                 t2 = time.perf_counter()
-                loaded = src.load()
+                loaded = load(src)
                 t3 = time.perf_counter()
                 src.close()
                 catch.append(t2 - t1)

@@ -65,21 +65,21 @@ def generate(out: Path, name: str) -> Path:
 def offsets(d: Path) -> tuple[int, int]:
     """The snapshot's last offset and the middle of the log after it."""
     sys.path.insert(0, str(ROOT))
-    from mdshell.loader import DirectorySource
-    from mdshell.loginfo import offset_range
+    from mdshell.source import DirectorySource
 
     src = DirectorySource(str(d))
     snap = max(c.end_offset for c in src.layout.checkpoints) - 1
-    last = offset_range(src)[1] or snap
+    last = src.offset_range()[1] or snap
     return snap, (snap + last) // 2
 
 
 def some_topic(d: Path) -> str:
     """A topic of the generated directory (names depend on the generator's width)."""
     sys.path.insert(0, str(ROOT))
-    from mdshell.loader import DirectorySource
+    from mdshell.session import load
+    from mdshell.source import DirectorySource
 
-    names = sorted(DirectorySource(str(d)).load().image.topics_by_name)
+    names = sorted(load(DirectorySource(str(d))).image.topics_by_name)
     return next(n for n in names if n.startswith("topic-"))
 
 

@@ -109,29 +109,28 @@ def _main(args: argparse.Namespace) -> int:
         print("mdshell: warning: --config is only used with -q/--bootstrap-controller; ignored",
               file=sys.stderr)
     from .commands import Shell
-    from .loader import Source, open_source
+    from .session import Session
     from .tree.node import RenderOptions
 
-    source: Source
     try:
         if args.bootstrap_controller:
-            from .livesource import open_live
+            from .source.live import LiveSource
 
-            source = open_live(args.bootstrap_controller, args.config, eager=args.strict)
+            session = Session(LiveSource(args.bootstrap_controller, args.config,
+                                         eager=args.strict))
         else:
-            source = open_source(args.directory, args.snapshot, eager=args.strict)
-        loaded = source.load()
+            session = Session.open(args.directory, args.snapshot, eager=args.strict)
     except SourceError as e:
         if args.debug:
             raise
         _err(str(e))
         return EXIT_FAIL
-    _warn(loaded.problems, args.strict)
-    if args.strict and loaded.problems:
+    problems = session.latest.problems
+    _warn(problems, args.strict)
+    if args.strict and problems:
         return EXIT_FAIL
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-    shell = Shell(source, loaded, RenderOptions(show_secrets=args.show_secrets), args.output,
-                  width)
+    shell = Shell(session, opts=RenderOptions(show_secrets=args.show_secrets))
     if args.at is not None:
         moved = shell.run(["at", args.at])
         for line in moved.errors:
@@ -139,28 +138,30 @@ def _main(args: argparse.Namespace) -> int:
         if moved.code:
             return moved.code
     if args.command:
-        return run_one(shell, args.command, sys.stdout)
-    follow = getattr(source, "follow", None)
+        return run_one(shell, args.command, sys.stdout, args.output, width)
+    source = session.source
     try:
+        follow = getattr(source, "follow", None)
         if follow is not None:
             follow()  # live: keep fetching; each command sees the newest committed image
         if not sys.stdin.isatty():
-            return run_script(shell, sys.stdin, sys.stdout)
+            return run_script(shell, sys.stdin, sys.stdout, args.output)
         from .repl import run_repl
-        return run_repl(shell)
+        return run_repl(shell, output=args.output)
     finally:
         close = getattr(source, "close", None)
         if close is not None:
             close()
 
 
-def emit(shell: object, result: object, out: TextIO) -> int:
-    """Print a command result (text or JSON) and its errors; return its exit code."""
+def emit(shell: object, result: object, out: TextIO, output: str = "text") -> int:
+    """Print a command result (``output``: text or json) and its errors; return its exit
+    code."""
     from .commands.base import Result
     from .commands.shell import Shell
 
     assert isinstance(shell, Shell) and isinstance(result, Result)
-    if shell.output == "json":
+    if output == "json":
         data = result.json()
         if data is not None:
             json.dump(data, out, indent=2, ensure_ascii=False)
@@ -177,20 +178,21 @@ def emit(shell: object, result: object, out: TextIO) -> int:
     return result.code
 
 
-def run_one(shell: object, words: list[str], out: TextIO) -> int:
+def run_one(shell: object, words: list[str], out: TextIO, output: str = "text",
+            width: int | None = None) -> int:
     from .commands.shell import Shell
 
     assert isinstance(shell, Shell)
-    return emit(shell, shell.run(words), out)
+    return emit(shell, shell.run(words, width), out, output)
 
 
-def run_script(shell: object, lines: TextIO, out: TextIO) -> int:
+def run_script(shell: object, lines: TextIO, out: TextIO, output: str = "text") -> int:
     """Commands read line by line (stdin not a terminal); exit code of the last failure."""
     from .commands.shell import Shell
     from .repl import run_script as run_lines
 
     assert isinstance(shell, Shell)
-    return run_lines(shell, lines, out)
+    return run_lines(shell, lines, out, output=output)
 
 
 if __name__ == "__main__":

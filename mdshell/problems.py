@@ -17,6 +17,7 @@ class Problem:
     message: str  # the full one-line message
     file: str | None = None
     offset: int | None = None
+    position: int | None = None  # byte in ``file`` where the damage starts, when known
 
     def __str__(self) -> str:
         return self.message

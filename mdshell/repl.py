@@ -274,7 +274,7 @@ def banner(shell: Shell) -> str:
     if warnings:
         state += f", {warnings} warning{'s' if warnings > 1 else ''} above"
     source = shell.source.describe()
-    if shell.source.kind in ("directory", "file"):
+    if os.path.exists(source):
         source = display_path(source)
     return f"mdshell {__version__}, {source}: {state}. 'help' lists commands; Ctrl-D exits."
 
@@ -282,12 +282,13 @@ def banner(shell: Shell) -> str:
 # ------------------------------------------------------------------ running lines
 
 
-def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError) -> int:
+def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError,
+            output: str = "text", width: int | None = None) -> int:
     """Run one line and print its result; an unexpected exception becomes one error line."""
     try:
-        result = shell.run_line(line)
+        result = shell.run_line(line, width)
         # Errors go through show_error (colour, line numbers); emit only prints the output.
-        emit(shell, Result(result.lines, result.data, [], result.warnings, 0), out)
+        emit(shell, Result(result.lines, result.data, [], result.warnings, 0), out, output)
     except (ExitShell, KeyboardInterrupt):
         raise
     except Exception as e:
@@ -299,7 +300,7 @@ def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError) -> int:
 
 
 def run_script(shell: Shell, lines: Iterable[str], out: TextIO, err: TextIO | None = None,
-               ) -> int:
+               output: str = "text") -> int:
     """Commands read line by line (stdin not a terminal), errors prefixed ``line N:``.
 
     Output stays as clean as one-shot output. Returns the exit code of the last failure.
@@ -319,7 +320,7 @@ def run_script(shell: Shell, lines: Iterable[str], out: TextIO, err: TextIO | No
         def show(msg: str, number: int = number) -> None:
             print(f"line {number}: {msg}", file=err or sys.stderr)
         try:
-            rc = execute(shell, line, out, show)
+            rc = execute(shell, line, out, show, output)
         except ExitShell:
             break
         code = rc or code
@@ -356,7 +357,8 @@ def _key_bindings() -> KeyBindings:
 
 def run_repl(shell: Shell, *, history_path: Path | None = None,
              pt_input: Input | None = None, pt_output: Output | None = None,
-             out: TextIO | None = None, err: TextIO | None = None) -> int:
+             out: TextIO | None = None, err: TextIO | None = None,
+             output: str = "text") -> int:
     """The interactive shell; returns 0 when the user leaves (Ctrl-D, ``exit``)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.shortcuts import CompleteStyle
@@ -381,7 +383,7 @@ def run_repl(shell: Shell, *, history_path: Path | None = None,
     shell.interactive = True
     print(banner(shell), file=out, flush=True)
     while True:
-        shell.width = session.output.get_size().columns
+        width = session.output.get_size().columns
         try:
             line = session.prompt(prompt_text(shell))
         except KeyboardInterrupt:  # Ctrl-C: drop the line, new prompt
@@ -391,7 +393,7 @@ def run_repl(shell: Shell, *, history_path: Path | None = None,
         if line.strip() == "quit":
             return 0
         try:
-            execute(shell, line, out, show_error)
+            execute(shell, line, out, show_error, output, width)
         except ExitShell:
             return 0
         except KeyboardInterrupt:  # Ctrl-C while a command prints

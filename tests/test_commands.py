@@ -7,7 +7,8 @@ import json
 import pytest
 
 from mdshell.commands import REGISTRY, Shell
-from mdshell.loader import DirectorySource
+from mdshell.session import load
+from mdshell.source import DirectorySource
 from mdshell.tree.node import RenderOptions
 
 from .conftest import FIXTURES, run_cli
@@ -15,7 +16,7 @@ from .conftest import FIXTURES, run_cli
 
 def shell(name: str, *, secrets: bool = False) -> Shell:
     source = DirectorySource(str(FIXTURES / name))
-    return Shell(source, source.load(), RenderOptions(show_secrets=secrets))
+    return Shell(source, load(source), RenderOptions(show_secrets=secrets))
 
 
 def lines(sh: Shell, *words: str) -> list[str]:

@@ -10,7 +10,8 @@ import pytest
 
 from mdshell.commands import Shell
 from mdshell.commands.navigate import tree_lines
-from mdshell.loader import DirectorySource, FileSource, Loaded
+from mdshell.session import Loaded, load
+from mdshell.source import DirectorySource, FileSource
 from mdshell.tree.node import RenderOptions
 from mdshell.tree.paths import lookup
 from mdshell.wire import rewrite
@@ -67,7 +68,7 @@ def test_snapshot_flag_matches_kafka_shell(name: str, kind: str, target: Path) -
     if not GOLDEN.is_dir():
         pytest.skip("no golden outputs")
     source = FileSource(str(target))
-    assert _tree(source.load(), source) == _expected(name, kind)
+    assert _tree(load(source), source) == _expected(name, kind)
 
 
 @pytest.mark.parametrize(("name", "kind", "target"),
@@ -77,7 +78,7 @@ def test_directory_load_equals_full_replay(name: str, kind: str, target: Path) -
     """Snapshot + tail (-d) gives the same image as replaying the whole log."""
     need_corpus()
     source = DirectorySource(str(CORPUS / name))
-    assert _tree(source.load(), source) == _expected(name, "log")
+    assert _tree(load(source), source) == _expected(name, "log")
 
 
 @pytest.mark.parametrize("directory", corpus_dirs() or [None], ids=corpus_ids())
@@ -85,7 +86,7 @@ def test_topic_ids_match_broker_partition_metadata(directory: Path | None) -> No
     """Every ``<topic>-<n>/partition.metadata`` id equals the image's id for that name."""
     need_corpus()
     assert directory is not None
-    loaded = DirectorySource(str(directory)).load()
+    loaded = load(DirectorySource(str(directory)))
     assert loaded.problems == []
     checked = 0
     for pm in glob.glob(str(directory / "*" / "partition.metadata")):
@@ -115,7 +116,7 @@ def _files() -> list[str]:
 def test_decode_then_encode_reproduces_every_batch() -> None:
     """Every batch of the corpus, decoded record by record and re-encoded, is byte-identical."""
     need_corpus()
-    from mdshell.source.reader import iter_batches
+    from mdshell.source.walker import iter_batches
 
     batches = 0
     for path in _files():

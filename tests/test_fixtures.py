@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from mdshell.cli import main
-from mdshell.loader import DirectorySource
+from mdshell.session import load
+from mdshell.source import DirectorySource
 from mdshell.wire import control as ctl
 from mdshell.wire import frames
 from mdshell.wire.batch import iter_records
@@ -148,7 +149,7 @@ def test_fixtures_are_small_and_all_documented() -> None:
 
 @pytest.mark.parametrize("name", CONTENT)
 def test_content_fixture_loads_cleanly(name: str) -> None:
-    loaded = DirectorySource(str(FIXTURES / name)).load()
+    loaded = load(DirectorySource(str(FIXTURES / name)))
     assert loaded.problems == []
     assert loaded.image.metadata_version is not None
     assert loaded.complete_from_zero
@@ -249,7 +250,7 @@ def test_bad_crc_stops_at_the_damaged_batch() -> None:
 
 
 def test_bad_log_gap_applies_the_tail_it_has() -> None:
-    loaded = DirectorySource(str(FIXTURES / "bad-log-gap")).load()
+    loaded = load(DirectorySource(str(FIXTURES / "bad-log-gap")))
     assert not loaded.complete_from_zero
     assert sorted(loaded.image.topics_by_name) == ["late"]
 
@@ -268,7 +269,7 @@ def test_bad_half_snapshot_falls_back_to_the_older_snapshot() -> None:
     d = FIXTURES / "bad-half-snapshot"
     snaps = sorted((d / MD).glob("*.checkpoint"))
     assert len(snaps) == 2
-    loaded = DirectorySource(str(d)).load()
+    loaded = load(DirectorySource(str(d)))
     assert loaded.snapshot is not None and loaded.snapshot.name == snaps[0].name
     assert sorted(loaded.image.topics_by_name) == ["first", "second", "third"]
 
@@ -317,7 +318,7 @@ def test_kraft_v1_voters_and_quorum_state() -> None:
     assert [t for t, _ in boot] == [ctl.SNAPSHOT_HEADER, ctl.KRAFT_VERSION, ctl.KRAFT_VOTERS,
                                     ctl.SNAPSHOT_FOOTER]
     assert [v["voterId"] for v in boot[2][1]["voters"]] == [1, 2]
-    loaded = DirectorySource(str(d)).load()
+    loaded = load(DirectorySource(str(d)))
     assert loaded.problems == []
     voters = [c.value for c in loaded.controls if c.ctype == ctl.KRAFT_VOTERS]
     versions = [c.value for c in loaded.controls if c.ctype == ctl.KRAFT_VERSION]
@@ -384,7 +385,7 @@ def test_controller_unregistered_is_absent() -> None:
     leaf = cat("controllers", "/image/cluster/controllers/3")
     assert leaf.startswith(f"ControllerRegistration(id=3, incarnationId={incarnations[-1]}, ")
     assert cat("controllers", "/image/features/metadataVersion") == "4.4-IV2"
-    loaded = DirectorySource(str(d)).load()
+    loaded = load(DirectorySource(str(d)))
     assert loaded.snapshot is not None and sorted(loaded.image.controllers) == [1, 3]
 
 
@@ -428,7 +429,7 @@ def test_security_scram_acls_quotas_tokens() -> None:
     assert cat("security", f"{q}/clientId(billing-app)_user(alice)/request_percentage") == (
         "1.0E-4")
     assert not any("bob" in name for name in ls("security", q))
-    quotas = DirectorySource(str(FIXTURES / "security")).load().image.client_quotas
+    quotas = load(DirectorySource(str(FIXTURES / "security"))).image.client_quotas
     assert quotas[(("user", None),)] == {"producer_byte_rate": 1024.0}
     assert quotas[(("client-id", None),)] == {"consumer_byte_rate": 4096.0}
     assert len(quotas) == 6
@@ -472,7 +473,7 @@ def test_snapshot_plus_tail_equals_whole_log(tmp_path: Path, name: str) -> None:
     for p in (full / MD).iterdir():
         if ".checkpoint" in p.name:
             p.unlink()
-    assert DirectorySource(str(full)).load().problems == []
+    assert load(DirectorySource(str(full))).problems == []
     assert image_lines(d, warnings=name.startswith("bad-")) == image_lines(full)
 
 
@@ -510,7 +511,7 @@ def test_segments_and_snapshots_load_newest_usable_snapshot() -> None:
     assert "00000000000000000000-0000000000.checkpoint" in names
     assert len([n for n in names if n.endswith(".log")]) >= 3
     assert [n for n in names if n.endswith(".snapshot")]
-    loaded = DirectorySource(str(d)).load()
+    loaded = load(DirectorySource(str(d)))
     assert loaded.problems == []
     assert loaded.snapshot is not None and loaded.snapshot.name == ready[-1]
     epochs = {int(n[21:31]) for n in ready}
@@ -536,7 +537,7 @@ def test_kafka37_snapshot_with_overlapping_batches_of() -> None:
         assert len(ls("kafka37-snapshot", f"/image/topics/byName/topic-{i}")) == 12
     p0 = partition("kafka37-snapshot", "topic-0", 0)
     assert p0["leader"] == p0["replicas"][1] and p0["leaderEpoch"] == 1
-    brokers = DirectorySource(str(md.parent)).load().image.brokers
+    brokers = load(DirectorySource(str(md.parent))).image.brokers
     assert p0["directories"] == [uuid_str(brokers[r].directories[0]) for r in p0["replicas"]]
     assert cat("kafka37-snapshot", "/image/features/metadataVersion") == "3.7-IV4"
     # Kafka's own shell reads the snapshot file alone too (-s).

@@ -37,7 +37,7 @@ def test_one_shot_imports_no_front_end(command: list[str]) -> None:
 
 
 def test_library_imports_no_front_end() -> None:
-    code = ("import sys, mdshell.loader, mdshell.commands, mdshell.tree.image_tree;"
+    code = ("import sys, mdshell.session, mdshell.commands, mdshell.tree.image_tree;"
             f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, timeout=60)
@@ -49,7 +49,8 @@ def test_loading_never_writes_or_locks(tmp_path: Path) -> None:
     import builtins
     import shutil
 
-    from mdshell.loader import DirectorySource
+    from mdshell.session import load
+    from mdshell.source import DirectorySource
 
     src = _small_dir()
     copy = tmp_path / "copy"
@@ -65,7 +66,7 @@ def test_loading_never_writes_or_locks(tmp_path: Path) -> None:
 
     builtins.open = spy
     try:
-        loaded = DirectorySource(str(copy)).load()
+        loaded = load(DirectorySource(str(copy)))
     finally:
         builtins.open = real_open
     assert loaded.image.topics_by_name

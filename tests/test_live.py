@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from mdshell.commands import Shell
-from mdshell.livesource import LiveSource
+from mdshell.session import load
+from mdshell.source.live import LiveSource
 from mdshell.tree.node import RenderOptions
 from tests.conftest import run_cli
 from tests.kafka import jars
@@ -97,7 +98,7 @@ def wait_until(check, timeout: float = 30.0, what: str = "") -> None:  # type: i
 
 def live_shell(cluster: KraftCluster, bootstrap: str | None = None) -> tuple[LiveSource, Shell]:
     source = LiveSource(bootstrap or cluster.bootstrap_controllers)
-    shell = Shell(source, source.load(), RenderOptions())
+    shell = Shell(source, opts=RenderOptions())
     return source, shell
 
 
@@ -282,7 +283,7 @@ def test_killing_the_leader_mid_follow_loses_nothing(kafka: KraftCluster) -> Non
         # A fresh observer catches up while the quorum elects a new leader.
         fresh = LiveSource(kafka.bootstrap_controllers)
         try:
-            assert {"orders", "follow-me"} <= set(fresh.load().image.topics_by_name)
+            assert {"orders", "follow-me"} <= set(load(fresh).image.topics_by_name)
         finally:
             fresh.close()
         create_topic(kafka, "after-failover", 1)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from mdshell.commands import Shell
-from mdshell.livesource import LiveSource
+from mdshell.source.live import LiveSource
 from mdshell.tree.node import RenderOptions
 from tests.conftest import run_cli
 from tests.kafka import jars
@@ -37,7 +37,7 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
 def test_old_metadata_version_is_named_and_the_log_still_read(kafka3: KraftCluster) -> None:
     source = LiveSource(kafka3.bootstrap_controllers)
     try:
-        shell = Shell(source, source.load(), RenderOptions())
+        shell = Shell(source, opts=RenderOptions())
         offset = source.observer.log.next_offset - 1
         tree = "\n".join(shell.run(["tree", "/image"]).lines) + "\n"
         status = source.status()

@@ -12,7 +12,6 @@ import pytest
 
 from mdshell.commands.base import REGISTRY, Command, Result
 from mdshell.commands.shell import Shell
-from mdshell.loader import open_source
 from mdshell.repl import (
     Word,
     complete,
@@ -25,6 +24,8 @@ from mdshell.repl import (
     short_source,
     split_line,
 )
+from mdshell.session import load
+from mdshell.source import open_source
 from mdshell.synth import ClusterBuilder
 
 from .conftest import run_cli
@@ -52,7 +53,7 @@ def tiny_dir(base: Path) -> Path:
 @pytest.fixture
 def shell(tmp_path: Path) -> Shell:
     source = open_source(str(tiny_dir(tmp_path / "kafka-logs")))
-    sh = Shell(source, source.load())
+    sh = Shell(source, load(source))
     sh.interactive = True
     return sh
 
@@ -184,7 +185,7 @@ def test_short_prompt_parts(shell: Shell) -> None:
     text = "".join(t for _, t in prompt_parts(shell))
     assert text == "mdshell:kafka-logs:/> "
     shell.cwd = "/image/topics"
-    shell.set_loaded(shell.source.load(upto=2))  # time travel shows in the prompt
+    shell.set_loaded(load(shell.source, upto=2))  # time travel shows in the prompt
     assert "".join(t for _, t in prompt_parts(shell)) == "mdshell:kafka-logs@2:/image/topics> "
     assert short_path("/image/topics") == "/image/topics"
     long = "/image/topics/byName/" + "x" * 30 + "/0"

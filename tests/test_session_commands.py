@@ -13,7 +13,8 @@ from mdshell import history as hist
 from mdshell.commands.base import REGISTRY, Command, Result
 from mdshell.commands.session import ExitShell
 from mdshell.commands.shell import Shell
-from mdshell.loader import open_source
+from mdshell.session import load
+from mdshell.source import open_source
 
 from .conftest import ROOT, run_cli
 from .test_repl import tiny_dir
@@ -22,7 +23,7 @@ from .test_repl import tiny_dir
 @pytest.fixture
 def shell(tmp_path: Path) -> Shell:
     source = open_source(str(tiny_dir(tmp_path / "logs")))
-    return Shell(source, source.load())
+    return Shell(source, load(source))
 
 
 def test_help_lists_every_registered_command_aligned(shell: Shell,

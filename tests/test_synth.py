@@ -22,7 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdshell.loader import DirectorySource
+from mdshell.session import load
+from mdshell.source import DirectorySource
 from mdshell.synth import ClusterBuilder, Scenario, generate
 from mdshell.synth.batches import CODECS, generic_metadata_batch, metadata_batch
 from mdshell.synth.catalog import scram_keys
@@ -231,7 +232,7 @@ def test_snapshot_image_equals_full_log_image(tmp_path: Path, level: int) -> Non
     out = tmp_path / "d"
     generate(Scenario(brokers=5, controllers=3, topics=4, history_changes=300,
                       snapshot_at=["end"], metadata_version=level, seed=level), str(out))
-    loaded = DirectorySource(str(out)).load()
+    loaded = load(DirectorySource(str(out)))
     assert loaded.problems == [] and loaded.snapshot is not None
     assert loaded.snapshot.end_offset == loaded.image.provenance.offset + 1
     assert image_text(out) == image_text(without_snapshots(out, tmp_path / "log-only"))
@@ -370,7 +371,7 @@ def test_cli_writes_a_loadable_log_dir(tmp_path: Path) -> None:
     assert (out / "meta.properties").is_file() and (out / "bootstrap.checkpoint").is_file()
     assert json.loads((md / "quorum-state").read_text())["data_version"] == 1
     assert (md / "00000000000000000000-0000000000.checkpoint").is_file()
-    loaded = DirectorySource(str(out)).load()
+    loaded = load(DirectorySource(str(out)))
     assert loaded.problems == []
     img = loaded.image
     assert sorted(img.brokers) == list(range(7)) and sorted(img.controllers) == [1000, 1001, 1002]
@@ -394,7 +395,7 @@ def test_cli_log_from_snapshot_starts_segments_at_the_snapshot(tmp_path: Path) -
     (snap,) = md.glob("*.checkpoint")
     first = min(md.glob("*.log"))
     assert int(first.stem) == int(snap.name.split("-")[0]) > 0
-    assert DirectorySource(str(out)).load().problems == []
+    assert load(DirectorySource(str(out))).problems == []
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -427,7 +428,7 @@ def test_hundred_thousand_partitions_snapshot_is_fast(tmp_path: Path) -> None:
     elapsed = time.perf_counter() - t0
     assert r.partitions >= 100_000  # history may create a few more
     assert elapsed < 8, f"100k partitions took {elapsed:.1f} s (1M must stay well under 60 s)"
-    loaded = DirectorySource(str(tmp_path / "big")).load()
+    loaded = load(DirectorySource(str(tmp_path / "big")))
     assert loaded.problems == []
     assert sum(len(t.partitions) for t in loaded.image.topics_by_id.values()) == r.partitions
     (snap,) = (tmp_path / "big" / "__cluster_metadata-0").glob("*.checkpoint")

@@ -8,8 +8,9 @@ import pytest
 
 from mdshell.commands import Shell
 from mdshell.commands.navigate import tree_lines
-from mdshell.loader import DirectorySource, FileSource
-from mdshell.source.reader import iter_batches
+from mdshell.session import load
+from mdshell.source import DirectorySource, FileSource
+from mdshell.source.walker import iter_batches
 from mdshell.tree.node import RenderOptions
 from mdshell.tree.paths import lookup
 from mdshell.wire import rewrite
@@ -44,7 +45,7 @@ def image_text(shell: Shell) -> list[str]:
 
 def _offsets(directory: Path) -> list[int]:
     src = DirectorySource(str(directory))
-    last = src.load().end_offset or 0
+    last = load(src).end_offset or 0
     snaps = [c.end_offset for c in src.layout.checkpoints if c.end_offset > 0]
     picks = {1, 3, 7, last // 3, last // 2, last - 2}
     picks |= {s + 5 for s in snaps if s + 5 <= last}
@@ -57,7 +58,7 @@ def test_at_equals_prefix_replay(name: str, tmp_path: Path) -> None:
     directory = CORPUS / name
     logs = sorted((directory / "__cluster_metadata-0").glob("*.log"))
     source = DirectorySource(str(directory))
-    shell = Shell(source, source.load(), SHOW)
+    shell = Shell(source, load(source), SHOW)
     checked = 0
     for offset in _offsets(directory):
         result = shell.run(["at", str(offset)])
@@ -65,7 +66,7 @@ def test_at_equals_prefix_replay(name: str, tmp_path: Path) -> None:
         prefix = tmp_path / f"prefix-{offset}.log"
         prefix_file(logs, offset, prefix)
         ref_source = FileSource(str(prefix))
-        ref = Shell(ref_source, ref_source.load(), SHOW)
+        ref = Shell(ref_source, load(ref_source), SHOW)
         assert image_text(shell) == image_text(ref), f"offset {offset}"
         checked += 1
     assert checked >= 5
@@ -76,13 +77,13 @@ def test_at_equals_prefix_replay(name: str, tmp_path: Path) -> None:
 def test_at_rejects_offsets_outside_the_log() -> None:
     need_corpus()
     source = DirectorySource(str(CORPUS / "13LAckHEart__kafka"))
-    shell = Shell(source, source.load(), SHOW)
+    shell = Shell(source, load(source), SHOW)
     for bad, words in (("99999", "after the end"), ("abc", "not an offset")):
         r = shell.run(["at", bad])
         assert r.code == 1 and words in r.errors[0]
     # the corpus directory whose first segment is gone: only snapshots reach back
     gone = DirectorySource(str(CORPUS / "qkrckstjq__spring-kafka__2"))
-    shell2 = Shell(gone, gone.load(), SHOW)
+    shell2 = Shell(gone, load(gone), SHOW)
     r = shell2.run(["at", "10"])
     assert r.code == 1 and "before the oldest data" in r.errors[0]
 
@@ -90,7 +91,7 @@ def test_at_rejects_offsets_outside_the_log() -> None:
 def test_diff_between_offsets_reports_fields() -> None:
     need_corpus()
     source = DirectorySource(str(CORPUS / "PhilippDuck__rotorwind"))
-    shell = Shell(source, source.load(), SHOW)
+    shell = Shell(source, load(source), SHOW)
     r = shell.run(["diff", "100", "latest", "/image/cluster"])
     lines = list(r.lines)
     assert r.code == 0

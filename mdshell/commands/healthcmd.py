@@ -15,9 +15,7 @@ MARK = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "info": "INFO"}
 
 
 def voter_ids(shell: Shell) -> list[int] | None:
-    from ..loginfo import quorum_info
-
-    q = quorum_info(shell.source, shell.loaded)
+    q = shell.session.quorum_info()
     if q.voters is not None:
         return [v.id for v in q.voters]
     if q.quorum_state_voters:

@@ -1,19 +1,11 @@
-"""Live mode in the shell: ``/live``, the live ``/quorum``, and ``save DIR``."""
+"""Live mode in the shell: ``save DIR`` (``/live`` and the live ``/quorum`` are the session's)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from ..tree.root import RootInfo
 from .base import ArgParser, CommandError, Result, command
-
-
-def live_extra(source: Any, info: RootInfo) -> None:
-    from ..tree.live_tree import live_node, live_quorum_node
-
-    info.extra["live"] = lambda: live_node(source.status)
-    info.extra["quorum"] = lambda: live_quorum_node(source.quorum(), source.view.cluster_id)
 
 
 @command("save", "Write what live mode fetched as a __cluster_metadata-0 directory.",
@@ -27,7 +19,7 @@ def _save(shell: Any, args: list[str]) -> Result:
     p.add_argument("dir")
     ns = p.parse_args(args)
     files = getattr(shell.source, "files", None)
-    if shell.source.kind != "live" or files is None:
+    if shell.source.kind != "quorum" or files is None:
         raise CommandError("only in live mode (-q): a directory or file source is already on "
                            "disk")
     target = ns.dir

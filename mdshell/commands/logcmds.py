@@ -7,12 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..image.model import Partition, partition_from_record
-from ..image.replay import ImageBuilder, merge_partition
-from ..logscan import LogRecord, iter_log, schema_of
+from ..image.replay import ImageBuilder, Wants, merge_partition
 from ..problems import Problem
+from ..session import load
+from ..source.logscan import LogRecord, iter_log, schema_of
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.leaves import partition_data
-from ..tree.paths import GlobError, absolute, join, matchers
+from ..tree.paths import GlobError, Matcher, absolute, join, matchers, related
 from ..tree.recordjson import record_data
 from ..tree.touched import paths_for, touches
 from ..wire import frames
@@ -106,7 +107,7 @@ def records(shell: Shell, args: list[str]) -> Result:
         cp = shell.loaded.snapshot
         if cp is None:
             raise CommandError("no snapshot is in use (the image comes from the log alone)")
-        snapshot = cp.path
+        snapshot = cp
     wanted, excluded = _type_set(ns.type), _type_set(ns.exclude)
     show = shell.opts.show_secrets
     warnings: list[str] = []
@@ -194,8 +195,28 @@ def changes(shell: Shell, args: list[str]) -> Result:
             entry["after"] = partition_data(after)
         found.append(entry)
 
-    shell.source.load(upto=shell.loaded.upto, observer=observe, history=True)
+    load(shell.source, upto=shell.loaded.upto, observer=observe, history=True,
+         wants=_partition_filter(pattern))
     return Result(_changes_lines(found, target), found)
+
+
+def _partition_filter(pattern: list[Matcher]) -> Wants:
+    """Which partition records can touch ``pattern``: decided once per topic (and per
+    partition id when the pattern names one), so that the others stay undecoded."""
+    topic_level: dict[tuple[bytes, str | None], bool] = {}
+    head, pid_test = pattern[:4], (pattern[4] if len(pattern) > 4 else None)
+
+    def wants(b: ImageBuilder, tid: bytes, pid: int) -> bool:
+        topic = b.image.topics_by_id.get(tid)
+        key = (tid, topic.name if topic is not None else None)
+        hit = topic_level.get(key)
+        if hit is None:
+            paths = paths_for(2, {"name": key[1], "topicId": tid}, b.image) if topic else [
+                f"/image/topics/byId/{uuid_str(tid)}"]
+            hit = topic_level[key] = any(related(head, p.split("/")[1:5]) for p in paths)
+        return hit and (pid_test is None or pid_test(str(pid)))
+
+    return wants
 
 
 def _partition_after(b: ImageBuilder, key: int, d: dict[str, Any]) -> Partition | None:

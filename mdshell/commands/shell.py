@@ -1,89 +1,76 @@
-"""The state every front end shares: the source, the loaded image, the working directory."""
+"""What commands run against: a session (source, images, working directory) and the render
+options. Front-end state (output format, terminal width) is given per run by the front end."""
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 
-from ..loader import Loaded, Source
 from ..problems import SourceError
+from ..session import Loaded, Session
+from ..source import Source
 from ..tree.node import Node, RenderOptions
-from ..tree.paths import GlobError, join, lookup, split_path
-from ..tree.root import RootInfo, root_node
+from ..tree.paths import GlobError
 from .base import REGISTRY, CommandError, Result, UsageError, closest
 
 
-@dataclass
 class Shell:
-    source: Source
-    loaded: Loaded
-    opts: RenderOptions = field(default_factory=RenderOptions)
-    output: str = "text"  # "text" or "json"
-    width: int | None = None  # terminal width for ls columns; None: one entry per line
-    interactive: bool = False
-    cwd: str = "/"
+    """Runs command lines against a :class:`Session`.
 
-    def __post_init__(self) -> None:
-        self.latest: Loaded = self.loaded  # the image at the end of the log
-        self._notes_key: object = None
-        self._notes_shown = 0
-        self.root: Node = self._build_root()
+    ``Shell(session)`` or, for short, ``Shell(source, loaded)`` (a session over them).
+    """
 
-    def _build_root(self) -> Node:
-        loaded, source = self.loaded, self.source
-        info = RootInfo(source.describe(), source.kind, [f.path for f in loaded.files],
-                        [p.message for p in loaded.problems], loaded.upto)
-        info.extra["quorum"] = lambda: _quorum(source, loaded)
-        info.extra["log"] = lambda: _log(source, loaded)
-        if source.kind == "live":
-            from .live import live_extra
+    def __init__(self, session: Session | Source, loaded: Loaded | None = None,
+                 opts: RenderOptions | None = None, interactive: bool = False) -> None:
+        self.session = session if isinstance(session, Session) else Session(session, loaded)
+        self.opts = opts or RenderOptions()
+        self.interactive = interactive
+        self.width: int | None = None  # the width given to the current run (ls columns)
 
-            live_extra(source, info)
-        return root_node(loaded.image, info)
+    # The session's state, as commands see it.
+    @property
+    def source(self) -> Source:
+        return self.session.source
 
-    def refresh(self) -> None:
-        """Live follow: show newly committed records (not while looking at an older image)."""
-        refresh = getattr(self.source, "refresh", None)
-        if refresh is None or self.loaded is not self.latest or not refresh():
-            return
-        self.latest = self.source.load()
-        self.set_loaded(self.latest)
+    @property
+    def loaded(self) -> Loaded:
+        return self.session.loaded
 
-    def new_notes(self) -> list[str]:
-        """Problems found since the last call while reading the image (records decoded on
-        first use), so that front ends report each once."""
-        notes = self.loaded.image.notes
-        if self._notes_key is not notes:
-            self._notes_key, self._notes_shown = notes, 0
-        fresh = notes.messages[self._notes_shown:]
-        self._notes_shown = len(notes.messages)
-        return fresh
+    @property
+    def latest(self) -> Loaded:
+        return self.session.latest
+
+    @property
+    def root(self) -> Node:
+        return self.session.root
+
+    @property
+    def cwd(self) -> str:
+        return self.session.cwd
+
+    @cwd.setter
+    def cwd(self, value: str) -> None:
+        self.session.cwd = value
 
     def set_loaded(self, loaded: Loaded) -> str | None:
-        """Show another image; returns the new working directory when the old one does not
-        exist in it (the nearest ancestor that does)."""
-        self.loaded = loaded
-        self.root = self._build_root()
-        comps = split_path(self.cwd)
-        while comps and lookup(self.root, comps) is None:
-            comps.pop()
-        if join(comps) != self.cwd:
-            self.cwd = join(comps)
-            return self.cwd
-        return None
+        return self.session.set_loaded(loaded)
 
-    def run_line(self, line: str) -> Result:
+    def new_notes(self) -> list[str]:
+        return self.session.new_notes()
+
+    def run_line(self, line: str, width: int | None = None) -> Result:
         try:
             words = shlex.split(line, comments=False, posix=True)
         except ValueError as e:
             return Result(errors=[f"cannot parse the line: {e}"], exit_code=2)
-        return self.run(words)
+        return self.run(words, width)
 
-    def run(self, words: list[str]) -> Result:
+    def run(self, words: list[str], width: int | None = None) -> Result:
+        """Run one command; ``width`` is the terminal's (None: one entry per line)."""
         if not words:
             return Result()
+        self.width = width
         name, args = words[0], words[1:]
-        self.refresh()
+        self.session.poll_source()  # live follow: commands see the newest committed image
         cmd = REGISTRY.get(name)
         if cmd is None:
             hint = closest(name)
@@ -101,17 +88,3 @@ class Shell:
         except (CommandError, SourceError, GlobError) as e:
             # SourceError: a file went away or cannot be read now (a live directory).
             return Result(errors=[f"{name}: {e}"], exit_code=1)
-
-
-def _quorum(source: Source, loaded: Loaded) -> Node:
-    from ..loginfo import quorum_info
-    from ..tree.source_tree import quorum_node
-
-    return quorum_node(quorum_info(source, loaded))
-
-
-def _log(source: Source, loaded: Loaded) -> Node:
-    from ..loginfo import log_info
-    from ..tree.source_tree import log_node
-
-    return log_node(log_info(source, loaded))

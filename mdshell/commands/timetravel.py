@@ -6,10 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..loader import Loaded
+from ..session import Loaded
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
-from ..tree.root import RootInfo, root_node
 from .base import ArgParser, CommandError, Result, command
 from .navigate import tree_data
 from .shell import Shell
@@ -20,9 +19,7 @@ EARLIEST = ("earliest", "start")
 
 def parse_offset(shell: Shell, text: str) -> int | None:
     """An offset the source can rebuild, ``None`` for latest; errors name the valid range."""
-    from ..loginfo import offset_range
-
-    first, last = offset_range(shell.source)
+    first, last = shell.session.offset_range()
     if text.lower() in LATEST:
         return None
     if text.lower() in EARLIEST:
@@ -46,9 +43,7 @@ def parse_offset(shell: Shell, text: str) -> int | None:
 
 
 def load_at(shell: Shell, offset: int | None) -> Loaded:
-    if offset is None:
-        return shell.latest
-    return shell.source.load(upto=offset)
+    return shell.session.load_at(offset)
 
 
 @command("at", "Show the whole tree as of an offset ('at latest' goes back).",
@@ -140,7 +135,7 @@ def _short(v: Any) -> str:
 
 
 def _root(loaded: Loaded, shell: Shell) -> Node:
-    return root_node(loaded.image, RootInfo(shell.source.describe(), shell.source.kind))
+    return shell.session.root_of(loaded)
 
 
 @command("diff", "Show what changed in the tree between two offsets.",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..wire.frames import LOST_DIR
 from . import model as m
 from .names import BROKER_CONFIG, METADATA_VERSION_FEATURE, TOPIC_CONFIG, metadata_version_name
 
@@ -68,7 +69,6 @@ def check_brokers(img: m.Image) -> list[Check]:
     return checks
 
 
-LOST_DIR = b"\0" * 15 + b"\x02"  # DirectoryId.LOST: the replica's log dir went offline
 
 
 def check_partitions(img: m.Image) -> list[Check]:

@@ -13,12 +13,12 @@ from typing import Any
 
 from ..wire import codec
 from ..wire.codec import UNKNOWN_TAGS
+from ..wire.frames import MIGRATING_DIR
 from ..wire.primitives import DecodeError
 from ..wire.records import METADATA
 from .names import MINIMUM_KRAFT_LEVEL
 
 NO_LEADER = -1
-MIGRATING_DIR = bytes(16)  # DirectoryId.MIGRATING: replicas placed before directory ids
 
 
 @dataclass(slots=True)
@@ -95,27 +95,30 @@ class Topic:
     notes: Notes | None = field(default=None, compare=False, repr=False)
 
     def partition(self, pid: int) -> Partition | None:
-        """The partition, decoding its record on first use. A record that turns out not to
-        decode is dropped (the partition disappears) with a note, like any bad record."""
+        """The partition, its record decoded if it is held undecoded. Nothing is changed: an
+        image may be shared by readers and replay (decoding again is cheaper than a lock). A
+        record that does not decode gives None and a note (reported once)."""
         p = self.partitions.get(pid)
         if isinstance(p, tuple):
-            buf, body, end, version = p
-            try:
-                d = codec.decode(METADATA[3], version, buf, body, end)
-            except DecodeError as e:
-                del self.partitions[pid]
-                if self.notes is not None:
-                    self.notes.add(("bad-partition", self.name, pid),
-                                   f"PartitionRecord of {self.name}-{pid} does not decode "
-                                   f"({e}); the partition is left out")
-                return None
-            if UNKNOWN_TAGS in d and self.notes is not None:
-                self.notes.add(("unknown-tag", 3, version, *sorted(d[UNKNOWN_TAGS])),
-                               f"PartitionRecord v{version} ({self.name}-{pid}) has unknown "
-                               f"tagged fields {sorted(d[UNKNOWN_TAGS])}; kept raw — written by "
-                               "a newer Kafka (reported once per type)")
-            p = self.partitions[pid] = partition_from_record(d)
+            return self._decode(pid, p)
         return p
+
+    def _decode(self, pid: int, lazy: LazyPartition) -> Partition | None:
+        buf, body, end, version = lazy
+        try:
+            d = codec.decode(METADATA[3], version, buf, body, end)
+        except DecodeError as e:
+            if self.notes is not None:
+                self.notes.add(("bad-partition", self.name, pid),
+                               f"PartitionRecord of {self.name}-{pid} does not decode "
+                               f"({e}); the partition is left out")
+            return None
+        if UNKNOWN_TAGS in d and self.notes is not None:
+            self.notes.add(("unknown-tag", 3, version, *sorted(d[UNKNOWN_TAGS])),
+                           f"PartitionRecord v{version} ({self.name}-{pid}) has unknown "
+                           f"tagged fields {sorted(d[UNKNOWN_TAGS])}; kept raw — written by "
+                           "a newer Kafka (reported once per type)")
+        return partition_from_record(d)
 
 
 class Notes:

@@ -10,37 +10,52 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..problems import Problem
 from ..wire import frames
 from ..wire.batch import Batch, value_ranges
 from ..wire.codec import UNKNOWN_TAGS
+from ..wire.frames import MIGRATING_DIR
 from ..wire.primitives import uuid_sort_key, uuid_str
 from ..wire.records import record_name
 from . import model as m
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
-_PART_HEAD = struct.Struct(">i16s")
 NOOP, PARTITION, BEGIN_TXN, END_TXN, ABORT_TXN = 20, 3, 23, 24, 25
-MIGRATING_DIR = bytes(16)
 
 Handler = Callable[["ImageBuilder", dict[str, Any], int], None]
 # Called before each record is applied: (builder, api key, version, record, offset).
 Observer = Callable[["ImageBuilder", int, int, dict[str, Any], int], None]
+# Asked before a partition record is decoded for an observer: (builder, topic id, partition
+# id) -> wanted? The others stay undecoded and unobserved.
+Wants = Callable[["ImageBuilder", bytes, int], bool]
 Pending = tuple[int, int, "dict[str, Any] | m.LazyPartition", int]
 
 
+def _shallow(img: m.Image) -> m.Image:
+    """A new image object sharing every map of ``img`` (copy-on-write starts from here)."""
+    return replace(img, provenance=replace(img.provenance))
+
 
 class ImageBuilder:
-    """Applies batches to an image in place; ``problems`` collects what was skipped and why."""
+    """Applies batches to a working image; :meth:`publish` hands out the image as it is and
+    never touches it again: later writes copy the maps they change (structural sharing, so an
+    image published before stays valid while replay goes on). ``problems`` collects what was
+    skipped and why."""
 
     def __init__(self, image: m.Image | None = None, observer: Observer | None = None,
-                 eager: bool = False) -> None:
-        self.image = image or m.Image()
+                 eager: bool = False, wants: Wants | None = None) -> None:
+        self._owned: set[int] = set()
+        if image is None:
+            self.image = m.Image()
+            self._own_all(self.image)
+        else:
+            self.image = _shallow(image)  # ``image`` itself stays as it is
         self.observer = observer
+        self.wants = wants  # with an observer: which PartitionRecords to decode for it
         self.eager = eager  # decode every record now (no undecoded partitions)
         self.origin = ""  # what is being replayed, for observers: "" (the log) or a snapshot
         self.batch: Batch | None = None
@@ -52,17 +67,79 @@ class ImageBuilder:
         self.records_applied = 0
         self.file = ""
 
+    # ------------------------------------------------------------ copy-on-write
+
+    def _own_all(self, img: m.Image) -> None:
+        for name in _MAPS:
+            self._owned.add(id(getattr(img, name)))
+
+    def own(self, obj: object) -> None:
+        """``obj`` was made by this builder since the last publish: write it in place."""
+        self._owned.add(id(obj))
+
+    def publish(self) -> m.Image:
+        """The image as of now, frozen: nothing changes it afterwards."""
+        published = self.image
+        self.image = _shallow(published)
+        self._owned.clear()
+        return published
+
+    def writable(self, name: str) -> dict[Any, Any]:
+        """The image's map ``name``, copied first if a published image shares it."""
+        d: dict[Any, Any] = getattr(self.image, name)
+        if id(d) not in self._owned:
+            d = dict(d)
+            setattr(self.image, name, d)
+            self._owned.add(id(d))
+        return d
+
+    def inner(self, name: str, key: Any, create: bool = False) -> dict[Any, Any] | None:
+        """The writable dict at ``image.<name>[key]`` (configs, quotas, scram users)."""
+        outer = self.writable(name)
+        v: dict[Any, Any] | None = outer.get(key)
+        if v is None:
+            if not create:
+                return None
+            v = outer[key] = {}
+            self._owned.add(id(v))
+        elif id(v) not in self._owned:
+            v = outer[key] = dict(v)
+            self._owned.add(id(v))
+        return v
+
+    def topic(self, tid: bytes) -> m.Topic | None:
+        """The topic ``tid``, writable (its partition map copied once per publish)."""
+        topic = self.image.topics_by_id.get(tid)
+        if topic is None or id(topic) in self._owned:
+            return topic
+        new = m.Topic(topic.name, topic.id, dict(topic.partitions), topic.notes)
+        self._owned.add(id(new))
+        self.writable("topics_by_id")[tid] = new
+        if self.image.topics_by_name.get(topic.name) is topic:
+            self.writable("topics_by_name")[topic.name] = new
+        return new
+
+    def broker(self, bid: int) -> m.BrokerRegistration | None:
+        reg = self.image.brokers.get(bid)
+        if reg is None or id(reg) in self._owned:
+            return reg
+        new = replace(reg)
+        self._owned.add(id(new))
+        self.writable("brokers")[bid] = new
+        return new
+
     # ------------------------------------------------------------ batches
 
     def apply_batch(self, batch: Batch, stop: int | None = None, skip_below: int = -1) -> None:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
         buf, recs = value_ranges(batch)
         self.batch = batch
-        lazy_ok = self.observer is None and not self.eager
+        observed = self.observer is not None
+        lazy_ok = not self.eager
+        wants = self.wants
         last = -1
-        img = self.image
-        topics_get = img.topics_by_id.get
-        part_head = _PART_HEAD.unpack_from
+        fast_frame = frames.fast_frame
+        prefix = frames.partition_prefix
         last_tid: bytes | None = None
         last_parts: dict[int, m.Partition | m.LazyPartition] | None = None
         for off, vpos, vend in recs:
@@ -74,37 +151,38 @@ class ImageBuilder:
             if vend < 0:
                 self._warn("null-value", f"record at offset {off} has no value; skipped", off)
                 continue
-            if buf[vpos] == 1 and buf[vpos + 1] < 0x80 and buf[vpos + 2] < 0x80:
-                key, ver, body = buf[vpos + 1], buf[vpos + 2], vpos + 3
-            else:
+            head = fast_frame(buf, vpos)
+            if head is None:
                 key, ver, value = frames.decode_metadata(buf, vpos, vend)
                 self._dispatch(key, ver, value, off)
                 last_tid = None
                 continue
+            key, ver, body = head
             if key == NOOP:
                 continue
             if key == PARTITION and ver <= 2 and lazy_ok:
-                lazy = (buf, body, vend, ver)
-                if self.txn is not None:
-                    self.txn.append((key, ver, lazy, off))
-                    continue
-                # Fast path: consecutive partitions of one topic, stored undecoded.
-                pid, tid = part_head(buf, body)
-                if tid != last_tid:
-                    topic = topics_get(tid)
-                    if topic is None:
-                        self._put_lazy_partition(lazy, off)  # reports the unknown topic
+                pid, tid = prefix(buf, body)
+                if not observed or (wants is not None and not wants(self, tid, pid)):
+                    lazy = (buf, body, vend, ver)
+                    if self.txn is not None:
+                        self.txn.append((key, ver, lazy, off))
                         continue
-                    last_tid, last_parts = tid, topic.partitions
-                assert last_parts is not None
-                last_parts[pid] = lazy
-                self.records_applied += 1
-                continue
+                    # Fast path: consecutive partitions of one topic, stored undecoded.
+                    if tid != last_tid:
+                        topic = self.topic(tid)
+                        if topic is None:
+                            self._put_lazy_partition(lazy, off)  # reports the unknown topic
+                            continue
+                        last_tid, last_parts = tid, topic.partitions
+                    assert last_parts is not None
+                    last_parts[pid] = lazy
+                    self.records_applied += 1
+                    continue
             key, ver, value = frames.decode_metadata(buf, vpos, vend)
             self._dispatch(key, ver, value, off)
             last_tid = None  # a topic may have been replaced or removed
         if last >= 0 and self.txn is None:
-            prov = img.provenance
+            prov = self.image.provenance
             prov.offset = batch.last_offset if stop is None or stop >= batch.last_offset else last
             prov.epoch = batch.epoch
             prov.time_ms = batch.max_timestamp
@@ -150,7 +228,9 @@ class ImageBuilder:
             return  # NoOp and records with no effect on the image
         if UNKNOWN_TAGS in d:
             self._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
-        if self.observer is not None:
+        if self.observer is not None and (self.wants is None or key not in (3, 5)
+                                          or self.wants(self, d["topicId"],
+                                                        d["partitionId"])):
             self.observer(self, key, ver, d, off)
         self.records_applied += 1
         handler(self, d, off)
@@ -182,7 +262,8 @@ class ImageBuilder:
     # ------------------------------------------------------------ topics
 
     def _topic(self, tid: bytes, what: str, off: int) -> m.Topic | None:
-        topic = self.image.topics_by_id.get(tid)
+        """The writable topic ``tid``; a warning when there is none."""
+        topic = self.topic(tid)
         if topic is None:
             self._warn("no-topic", f"{what} at offset {off} names unknown topic id "
                        f"{uuid_str(tid)}; skipped", off)
@@ -190,11 +271,15 @@ class ImageBuilder:
 
     def _put_lazy_partition(self, lazy: m.LazyPartition, off: int) -> None:
         buf, body, _end, _ver = lazy
-        pid, tid = _PART_HEAD.unpack_from(buf, body)
+        pid, tid = frames.partition_prefix(buf, body)
         topic = self._topic(tid, "PartitionRecord", off)
         if topic is not None:
             topic.partitions[pid] = lazy
             self.records_applied += 1
+
+
+_MAPS = ("finalized_features", "brokers", "controllers", "topics_by_id", "topics_by_name",
+         "configs", "client_quotas", "acls", "scram", "delegation_tokens")
 
 
 # ---------------------------------------------------------------- handlers
@@ -210,7 +295,7 @@ def _features(items: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
 
 
 def _register_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    b.image.brokers[d["brokerId"]] = m.BrokerRegistration(
+    b.writable("brokers")[d["brokerId"]] = m.BrokerRegistration(
         id=d["brokerId"], epoch=d["brokerEpoch"], incarnation_id=d["incarnationId"],
         listeners=_endpoints(d["endPoints"]), supported_features=_features(d["features"]),
         rack=d["rack"], fenced=d["fenced"], in_controlled_shutdown=d["inControlledShutdown"],
@@ -221,14 +306,14 @@ def _register_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _unregister_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    if b.image.brokers.pop(d["brokerId"], None) is None:
+    if b.writable("brokers").pop(d["brokerId"], None) is None:
         b._warn("no-broker", f"UnregisterBrokerRecord at offset {off} for broker "
                 f"{d['brokerId']}, which is not registered", off)
 
 
 def _broker_for(b: ImageBuilder, bid: int, epoch: int, what: str,
                 off: int) -> m.BrokerRegistration | None:
-    reg = b.image.brokers.get(bid)
+    reg = b.broker(bid)
     if reg is None:
         b._warn("no-broker", f"{what} at offset {off} for broker {bid}, which is not "
                 "registered; skipped", off)
@@ -272,22 +357,23 @@ def _broker_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _register_controller(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    b.image.controllers[d["controllerId"]] = m.ControllerRegistration(
+    b.writable("controllers")[d["controllerId"]] = m.ControllerRegistration(
         id=d["controllerId"], incarnation_id=d["incarnationId"],
         zk_migration_ready=d["zkMigrationReady"], listeners=_endpoints(d["endPoints"]),
         supported_features=_features(d["features"]))
 
 
 def _unregister_controller(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    if b.image.controllers.pop(d["controllerId"], None) is None:
+    if b.writable("controllers").pop(d["controllerId"], None) is None:
         b._warn("no-controller", f"UnregisterControllerRecord at offset {off} for controller "
                 f"{d['controllerId']}, which is not registered", off)
 
 
 def _topic_record(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     topic = m.Topic(d["name"], d["topicId"], notes=b.image.notes)
-    b.image.topics_by_id[topic.id] = topic
-    b.image.topics_by_name[topic.name] = topic
+    b.own(topic)
+    b.writable("topics_by_id")[topic.id] = topic
+    b.writable("topics_by_name")[topic.name] = topic
 
 
 def _partition(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
@@ -351,36 +437,39 @@ def _clear_elr(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     else:
         topics = list(b.image.topics_by_id.values())
     for topic in topics:
+        writable: m.Topic | None = None
         for pid in list(topic.partitions):
             p = topic.partition(pid)
             if p is not None and (p.elr or p.last_known_elr):
-                topic.partitions[pid] = merge_partition(p, _CLEAR_ELR)
+                writable = writable or b.topic(topic.id)
+                if writable is not None:
+                    writable.partitions[pid] = merge_partition(p, _CLEAR_ELR)
 
 
 def _remove_topic(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     img = b.image
-    topic = img.topics_by_id.pop(d["topicId"], None)
+    topic: m.Topic | None = b.writable("topics_by_id").pop(d["topicId"], None)
     if topic is None:
         b._warn("no-topic", f"RemoveTopicRecord at offset {off} names unknown topic id "
                 f"{uuid_str(d['topicId'])}; skipped", off)
         return
     if img.topics_by_name.get(topic.name) is topic:
-        del img.topics_by_name[topic.name]
-    img.configs.pop((TOPIC_CONFIG, topic.name), None)
+        del b.writable("topics_by_name")[topic.name]
+    if (TOPIC_CONFIG, topic.name) in img.configs:
+        del b.writable("configs")[(TOPIC_CONFIG, topic.name)]
 
 
 def _config(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     resource = (d["resourceType"], d["resourceName"])
-    configs = b.image.configs
-    values = configs.get(resource)
     if d["value"] is None:
+        values = b.inner("configs", resource)
         if values is not None:
             values.pop(d["name"], None)
             if not values:
-                del configs[resource]
+                del b.writable("configs")[resource]
         return
-    if values is None:
-        values = configs[resource] = {}
+    values = b.inner("configs", resource, create=True)
+    assert values is not None
     values[d["name"]] = d["value"]
 
 
@@ -389,9 +478,9 @@ def _feature_level(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     if d["name"] == METADATA_VERSION_FEATURE:
         img.metadata_version = d["featureLevel"]
     elif d["featureLevel"] == 0:
-        img.finalized_features.pop(d["name"], None)
+        b.writable("finalized_features").pop(d["name"], None)
     else:
-        img.finalized_features[d["name"]] = d["featureLevel"]
+        b.writable("finalized_features")[d["name"]] = d["featureLevel"]
 
 
 def _zk_migration(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
@@ -401,16 +490,15 @@ def _zk_migration(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 def _client_quota(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     entity: m.QuotaEntity = tuple(sorted(
         (e["entityType"], e["entityName"]) for e in d["entity"]))
-    quotas = b.image.client_quotas
-    values = quotas.get(entity)
     if d["remove"]:
+        values = b.inner("client_quotas", entity)
         if values is not None:
             values.pop(d["key"], None)
             if not values:
-                del quotas[entity]
+                del b.writable("client_quotas")[entity]
         return
-    if values is None:
-        values = quotas[entity] = {}
+    values = b.inner("client_quotas", entity, create=True)
+    assert values is not None
     values[d["key"]] = d["value"]
 
 
@@ -419,38 +507,40 @@ def _producer_ids(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _acl(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    b.image.acls[d["id"]] = m.Acl(d["resourceType"], d["resourceName"], d["patternType"],
+    b.writable("acls")[d["id"]] = m.Acl(d["resourceType"], d["resourceName"], d["patternType"],
                                   d["principal"], d["host"], d["operation"], d["permissionType"])
 
 
 def _remove_acl(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    if b.image.acls.pop(d["id"], None) is None:
+    if b.writable("acls").pop(d["id"], None) is None:
         b._warn("no-acl", f"RemoveAccessControlEntryRecord at offset {off} for unknown ACL "
                 f"{uuid_str(d['id'])}; skipped", off)
 
 
 def _scram(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    users = b.image.scram.setdefault(d["mechanism"], {})
+    users = b.inner("scram", d["mechanism"], create=True)
+    assert users is not None
     users[d["name"]] = m.ScramCredential(d["salt"], d["storedKey"], d["serverKey"],
                                          d["iterations"])
 
 
 def _remove_scram(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    users = b.image.scram.get(d["mechanism"])
+    users = b.inner("scram", d["mechanism"])
     if users is not None:
         users.pop(d["name"], None)
         if not users:
-            del b.image.scram[d["mechanism"]]
+            del b.writable("scram")[d["mechanism"]]
 
 
 def _token(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    b.image.delegation_tokens[d["tokenId"]] = m.DelegationToken(
+    b.writable("delegation_tokens")[d["tokenId"]] = m.DelegationToken(
         d["tokenId"], d["owner"], d["requester"], d["renewers"], d["issueTimestamp"],
         d["maxTimestamp"], d["expirationTimestamp"])
 
 
 def _remove_token(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    b.image.delegation_tokens.pop(d["tokenId"], None)
+    if d["tokenId"] in b.image.delegation_tokens:
+        del b.writable("delegation_tokens")[d["tokenId"]]
 
 
 HANDLERS: dict[int, Handler] = {

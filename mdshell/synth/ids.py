@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 
+from ..wire.frames import LOST_DIR, MIGRATING_DIR, UNASSIGNED_DIR
 from ..wire.primitives import uuid_str
 
-_RESERVED = {bytes(16), bytes(15) + b"\x01", bytes(15) + b"\x02"}  # ZERO/MIGRATING, ONE, LOST
+_RESERVED = {MIGRATING_DIR, UNASSIGNED_DIR, LOST_DIR}
 
 
 class Ids:

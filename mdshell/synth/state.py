@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-MIGRATING = bytes(16)  # DirectoryId.MIGRATING = Uuid(0, 0)
-UNASSIGNED = bytes(15) + b"\x01"  # DirectoryId.UNASSIGNED = Uuid(0, 1)
+from ..wire.frames import MIGRATING_DIR as MIGRATING
+from ..wire.frames import UNASSIGNED_DIR as UNASSIGNED
+
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 

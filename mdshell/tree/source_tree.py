@@ -6,7 +6,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from ..info import LogInfo, QuorumInfo, SegmentInfo, SnapshotInfo, VoterInfo
+from ..source.info import LogInfo, QuorumInfo, SegmentInfo, SnapshotInfo, VoterInfo
 from ..wire.primitives import uuid_str
 from .javafmt import iso_zoned_utc
 from .node import Node, StaticDir, Value

@@ -22,6 +22,9 @@ LOG_OVERHEAD = 12  # baseOffset + batchLength
 CRC_START = 21  # offset of attributes within the batch
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
+# What a batch with a valid CRC can still raise when its contents are nonsense.
+UNDECODABLE = (DecodeError, compression.CompressionError, IndexError, struct.error, ValueError)
+
 COMPRESSION_MASK = 0x07
 TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20

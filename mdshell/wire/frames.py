@@ -17,6 +17,12 @@ from .records import METADATA
 
 _CONTROL_KEY = struct.Struct(">hh")
 _I16 = struct.Struct(">h")
+_PARTITION_PREFIX = struct.Struct(">i16s")
+
+# Kafka's reserved directory ids (DirectoryId): where a replica's log dir is not known.
+MIGRATING_DIR = bytes(16)  # Uuid(0, 0): replicas placed before directory ids existed
+UNASSIGNED_DIR = bytes(15) + b"\x01"  # Uuid(0, 1): not assigned yet
+LOST_DIR = bytes(15) + b"\x02"  # Uuid(0, 2): the replica's log dir went offline
 
 
 @dataclass(slots=True)
@@ -42,6 +48,21 @@ def peek_frame(buf: bytes, pos: int) -> tuple[int, int, int]:
     api_key, p = read_uvarint(buf, pos + 1)
     version, p = read_uvarint(buf, p)
     return api_key, version, p
+
+
+def fast_frame(buf: bytes, pos: int) -> tuple[int, int, int] | None:
+    """``(api_key, version, body_pos)`` when the frame header is the common 3-byte form
+    (frame version 1, key and version below 128), else None: the hot path of replay."""
+    if buf[pos] == 1 and buf[pos + 1] < 0x80 and buf[pos + 2] < 0x80:
+        return buf[pos + 1], buf[pos + 2], pos + 3
+    return None
+
+
+def partition_prefix(buf: bytes, body: int) -> tuple[int, bytes]:
+    """``(partitionId, topicId)``: the fixed prefix of PartitionRecord and
+    PartitionChangeRecord bodies (every version), read without decoding the record."""
+    pid, tid = _PARTITION_PREFIX.unpack_from(buf, body)
+    return pid, tid
 
 
 def decode_metadata(buf: bytes, pos: int, end: int) -> tuple[int, int, dict[str, Any] | Unknown]:

@@ -1,28 +1,28 @@
 """Live mode as a source: the fetched snapshot and batches read like a metadata directory.
 
-The thin adapter between the network client (``mdshell/source/quorum``) and the loader: what
+The thin adapter between the network client (``mdshell/source/quorum``) and the session: what
 the observer fetched is laid out as a virtual ``__cluster_metadata-0`` directory (the snapshot
-as a ``.checkpoint``, the committed batches as one ``.log`` segment) and replayed by the same
+as a ``.checkpoint``, the committed batches as one ``.log`` segment) and streamed by the same
 :class:`DirectorySource` code as a directory on disk. ``save DIR`` writes exactly these files.
-Follow mode: :meth:`LiveSource.refresh` reports new committed data, and the shell reloads.
+Follow mode: :meth:`LiveSource.poll` says whether more was committed ("more": the session
+feeds the new batches) or the log restarted from a new snapshot ("reset": a fresh load).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
-from .loader import DirectorySource, Loaded
-from .problems import Problem, SourceError
-from .source.layout import Checkpoint, Layout, Segment
-from .source.quorum.client import Client
-from .source.quorum.config import describe_config, load_config
-from .source.quorum.discover import ClusterView, QuorumView, describe_quorum, learn
-from .source.quorum.errors import AuthorizationError, LiveError
-from .source.quorum.follow import Follower
-from .source.quorum.observer import Observer
-from .source.quorum.status import LiveStatus
+from ..problems import Problem, SourceError
+from .directory import DirectorySource
+from .layout import Checkpoint, Layout, Segment
+from .quorum.client import Client
+from .quorum.config import describe_config, load_config
+from .quorum.discover import ClusterView, QuorumView, describe_quorum, learn
+from .quorum.errors import AuthorizationError, LiveError
+from .quorum.follow import Follower
+from .quorum.observer import Observer
+from .quorum.status import LiveStatus
 
 METADATA_DIR = "__cluster_metadata-0"
 
@@ -38,11 +38,11 @@ def checkpoint_name(end_offset: int, epoch: int) -> str:
 class LiveSource(DirectorySource):
     """``-q``: the controllers, read as an observer."""
 
-    kind = "live"
+    kind = "quorum"
 
     def __init__(self, bootstrap: str, config_path: str | None = None, *, eager: bool = False,
                  catch_up_s: float = 120.0) -> None:
-        self.bootstrap = bootstrap
+        self.endpoints = bootstrap
         self.config = load_config(config_path)
         self.notices = list(self.config.notices)
         self.client = Client(bootstrap, self.config)
@@ -74,7 +74,7 @@ class LiveSource(DirectorySource):
     # -- the virtual directory -------------------------------------------------------------
 
     def describe(self) -> str:
-        return f"live:{self.bootstrap}"
+        return f"live:{self.endpoints}"
 
     def _relayout(self) -> None:
         with self.lock:
@@ -107,38 +107,35 @@ class LiveSource(DirectorySource):
         """File name -> bytes, as ``save`` writes them."""
         return {os.path.basename(p): d for p, d in self._files.items()}
 
-    def load(self, upto: int | None = None, observer: Any = None,
-             history: bool = False) -> Loaded:
-        loaded = super().load(upto, observer, history)
+    def layout_problems(self) -> list[Problem]:
+        """Notices about the connection, said before the image's own problems."""
         extra = [Problem("notice", n) for n in self.notices]
         extra += [Problem("live", n) for n in self.view.notes]
         if self.degraded:
             extra.append(Problem("degraded", f"{self.degraded}; showing only what ApiVersions, "
                                  "DescribeCluster and DescribeQuorum give (/live, /quorum)"))
-        if not self.degraded:
-            # An empty segment before the first fetch is not a problem in live mode.
-            loaded.problems = [p for p in loaded.problems if p.code != "empty"]
-        loaded.problems[:0] = extra
-        return loaded
+        return extra
 
     # -- follow ----------------------------------------------------------------------------
 
     def follow(self) -> None:
         if self.follower is None and not self.degraded:
             # Its own connections: the main thread keeps self.client for DescribeQuorum.
-            self.observer.client = Client(self.bootstrap, self.config)
+            self.observer.client = Client(self.endpoints, self.config)
             self.follower = Follower(self.observer)
             self.follower.start()
 
-    def refresh(self) -> bool:
-        """True when new committed data arrived since the last layout (then relaid out)."""
+    def poll(self) -> str | None:
+        """What changed since the last layout: None, "more" (batches after the ones known) or
+        "reset" (the log restarted from another snapshot: load it afresh)."""
         with self.lock:
             now = (self.observer.log.generation, self.observer.log.next_offset)
         if now == self._seen:
-            return False
+            return None
+        before = self._seen[0]
         self._relayout()
         self._cache = {}
-        return True
+        return "more" if now[0] == before else "reset"
 
     def close(self) -> None:
         if self.follower is not None:
@@ -162,7 +159,7 @@ class LiveSource(DirectorySource):
         prog = obs.progress
         follower = self.follower
         return LiveStatus(
-            bootstrap=self.bootstrap, security=describe_config(self.config),
+            bootstrap=self.endpoints, security=describe_config(self.config),
             cluster_id=self.view.cluster_id, leader_id=obs.leader_id,
             leader_epoch=obs.leader_epoch,
             leader_endpoint=None if obs.leader is None else f"{obs.leader[0]}:{obs.leader[1]}",

@@ -1,8 +1,9 @@
-"""Read the record batches of one file, stopping cleanly at the first damaged batch.
+"""The one walker over the record batches of a file, with the one set of damage rules.
 
 Files are opened read-only and never locked: a directory in use by a running Kafka is read as
-it is. A truncated tail or a CRC mismatch ends the file with a :class:`Problem`; what came
-before is still used.
+it is. A truncated tail, an impossible length, a wrong magic or a CRC mismatch ends the file
+with a :class:`Problem`; what came before is still used. Loading, ``records``, ``changes`` and
+``/log`` all walk files through :func:`iter_batches` (``skip_to`` only fast-forwards it).
 """
 
 from __future__ import annotations
@@ -46,11 +47,12 @@ def read_bytes(path: str, *, regular_only: bool = False) -> bytes:
 _SKIP = struct.Struct(">qi9xhi")  # baseOffset, batchLength, attributes, lastOffsetDelta
 
 
-def skip_below(data: bytes, offset: int) -> tuple[int, list[int]]:
+def skip_to(data: bytes, offset: int) -> tuple[int, list[int]]:
     """Where the first batch reaching ``offset`` starts, and the positions of the control
     batches before it. Only headers are read: batches below a snapshot's end offset do not
     contribute to the image, so they are neither checked nor decoded (a fast path for logs
-    with tens of thousands of small batches)."""
+    with tens of thousands of small batches). Anything odd stops the skip: the walker then
+    applies its damage rules from there."""
     pos = 0
     controls: list[int] = []
     limit = len(data) - HEADER_SIZE
@@ -67,7 +69,8 @@ def skip_below(data: bytes, offset: int) -> tuple[int, list[int]]:
 
 def iter_batches(path: str, data: bytes, problems: list[Problem],
                  *, check_crc: bool = True, start: int = 0) -> Iterator[Batch]:
-    """Yield the batches of ``data`` (the bytes of ``path``) until the end or the first damage."""
+    """Yield the batches of ``data`` (the bytes of ``path``) until the end or the first damage
+    (then one :class:`Problem` whose ``position`` is the byte where the damage starts)."""
     name = os.path.basename(path)
     pos = start
     size = len(data)
@@ -85,7 +88,7 @@ def iter_batches(path: str, data: bytes, problems: list[Problem],
                 f"{name}: batch at byte {pos} (offset {base_offset}) has an impossible length "
                 f"{length}; reading of this file stops there, later records are ignored "
                 "(the file is damaged: copy it again from a healthy node)",
-                path, base_offset))
+                path, base_offset, pos))
             return
         end = pos + LOG_OVERHEAD + length
         if end > size or size - pos < HEADER_SIZE:
@@ -98,7 +101,7 @@ def iter_batches(path: str, data: bytes, problems: list[Problem],
                 "corrupt",
                 f"{name}: batch at byte {pos} (offset {base_offset}) has magic {batch.magic}, "
                 "not 2; reading of this file stops there (KRaft metadata logs only use v2 batches)",
-                path, base_offset))
+                path, base_offset, pos))
             return
         if check_crc and not batch.crc_ok():
             problems.append(Problem(
@@ -107,7 +110,7 @@ def iter_batches(path: str, data: bytes, problems: list[Problem],
                 f"{batch.last_offset}); this batch and everything after it in the file are "
                 "ignored (the file is damaged: copy it again from a healthy node, or use "
                 "--strict to fail on it)",
-                path, base_offset))
+                path, base_offset, pos))
             return
         yield batch
         pos = end
@@ -121,4 +124,4 @@ def _truncated(path: str, name: str, pos: int, base_offset: int | None, have: in
         "truncated",
         f"{name}: the last batch ({where}) is incomplete{size}; the image stops at the last "
         "complete batch (Kafka stopped while writing, or the copy is partial)",
-        path, base_offset)
+        path, base_offset, pos)

@@ -1,0 +1,232 @@
+"""The session: the one object every front end talks to.
+
+It holds the source, the image at the end of what was read (``latest``), the image being
+shown (``loaded``: ``latest`` or one from time travel), the history of published images, the
+working directory, and the callbacks to run when the image advances (live follow, the TUI).
+Front-end state (output format, terminal width) stays in the front ends.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+from ..image.history import History
+from ..image.model import Image, Notes
+from ..image.replay import ImageBuilder
+from ..problems import Problem
+from ..source import Located, Source, open_source
+from ..source.info import LogInfo, QuorumInfo
+from ..source.loginfo import quorum_info
+from ..tree.node import Node
+from ..tree.paths import join, lookup, split_path
+from ..tree.root import RootInfo, root_node
+from ..wire.batch import UNDECODABLE, Batch
+from .load import Loaded, load
+
+__all__ = ["Advanced", "Loaded", "Session", "load"]
+
+Advanced = Callable[["Session", Loaded], None]
+
+
+class Session:
+    """Source, images and working directory; ``subscribe`` to hear when the image advances."""
+
+    def __init__(self, source: Source, loaded: Loaded | None = None) -> None:
+        self.source = source
+        self.latest: Loaded = loaded if loaded is not None else load(source)
+        self.loaded: Loaded = self.latest
+        self.cwd = "/"
+        self._subscribers: list[Advanced] = []
+        self._notes_key: Notes | None = None
+        self._notes_shown = 0
+        self.root: Node = self._build_root()
+
+    @classmethod
+    def open(cls, directory: str | None = None, file: str | None = None, *,
+             eager: bool = False) -> Session:
+        return cls(open_source(directory, file, eager=eager))
+
+    # ------------------------------------------------------------ what is shown
+
+    @property
+    def image(self) -> Image:
+        return self.loaded.image
+
+    @property
+    def history(self) -> History:
+        replayer = self.latest.replayer
+        return replayer.history if replayer is not None else History()
+
+    def _build_root(self) -> Node:
+        loaded, source = self.loaded, self.source
+        info = RootInfo(source.describe(), source.kind, [f.path for f in loaded.files],
+                        [p.message for p in loaded.problems], loaded.upto)
+        info.extra["quorum"] = lambda: _quorum_node(self.quorum_info(loaded))
+        info.extra["log"] = lambda: _log_node(self.log_info(loaded))
+        if source.kind == "quorum":
+            _live_nodes(source, info)
+        return root_node(loaded.image, info)
+
+    def root_of(self, loaded: Loaded) -> Node:
+        """A root over another image (``diff``), without /quorum and /log."""
+        return root_node(loaded.image, RootInfo(self.source.describe(), self.source.kind))
+
+    def set_loaded(self, loaded: Loaded) -> str | None:
+        """Show another image; returns the new working directory when the old one does not
+        exist in it (the nearest ancestor that does)."""
+        self.loaded = loaded
+        self.root = self._build_root()
+        comps = split_path(self.cwd)
+        while comps and lookup(self.root, comps) is None:
+            comps.pop()
+        if join(comps) != self.cwd:
+            self.cwd = join(comps)
+            return self.cwd
+        return None
+
+    def new_notes(self) -> list[str]:
+        """Problems found since the last call while reading the image (records decoded on
+        first use), so that front ends report each once."""
+        notes = self.loaded.image.notes
+        if self._notes_key is not notes:
+            self._notes_key, self._notes_shown = notes, 0
+        fresh = notes.messages[self._notes_shown:]
+        self._notes_shown = len(notes.messages)
+        return fresh
+
+    # ------------------------------------------------------------ describing the source
+
+    def quorum_info(self, loaded: Loaded | None = None) -> QuorumInfo:
+        loaded = loaded or self.loaded
+        return quorum_info(self.source, loaded.controls, loaded.end_offset)
+
+    def log_info(self, loaded: Loaded | None = None) -> LogInfo:
+        loaded = loaded or self.loaded
+        unusable = {p.file for p in loaded.problems if p.code == "snapshot" and p.file}
+        return self.source.log_info(loaded.snapshot.path if loaded.snapshot else None,
+                                    unusable, loaded.upto)
+
+    def offset_range(self) -> tuple[int | None, int | None]:
+        return self.source.offset_range()
+
+    # ------------------------------------------------------------ time travel
+
+    def load_at(self, offset: int | None) -> Loaded:
+        """The image as of ``offset`` (None: latest). From the nearest published image when
+        the offset lies in what the latest load replayed, else a fresh load."""
+        if offset is None:
+            return self.latest
+        latest = self.latest
+        point = self.history.nearest(offset) if offset >= latest.base else None
+        if point is None or latest.replayer is None or point[0] < latest.base:
+            return load(self.source, upto=offset)
+        at, image = point
+        end = at
+        if at < offset:
+            builder = ImageBuilder(image, eager=self.source.eager)
+            stream = self.source.log_stream(at + 1, offset, latest.snapshot)
+            for loc in stream:
+                if not loc.batch.is_control:
+                    builder.file = os.path.basename(loc.file)
+                    try:
+                        builder.apply_batch(loc.batch, offset, at + 1)
+                    except UNDECODABLE:
+                        break  # the latest load reported it
+                end = loc.batch.last_offset
+            image = builder.publish()
+        return Loaded(image, _until(latest.problems, offset),
+                      [f for f in latest.files if f.first_offset is None
+                       or f.first_offset <= offset or f.role == "snapshot"],
+                      [c for c in latest.controls if c.offset <= offset],
+                      latest.snapshot, offset, max(end, offset) if end >= 0 else None,
+                      latest.complete_from_zero, None, latest.base)
+
+    # ------------------------------------------------------------ advancing
+
+    def subscribe(self, callback: Advanced) -> Callable[[], None]:
+        """Call ``callback(session, latest)`` each time the image advances; returns a
+        function that unsubscribes."""
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback)
+
+    def feed(self, batches: Iterable[Batch | Located]) -> Image:
+        """Apply more batches after the latest image (live follow); publishes the new image,
+        moves the view along when it showed the latest one, and tells the subscribers."""
+        latest = self.latest
+        replayer = latest.replayer
+        if replayer is None:
+            raise ValueError("this image was not built by a replay that can go on")
+        last = latest.end_offset
+        for item in batches:
+            batch = item.batch if isinstance(item, Located) else item
+            replayer.apply(batch)
+            last = batch.last_offset if last is None else max(last, batch.last_offset)
+        image = replayer.checkpoint()
+        problems = latest.problems + [p for p in replayer.builder.problems
+                                      if p not in latest.problems]
+        new = Loaded(image, problems, latest.files, latest.controls, latest.snapshot, None,
+                     last, latest.complete_from_zero, replayer, latest.base)
+        following = self.loaded is latest
+        self.latest = new
+        if following:
+            self.set_loaded(new)
+        for callback in list(self._subscribers):
+            callback(self, new)
+        return image
+
+    def poll_source(self) -> bool:
+        """Live follow: take what the source committed since the last call (new batches are
+        fed; a restart from another snapshot loads afresh); True when the image advanced."""
+        poll = getattr(self.source, "poll", None)
+        change = poll() if poll is not None else None
+        if change == "more":
+            return self.advance()
+        if change == "reset":
+            following = self.loaded is self.latest
+            self.latest = load(self.source)
+            if following:
+                self.set_loaded(self.latest)
+            for callback in list(self._subscribers):
+                callback(self, self.latest)
+            return True
+        return False
+
+    def advance(self) -> bool:
+        """Read what the source has after the latest offset (a directory Kafka is still
+        writing to) and feed it; True when the image advanced."""
+        end = self.latest.end_offset
+        start = 0 if end is None else end + 1
+        stream = self.source.log_stream(start, None, self.latest.snapshot)
+        batches = [loc.batch for loc in stream]
+        if not batches:
+            return False
+        before = self.latest.image.provenance.offset
+        self.feed(batches)
+        return self.latest.image.provenance.offset != before or bool(batches)
+
+
+def _live_nodes(source: Source, info: RootInfo) -> None:
+    """Live mode: ``/live`` (the connection) and ``/quorum`` from DescribeQuorum."""
+    from ..source.live import LiveSource
+    from ..tree.live_tree import live_node, live_quorum_node
+
+    assert isinstance(source, LiveSource)
+    info.extra["live"] = lambda: live_node(source.status)
+    info.extra["quorum"] = lambda: live_quorum_node(source.quorum(), source.view.cluster_id)
+
+
+def _until(problems: list[Problem], offset: int) -> list[Problem]:
+    return [p for p in problems if p.offset is None or p.offset <= offset]
+
+
+def _quorum_node(q: QuorumInfo) -> Node:
+    from ..tree.source_tree import quorum_node
+
+    return quorum_node(q)
+
+
+def _log_node(info: LogInfo) -> Node:
+    from ..tree.source_tree import log_node
+
+    return log_node(info)

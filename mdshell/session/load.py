@@ -1,0 +1,223 @@
+"""Turn a source into images: which snapshot, which log, up to which offset.
+
+A directory loads KIP-919 style: the newest usable snapshot, then every later log batch. A
+damaged snapshot is skipped (with a warning) for an older one or the full log. One file
+(``-s``) is replayed batch by batch from its start, as Kafka's shell does. ``upto`` stops the
+replay after that offset (time travel). The source raises what its stream finds (gaps,
+overlaps, damage); replay adds what it finds in the records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+
+from ..image.history import History, Replayer
+from ..image.model import Image
+from ..image.replay import ImageBuilder, Observer, Wants
+from ..problems import Problem, SourceError
+from ..source import (
+    BatchStream,
+    Checkpoint,
+    ControlEntry,
+    FileRead,
+    Located,
+    Source,
+    control_entries,
+)
+from ..wire import control as ctl
+from ..wire.batch import UNDECODABLE
+
+NO_CHECKPOINTS = 1 << 62
+
+
+@dataclass(slots=True)
+class Loaded:
+    """An image and how it was made: what a session shows."""
+
+    image: Image
+    problems: list[Problem]
+    files: list[FileRead]
+    controls: list[ControlEntry]
+    snapshot: Checkpoint | None = None
+    upto: int | None = None
+    end_offset: int | None = None  # last offset read (any batch)
+    complete_from_zero: bool = True  # False when offsets before the data are missing
+    replayer: Replayer | None = field(default=None, compare=False, repr=False)
+    base: int = -1  # the last offset of the snapshot replay started from (-1: none)
+
+
+def load(source: Source, upto: int | None = None, observer: Observer | None = None,
+         history: bool = False, wants: Wants | None = None,
+         every: int | None = None) -> Loaded:
+    """The image as of ``upto`` (None: the end); ``observer`` sees every applied record
+    (``wants`` narrows the PartitionRecords it sees, so the others stay undecoded).
+
+    ``history`` starts from as far back as the data goes (the log from offset 0 when it is
+    there, else the oldest usable snapshot) so that an observer sees every change.
+    ``every`` sets how many records lie between the images kept for time travel.
+    """
+    problems: list[Problem] = source.layout_problems()
+    candidates = [c for c in reversed(source.snapshots())
+                  if upto is None or c.end_offset - 1 <= upto]
+    if history:
+        start = source.history_start()
+        candidates = [] if start is None else [c for c in reversed(candidates)]
+    bootstrap = _bootstrap_controls(source)
+    make = _Make(source, observer, wants, every)
+    for cp in candidates:
+        run = make.from_snapshot(cp, problems)
+        if run is not None:
+            run.controls[:0] = bootstrap
+            run.replayer.builder.origin = ""
+            return _replay_log(source, run, cp, problems, upto)
+    run = make.empty()
+    run.controls = bootstrap
+    return _replay_log(source, run, None, problems, upto)
+
+
+@dataclass
+class _Run:
+    replayer: Replayer
+    files: list[FileRead] = field(default_factory=list)
+    controls: list[ControlEntry] = field(default_factory=list)
+    end_offset: int | None = None
+
+
+@dataclass
+class _Make:
+    source: Source
+    observer: Observer | None
+    wants: Wants | None
+    every: int | None
+
+    def builder(self) -> ImageBuilder:
+        return ImageBuilder(observer=self.observer, eager=self.source.eager, wants=self.wants)
+
+    def empty(self) -> _Run:
+        return _Run(Replayer(self.builder(), History(), self._every()))
+
+    def _every(self) -> int:
+        return self.every if self.every is not None else (
+            NO_CHECKPOINTS if self.observer is not None else 2000)
+
+    def from_snapshot(self, cp: Checkpoint, problems: list[Problem]) -> _Run | None:
+        """Load a snapshot; None (with a warning) when it is damaged or incomplete."""
+        builder = self.builder()
+        builder.origin = cp.name
+        run = _Run(Replayer(builder, History(), NO_CHECKPOINTS))
+        stream = self.source.snapshot_stream(cp)
+        _apply(run, stream, None, -1)
+        mine = stream.problems
+        if mine and mine[0].code == "unreadable":
+            problems.append(Problem("snapshot", f"{mine[0].message}; using older data instead",
+                                    cp.path))
+            return None
+        kinds = [c.ctype for c in run.controls if c.file == cp.path]
+        if not mine and ctl.SNAPSHOT_FOOTER not in kinds:
+            mine.append(Problem("snapshot", f"{cp.name}: no SnapshotFooter (the snapshot was "
+                                "not completely written)", cp.path))
+        if mine:
+            reasons = "; ".join(p.message for p in mine)
+            problems.append(Problem("snapshot", f"snapshot {cp.name} is not usable ({reasons}); "
+                                    "using older data instead", cp.path, cp.end_offset))
+            return None
+        prov = builder.image.provenance
+        prov.offset, prov.epoch = cp.end_offset - 1, cp.epoch
+        headers = [c for c in run.controls
+                   if c.file == cp.path and c.ctype == ctl.SNAPSHOT_HEADER]
+        if headers and isinstance(headers[0].value, dict):
+            prov.time_ms = headers[0].value["lastContainedLogTimestamp"]
+        # The snapshot's own control records use offsets inside the file: keep only quorum ones.
+        for c in run.controls:
+            c.offset = cp.end_offset - 1
+        run.files = list(stream.files)
+        run.end_offset = stream.end_offset
+        run.replayer.every = self._every()
+        run.replayer.checkpoint()
+        return run
+
+
+def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) -> None:
+    """Feed a stream to the run's replay; control records go to ``run.controls``."""
+    replayer = run.replayer
+    builder = replayer.builder
+    for loc in stream:
+        if stream.below:
+            _below(stream, run.controls)
+        batch = loc.batch
+        builder.file = os.path.basename(loc.file)
+        try:
+            if batch.is_control:
+                control_entries(batch, loc.file, run.controls)
+            else:
+                replayer.apply(batch, upto, skip_below)
+        except UNDECODABLE as e:
+            stream.damaged(_undecodable(loc, e))
+    if stream.below:
+        _below(stream, run.controls)
+
+
+def _undecodable(loc: Located, e: Exception) -> Problem:
+    b = loc.batch
+    return Problem(
+        "corrupt",
+        f"{os.path.basename(loc.file)}: the batch at offsets {b.base_offset}-{b.last_offset} "
+        f"has a valid CRC but its records do not decode ({e}); it and the rest of the file "
+        "are ignored (written by a faulty tool? copy the file again from a healthy node)",
+        loc.file, b.base_offset, loc.position)
+
+
+def _below(stream: BatchStream, out: list[ControlEntry]) -> None:
+    """Control batches below the start offset: harmless when they do not decode."""
+    for loc in stream.below:
+        if loc.batch.crc_ok():
+            with contextlib.suppress(*UNDECODABLE):
+                control_entries(loc.batch, loc.file, out)
+    stream.below.clear()
+
+
+def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list[Problem],
+                upto: int | None) -> Loaded:
+    start = cp.end_offset if cp else 0
+    stream = source.log_stream(start, upto, cp)
+    _apply(run, stream, upto, start if cp else -1)
+    problems.extend(stream.problems)
+    run.files.extend(stream.files)
+    end = stream.end_offset if stream.end_offset is not None else run.end_offset
+    builder = run.replayer.builder
+    if (not source.snapshots() and not source.segments() and builder.records_applied == 0
+            and run.controls and not problems):
+        problems.append(Problem(
+            "no-metadata", f"{source.name(source.describe())} holds control records only (a "
+            "bootstrap snapshot holds the KRaft voters, no metadata): the image is empty",
+            source.describe()))
+    if builder.txn is not None:
+        problems.append(Problem(
+            "open-transaction", f"the log ends inside the metadata transaction begun at offset "
+            f"{builder.txn_offset}: its {len(builder.txn)} records are not applied (Kafka "
+            "applies them only when the EndTransactionRecord arrives)", None,
+            builder.txn_offset))
+    problems.extend(builder.problems)
+    complete = not any(p.code == "incomplete" for p in stream.problems) and (
+        cp is not None or source.log_from_zero())
+    image = run.replayer.checkpoint()
+    return Loaded(image, problems, run.files, run.controls, cp, upto, end, complete,
+                  run.replayer, cp.end_offset - 1 if cp else -1)
+
+
+def _bootstrap_controls(source: Source) -> list[ControlEntry]:
+    """KRaftVersion/Voters of the bootstrap snapshot (3.9+), as of offset -1."""
+    out: list[ControlEntry] = []
+    for cp in source.bootstrap():
+        try:
+            stream = source.snapshot_stream(cp)
+            for loc in stream:
+                if loc.batch.is_control:
+                    control_entries(loc.batch, loc.file, out)
+        except (SourceError, *UNDECODABLE):
+            continue
+    for c in out:
+        c.offset = -1
+    return out

@@ -1,0 +1,174 @@
+"""What every source is: the interface the session reads, whatever holds the batches.
+
+A source is a directory (``-d``), one file (``-s``) or, next, the live quorum (``-q``). It
+says what it is, which snapshots and segments it has, and hands out streams of batches: one
+snapshot's batches, or the log from an offset. Streams carry the problems found on the way
+(gaps, overlaps, epochs going back, damage, truncation), raised by one walker with one set of
+rules. Nothing here decodes records: replay (``mdshell.image``) does, and tells a stream to
+stop a file whose batches turn out not to decode.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..problems import Problem
+from ..wire import frames
+from ..wire.batch import Batch, iter_records
+from .info import LogInfo, QuorumInfo
+from .layout import Checkpoint, Segment
+
+
+@dataclass(slots=True)
+class Located:
+    """A batch and where it came from (``file`` names the file or network chunk)."""
+
+    batch: Batch
+    file: str
+    position: int  # byte of the batch in ``file``
+    role: str  # "snapshot", "segment" or "file"
+
+
+@dataclass(slots=True)
+class ControlEntry:
+    """A control record of the log (leader change, snapshot header, voters...)."""
+
+    offset: int
+    epoch: int
+    timestamp: int
+    ctype: int
+    value: dict[str, Any] | frames.Unknown
+    file: str
+
+
+def control_entries(batch: Batch, file: str, out: list[ControlEntry]) -> None:
+    """Decode the control records of a control batch into ``out`` (raises like the codec
+    on records that do not decode)."""
+    for rec in iter_records(batch):
+        ctype = frames.control_type(rec.key)
+        out.append(ControlEntry(rec.offset, batch.epoch, rec.timestamp, ctype,
+                                frames.decode_control(ctype, rec.value), file))
+
+
+@dataclass(slots=True)
+class FileRead:
+    path: str
+    role: str  # "snapshot", "segment" or "file"
+    size: int
+    batches: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+
+
+@dataclass
+class BatchStream:
+    """An iterator of :class:`Located` batches with what was found on the way.
+
+    ``problems`` fills as the stream is read; ``below`` holds the control batches that a skip
+    to the start offset passed over (the quorum's history is in them); ``end_offset`` is the
+    last offset read.
+    """
+
+    batches: Iterator[Located] = field(default_factory=lambda: iter(()))
+    problems: list[Problem] = field(default_factory=list)
+    files: list[FileRead] = field(default_factory=list)
+    below: list[Located] = field(default_factory=list)
+    end_offset: int | None = None
+    _stop: bool = False
+    _stop_file: bool = False
+
+    def __iter__(self) -> Iterator[Located]:
+        return self.batches
+
+    def damaged(self, problem: Problem) -> None:
+        """The consumer found a batch it cannot use (records that do not decode): the rest of
+        its file is not read, and neither are later files (as for any damage)."""
+        self.problems.append(problem)
+        self._stop_file = True
+
+    def stop(self) -> None:
+        """Stop the stream now (a consumer that has what it wanted)."""
+        self._stop = True
+
+
+def file_read(path: str, role: str, size: int) -> FileRead:
+    return FileRead(path, role, size)
+
+
+def count(read: FileRead, batch: Batch) -> None:
+    read.batches += 1
+    if read.first_offset is None:
+        read.first_offset = batch.base_offset
+    read.last_offset = batch.last_offset
+
+
+class Source(ABC):
+    """A source of metadata batches. ``kind`` names it for ``/local`` ("directory", "file",
+    "quorum"); ``eager`` asks replay to decode every record at once (``--strict``)."""
+
+    kind: str = ""
+    eager: bool = False
+
+    @abstractmethod
+    def describe(self) -> str:
+        """What this is, for people: a path, or the bootstrap servers."""
+
+    def snapshots(self) -> list[Checkpoint]:
+        """Usable snapshots holding metadata, oldest first (the bootstrap one excluded)."""
+        return []
+
+    def bootstrap(self) -> list[Checkpoint]:
+        """Snapshots at offset 0 (3.9+ bootstrap: KRaft voters only)."""
+        return []
+
+    def segments(self) -> list[Segment]:
+        return []
+
+    def log_from_zero(self) -> bool:
+        """True when the log can be replayed from offset 0 without a snapshot (a directory
+        with segments; one file, read as it is)."""
+        return bool(self.segments())
+
+    def layout_problems(self) -> list[Problem]:
+        """What looks wrong before anything is read (odd file names...)."""
+        return []
+
+    @abstractmethod
+    def snapshot_stream(self, snapshot: Checkpoint) -> BatchStream:
+        """The batches of one snapshot (offsets inside it)."""
+
+    @abstractmethod
+    def log_stream(self, start: int = 0, upto: int | None = None,
+                   snapshot: Checkpoint | None = None) -> BatchStream:
+        """The log's batches reaching offsets ``start..upto``; continuity is checked from
+        ``start`` (or from where ``snapshot`` ends, which is then named in messages)."""
+
+    @abstractmethod
+    def offset_range(self) -> tuple[int | None, int | None]:
+        """The oldest and newest offsets whose image this source can rebuild."""
+
+    def history_start(self) -> Checkpoint | None:
+        """Where replaying every change starts: None for the log from offset 0, else the
+        oldest usable snapshot."""
+        snaps = self.snapshots()
+        segs = self.segments()
+        if segs and segs[0].base_offset == 0:
+            return None
+        return snaps[0] if snaps else None
+
+    @abstractmethod
+    def log_info(self, in_use: str | None, unusable: set[str],
+                 upto: int | None) -> LogInfo:
+        """The files (or chunks) behind the source, for ``/log``."""
+
+    def local_quorum(self, q: QuorumInfo, problems: list[Problem]) -> None:
+        """Fill what the source knows of the quorum besides the log (quorum-state...);
+        nothing by default."""
+        return None
+
+    def name(self, path: str) -> str:
+        return os.path.basename(path)

@@ -1,0 +1,91 @@
+"""One ``.checkpoint`` or ``.log`` file (``-s``), read from its first batch as Kafka's shell
+does: the provenance of a ``.checkpoint`` read this way uses the offsets inside the file."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from ..problems import Problem, SourceError
+from .base import BatchStream, Located, Source, count, file_read
+from .info import LogInfo
+from .layout import Checkpoint
+from .walker import iter_batches, read_bytes
+
+_PRODUCER_SNAPSHOT = re.compile(r"^\d{20}\.snapshot$")
+
+
+class FileSource(Source):
+    """One ``.checkpoint`` or ``.log`` file, replayed from its first batch (``-s``)."""
+
+    kind = "file"
+
+    def __init__(self, path: str, *, eager: bool = False) -> None:
+        if os.path.isdir(path):
+            raise SourceError(f"{path}: is a directory; use -d DIR for a metadata directory")
+        name = os.path.basename(path)
+        if _PRODUCER_SNAPSHOT.match(name):
+            raise SourceError(f"{path}: a producer-state snapshot, not metadata; metadata "
+                              "snapshots are named <end offset>-<epoch>.checkpoint (or give "
+                              "the whole directory with -d)")
+        self.path = path
+        self.eager = eager
+        self._data = read_bytes(path, regular_only=True)
+        if not self._data:
+            raise SourceError(f"{path}: the file is empty; nothing to read (give a .log "
+                              "segment or .checkpoint snapshot that has data)")
+        if len(self._data) >= 17 and self._data[16] != 2:
+            raise SourceError(f"{path}: not a Kafka record batch file (a .log segment or a "
+                              ".checkpoint snapshot of __cluster_metadata-0)")
+
+    def describe(self) -> str:
+        return self.path
+
+    def data(self) -> bytes:
+        return self._data
+
+    def snapshot_stream(self, snapshot: Checkpoint) -> BatchStream:
+        raise SourceError(f"{self.path}: one file has no snapshots of its own")
+
+    def log_stream(self, start: int = 0, upto: int | None = None,
+                   snapshot: Checkpoint | None = None) -> BatchStream:
+        stream = BatchStream()
+        stream.batches = self._walk(stream, start, upto)
+        return stream
+
+    def _walk(self, stream: BatchStream, start: int, upto: int | None) -> Iterator[Located]:
+        read = file_read(self.path, "file", len(self._data))
+        stream.files.append(read)
+        damage: list[Problem] = []
+        for batch in iter_batches(self.path, self._data, damage):
+            if upto is not None and batch.base_offset > upto:
+                return
+            count(read, batch)
+            stream.end_offset = batch.last_offset
+            if batch.last_offset < start:
+                continue
+            yield Located(batch, self.path, batch.pos, "file")
+            if stream._stop or stream._stop_file:
+                return
+        stream.problems.extend(damage)
+
+    def offset_range(self) -> tuple[int | None, int | None]:
+        from .loginfo import scan_segment
+
+        seg = scan_segment("", self._data, 0)
+        return seg.first_offset, seg.last_offset
+
+    def log_from_zero(self) -> bool:
+        return True
+
+    def history_start(self) -> Checkpoint | None:
+        return None
+
+    def log_info(self, in_use: str | None, unusable: set[str],
+                 upto: int | None) -> LogInfo:
+        from .loginfo import scan_segment
+
+        seg = scan_segment(os.path.basename(self.path), self._data, 0)
+        return LogInfo(self.path, [seg], start_offset=seg.first_offset,
+                       end_offset=seg.last_offset)

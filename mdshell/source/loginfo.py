@@ -1,0 +1,112 @@
+"""Describe a source beyond its image: the quorum (``/quorum``) and its files (``/log``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..problems import Problem
+from ..wire import control as ctl
+from .base import ControlEntry, Source
+from .info import LeaderChangeInfo, QuorumInfo, SegmentInfo, VoterInfo
+from .walker import iter_batches
+
+
+def scan_segment(name: str, data: bytes, base_offset: int) -> SegmentInfo:
+    """Counts, offset and time range of a file's batches, and where damage starts: the same
+    walk as the load (what follows damage is not counted, as the load does not use it)."""
+    info = SegmentInfo(name, base_offset, len(data))
+    damage: list[Problem] = []
+    for b in iter_batches(name, data, damage):
+        info.batches += 1
+        info.records += b.count
+        if info.first_offset is None:
+            info.first_offset, info.first_timestamp = b.base_offset, b.base_timestamp
+        info.last_offset, info.last_timestamp = b.last_offset, b.max_timestamp
+    if damage:
+        info.damage = _damage_text(damage[0])
+    return info
+
+
+def _damage_text(p: Problem) -> str:
+    where = f"byte {p.position}" + (f" (offset {p.offset})" if p.offset is not None else "")
+    if p.code == "crc":
+        return f"CRC mismatch in the batch at {where}"
+    if p.code == "truncated":
+        return f"incomplete batch at {where}"
+    return f"corrupt batch at {where}"
+
+
+def quorum_info(source: Source, controls: list[ControlEntry],
+                end_offset: int | None) -> QuorumInfo:
+    """The quorum as the source's own files (quorum-state, meta.properties) and the control
+    records read (``controls``) show it."""
+    q = QuorumInfo()
+    problems: list[Problem] = []
+    source.local_quorum(q, problems)
+    for c in controls:
+        v = c.value
+        if not isinstance(v, dict):
+            continue
+        if c.ctype == ctl.LEADER_CHANGE:
+            q.last_leader_change = LeaderChangeInfo(
+                c.offset, c.epoch, c.timestamp, v["leaderId"],
+                [x["voterId"] for x in v["voters"]], [x["voterId"] for x in v["grantingVoters"]])
+        elif c.ctype == ctl.KRAFT_VERSION:
+            q.kraft_version = v["kRaftVersion"]
+        elif c.ctype == ctl.KRAFT_VOTERS:
+            q.voters, q.voters_offset = [_voter(x) for x in v["voters"]], c.offset
+    if end_offset is not None:
+        q.log_end_offset = end_offset + 1
+    if q.leader_id is None and q.last_leader_change is not None:
+        q.leader_id = q.last_leader_change.leader_id
+        q.leader_epoch = q.last_leader_change.epoch
+    q.notes.extend(p.message for p in problems)
+    return q
+
+
+def _voter(x: dict[str, Any]) -> VoterInfo:
+    feature = x["kRaftVersionFeature"]
+    return VoterInfo(x["voterId"], x["voterDirectoryId"],
+                     [(e["name"], e["host"], e["port"]) for e in x["endpoints"]],
+                     (feature["minSupportedVersion"], feature["maxSupportedVersion"]))
+
+
+def quorum_from_files(q: QuorumInfo, state: dict[str, Any] | None,
+                      props: dict[str, str] | None, problems: list[Problem]) -> None:
+    """``quorum-state`` (JSON) and ``meta.properties`` of a directory, into ``q``."""
+    if state is not None:
+        q.quorum_state_version = _int(state.get("data_version"))
+        q.leader_id = _int(state.get("leaderId"))
+        q.leader_epoch = _int(state.get("leaderEpoch"))
+        q.voted_id = _int(state.get("votedId"))
+        q.applied_offset = _int(state.get("appliedOffset"))
+        did = state.get("votedDirectoryId")
+        q.voted_directory_id = did if isinstance(did, str) else None
+        cluster = state.get("clusterId")
+        if isinstance(cluster, str) and cluster:
+            q.cluster_id = q.quorum_state_cluster_id = cluster
+        voters = state.get("currentVoters")
+        if isinstance(voters, list):
+            ids = [_int(v.get("voterId")) for v in voters if isinstance(v, dict)]
+            q.quorum_state_voters = [v for v in ids if v is not None]
+    if props:
+        meta_id = props.get("cluster.id")
+        if meta_id and q.quorum_state_cluster_id and meta_id != q.quorum_state_cluster_id:
+            problems.append(Problem(
+                "cluster-id", f"meta.properties says cluster.id {meta_id} but quorum-state "
+                f"says {q.quorum_state_cluster_id}: these files come from different "
+                "clusters"))
+        q.cluster_id = meta_id or q.cluster_id
+        q.node_id = _int(props.get("node.id"))
+        q.directory_id = props.get("directory.id")
+
+
+def _int(v: object) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int | str):
+        try:
+            return int(v)
+        except ValueError:
+            return None
+    return None
