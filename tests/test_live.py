@@ -166,6 +166,11 @@ def test_live_and_quorum_nodes(kafka: KraftCluster) -> None:
     observers = run_cli("-q", kafka.bootstrap_controllers, "ls", "/quorum/observers")
     assert observers.stdout.split() == ["4"]
     assert kafka.cluster_id in out.stdout
+    # The commands that read the source beyond the image work on what was fetched.
+    more = run_cli("-q", kafka.bootstrap_controllers, stdin="records --limit 2\nls /log\n"
+                   "at earliest\ncat /image/provenance\n")
+    assert more.returncode == 0, more.stderr
+    assert more.stdout.startswith("offset=") and "image as of offset" in more.stdout
 
 
 def test_save_opens_with_mdshell_and_kafka_shell(kafka: KraftCluster, tmp_path: Path) -> None:
