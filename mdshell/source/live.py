@@ -47,21 +47,21 @@ class LiveSource(DirectorySource):
         self.notices = list(self.config.notices)
         self.client = Client(bootstrap, self.config)
         self.started = time.time()
-        self.view: ClusterView = learn(self.client)
-        self.observer = Observer(self.client, self.view.cluster_id)
-        self.lock = self.observer.lock
-        self.observer.known_endpoints = dict(self.view.controllers)
-        if self.view.quorum is not None:
-            for nid, listeners in self.view.quorum.nodes.items():
-                if listeners and nid not in self.observer.known_endpoints:
-                    self.observer.known_endpoints[nid] = (listeners[0][1], listeners[0][2])
         self.degraded: str | None = None
-        t0 = time.monotonic()
         try:
-            self.observer.catch_up(catch_up_s)
-        except AuthorizationError as e:
-            self.degraded = str(e)
-        self.catch_up_s = time.monotonic() - t0
+            self.view: ClusterView = learn(self.client)
+            self.observer = Observer(self.client, self.view.cluster_id)
+            self.observer.known_endpoints = self._endpoints_known()
+            t0 = time.monotonic()
+            try:
+                self.observer.catch_up(catch_up_s)
+            except AuthorizationError as e:
+                self.degraded = str(e)
+            self.catch_up_s = time.monotonic() - t0
+        except BaseException:
+            self.client.close()
+            raise
+        self.lock = self.observer.lock
         self.follower: Follower | None = None
         self._seen = (-1, -1)
         self._files: dict[str, bytes] = {}
@@ -70,6 +70,19 @@ class LiveSource(DirectorySource):
         self._cache: dict[str, bytes] = {}
         self.layout = Layout(self.describe(), None)
         self._relayout()
+
+    def _endpoints_known(self) -> dict[int, tuple[str, int]]:
+        """Controller endpoints on the listener we use: DescribeCluster's (it answers with
+        the listener the request came in on), else DescribeQuorum's voter listeners that are
+        among the ``-q`` endpoints (others may speak another security protocol)."""
+        known = dict(self.view.controllers)
+        given = set(self.client.bootstrap)
+        if self.view.quorum is not None:
+            for nid, listeners in self.view.quorum.nodes.items():
+                for _, host, port in listeners:
+                    if nid not in known and (host, port) in given:
+                        known[nid] = (host, port)
+        return known
 
     # -- the virtual directory -------------------------------------------------------------
 

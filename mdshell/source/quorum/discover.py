@@ -75,16 +75,18 @@ def _describe_cluster(client: Client, view: ClusterView) -> None:
     try:
         resp = client.any_node(ask)
     except UnsupportedApi as err:
-        view.notes.append(f"{err}; the controller is older than Kafka 3.7, which live mode "
-                          "needs (upgrade the controllers to 3.7 or later)")
+        view.notes.append(f"{err}: the controller is older than Kafka 3.7, so the cluster id "
+                          "and the controller list are unknown (upgrade the controllers to 3.7+ "
+                          "for them); the metadata log is still read")
         return
     code = int(resp.error_code)
     if code == e.MISMATCHED_ENDPOINT_TYPE:
         raise LiveError(f"{view.api_endpoint} {e.KIP919}")
     if code == e.UNSUPPORTED_VERSION:
         view.notes.append("DescribeCluster: the cluster's metadata.version is below 3.7-IV0, "
-                          "which live mode needs (kafka-features upgrade --metadata 3.7 or "
-                          "later); showing what ApiVersions and DescribeQuorum give")
+                          "which it needs on controllers (kafka-features upgrade --metadata 3.7 "
+                          "or later), so the cluster id and the controller list are unknown; "
+                          "the metadata log is still read")
         return
     if code == e.CLUSTER_AUTHORIZATION_FAILED:
         view.notes.append("DescribeCluster: not authorized; it needs the ALTER operation on "
