@@ -124,6 +124,8 @@ def test_without_cluster_action_the_view_degrades(secure: Secure) -> None:
     assert out.returncode == 0, out.stderr
     assert "CLUSTER_ACTION" in out.stdout and "CLUSTER_ACTION" in out.stderr
     assert "ALTER" in out.stderr  # DescribeCluster's ACL is named too
+    nothing = run_cli("-q", secure.sasl, "--config", conf, "save", str(secure.tmp / "empty"))
+    assert nothing.returncode == 1 and "nothing was fetched" in nothing.stderr
 
 
 def test_ssl_pem_and_pkcs12(secure: Secure) -> None:

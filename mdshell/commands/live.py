@@ -23,7 +23,11 @@ def _save(shell: Any, args: list[str]) -> Result:
         raise CommandError("only in live mode (-q): a directory or file source is already on "
                            "disk")
     target = ns.dir
-    written = save_files(target, files())
+    fetched = files()
+    if not any(fetched.values()):
+        raise CommandError("nothing was fetched (see /live: no access to the metadata log?); "
+                           "nothing to save")
+    written = save_files(target, fetched)
     return Result([f"wrote {n} ({size} bytes)" for n, size in written],
                   {"directory": os.path.abspath(target),
                    "files": [{"name": n, "size": s} for n, s in written]})
