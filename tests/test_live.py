@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from mdshell import __version__
 from mdshell.commands import Shell
 from mdshell.session import load
 from mdshell.source.live import LiveSource
@@ -222,6 +223,38 @@ def test_follow_sees_a_topic_and_a_config_change(kafka: KraftCluster) -> None:
         assert status.high_watermark > 0 and status.last_fetch_ms > 0
     finally:
         source.close()
+
+
+def test_follow_in_the_line_shell(kafka: KraftCluster) -> None:
+    """Commands piped to one mdshell process: the image advances between them."""
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "mdshell", "-q",
+                             kafka.bootstrap_controllers], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+
+    def ask(line: str) -> list[str]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(f"{line}\ncat /local/version\n")
+        proc.stdin.flush()
+        out: list[str] = []
+        while True:
+            got = proc.stdout.readline()
+            assert got, "mdshell ended early"
+            if got.strip() == __version__:
+                return out
+            out.append(got.strip())
+
+    try:
+        assert "piped-topic" not in ask("ls /image/topics/byName")
+        create_topic(kafka, "piped-topic", 1)
+        wait_until(lambda: "piped-topic" in ask("ls /image/topics/byName"),
+                   what="the topic in the piped shell")
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
 
 
 # --------------------------------------------------------------------------- faults
