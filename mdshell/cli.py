@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -20,6 +22,9 @@ from . import __version__
 from .problems import Problem, SourceError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+# What writing to stdout fails with: a full disk or quota, a closed or broken output.
+_WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EIO,
+                 errno.EPIPE}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -85,18 +90,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly.
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return EXIT_OK
-    except Exception as e:  # last resort: one line, never a traceback unless asked
-        if args.debug:
-            raise
-        _err(f"internal error: {type(e).__name__}: {e} (rerun with --debug for details, and "
-             "please report it)")
+    except OSError as e:
+        if e.errno not in _WRITE_ERRORS or args.debug:
+            return _internal(e, args.debug)
+        _drop_stdout()  # reading goes through SourceError: this is the output failing
+        _err(f"cannot write the output: {e.strerror or e} (a full disk or a closed output?)")
         return EXIT_FAIL
+    except Exception as e:  # last resort: one line, never a traceback unless asked
+        return _internal(e, args.debug)
+
+
+def _internal(e: Exception, debug: bool) -> int:
+    if debug:
+        raise e
+    _err(f"internal error: {type(e).__name__}: {e} (rerun with --debug for details, and "
+         "please report it)")
+    return EXIT_FAIL
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so that the final flush at exit cannot fail again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _main(args: argparse.Namespace) -> int:
+    if sys.stdout is None:  # started with stdout closed (`mdshell ... >&-`)
+        _err("cannot write the output: standard output is closed")
+        return EXIT_FAIL
+    # Names on disk may hold bytes that are not UTF-8: print them back as they are.
+    with contextlib.suppress(AttributeError, ValueError):
+        sys.stdout.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
     sources = [x for x in (args.directory, args.snapshot, args.bootstrap_controller) if x]
     if len(sources) > 1:
         _err("give only one of -d/--directory, -s/--snapshot and -q/--bootstrap-controller")
@@ -132,11 +158,13 @@ def _main(args: argparse.Namespace) -> int:
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     shell = Shell(session, opts=RenderOptions(show_secrets=args.show_secrets))
     if args.at is not None:
+        from .commands.timetravel import is_position
+
         moved = shell.run(["at", args.at])
         for line in moved.errors:
             print(line, file=sys.stderr)
         if moved.code:
-            return moved.code
+            return moved.code if is_position(args.at) else EXIT_USAGE
     if args.command:
         return run_one(shell, args.command, sys.stdout, args.output, width)
     source = session.source
@@ -164,7 +192,7 @@ def emit(shell: object, result: object, out: TextIO, output: str = "text") -> in
     if output == "json":
         data = result.json()
         if data is not None:
-            json.dump(data, out, indent=2, ensure_ascii=False)
+            out.write(json_text(data))
             out.write("\n")
     else:
         for line in result.lines:
@@ -176,6 +204,16 @@ def emit(shell: object, result: object, out: TextIO, output: str = "text") -> in
     for e in result.errors:
         print(f"{e}", file=sys.stderr)
     return result.code
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(data: object) -> str:
+    """JSON that is valid UTF-8 whatever the data: a file name's undecodable bytes (held as
+    lone surrogates) are written as ``\\udcXX`` escapes."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def run_one(shell: object, words: list[str], out: TextIO, output: str = "text",

@@ -171,6 +171,7 @@ def complete_path(shell: Shell, word: Word, dirs_only: bool = False) -> list[Can
         return []
     prefix = unescape(prefix_text)
     out: list[Candidate] = []
+    names = _topic_names_under(shell, absolute(shell.cwd, dir_text or "."))
     if prefix in (".", ".."):
         out.append(Candidate(quote_word(dir_text + "../", word.quote, False),
                              -len(word.raw), "../"))
@@ -182,10 +183,27 @@ def complete_path(shell: Shell, word: Word, dirs_only: bool = False) -> list[Can
         value = dir_text + glob_escape(name) + suffix
         # A leaf ends the word (closing quote, then a space); a directory invites more.
         text = quote_word(value, word.quote, close=not child.is_dir) + ("" if suffix else " ")
-        out.append(Candidate(text, -len(word.raw), name + suffix))
+        out.append(Candidate(text, -len(word.raw), name + suffix, names(name)))
         if len(out) >= MAX_CANDIDATES:
             break
     return out
+
+
+def _topic_names_under(shell: Shell, comps: list[str]) -> Callable[[str], str]:
+    """Beside each id under ``/image/topics/byId``, the topic's name (completion meta)."""
+    if [unescape(c) for c in comps] != ["image", "topics", "byId"]:
+        return lambda _: ""
+    from .wire.primitives import uuid_from_str
+
+    by_id = shell.loaded.image.topics_by_id
+
+    def name(tid: str) -> str:
+        try:
+            topic = by_id.get(uuid_from_str(tid))
+        except ValueError:
+            return ""
+        return "" if topic is None else topic.name
+    return name
 
 
 def make_completer(shell: Shell) -> Completer:

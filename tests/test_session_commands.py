@@ -63,7 +63,7 @@ def test_man_shows_help_text_and_options(shell: Shell) -> None:
 
 def test_man_unknown_command_suggests_the_closest(shell: Shell) -> None:
     res = shell.run(["man", "hist"])
-    assert res.code == 1 and res.errors == ["man: hist: unknown command; did you mean 'history'?"]
+    assert res.code == 2 and res.errors == ["man: hist: unknown command; did you mean 'history'?"]
     res = shell.run(["man", "qqqqqq"])
     assert res.errors == ["man: qqqqqq: unknown command; type 'help' for the list of commands"]
     res = shell.run(["man"])

@@ -6,6 +6,7 @@ from . import logcmds as _logcmds  # noqa: F401  (records, changes)
 from . import navigate as _navigate  # noqa: F401  (registers the commands)
 from . import session as _session  # noqa: F401  (help, man, history, exit)
 from . import timetravel as _timetravel  # noqa: F401  (at, diff)
+from . import views as _views  # noqa: F401  (topics, brokers, controllers, quorum, features)
 from .base import REGISTRY, Command, CommandError, Result, UsageError
 from .shell import Shell
 

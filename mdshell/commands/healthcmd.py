@@ -31,7 +31,9 @@ def voter_ids(shell: Shell) -> list[int] | None:
                  "under-replicated and under-min-ISR partitions, ELR state, controller "
                  "registrations that are not voters, and finalized feature levels that a "
                  "registered node does not support. One-shot exit code: 1 when a check fails. "
-                 "--all lists every item (default: the first 20 per check).",
+                 "--all lists every item (default: the first 20 per check). In JSON, each "
+                 "check's items are lines of text and its details the same items as "
+                 "objects (check, broker/controller or topic and partition, fields).",
          options=("--all",))
 def health(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("health", "health [--all]")
@@ -42,7 +44,8 @@ def health(shell: Shell, args: list[str]) -> Result:
     checks = run_checks(shell.loaded.image, voter_ids(shell))
     failed = any(c.status == FAIL for c in checks)
     data = {"ok": not failed, "checks": [
-        {"name": c.name, "status": c.status, "summary": c.summary, "items": c.items}
+        {"name": c.name, "status": c.status, "summary": c.summary, "items": c.items,
+         "details": c.details()}
         for c in checks]}
     return Result(_lines(checks, None if ns.all else 20), data, exit_code=1 if failed else 0)
 

@@ -26,7 +26,8 @@ from .shell import Shell
 SECRET_RECORDS = {10, 11}  # DelegationTokenRecord, UserScramCredentialRecord
 
 RECORDS_USAGE = ("records [--from OFFSET] [--to OFFSET] [--type NAME[,NAME]] "
-                 "[--exclude NAME[,NAME]] [--grep TEXT] [--snapshot] [--limit N]")
+                 "[--exclude NAME[,NAME]] [--topic NAME] [--grep TEXT] [--snapshot] [--limit N] "
+                 "[--batches]")
 
 
 def _norm(name: str) -> str:
@@ -86,10 +87,16 @@ def _line(j: dict[str, Any]) -> str:
          RECORDS_USAGE,
          details="One line per record: offset, leader epoch, time, type and version, payload "
                  "as JSON. --from/--to bound offsets, --type/--exclude take record names "
-                 "(case-insensitive, 'Record' optional: --exclude NoOp), --grep keeps records "
+                 "(case-insensitive, 'Record' optional: --exclude NoOp), --topic keeps the "
+                 "records about one topic (its TopicRecord, partitions, partition changes, "
+                 "configs, removal), --grep keeps records "
                  "whose line contains TEXT, --snapshot dumps the snapshot in use instead of the "
-                 "log segments (offsets inside the snapshot file).",
-         options=("--from", "--to", "--type", "--exclude", "--grep", "--snapshot", "--limit"))
+                 "log segments (offsets inside the snapshot file). --batches lists the record "
+                 "batches instead, like kafka-dump-log without --print-data-log (offsets, "
+                 "file position, size, CRC valid, compression, producer, transactional and "
+                 "control flags, record count).",
+         options=("--from", "--to", "--type", "--exclude", "--topic", "--grep", "--snapshot",
+                  "--limit", "--batches"))
 def records(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("records", RECORDS_USAGE)
     p.add_argument("--from", dest="first", type=int)
@@ -97,8 +104,10 @@ def records(shell: Shell, args: list[str]) -> Result:
     p.add_argument("--type")
     p.add_argument("--exclude")
     p.add_argument("--grep")
+    p.add_argument("--topic")
     p.add_argument("--snapshot", action="store_true")
     p.add_argument("--limit", type=_positive)
+    p.add_argument("--batches", action="store_true")
     ns = p.parse_args(args)
     if ns.first is not None and ns.last is not None and ns.first > ns.last:
         raise CommandError(f"--from {ns.first} is after --to {ns.last}")
@@ -108,6 +117,13 @@ def records(shell: Shell, args: list[str]) -> Result:
         if cp is None:
             raise CommandError("no snapshot is in use (the image comes from the log alone)")
         snapshot = cp
+    if ns.batches:
+        if ns.type or ns.exclude or ns.grep or ns.topic:
+            raise UsageError("records: --batches lists batches; --type, --exclude and --grep "
+                             f"select records (usage: {RECORDS_USAGE})")
+        from .batches import batches
+        return batches(shell, ns.first, ns.last, None if snapshot is None else snapshot.path,
+                       ns.limit)
     wanted, excluded = _type_set(ns.type), _type_set(ns.exclude)
     show = shell.opts.show_secrets
     warnings: list[str] = []
@@ -115,12 +131,19 @@ def records(shell: Shell, args: list[str]) -> Result:
     def selected() -> Iterator[dict[str, Any]]:
         n = 0
         problems: list[Problem] = []
+        names = topic_names(shell)
         for r in iter_log(shell.source, first=ns.first, last=ns.last, snapshot=snapshot,
                           problems=problems):
+            if r.key == 2 and not r.control and isinstance(r.value, dict):
+                names[uuid_str(r.value["topicId"])] = r.value["name"]
             name = _norm(r.name)
             if (wanted is not None and name not in wanted) or (excluded and name in excluded):
                 continue
             j = record_json(r, show)
+            if r.key != 2 or r.control:  # a TopicRecord names itself
+                j["data"] = with_topic_name(j["data"], names)
+            if ns.topic is not None and not _about(r, j["data"], ns.topic):
+                continue
             if ns.grep and ns.grep not in _line(j):
                 continue
             yield j
@@ -130,6 +153,40 @@ def records(shell: Shell, args: list[str]) -> Result:
         warnings.extend(p.message for p in problems)
 
     return Result((_line(j) for j in selected()), lambda: list(selected()), warnings=warnings)
+
+
+def topic_names(shell: Shell) -> dict[str, str]:
+    """Topic id (Kafka's base64) -> name, from the images at hand; ``records`` adds the
+    names its TopicRecords give as it reads."""
+    out: dict[str, str] = {}
+    for loaded in (shell.latest, shell.loaded):
+        for tid, t in loaded.image.topics_by_id.items():
+            out.setdefault(uuid_str(tid), t.name)
+    return out
+
+
+def with_topic_name(data: Any, names: dict[str, str]) -> Any:
+    """``topicName`` right after a ``topicId`` the names know (records, changes)."""
+    if not isinstance(data, dict) or "topicName" in data:
+        return data
+    tid = data.get("topicId")
+    if not isinstance(tid, str) or tid not in names or data.get("name") == names[tid]:
+        return data
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        out[k] = v
+        if k == "topicId":
+            out["topicName"] = names[tid]
+    return out
+
+
+def _about(r: LogRecord, data: Any, topic: str) -> bool:
+    """Whether a record is about ``topic``: by name, by id, or as its config resource."""
+    if r.control or not isinstance(data, dict):
+        return False
+    if r.key == 4:  # ConfigRecord of a TOPIC resource
+        return bool(data.get("resourceType") == 2 and data.get("resourceName") == topic)
+    return topic in (data.get("topicName"), data.get("name") if r.key == 2 else None)
 
 
 # ---------------------------------------------------------------- changes
@@ -170,15 +227,21 @@ def changes(shell: Shell, args: list[str]) -> Result:
     if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: changes follows nodes under /image")
     try:
-        pattern = matchers(comps)
+        patterns = [matchers(comps)]
+        config = _topic_config_path(shell, comps)
+        if config is not None:
+            patterns.append(matchers(config))
     except GlobError as e:
         raise CommandError(str(e)) from None
     found: list[dict[str, Any]] = []
     show = shell.opts.show_secrets
+    names = topic_names(shell)
 
     def observe(b: ImageBuilder, key: int, ver: int, d: dict[str, Any], off: int) -> None:
+        if key == 2:
+            names[uuid_str(d["topicId"])] = d["name"]
         paths = paths_for(key, d, b.image)
-        if not touches(paths, pattern):
+        if not any(touches(paths, pattern) for pattern in patterns):
             return
         batch = b.batch
         entry: dict[str, Any] = {
@@ -187,7 +250,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
             "timestamp": batch.max_timestamp if batch else None,
             "type": METADATA[key].name, "version": ver,
             "data": record_data(METADATA[key], ver, d, show_secrets=show)
-            if key in (4, 10, 11) else _summary(key, d),
+            if key in (4, 10, 11) else with_topic_name(_summary(key, d), names),
             "paths": paths,
         }
         after = _partition_after(b, key, d)
@@ -196,8 +259,21 @@ def changes(shell: Shell, args: list[str]) -> Result:
         found.append(entry)
 
     load(shell.source, upto=shell.loaded.upto, observer=observe, history=True,
-         wants=_partition_filter(pattern))
+         wants=_partition_filter(patterns[0]))
     return Result(_changes_lines(found, target), found)
+
+
+def _topic_config_path(shell: Shell, comps: list[str]) -> list[str] | None:
+    """For a topic (``/image/topics/byName/T`` or ``byId/ID``), its config resource
+    ``/image/configs/TOPIC:T``: the history of a topic includes its config changes."""
+    if len(comps) != 4 or comps[:2] != ["image", "topics"]:
+        return None
+    if comps[2] == "byName":
+        return ["image", "configs", "TOPIC:" + comps[3]]
+    if comps[2] == "byId":
+        name = topic_names(shell).get(comps[3])
+        return None if name is None else ["image", "configs", "TOPIC:" + name]
+    return None
 
 
 def _partition_filter(pattern: list[Matcher]) -> Wants:

@@ -162,7 +162,7 @@ def find(shell: Shell, args: list[str]) -> Result:
     p.add_argument("paths", nargs="*")
     p.add_argument("-name")
     p.add_argument("-type", choices=["d", "f"])
-    p.add_argument("-maxdepth", type=int)
+    p.add_argument("-maxdepth", type=_depth)
     ns = p.parse_args(args)
     errors: list[str] = []
     starts: list[tuple[str, Match]] = []
@@ -192,6 +192,16 @@ def find(shell: Shell, args: list[str]) -> Result:
         for shown, mt in starts:
             yield from walk(shown, mt.name, mt.node, 0)
     return Result(lines(), lambda: list(lines()), errors)
+
+
+def _depth(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise ValueError(text)
+    return n
+
+
+_depth.__name__ = "depth (0 or more)"  # argparse names the type in its complaint
 
 
 def _is_plain(target: str) -> bool:

@@ -10,7 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from .. import history as hist
-from .base import REGISTRY, ArgParser, Command, CommandError, Result, closest, command
+from .base import (
+    REGISTRY,
+    ArgParser,
+    Command,
+    CommandError,
+    Result,
+    UsageError,
+    closest,
+    command,
+)
 from .shell import Shell
 
 
@@ -23,9 +32,19 @@ def _command_data(cmd: Command) -> dict[str, Any]:
             "details": cmd.details, "shellOnly": cmd.shell_only, "options": list(cmd.options)}
 
 
-@command("help", "List the commands.", "help", completes_paths=False)
+@command("help", "List the commands, or show the help of one.", "help [CMD]",
+         completes_paths=False)
 def help_(shell: Shell, args: list[str]) -> Result:
-    ArgParser("help", "help").parse_args(args)
+    p = ArgParser("help", "help [CMD]")
+    p.add_argument("cmd", metavar="CMD", nargs="?")
+    ns = p.parse_args(args)
+    if ns.cmd is not None:
+        if ns.cmd not in REGISTRY:
+            hint = closest(ns.cmd)
+            advice = f"did you mean 'help {hint}'?" if hint else "'help' lists them"
+            raise UsageError(f"help: unrecognized arguments: {ns.cmd} (not a command; "
+                             f"{advice})")
+        return man(shell, [ns.cmd])
     cmds = [REGISTRY[name] for name in sorted(REGISTRY)]
     width = max(len(c.name) for c in cmds)
     lines = ["Commands ('man CMD' for details; paths take globs: * ? [a-z] {a,b}):"]
@@ -44,7 +63,7 @@ def man(shell: Shell, args: list[str]) -> Result:
     if cmd is None:
         hint = closest(ns.cmd)
         advice = f"did you mean '{hint}'?" if hint else "type 'help' for the list of commands"
-        raise CommandError(f"{ns.cmd}: unknown command; {advice}")
+        raise UsageError(f"man: {ns.cmd}: unknown command; {advice}")
     lines = cmd.help_text().rstrip("\n").split("\n")
     if cmd.options:
         lines += ["", "options: " + " ".join(cmd.options)]

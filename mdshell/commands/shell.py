@@ -62,6 +62,11 @@ class Shell:
             words = shlex.split(line, comments=False, posix=True)
         except ValueError as e:
             return Result(errors=[f"cannot parse the line: {e}"], exit_code=2)
+        if words and _unquoted(line, "|"):
+            return Result(errors=["pipes (|) are not supported inside mdshell; quote the | "
+                                  "to use it literally, or run the command from your shell: "
+                                  "mdshell -d DIR CMD | ..."],
+                          exit_code=2)
         return self.run(words, width)
 
     def run(self, words: list[str], width: int | None = None) -> Result:
@@ -77,6 +82,10 @@ class Shell:
             msg = f"{name}: unknown command"
             msg += f"; did you mean '{hint}'?" if hint else "; type 'help' for the list"
             return Result(errors=[msg], exit_code=2)
+        if "--help" in args:
+            from .session import man
+
+            return man(self, [name])
         if cmd.shell_only and not self.interactive:
             return Result(errors=[f"{name}: only available in the interactive shell "
                                   "(run mdshell without a command, or with --repl)"],
@@ -88,3 +97,25 @@ class Shell:
         except (CommandError, SourceError, GlobError) as e:
             # SourceError: a file went away or cannot be read now (a live directory).
             return Result(errors=[f"{name}: {e}"], exit_code=1)
+
+
+def _unquoted(line: str, chars: str) -> bool:
+    """True when one of ``chars`` appears outside quotes and unescaped (shlex rules)."""
+    quote = ""
+    escaped = False
+    for c in line:
+        if escaped:
+            escaped = False
+        elif quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"':
+                escaped = True
+        elif c == "\\":
+            escaped = True
+        elif c in "'\"":
+            quote = c
+        elif c in chars:
+            return True
+    return False
+

@@ -9,7 +9,7 @@ from typing import Any
 from ..session import Loaded
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
-from .base import ArgParser, CommandError, Result, command
+from .base import ArgParser, CommandError, Result, UsageError, command
 from .navigate import tree_data
 from .shell import Shell
 
@@ -17,41 +17,117 @@ LATEST = ("latest", "end", "now")
 EARLIEST = ("earliest", "start")
 
 
+def is_position(text: str) -> bool:
+    """True when ``text`` reads as an offset, a time, 'earliest' or 'latest'."""
+    from ..batchscan import parse_time
+
+    low = text.lower()
+    if low in LATEST or low in EARLIEST or parse_time(text) is not None:
+        return True
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def is_time(text: str) -> bool:
+    from ..batchscan import parse_time
+
+    return parse_time(text) is not None
+
+
 def parse_offset(shell: Shell, text: str) -> int | None:
-    """An offset the source can rebuild, ``None`` for latest; errors name the valid range."""
+    """An offset the source can rebuild, ``None`` for latest; errors name the valid range.
+    A time (ISO 8601, UTC without a zone) means the last offset written at or before it.
+    Below the log (its old segments deleted), each snapshot still gives an exact image."""
+    from ..batchscan import parse_time, snapshot_points
+
     first, last = shell.session.offset_range()
+    points = [p for p in snapshot_points(shell.source) if first is None or p.offset < first]
     if text.lower() in LATEST:
         return None
     if text.lower() in EARLIEST:
+        if points:
+            return points[0].offset
         if first is None:
             raise CommandError("the log is empty")
         return first
-    try:
-        offset = int(text)
-    except ValueError:
-        raise CommandError(f"{text!r} is not an offset (a number, 'earliest' or "
-                           "'latest')") from None
+    ms = parse_time(text)
+    if ms is not None:
+        offset = _offset_of_time(shell, text, ms, first, points)
+    else:
+        try:
+            offset = int(text)
+        except ValueError:
+            raise CommandError(f"{text!r} is not an offset (a number, a time such as "
+                               "2025-01-16T04:00Z, 'earliest' or 'latest')") from None
+    if offset < 0:
+        raise UsageError(f"offset {offset}: offsets are 0 or more (a number, a time, "
+                         "'earliest' or 'latest')")
     if first is None or last is None:
         raise CommandError("the log is empty: there is no offset to travel to")
     if offset > last:
         raise CommandError(f"offset {offset} is after the end of the log (offsets "
                            f"{first}-{last} can be rebuilt)")
-    if offset < first:
-        raise CommandError(f"offset {offset} is before the oldest data (offsets {first}-{last} "
-                           "can be rebuilt: older records were deleted after a snapshot)")
+    if offset < first and not any(p.offset == offset for p in points):
+        _refuse_below(offset, first, last, [p.offset for p in points])
     return None if offset == last else offset
+
+
+def _refuse_below(offset: int, first: int, last: int, points: list[int]) -> None:
+    """Offsets below the log that no snapshot gives: say which ones can be shown."""
+    if not points or offset < points[0]:
+        raise CommandError(f"offset {offset} is before the oldest data (offsets {first}-{last} "
+                           "can be rebuilt: older records were deleted after a snapshot"
+                           + (f"; older snapshots give offsets {_few(points)}" if points
+                              else "") + ")")
+    below = max(p for p in points if p < offset)
+    above = min([p for p in points if p > offset] + [first])
+    raise CommandError(f"offset {offset} cannot be rebuilt: the log before offset {first} was "
+                       f"deleted, and only snapshots give images there (the nearest: offsets "
+                       f"{below} and {above}; offsets {first}-{last} can be rebuilt)")
+
+
+def _few(points: list[int]) -> str:
+    shown = ", ".join(map(str, points[:3]))
+    return shown + (f" ... {points[-1]} ({len(points)} snapshots)" if len(points) > 3 else "")
+
+
+def _offset_of_time(shell: Shell, text: str, ms: int, first: int | None,
+                    points: list[Any]) -> int:
+    from ..batchscan import offset_at_time
+    from ..tree.javafmt import iso_zoned_utc
+
+    point = offset_at_time(shell.source, ms)
+    if point.offset is not None and (first is None or point.offset >= first):
+        return point.offset
+    # Before what the log can rebuild: the newest snapshot whose last record is at or
+    # before the time (an exact image, a little before the time asked).
+    older = [p for p in points if p.time_ms is not None and p.time_ms <= ms]
+    if older:
+        return int(older[-1].offset)
+    if point.first_time is None and not points:
+        raise CommandError(f"{text}: the log has no batches to date")
+    oldest = (points[0].time_ms if points and points[0].time_ms is not None
+              else point.first_time)
+    when = iso_zoned_utc(oldest) if oldest is not None else "unknown"
+    raise CommandError(f"{text} is before the oldest data (written from {when}; "
+                       f"'at earliest' shows the oldest image there is)")
 
 
 def load_at(shell: Shell, offset: int | None) -> Loaded:
     return shell.session.load_at(offset)
 
 
-@command("at", "Show the whole tree as of an offset ('at latest' goes back).",
-         "at OFFSET|earliest|latest",
+@command("at", "Show the whole tree as of an offset or a time ('at latest' goes back).",
+         "at OFFSET|TIME|earliest|latest",
          details="Rebuilds the image from the newest snapshot at or before OFFSET plus the "
-                 "log up to OFFSET. /local/atOffset shows where you are.")
+                 "log up to OFFSET. TIME (ISO 8601: 2025-01-16T04:00Z, UTC without a zone) "
+                 "means the last offset written at or before it (batch timestamps). "
+                 "/local/atOffset shows where you are.")
 def at(shell: Shell, args: list[str]) -> Result:
-    p = ArgParser("at", "at OFFSET|earliest|latest")
+    p = ArgParser("at", "at OFFSET|TIME|earliest|latest")
     p.add_argument("offset")
     ns = p.parse_args(args)
     offset = parse_offset(shell, ns.offset)
@@ -59,6 +135,12 @@ def at(shell: Shell, args: list[str]) -> Result:
     prov = shell.loaded.image.provenance
     where = "latest" if offset is None else f"offset {offset}"
     text = [f"image as of {where} (last applied: offset {prov.offset}, epoch {prov.epoch})"]
+    if is_time(ns.offset) and offset is not None:
+        first = shell.session.offset_range()[0]
+        how = ("the newest snapshot at or before that time (the log there was deleted)"
+               if first is not None and offset < first
+               else "the last record written at or before that time")
+        text.append(f"{ns.offset} is offset {offset}: {how}")
     if moved is not None:
         text.append(f"the working directory did not exist then: now {moved}")
     return Result(text, {"at": offset, "cwd": shell.cwd, "provenance": {"offset": prov.offset,
@@ -127,6 +209,11 @@ def field_changes(before: Any, after: Any) -> list[str]:
 
 
 def _short(v: Any) -> str:
+    """Values as Kafka prints them: ``true``/``false``/``null``, lists in brackets."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k}: {_short(x)}" for k, x in v.items()) + "}"
     if isinstance(v, list):
@@ -161,9 +248,29 @@ def diff(shell: Shell, args: list[str]) -> Result:
     label_a = "latest" if oa is None else str(oa)
     label_b = "latest" if ob is None else str(ob)
     data = {"from": oa, "to": ob, "path": join(comps), "changes": [
-        {"kind": c.kind, "path": c.path, "before": c.before, "after": c.after,
-         "secret": c.secret} for c in changes]}
+        {"kind": c.kind, "path": c.path, **_topic_name(c.path, la, lb), "before": c.before,
+         "after": c.after, "secret": c.secret} for c in changes]}
     return Result(_diff_lines(changes, label_a, label_b, la, lb), data)
+
+
+def _topic_label(path: str, la: Loaded, lb: Loaded) -> str:
+    """`` (topic NAME)`` for a path under ``/image/topics/byId/<id>``, else ``""``."""
+    from ..wire.primitives import uuid_from_str
+
+    parts = path.split("/")
+    if len(parts) < 5 or parts[1:4] != ["image", "topics", "byId"]:
+        return ""
+    try:
+        tid = uuid_from_str(parts[4])
+    except ValueError:
+        return ""
+    topic = lb.image.topics_by_id.get(tid) or la.image.topics_by_id.get(tid)
+    return "" if topic is None else f" (topic {topic.name})"
+
+
+def _topic_name(path: str, la: Loaded, lb: Loaded) -> dict[str, str]:
+    label = _topic_label(path, la, lb)
+    return {"topicName": label[len(" (topic "):-1]} if label else {}
 
 
 def _diff_lines(changes: list[Change], a: str, b: str, la: Loaded,
@@ -175,15 +282,18 @@ def _diff_lines(changes: list[Change], a: str, b: str, la: Loaded,
         yield "no differences"
         return
     for c in changes:
+        name = _topic_label(c.path, la, lb)
         if c.kind == "added":
-            yield f"+ {c.path}" + (f": {c.after_text}" if c.after_text is not None else "/")
+            yield f"+ {c.path}" + (f"{name}: {c.after_text}" if c.after_text is not None
+                                   else f"/{name}")
         elif c.kind == "removed":
-            yield f"- {c.path}" + (f": {c.before_text}" if c.before_text is not None else "/")
+            yield f"- {c.path}" + (f"{name}: {c.before_text}" if c.before_text is not None
+                                   else f"/{name}")
         elif c.secret:
-            yield f"~ {c.path}"
+            yield f"~ {c.path}{name}"
             yield "    a secret value changed (--show-secrets shows it)"
         else:
-            yield f"~ {c.path}"
+            yield f"~ {c.path}{name}"
             for line in field_changes(c.before, c.after):
                 yield f"    {line}"
     counts = {k: sum(1 for c in changes if c.kind == k) for k in ("added", "removed", "changed")}

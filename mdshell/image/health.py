@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..wire.frames import LOST_DIR
 from . import model as m
@@ -19,12 +20,38 @@ OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 MIN_ISR = "min.insync.replicas"
 
 
+class Item(str):
+    """One finding: its line of text, and the same as fields (``data``) for JSON."""
+
+    data: dict[str, Any]
+
+
+def item(text: str, **fields: Any) -> Item:
+    it = Item(text)
+    it.data = fields
+    return it
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 broker``, ``2 brokers``."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def _are(n: int) -> str:
+    return "is" if n == 1 else "are"
+
+
 @dataclass
 class Check:
     name: str
     status: str
     summary: str
     items: list[str] = field(default_factory=list)
+
+    def details(self) -> list[dict[str, Any]]:
+        """The items as objects: ``{"check": ..., <what it is about>, <fields>}``."""
+        return [{"check": self.name, **(it.data if isinstance(it, Item) else {"text": it})}
+                for it in self.items]
 
 
 def _partitions(img: m.Image) -> Iterator[tuple[m.Topic, int, m.Partition]]:
@@ -58,82 +85,117 @@ def check_brokers(img: m.Image) -> list[Check]:
     else:
         checks.append(Check(
             "fenced brokers", FAIL if fenced else OK,
-            f"{len(fenced)} of {total} registered brokers are fenced" if fenced
-            else f"all {total} registered brokers are unfenced",
-            [f"broker {b.id} (epoch {b.epoch}) is fenced" for b in sorted(fenced,
-                                                                        key=lambda b: b.id)]))
+            f"{len(fenced)} of {count(total, 'registered broker')} {_are(len(fenced))} fenced"
+            if fenced else (f"all {total} registered brokers are unfenced" if total > 1
+                            else "the registered broker is unfenced"),
+            [item(f"broker {b.id} (epoch {b.epoch}) is fenced", broker=b.id, epoch=b.epoch)
+             for b in sorted(fenced, key=lambda b: b.id)]))
     if shutting:
         checks.append(Check(
-            "controlled shutdown", WARN, f"{len(shutting)} brokers are in controlled shutdown",
-            [f"broker {b.id}" for b in sorted(shutting, key=lambda b: b.id)]))
+            "controlled shutdown", WARN,
+            f"{count(len(shutting), 'broker')} {_are(len(shutting))} in controlled shutdown",
+            [item(f"broker {b.id}", broker=b.id, epoch=b.epoch)
+             for b in sorted(shutting, key=lambda b: b.id)]))
     return checks
 
 
 
 
 def check_partitions(img: m.Image) -> list[Check]:
-    offline, under, under_min, elr = [], [], [], []
-    bad_leader, moving, recovering, lost = [], [], [], []
+    offline: list[str] = []
+    under: list[str] = []
+    under_min: list[str] = []
+    elr: list[str] = []
+    bad_leader: list[str] = []
+    moving: list[str] = []
+    recovering: list[str] = []
+    lost: list[str] = []
     total = 0
     for topic, pid, p in _partitions(img):
         total += 1
         name = f"{topic.name}-{pid}"
+
+        def it(text: str, **fields: Any) -> Item:
+            return item(f"{name}: {text}", topic=topic.name, partition=pid,  # noqa: B023
+                        **fields)
         if p.leader == m.NO_LEADER:
             hint = f", ELR {p.elr} can be elected" if p.elr else ""
-            offline.append(f"{name}: no leader (replicas {p.replicas}, isr {p.isr}{hint})")
+            offline.append(it(f"no leader (replicas {p.replicas}, isr {p.isr}{hint})",
+                              replicas=p.replicas, isr=p.isr, elr=p.elr))
         else:
             reg = img.brokers.get(p.leader)
             if reg is None or reg.fenced:
                 state = "not registered" if reg is None else "fenced"
-                bad_leader.append(f"{name}: leader {p.leader} is {state}")
+                bad_leader.append(it(f"leader {p.leader} is {state}", leader=p.leader,
+                                     leaderState=state))
         # Like Kafka's UnderReplicatedPartitions: replicas being added do not count yet.
         target = [r for r in p.replicas if r not in p.adding_replicas]
         if len(p.isr) < len(target):
             missing = [r for r in target if r not in p.isr]
-            under.append(f"{name}: isr {p.isr} of replicas {target} (missing {missing})")
+            under.append(it(f"isr {p.isr} of replicas {target} (missing {missing})",
+                            isr=p.isr, replicas=target, missing=missing))
         if p.adding_replicas or p.removing_replicas:
-            moving.append(f"{name}: adding {p.adding_replicas}, removing "
-                          f"{p.removing_replicas} (replicas {p.replicas})")
+            moving.append(it(f"adding {p.adding_replicas}, removing {p.removing_replicas} "
+                             f"(replicas {p.replicas})", addingReplicas=p.adding_replicas,
+                             removingReplicas=p.removing_replicas, replicas=p.replicas))
         if p.leader_recovery_state == 1:
-            recovering.append(f"{name}: leader {p.leader} was elected uncleanly and is still "
-                              "RECOVERING")
+            recovering.append(it(f"leader {p.leader} was elected uncleanly and is still "
+                                 "RECOVERING", leader=p.leader))
         gone = [r for r, d in zip(p.replicas, p.directories, strict=False) if d == LOST_DIR]
         if gone:
-            lost.append(f"{name}: the log dir of replica(s) {gone} is offline (LOST)")
+            lost.append(it(f"the log dir of replica(s) {gone} is offline (LOST)",
+                           replicas=gone))
         need, where = min_isr(img, topic.name)
         if len(p.isr) < need:
-            under_min.append(f"{name}: isr {p.isr} has {len(p.isr)} < min.insync.replicas "
-                             f"{need} ({where})")
+            under_min.append(it(f"isr {p.isr} has {len(p.isr)} < min.insync.replicas {need} "
+                                f"({where})", isr=p.isr, minIsr=need, minIsrSource=where))
         if p.elr or p.last_known_elr:
-            elr.append(f"{name}: elr {p.elr}, lastKnownElr {p.last_known_elr}")
+            elr.append(it(f"elr {p.elr}, lastKnownElr {p.last_known_elr}", elr=p.elr,
+                          lastKnownElr=p.last_known_elr))
     out = [
         Check("offline partitions", FAIL if offline else OK,
               f"{len(offline)} of {total} partitions have no leader" if offline
-              else f"all {total} partitions have a leader", offline),
+              else _all(total, "partition", "has a leader", "have a leader"), offline),
         Check("under-replicated partitions", WARN if under else OK,
               f"{len(under)} of {total} partitions have an ISR smaller than their replicas"
               if under else "every ISR holds all replicas", under),
         Check("under-min-ISR partitions", FAIL if under_min else OK,
-              f"{len(under_min)} partitions have fewer in-sync replicas than "
+              f"{count(len(under_min), 'partition')} "
+              f"{'has' if len(under_min) == 1 else 'have'} fewer in-sync replicas than "
               "min.insync.replicas (acks=all writes fail)" if under_min
               else "every ISR meets min.insync.replicas", under_min),
     ]
     if bad_leader:
-        out.append(Check("partition leaders", FAIL, f"{len(bad_leader)} partitions are led by "
+        n = len(bad_leader)
+        out.append(Check("partition leaders", FAIL, f"{count(n, 'partition')} {_are(n)} led by "
                          "a broker that is fenced or not registered", bad_leader))
     if lost:
-        out.append(Check("offline log dirs", FAIL, f"{len(lost)} partitions have a replica on "
-                         "an offline log dir", lost))
+        n = len(lost)
+        out.append(Check("offline log dirs", FAIL, f"{count(n, 'partition')} "
+                         f"{'has' if n == 1 else 'have'} a replica on an offline log dir", lost))
     if recovering:
-        out.append(Check("unclean recovery", WARN, f"{len(recovering)} partitions are "
+        n = len(recovering)
+        out.append(Check("unclean recovery", WARN, f"{count(n, 'partition')} {_are(n)} "
                          "recovering from an unclean election", recovering))
     if moving:
-        out.append(Check("reassignments", INFO, f"{len(moving)} partitions are being "
+        n = len(moving)
+        out.append(Check("reassignments", INFO, f"{count(n, 'partition')} {_are(n)} being "
                          "reassigned", moving))
     if elr:
+        n = len(elr)
         out.append(Check("eligible leader replicas", INFO,
-                         f"{len(elr)} partitions carry ELR state", elr))
+                         f"{count(n, 'partition')} carr{'ies' if n == 1 else 'y'} ELR state",
+                         elr))
     return out
+
+
+def _all(total: int, noun: str, one: str, many: str) -> str:
+    """``all 3 partitions have a leader``; never ``all 0`` or ``all 1``."""
+    if total == 0:
+        return f"there are no {noun}s"
+    if total == 1:
+        return f"the only {noun} {one}"
+    return f"all {total} {noun}s {many}"
 
 
 def check_controllers(img: m.Image, voters: Iterable[int] | None) -> list[Check]:
@@ -145,14 +207,18 @@ def check_controllers(img: m.Image, voters: Iterable[int] | None) -> list[Check]
     registered = set(img.controllers)
     stale = sorted(registered - voter_set)
     unregistered = sorted(voter_set - registered)
-    items = [f"controller {c} is registered but is not a voter (a stale registration: its "
+    items: list[str] = [
+        item(f"controller {c} is registered but is not a voter (a stale registration: its "
              "supported features still count, so it can block feature upgrades; Kafka 4.4+ "
-             "can unregister it, KIP-1312)" for c in stale]
+             "can unregister it, KIP-1312)", controller=c, problem="registered, not a voter")
+        for c in stale]
     needs_registration = (img.metadata_version_level >= 15)  # 3.7-IV0 added registrations
     if needs_registration:
-        items += [f"voter {v} has no controller registration" for v in unregistered]
+        items += [item(f"voter {v} has no controller registration", controller=v,
+                       problem="voter without a registration") for v in unregistered]
     status = FAIL if stale else (WARN if needs_registration and unregistered else OK)
-    summary = (f"{len(registered)} controller registrations, voters {sorted(voter_set)}")
+    summary = (f"{count(len(registered), 'controller registration')}, voters "
+               f"{sorted(voter_set)}")
     return [Check("controller registrations", status, summary, items)]
 
 
@@ -172,25 +238,32 @@ def _label(feature: str, level: int) -> str:
 
 def check_features(img: m.Image) -> list[Check]:
     """Finalized levels that a registered node cannot run, and how far each can be raised."""
-    nodes: list[tuple[str, dict[str, tuple[int, int]]]] = (
-        [(f"broker {b.id}", b.supported_features) for b in img.brokers.values()]
-        + [(f"controller {c.id}", c.supported_features) for c in img.controllers.values()])
-    bad, ceilings = [], []
+    nodes: list[tuple[str, int, dict[str, tuple[int, int]]]] = (
+        [("broker", b.id, b.supported_features) for b in img.brokers.values()]
+        + [("controller", c.id, c.supported_features) for c in img.controllers.values()])
+    bad: list[str] = []
+    ceilings: list[str] = []
     for feature, level in sorted(_finalized(img).items()):
         limit: tuple[int, str] | None = None
-        for who, supported in nodes:
+        for kind, nid, supported in nodes:
+            who = f"{kind} {nid}"
             lo, hi = supported.get(feature, (0, 0))
             if not lo <= level <= hi:
-                bad.append(f"{who} supports {feature} {lo}-{hi}, but the finalized level is "
-                           f"{_label(feature, level)}")
+                bad.append(item(f"{who} supports {feature} {lo}-{hi}, but the finalized level "
+                                f"is {_label(feature, level)}", **{kind: nid},
+                                feature=feature, minSupported=lo, maxSupported=hi,
+                                finalized=level))
             if limit is None or hi < limit[0]:
                 limit = (hi, who)
         if limit is not None and nodes:
-            ceilings.append(f"{feature}: finalized {_label(feature, level)}, every registered "
-                            f"node supports up to {_label(feature, limit[0])} (lowest: "
-                            f"{limit[1]})")
+            ceilings.append(item(f"{feature}: finalized {_label(feature, level)}, every "
+                                 f"registered node supports up to {_label(feature, limit[0])} "
+                                 f"(lowest: {limit[1]})", feature=feature, finalized=level,
+                                 ceiling=limit[0], lowest=limit[1]))
+    n = len(bad)
     out = [Check("feature support", FAIL if bad else OK,
-                 f"{len(bad)} registrations do not support a finalized feature level" if bad
+                 f"{count(n, 'registration')} {'does' if n == 1 else 'do'} not support a "
+                 "finalized feature level" if bad
                  else "every registered node supports every finalized feature level", bad)]
     if ceilings:
         out.append(Check("feature upgrade ceiling", INFO,

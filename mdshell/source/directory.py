@@ -15,6 +15,7 @@ from collections.abc import Generator, Iterator
 from ..problems import Problem, SourceError
 from ..wire.batch import Batch
 from .base import BatchStream, Located, Source, count, file_read
+from .identity import check_metadata_log, read_head
 from .info import LogInfo, QuorumInfo, SegmentInfo, SnapshotInfo
 from .layout import Checkpoint, Layout, Segment, scan_layout
 from .localfiles import read_properties, read_quorum_state
@@ -32,6 +33,7 @@ class DirectorySource(Source):
         self.layout: Layout = scan_layout(path)
         self.eager = eager
         self._cache: dict[str, bytes] = {}
+        _check_identity(self.layout)
 
     def describe(self) -> str:
         return self.layout.directory
@@ -87,7 +89,7 @@ class DirectorySource(Source):
         segments = self.layout.segments
         problems = stream.problems
         check = _Continuity(problems, cp.epoch if cp is not None else -1)
-        if segments and segments[0].base_offset > start:
+        if segments and segments[0].base_offset > start and (upto is None or upto >= start):
             what = (f"snapshot {cp.name} ends at offset {cp.end_offset - 1}" if cp
                     else "there is no snapshot" if start == 0 else f"offset {start - 1} is "
                     "the last one before")
@@ -234,6 +236,16 @@ class DirectorySource(Source):
 
 
 _DONE, _PASSED, _DAMAGED = "done", "passed upto", "damaged"
+
+
+def _check_identity(layout: Layout) -> None:
+    """Refuse a topic's own partition directory (see :mod:`identity`)."""
+    snapshots = bool(layout.checkpoints or layout.ignored_checkpoints)
+    head = None
+    if not snapshots:
+        first = next((s for s in layout.segments if s.size > 0), None)
+        head = read_head(first.path) if first is not None else None
+    check_metadata_log(layout.directory, head, snapshots)
 
 
 def _at(data: bytes, pos: int) -> Batch:

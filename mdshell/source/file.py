@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from ..problems import Problem, SourceError
 from .base import BatchStream, Located, Source, count, file_read
+from .identity import check_metadata_log
 from .info import LogInfo
 from .layout import Checkpoint
 from .walker import iter_batches, read_bytes
@@ -29,6 +30,8 @@ class FileSource(Source):
             raise SourceError(f"{path}: a producer-state snapshot, not metadata; metadata "
                               "snapshots are named <end offset>-<epoch>.checkpoint (or give "
                               "the whole directory with -d)")
+        if not os.path.lexists(path):
+            raise SourceError(f"{path}: no such file")
         self.path = path
         self.eager = eager
         self._data = read_bytes(path, regular_only=True)
@@ -38,6 +41,8 @@ class FileSource(Source):
         if len(self._data) >= 17 and self._data[16] != 2:
             raise SourceError(f"{path}: not a Kafka record batch file (a .log segment or a "
                               ".checkpoint snapshot of __cluster_metadata-0)")
+        check_metadata_log(os.path.dirname(os.path.abspath(path)), self._data,
+                           ".checkpoint" in name)
 
     def describe(self) -> str:
         return self.path

@@ -97,7 +97,8 @@ def quorum_from_files(q: QuorumInfo, state: dict[str, Any] | None,
                 f"says {q.quorum_state_cluster_id}: these files come from different "
                 "clusters"))
         q.cluster_id = meta_id or q.cluster_id
-        q.node_id = _int(props.get("node.id"))
+        # meta.properties version 0 (ZooKeeper-era brokers) names it broker.id.
+        q.node_id = _int(props.get("node.id", props.get("broker.id")))
         q.directory_id = props.get("directory.id")
 
 

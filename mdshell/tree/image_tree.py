@@ -237,6 +237,5 @@ def _tokens(img: m.Image) -> Node:
         t = img.delegation_tokens.get(token_id)
         if t is None:
             return None
-        return Leaf(lambda o: lv.token_text(t, o.show_secrets),
-                    lambda o: lv.token_data(t, o.show_secrets))
+        return Leaf(lambda o: lv.token_text(t), lambda o: lv.token_data(t))
     return Dir(lambda: img.delegation_tokens.keys(), child)

@@ -101,14 +101,14 @@ def scram_text(s: m.ScramCredential, show_secrets: bool) -> str:
             f"serverKey={s.server_key.hex()}, iterations={s.iterations})")
 
 
-def token_text(t: m.DelegationToken, show_secrets: bool) -> str:
-    """Kafka 3.7's DelegationTokenDataNode text (odd parentheses included)."""
-    def v(x: object) -> str:
-        return str(x) if show_secrets else REDACTED
-    return (f"DelegationTokenDatatokenId={v(t.token_id)}(owner={v(t.owner)}"
-            f"(tokenRequester={v(t.requester)}(renewers={v(' '.join(t.renewers))}, "
-            f"issueTimestamp={v(t.issue_timestamp)}, maxTimestamp={v(t.max_timestamp)}), "
-            f"expiryTimestamp={v(t.expiration_timestamp)}")
+def token_text(t: m.DelegationToken) -> str:
+    """Kafka 3.7's DelegationTokenDataNode text (odd parentheses included). The record holds
+    no secret: the token's HMAC is derived from the token id with the controllers' secret key
+    and is never written to the log, and the id is the node's own name."""
+    return (f"DelegationTokenDatatokenId={t.token_id}(owner={t.owner}"
+            f"(tokenRequester={t.requester}(renewers={' '.join(t.renewers)}, "
+            f"issueTimestamp={t.issue_timestamp}, maxTimestamp={t.max_timestamp}), "
+            f"expiryTimestamp={t.expiration_timestamp}")
 
 
 def provenance_text(p: m.Provenance) -> str:
@@ -183,15 +183,12 @@ def scram_data(s: m.ScramCredential, show_secrets: bool) -> dict[str, Any]:
             "serverKey": s.server_key.hex(), "iterations": s.iterations}
 
 
-def token_data(t: m.DelegationToken, show_secrets: bool) -> dict[str, Any]:
-    data: dict[str, Any] = {
+def token_data(t: m.DelegationToken) -> dict[str, Any]:
+    return {
         "tokenId": t.token_id, "owner": t.owner, "tokenRequester": t.requester,
         "renewers": t.renewers, "issueTimestamp": t.issue_timestamp,
         "maxTimestamp": t.max_timestamp, "expiryTimestamp": t.expiration_timestamp,
     }
-    if not show_secrets:
-        data = {k: REDACTED for k in data}
-    return data
 
 
 def provenance_data(p: m.Provenance) -> dict[str, Any]:

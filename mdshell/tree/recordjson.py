@@ -1,7 +1,8 @@
 """Decoded records as JSON-ready data, typed by their schema, with secrets redacted.
 
-UUIDs become Kafka's base64 strings and byte fields hex; SCRAM material, delegation token
-fields and sensitive config values become ``[redacted]`` unless secrets are shown.
+UUIDs become Kafka's base64 strings and byte fields hex; SCRAM material and
+sensitive config values become ``[redacted]`` unless secrets are shown (a delegation token
+record holds no secret: its HMAC is never written to the log).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ..wire.primitives import uuid_str
 from ..wire.schema import Field, Message
 from .redact import REDACTED, is_sensitive_config
 
-SCRAM_RECORD, TOKEN_RECORD, CONFIG_RECORD = 11, 10, 4
+SCRAM_RECORD, CONFIG_RECORD = 11, 4
 _SCRAM_SECRETS = {"salt", "storedKey", "serverKey", "iterations"}
 
 
@@ -49,8 +50,6 @@ def record_data(msg: Message, version: int, d: dict[str, Any], *,
     if msg.key == SCRAM_RECORD:
         for k in _SCRAM_SECRETS & out.keys():
             out[k] = REDACTED
-    elif msg.key == TOKEN_RECORD:
-        out = dict.fromkeys(out, REDACTED)
     elif msg.key == CONFIG_RECORD and out.get("value") is not None and is_sensitive_config(
             str(out.get("name", ""))):
         out["value"] = REDACTED

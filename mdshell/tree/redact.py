@@ -1,7 +1,7 @@
 """What counts as a secret in the image, redacted unless ``--show-secrets`` is given.
 
-SCRAM salts/keys and delegation tokens are always secret (as in Kafka's own redaction). A
-config value is secret when its key is one of Kafka's PASSWORD-type configs (also behind a
+SCRAM salts/keys are always secret; a delegation token record holds no HMAC, so nothing of it
+is. A config value is secret when its key is one of Kafka's PASSWORD-type configs (also behind a
 ``listener.name.<listener>.<mechanism>.`` prefix) or looks like a credential.
 """
 

@@ -14,8 +14,13 @@ from .node import Node, StaticDir, Value
 UNKNOWN = "unknown"
 
 
-def _opt(v: object) -> Value:
-    return Value(UNKNOWN if v is None else str(v), v)
+def unknown(reason: str, text: str = UNKNOWN) -> Value:
+    """A value the data does not hold: JSON ``{"value": null, "reason": ...}``."""
+    return Value(text, {"value": None, "reason": reason})
+
+
+def _opt(v: object, reason: str = "not in the files read") -> Value:
+    return unknown(reason) if v is None else Value(str(v), v)
 
 
 def quorum_node(q: QuorumInfo) -> Node:
@@ -30,12 +35,15 @@ def quorum_node(q: QuorumInfo) -> Node:
         "appliedOffset": lambda: _opt(q.applied_offset),
         "kraftVersion": lambda: Value(str(q.kraft_version), q.kraft_version),
         "logEndOffset": lambda: _opt(q.log_end_offset),
-        "highWatermark": lambda: Value(
-            "unknown offline (not stored on disk; a live connection reports it)", None),
+        "highWatermark": lambda: unknown(
+            "not stored on disk; a live connection reports it",
+            "unknown offline (not stored on disk; a live connection reports it)"),
         "voters": lambda: _voters(q),
-        "observers": lambda: Value(
+        "observers": lambda: unknown(
+            "brokers and other observers fetching from the leader are not recorded on disk; "
+            "a live connection reports them",
             "unknown offline (brokers and other observers fetching from the leader are not "
-            "recorded on disk; a live connection reports them)", None),
+            "recorded on disk; a live connection reports them)"),
     }
     if q.last_leader_change is not None:
         lc = q.last_leader_change
@@ -73,9 +81,9 @@ def _voter_text(v: VoterInfo, offset: int | None) -> Node:
     rng = (f"{v.kraft_version_range[0]}-{v.kraft_version_range[1]}"
            if v.kraft_version_range else UNKNOWN)
     data: dict[str, Any] = {
-        "id": v.id, "directoryId": did,
+        "id": v.id, "directoryId": None if v.directory_id is None else did,
         "endpoints": [{"name": n, "host": h, "port": p} for n, h, p in v.endpoints],
-        "kraftVersion": rng, "fromOffset": offset,
+        "kraftVersion": None if v.kraft_version_range is None else rng, "fromOffset": offset,
     }
     return Value(f"Voter(id={v.id}, directoryId={did}, endpoints=[{ends}], "
                  f"kraftVersion={rng})", data)

@@ -1,0 +1,214 @@
+"""Batch headers of a source, as ``kafka-dump-log`` lists them, and time -> offset.
+
+Only headers are read (the CRC is checked over the bytes): listing the batches of a log or
+finding the offset of a time never decodes a record.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from .problems import Problem, SourceError
+from .source import DirectorySource, FileSource, Source
+from .source.walker import MAX_BATCH_LENGTH
+from .wire.batch import (
+    CONTROL_FLAG,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    TRANSACTIONAL_FLAG,
+    parse_header,
+)
+from .wire.compression import NAMES as CODEC_NAMES
+
+_BASE_LENGTH = 12
+
+
+@dataclass(slots=True)
+class BatchInfo:
+    """One batch header: what ``kafka-dump-log`` prints for a batch."""
+
+    file: str
+    position: int
+    base_offset: int
+    last_offset: int
+    size: int
+    epoch: int
+    crc: int
+    crc_valid: bool
+    compression: str
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    transactional: bool
+    control: bool
+    count: int
+    base_timestamp: int
+    max_timestamp: int
+    magic: int = 2
+    log_append_time: bool = False
+    delete_horizon: bool = False
+
+    @property
+    def last_sequence(self) -> int:
+        """Kafka's DefaultRecordBatch.lastSequence (sequences wrap at Integer.MAX_VALUE)."""
+        if self.base_sequence == -1:
+            return -1
+        delta = self.last_offset - self.base_offset
+        if self.base_sequence > INT_MAX - delta:
+            return delta - (INT_MAX - self.base_sequence) - 1
+        return self.base_sequence + delta
+
+
+INT_MAX = 2**31 - 1
+_LOG_APPEND_TIME, _DELETE_HORIZON = 0x08, 0x40
+
+
+def _files(source: Source, snapshot: str | None,
+           problems: list[Problem]) -> Iterator[tuple[str, bytes]]:
+    if isinstance(source, FileSource):
+        yield source.path, source.data()
+        return
+    if not isinstance(source, DirectorySource):
+        return  # no files behind it (a live quorum)
+    paths = [snapshot] if snapshot is not None else [s.path for s in source.segments()]
+    for path in paths:
+        try:
+            yield path, source.data(path)
+        except SourceError as e:
+            problems.append(Problem("unreadable", f"{e}; not shown", path))
+
+
+def file_batches(path: str, data: bytes, problems: list[Problem]) -> Iterator[BatchInfo]:
+    """Every batch of one file. A CRC mismatch is shown (``crc_valid`` False) and the walk
+    goes on by the batch length, as kafka-dump-log does; an impossible length or a
+    truncated batch ends the file with a warning."""
+    name = os.path.basename(path)
+    pos, size = 0, len(data)
+    while pos < size:
+        if size - pos < _BASE_LENGTH or int.from_bytes(data[pos + 8:pos + 12], "big",
+                                                         signed=True) == 0:
+            if data[pos:].strip(b"\0"):
+                problems.append(Problem("truncated", f"{name}: {size - pos} bytes at byte {pos} "
+                                        "are not a complete batch; the listing stops there",
+                                        path))
+            return
+        length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        if (length < MIN_BATCH_LENGTH or length > MAX_BATCH_LENGTH
+                or pos + LOG_OVERHEAD + length > size or size - pos < HEADER_SIZE):
+            problems.append(Problem("corrupt", f"{name}: the batch at byte {pos} has length "
+                                    f"{length}, which does not fit the file ({size} bytes); "
+                                    "the listing stops there", path))
+            return
+        b = parse_header(data, pos)
+        yield BatchInfo(name, pos, b.base_offset, b.last_offset, b.size, b.epoch, b.crc,
+                        b.magic == 2 and b.crc_ok(),
+                        CODEC_NAMES.get(b.compression, f"unknown({b.compression})"),
+                        b.producer_id, b.producer_epoch, b.base_sequence,
+                        bool(b.attributes & TRANSACTIONAL_FLAG),
+                        bool(b.attributes & CONTROL_FLAG), b.count, b.base_timestamp,
+                        b.max_timestamp, b.magic, bool(b.attributes & _LOG_APPEND_TIME),
+                        bool(b.attributes & _DELETE_HORIZON))
+        pos += b.size
+
+
+def iter_batch_infos(source: Source, *, snapshot: str | None = None,
+                     problems: list[Problem] | None = None) -> Iterator[BatchInfo]:
+    """The batches of the log segments in order (or of one snapshot file)."""
+    problems = problems if problems is not None else []
+    for path, data in _files(source, snapshot, problems):
+        yield from file_batches(path, data, problems)
+
+
+# ---------------------------------------------------------------- time -> offset
+
+
+def parse_time(text: str) -> int | None:
+    """Epoch millis of an ISO-8601 time (``2025-01-16T04:00Z``, ``2025-01-16 04:00:00+02:00``,
+    ``2025-01-16``); a time without a zone is UTC. None when ``text`` is not a time."""
+    if len(text) < 10 or text[4:5] != "-" or not text[:4].isdigit():
+        return None
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return int(t.timestamp() * 1000)
+
+
+@dataclass(slots=True)
+class TimePoint:
+    """Where a time falls in the log: the last offset written at or before it."""
+
+    offset: int | None  # None: the time is before every batch
+    first_time: int | None  # the max timestamp of the first valid batch
+    last_time: int | None  # of the last valid batch
+
+
+def offset_at_time(source: Source, ms: int) -> TimePoint:
+    """The last offset of the last batch whose max timestamp is at or before ``ms``, scanning
+    batch headers in log order up to the first damage (what the loader can use)."""
+    point = TimePoint(None, None, None)
+    for b in iter_batch_infos(source):
+        if not b.crc_valid:
+            break
+        if point.first_time is None:
+            point.first_time = b.max_timestamp
+        point.last_time = b.max_timestamp
+        if b.max_timestamp > ms:
+            break
+        point.offset = b.last_offset
+    return point
+
+
+# ---------------------------------------------------------------- snapshots as time points
+
+
+@dataclass(slots=True)
+class SnapshotPoint:
+    """A snapshot: the image as of ``offset`` (its end offset - 1), and the time of the last
+    record it contains (its SnapshotHeader's lastContainedLogTimestamp; None if unreadable)."""
+
+    offset: int
+    time_ms: int | None
+    name: str
+
+
+def snapshot_points(source: Source) -> list[SnapshotPoint]:
+    """The ready snapshots of a directory, oldest first (the bootstrap one left out). Each
+    is an exact image even when the log below the oldest segment was deleted."""
+    if not isinstance(source, DirectorySource):
+        return []
+    return [SnapshotPoint(cp.end_offset - 1, _header_time(cp.path), cp.name)
+            for cp in source.snapshots()]
+
+
+def _header_time(path: str) -> int | None:
+    from .source.identity import read_head
+    from .wire import control as ctl
+    from .wire import frames
+    from .wire.batch import iter_records
+
+    head = read_head(path, 64 * 1024)
+    if not head:
+        return None
+    problems: list[Problem] = []
+    for b in file_batches(path, head, problems):
+        if not (b.crc_valid and b.control):
+            return None
+        try:
+            batch = parse_header(head, b.position)
+            for rec in iter_records(batch):
+                if frames.control_type(rec.key) == ctl.SNAPSHOT_HEADER:
+                    value = frames.decode_control(ctl.SNAPSHOT_HEADER, rec.value)
+                    if isinstance(value, dict):
+                        return int(value["lastContainedLogTimestamp"])
+        except (ValueError, IndexError, KeyError, struct.error):
+            return None
+        return None
+    return None

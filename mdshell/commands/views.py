@@ -1,0 +1,327 @@
+"""Table views operators know from Kafka's tools: ``topics`` (kafka-topics --describe),
+``brokers``, ``controllers``, ``quorum`` (kafka-metadata-quorum describe) and ``features``
+(kafka-features describe), from what the image and the files hold.
+
+Text is an aligned table (or aligned ``Key: value`` lines for the quorum status); JSON is an
+array of objects with the same columns. Partitions sort numerically here (``/image`` keeps
+Kafka's order).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..image import model as m
+from ..image.health import min_isr
+from ..image.names import (
+    METADATA_VERSION_FEATURE,
+    SECURITY_PROTOCOLS,
+    TOPIC_CONFIG,
+    metadata_version_name,
+    name_of,
+)
+from ..tree.redact import REDACTED, is_sensitive_config
+from ..wire.primitives import uuid_str
+from .base import ArgParser, CommandError, Result, command
+from .shell import Shell
+
+NONE = "-"
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """Columns left-aligned to their widest cell, two spaces apart, no trailing blanks."""
+    cells = [[str(c) for c in columns]] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in cells]
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return NONE
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return ",".join(map(str, v)) if v else NONE
+    return str(v)
+
+
+def endpoints(listeners: dict[str, m.Endpoint]) -> list[str]:
+    """``NAME://host:port``, as in Kafka's listeners config."""
+    return [f"{n}://{e.host}:{e.port}" for n, e in sorted(listeners.items())]
+
+
+def _endpoint_data(listeners: dict[str, m.Endpoint]) -> list[dict[str, Any]]:
+    return [{"name": n, "host": e.host, "port": e.port,
+             "securityProtocol": name_of(SECURITY_PROTOCOLS, e.security_protocol)}
+            for n, e in sorted(listeners.items())]
+
+
+def _ranges(features: dict[str, tuple[int, int]]) -> list[str]:
+    return [f"{k}={lo}-{hi}" for k, (lo, hi) in sorted(features.items())]
+
+
+def _range_data(features: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    return {k: {"min": lo, "max": hi} for k, (lo, hi) in sorted(features.items())}
+
+
+# ---------------------------------------------------------------- topics
+
+TOPICS_USAGE = ("topics [--describe] [--under-replicated] [--offline] [--under-min-isr] "
+                "[TOPIC...]")
+
+
+@command("topics", "Topics and their partitions, like kafka-topics --describe.", TOPICS_USAGE,
+         details="Without options: one row per topic (id, partition count, replication "
+                 "factor, the configs set on it: the image holds only values that differ "
+                 "from the defaults). --describe lists every partition (leader, replicas, "
+                 "ISR, ELR); --under-replicated, --offline (no leader, or a leader that is "
+                 "fenced or not registered: Kafka's --unavailable-partitions) and "
+                 "--under-min-isr keep only such partitions. TOPIC may be a glob.",
+         completes_paths=False,
+         options=("--describe", "--under-replicated", "--offline", "--under-min-isr"))
+def topics(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("topics", TOPICS_USAGE)
+    p.add_argument("names", nargs="*", metavar="TOPIC")
+    for flag in ("--describe", "--under-replicated", "--offline", "--under-min-isr"):
+        p.add_argument(flag, action="store_true")
+    ns = p.parse_args(args)
+    img = shell.loaded.image
+    chosen = _topics(img, ns.names)
+    filters = ns.under_replicated or ns.offline or ns.under_min_isr
+    if not (ns.describe or filters):
+        rows = [_topic_row(img, t, shell.opts.show_secrets) for t in chosen]
+        return Result(table(["TOPIC", "TOPIC ID", "PARTITIONS", "RF", "CONFIGS"],
+                            [[r["topic"], r["topicId"], r["partitionCount"],
+                              r["replicationFactor"],
+                              ",".join(f"{k}={v}" for k, v in r["configs"].items()) or NONE]
+                             for r in rows]), rows)
+    parts = []
+    for t in chosen:
+        for pid in sorted(t.partitions):
+            part = t.partition(pid)
+            if part is None:
+                continue
+            row = _partition_row(img, t, pid, part)
+            if filters and not ((ns.under_replicated and row["underReplicated"])
+                                or (ns.offline and row["offline"])
+                                or (ns.under_min_isr and row["underMinIsr"])):
+                continue
+            parts.append(row)
+    cols = ["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "ELR", "LAST KNOWN ELR",
+            "ADDING", "REMOVING"]
+    keys = ["topic", "partition", "leader", "replicas", "isr", "elr", "lastKnownElr",
+            "addingReplicas", "removingReplicas"]
+    lines = table(cols, [[r[k] for k in keys] for r in parts]) if parts or not filters else []
+    return Result(lines, parts)
+
+
+def _topics(img: m.Image, patterns: list[str]) -> list[m.Topic]:
+    names = sorted(img.topics_by_name)
+    if not patterns:
+        return [img.topics_by_name[n] for n in names]
+    chosen: list[str] = []
+    for pat in patterns:
+        hits = [n for n in names if fnmatch.fnmatchcase(n, pat)]
+        if not hits:
+            raise CommandError(f"{pat}: no such topic")
+        chosen += [n for n in hits if n not in chosen]
+    return [img.topics_by_name[n] for n in sorted(chosen)]
+
+
+def _topic_row(img: m.Image, t: m.Topic, show_secrets: bool) -> dict[str, Any]:
+    first = min(t.partitions) if t.partitions else None
+    part = t.partition(first) if first is not None else None
+    rf = None if part is None else len([r for r in part.replicas
+                                        if r not in part.adding_replicas])
+    configs = img.configs.get((TOPIC_CONFIG, t.name), {})
+    shown = {k: (REDACTED if is_sensitive_config(k) and not show_secrets else v)
+             for k, v in sorted(configs.items())}
+    return {"topic": t.name, "topicId": uuid_str(t.id), "partitionCount": len(t.partitions),
+            "replicationFactor": rf, "configs": shown}
+
+
+def _partition_row(img: m.Image, t: m.Topic, pid: int, p: m.Partition) -> dict[str, Any]:
+    target = [r for r in p.replicas if r not in p.adding_replicas]
+    leader_ok = p.leader != m.NO_LEADER and (
+        (reg := img.brokers.get(p.leader)) is not None and not reg.fenced)
+    need, _ = min_isr(img, t.name)
+    return {"topic": t.name, "topicId": uuid_str(t.id), "partition": pid,
+            "leader": None if p.leader == m.NO_LEADER else p.leader,
+            "replicas": p.replicas, "isr": p.isr, "elr": p.elr,
+            "lastKnownElr": p.last_known_elr, "addingReplicas": p.adding_replicas,
+            "removingReplicas": p.removing_replicas,
+            "underReplicated": len(p.isr) < len(target), "offline": not leader_ok,
+            "underMinIsr": len(p.isr) < need, "minIsr": need}
+
+
+# ---------------------------------------------------------------- brokers and controllers
+
+
+def _broker_state(b: m.BrokerRegistration) -> str:
+    if b.fenced:
+        return "fenced"
+    return "shutting-down" if b.in_controlled_shutdown else "unfenced"
+
+
+@command("brokers", "Registered brokers: state, endpoints, rack, supported features.",
+         "brokers", completes_paths=False,
+         details="STATE is fenced, unfenced or shutting-down (in controlled shutdown). "
+                 "ENDPOINTS are NAME://host:port; FEATURES the range of each feature the "
+                 "broker supports.")
+def brokers(shell: Shell, args: list[str]) -> Result:
+    ArgParser("brokers", "brokers").parse_args(args)
+    img = shell.loaded.image
+    rows: list[dict[str, Any]] = [{"id": b.id, "state": _broker_state(b), "epoch": b.epoch,
+             "endpoints": endpoints(b.listeners), "rack": b.rack,
+             "logDirs": len(b.directories), "incarnationId": uuid_str(b.incarnation_id),
+             "listeners": _endpoint_data(b.listeners),
+             "supportedFeatures": _range_data(b.supported_features)}
+            for b in (img.brokers[i] for i in sorted(img.brokers))]
+    text = table(["ID", "STATE", "EPOCH", "RACK", "LOG DIRS", "ENDPOINTS", "FEATURES"],
+                 [[r["id"], r["state"], r["epoch"], r["rack"], r["logDirs"],
+                   r["endpoints"], _ranges(img.brokers[r["id"]].supported_features)]
+                  for r in rows])
+    return Result(text, rows)
+
+
+@command("controllers", "Registered controllers: voter or not, endpoints, features.",
+         "controllers", completes_paths=False,
+         details="VOTER says whether the controller is in the voter set (Voters record, "
+                 "quorum-state or the last LeaderChange); a registered controller that is "
+                 "not a voter is a stale registration (see health).")
+def controllers(shell: Shell, args: list[str]) -> Result:
+    from .healthcmd import voter_ids
+
+    ArgParser("controllers", "controllers").parse_args(args)
+    img = shell.loaded.image
+    voters = voter_ids(shell)
+    rows: list[dict[str, Any]] = [{"id": c.id, "voter": None if voters is None else c.id in voters,
+             "endpoints": endpoints(c.listeners),
+             "zkMigrationReady": c.zk_migration_ready,
+             "incarnationId": uuid_str(c.incarnation_id),
+             "listeners": _endpoint_data(c.listeners),
+             "supportedFeatures": _range_data(c.supported_features)}
+            for c in (img.controllers[i] for i in sorted(img.controllers))]
+    text = table(["ID", "VOTER", "ENDPOINTS", "FEATURES"],
+                 [[r["id"], "unknown" if r["voter"] is None else r["voter"], r["endpoints"],
+                   _ranges(img.controllers[r["id"]].supported_features)] for r in rows])
+    return Result(text, rows)
+
+
+# ---------------------------------------------------------------- quorum
+
+UNKNOWN_OFFLINE = "unknown offline"
+
+
+@command("quorum", "The KRaft quorum, like kafka-metadata-quorum describe.",
+         "quorum [--status | --replication]", completes_paths=False,
+         options=("--status", "--replication"),
+         details="--status (the default): cluster id, leader, epoch, voters, observers. "
+                 "--replication: one row per voter. Offline, only what the files hold: the "
+                 "high watermark, observers and other nodes' log end offsets are unknown "
+                 "(a live connection reports them); the log end offset is this copy's.")
+def quorum(shell: Shell, args: list[str]) -> Result:
+    p = ArgParser("quorum", "quorum [--status | --replication]")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--status", action="store_true")
+    group.add_argument("--replication", action="store_true")
+    ns = p.parse_args(args)
+    q = shell.session.quorum_info()
+    voters = _voters(q)
+    if ns.replication:
+        rows = []
+        for v in voters:
+            mine = q.node_id == v["id"]
+            rows.append({"nodeId": v["id"], "directoryId": v["directoryId"],
+                         "logEndOffset": q.log_end_offset if mine else None,
+                         "lag": None, "lastFetchTimestamp": None,
+                         "lastCaughtUpTimestamp": None,
+                         "status": "Leader" if v["id"] == q.leader_id else "Follower"})
+        text = table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+                      "LastCaughtUpTimestamp", "Status"],
+                     [[r["nodeId"], r["directoryId"], r["logEndOffset"], r["lag"],
+                       r["lastFetchTimestamp"], r["lastCaughtUpTimestamp"], r["status"]]
+                      for r in rows])
+        return Result(text, rows)
+    status = {"clusterId": q.cluster_id, "leaderId": q.leader_id,
+              "leaderEpoch": q.leader_epoch, "highWatermark": None,
+              "logEndOffset": q.log_end_offset, "nodeId": q.node_id,
+              "kraftVersion": q.kraft_version, "currentVoters": voters,
+              "currentObservers": None,
+              "unknown": {"highWatermark": "not stored on disk",
+                          "currentObservers": "observers are not recorded on disk"}}
+    pairs = [("ClusterId", q.cluster_id), ("LeaderId", q.leader_id),
+             ("LeaderEpoch", q.leader_epoch),
+             ("HighWatermark", UNKNOWN_OFFLINE + " (not stored on disk)"),
+             ("LogEndOffset", f"{q.log_end_offset} (this copy, node {q.node_id})"
+              if q.log_end_offset is not None else None),
+             ("KRaftVersion", q.kraft_version),
+             ("CurrentVoters", "[" + ", ".join(_voter_text(v) for v in voters) + "]"),
+             ("CurrentObservers", UNKNOWN_OFFLINE + " (not recorded on disk)")]
+    width = max(len(k) for k, _ in pairs) + 2
+    text = [f"{k + ':':<{width}}{_cell(v)}" for k, v in pairs]
+    return Result(text, status)
+
+
+def _voters(q: Any) -> list[dict[str, Any]]:
+    if q.voters is not None:
+        return [{"id": v.id, "directoryId": None if v.directory_id is None
+                 else uuid_str(v.directory_id),
+                 "endpoints": [f"{n}://{h}:{p}" for n, h, p in v.endpoints]}
+                for v in q.voters]
+    ids = q.quorum_state_voters or (q.last_leader_change.voters if q.last_leader_change
+                                    else [])
+    return [{"id": i, "directoryId": None, "endpoints": []} for i in sorted(ids)]
+
+
+def _voter_text(v: dict[str, Any]) -> str:
+    ends = ",".join(v["endpoints"])
+    return f"{v['id']}" + (f" ({ends})" if ends else "")
+
+
+# ---------------------------------------------------------------- features
+
+
+@command("features", "Finalized feature levels and what every node supports, like "
+         "kafka-features describe.", "features", completes_paths=False,
+         details="SUPPORTED MIN/MAX is the range every registered broker and controller "
+                 "supports (the intersection: what the feature can be set to today). "
+                 "metadata.version levels also show their release name.")
+def features(shell: Shell, args: list[str]) -> Result:
+    ArgParser("features", "features").parse_args(args)
+    img = shell.loaded.image
+    nodes = ([b.supported_features for b in img.brokers.values()]
+             + [c.supported_features for c in img.controllers.values()])
+    finalized = dict(img.finalized_features)
+    if img.metadata_version is not None:
+        finalized[METADATA_VERSION_FEATURE] = img.metadata_version
+    if KRAFT_VERSION not in finalized and any(KRAFT_VERSION in n for n in nodes):
+        # a control record, not in the image
+        finalized[KRAFT_VERSION] = shell.session.quorum_info().kraft_version
+    names = sorted(set(finalized) | {f for n in nodes for f in n})
+    rows: list[dict[str, Any]] = []
+    for f in names:
+        ranges = [n.get(f, (0, 0)) for n in nodes]
+        lo = max((r[0] for r in ranges), default=None)
+        hi = min((r[1] for r in ranges), default=None)
+        rows.append({"feature": f, "supportedMin": lo, "supportedMax": hi,
+                     "finalizedLevel": finalized.get(f)})
+    text = table(["FEATURE", "SUPPORTED MIN", "SUPPORTED MAX", "FINALIZED"],
+                 [[r["feature"], _level(r["feature"], r["supportedMin"]),
+                   _level(r["feature"], r["supportedMax"]),
+                   _level(r["feature"], r["finalizedLevel"])] for r in rows])
+    return Result(text, rows)
+
+
+KRAFT_VERSION = "kraft.version"
+
+
+def _level(feature: str, level: int | None) -> str:
+    if level is None:
+        return NONE
+    if feature == METADATA_VERSION_FEATURE:
+        return f"{metadata_version_name(level)} ({level})"
+    return str(level)
