@@ -167,11 +167,19 @@ def test_live_and_quorum_nodes(kafka: KraftCluster) -> None:
     observers = run_cli("-q", kafka.bootstrap_controllers, "ls", "/quorum/observers")
     assert observers.stdout.split() == ["4"]
     assert kafka.cluster_id in out.stdout
+    quorum = run_cli("-q", kafka.bootstrap_controllers, "-o", "json", "quorum",
+                     "--replication")
+    assert quorum.returncode == 0, quorum.stderr
+    rows = json.loads(quorum.stdout)
+    assert sorted(r["status"] for r in rows) == ["Follower", "Follower", "Leader", "Observer"]
+    assert all(r["logEndOffset"] > 0 and r["lag"] is not None for r in rows)
+    status = run_cli("-q", kafka.bootstrap_controllers, "quorum")
+    assert "CurrentObservers:     [4]" in status.stdout and "unknown" not in status.stdout
     # The commands that read the source beyond the image work on what was fetched.
     more = run_cli("-q", kafka.bootstrap_controllers, stdin="records --limit 2\nls /log\n"
                    "at earliest\ncat /image/provenance\n")
     assert more.returncode == 0, more.stderr
-    assert more.stdout.startswith("offset=") and "image as of offset" in more.stdout
+    assert "image as of offset" in more.stdout and "segments" in more.stdout
 
 
 def test_save_opens_with_mdshell_and_kafka_shell(kafka: KraftCluster, tmp_path: Path) -> None:
