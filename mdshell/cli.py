@@ -165,8 +165,13 @@ def _main(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
         if moved.code:
             return moved.code if is_position(args.at) else EXIT_USAGE
+        label = "error" if args.strict else "warning"
+        for w in moved.warnings:  # what only the older data shows
+            print(f"mdshell: {label}: {w}", file=sys.stderr)
+        if args.strict and moved.warnings:
+            return EXIT_FAIL
     if args.command:
-        return run_one(shell, args.command, sys.stdout, args.output, width)
+        return run_one(shell, args.command, sys.stdout, args.output, width, args.strict)
     source = session.source
     try:
         follow = getattr(source, "follow", None)
@@ -217,11 +222,16 @@ def json_text(data: object) -> str:
 
 
 def run_one(shell: object, words: list[str], out: TextIO, output: str = "text",
-            width: int | None = None) -> int:
+            width: int | None = None, strict: bool = False) -> int:
+    """Run one command; with ``strict``, a warning about the data makes it fail (exit 1)."""
     from .commands.shell import Shell
 
     assert isinstance(shell, Shell)
-    return emit(shell, shell.run(words, width), out, output)
+    result = shell.run(words, width)
+    code = emit(shell, result, out, output)
+    if strict and result.warnings and code == EXIT_OK:
+        return EXIT_FAIL
+    return code
 
 
 def run_script(shell: object, lines: TextIO, out: TextIO, output: str = "text") -> int:

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Problems after which reading stops: later records are not in the image.
+STOPS = frozenset({"crc", "truncated", "corrupt", "stopped", "unreadable"})
+# Problems after which the image may not be the cluster's (records lost or skipped).
+DAMAGE = STOPS | {"gap", "incomplete", "epoch"}
+
 
 class SourceError(Exception):
     """Nothing usable can be read: the load cannot produce an image at all."""

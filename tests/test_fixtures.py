@@ -542,3 +542,24 @@ def test_kafka37_snapshot_with_overlapping_batches_of() -> None:
     # Kafka's own shell reads the snapshot file alone too (-s).
     rc, out, err = run("-s", str(snap), "ls", "/image/topics/byName")
     assert rc == 0 and err == "" and out.split() == ["topic-0", "topic-1", "topic-2", "topic-3"]
+
+
+def test_damage_messages_state_what_the_image_is(tmp_path: Path) -> None:
+    """Issue 7 item 5: a zeroed region does not claim "offset 0", and after damage one line
+    says what the image actually is (not what the damaged file's tail would have been)."""
+    d = tmp_path / "zeroed"
+    shutil.copytree(FIXTURES / "cluster-basic", d)
+    log = next((d / "__cluster_metadata-0").glob("*.log"))
+    data = bytearray(log.read_bytes())
+    first = batches_of(log)
+    cut = first[len(first) // 2]
+    data[cut.pos:cut.pos + 40] = bytes(40)  # a zeroed region in the middle
+    log.write_bytes(bytes(data))
+    loaded = load(DirectorySource(str(d)))
+    corrupt = next(p for p in loaded.problems if p.code == "corrupt")
+    assert "(offset 0)" not in corrupt.message
+    assert f"after offset {first[len(first) // 2 - 1].last_offset}" in corrupt.message
+    assert corrupt.offset == cut.base_offset and corrupt.position == cut.pos
+    summary = loaded.problems[-1]
+    prov = loaded.image.provenance
+    assert summary.code == "image" and f"as of offset {prov.offset}" in summary.message

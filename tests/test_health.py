@@ -122,3 +122,22 @@ def test_metadata_version_never_set_is_not_checked() -> None:
     for b in img.brokers.values():
         b.supported_features = {}
     assert _status(img)["feature support"] == "ok"
+
+
+@pytest.mark.parametrize("name", ["bad-log-gap", "bad-crc", "bad-truncated-tail"])
+def test_damaged_or_incomplete_data_fails_health(name: str) -> None:
+    """Issue 7: warnings then "healthy" was a lie; the data check fails, in text and JSON."""
+    rc, data = health(str(FIXTURES / name))
+    statuses = {c["name"]: c["status"] for c in data["checks"]}
+    assert rc == 1 and data["ok"] is False and statuses["data"] == "fail"
+    check = next(c for c in data["checks"] if c["name"] == "data")
+    assert check["summary"].startswith("the image may be wrong") and check["items"]
+    text = run_cli("-d", str(FIXTURES / name), "health")
+    assert text.returncode == 1
+    assert "FAIL  data: the image may be wrong" in text.stdout
+    assert "healthy" not in text.stdout.splitlines()[-1]
+
+
+def test_clean_data_has_no_data_check() -> None:
+    _, data = health(str(FIXTURES / "cluster-basic"))
+    assert "data" not in {c["name"] for c in data["checks"]}

@@ -15,7 +15,7 @@ from mdshell.tree.node import RenderOptions
 from mdshell.tree.paths import lookup
 from mdshell.wire import rewrite
 
-from .conftest import CORPUS, need_corpus
+from .conftest import CORPUS, FIXTURES, need_corpus
 
 SHOW = RenderOptions(show_secrets=True)
 # Single-segment logs from offset 0, with and without snapshots, with transactions.
@@ -55,7 +55,19 @@ def _offsets(directory: Path) -> list[int]:
 @pytest.mark.parametrize("name", DIRS)
 def test_at_equals_prefix_replay(name: str, tmp_path: Path) -> None:
     need_corpus()
-    directory = CORPUS / name
+    check_at_equals_prefix_replay(CORPUS / name, tmp_path)
+
+
+# Fixtures with logs from offset 0: snapshots, several segments, transactions, ELR.
+FIXTURE_DIRS = ["cluster-basic", "segments-snapshots", "transactions", "elr", "codecs"]
+
+
+@pytest.mark.parametrize("name", FIXTURE_DIRS)
+def test_at_equals_prefix_replay_on_fixtures(name: str, tmp_path: Path) -> None:
+    check_at_equals_prefix_replay(FIXTURES / name, tmp_path)
+
+
+def check_at_equals_prefix_replay(directory: Path, tmp_path: Path) -> None:
     logs = sorted((directory / "__cluster_metadata-0").glob("*.log"))
     source = DirectorySource(str(directory))
     shell = Shell(source, load(source), SHOW)
@@ -67,7 +79,7 @@ def test_at_equals_prefix_replay(name: str, tmp_path: Path) -> None:
         prefix_file(logs, offset, prefix)
         ref_source = FileSource(str(prefix))
         ref = Shell(ref_source, load(ref_source), SHOW)
-        assert image_text(shell) == image_text(ref), f"offset {offset}"
+        assert image_text(shell) == image_text(ref), f"{directory.name} offset {offset}"
         checked += 1
     assert checked >= 5
     assert shell.run(["at", "latest"]).code == 0
@@ -102,3 +114,69 @@ def test_diff_between_offsets_reports_fields() -> None:
     data = shell.run(["diff", "100", "latest", "/image/topics"]).data
     kinds = {(c["kind"], c["path"]) for c in data["changes"]}
     assert ("added", "/image/topics/byName/test") in kinds
+
+
+@pytest.mark.parametrize("name", FIXTURE_DIRS)
+def test_diff_of_fixture_offsets_matches_fresh_loads(name: str) -> None:
+    """``diff A B`` compares the images a fresh load gives at A and at B."""
+    directory = FIXTURES / name
+    source = DirectorySource(str(directory))
+    shell = Shell(source, load(source), SHOW)
+    last = load(source).end_offset or 0
+    a, b = last // 3, last - 1
+    data = shell.run(["diff", str(a), str(b)]).data
+    ref_a = Shell(source, load(source, upto=a), SHOW)
+    ref_b = Shell(source, load(source, upto=b), SHOW)
+    same = image_text(ref_a) == image_text(ref_b)
+    assert (data["changes"] == []) == same
+    for c in data["changes"]:
+        path = c["path"].split("/")[1:]
+        before, after = lookup(ref_a.root, path), lookup(ref_b.root, path)
+        assert (before is None) == (c["kind"] == "added")
+        assert (after is None) == (c["kind"] == "removed")
+
+
+def test_at_refuses_offsets_beyond_damage() -> None:
+    """Issue 7 item 1: with a CRC error at offset 15, ``at 20`` used to print "image as of
+    offset 20 (last applied: offset 14)" and exit 0; it now says why and what can be."""
+    from .conftest import run_cli
+
+    bad = str(FIXTURES / "bad-crc")
+    assert run_cli("-d", bad, "--strict", "at", "20").returncode == 1
+    for words in (["at", "20"], ["--at", "20", "ls", "/"], ["diff", "10", "20"]):
+        out = run_cli("-d", bad, *words)
+        assert out.returncode == 1, words
+        assert "offset 20 cannot be rebuilt: the data is damaged at offset 15" in out.stderr
+        assert "up to 14" in out.stderr
+        assert "image as of offset 20" not in out.stdout
+    fine = run_cli("-d", bad, "at", "12")
+    assert fine.returncode == 0 and "image as of offset 12" in fine.stdout
+    assert run_cli("-d", bad, "--strict", "at", "12").returncode == 1  # the data has warnings
+    # Older data that only time travel reads: its warnings come with the answer.
+    shell = Shell(DirectorySource(bad), None, SHOW)
+    r = shell.run(["at", "12"])
+    assert r.code == 0 and r.warnings == []  # the latest load already reported them
+
+
+def test_one_model_of_what_the_data_can_rebuild() -> None:
+    """Issue 7 item 2: the load, time travel and ``records`` agree on where damage stops."""
+    from mdshell.session import Session
+
+    from .conftest import run_cli
+
+    bad = str(FIXTURES / "bad-crc")
+    session = Session(DirectorySource(bad))
+    assert session.offset_range() == (0, 14) and session.reach() == 14
+    stop = session.stopped_by()
+    assert stop is not None and stop.code == "crc" and stop.offset == 15
+    shell = Shell(session, opts=SHOW)
+    r = shell.run(["at", "16"])
+    assert r.code == 1 and "(offsets 0-14 can be rebuilt)" in r.errors[0]
+    after = run_cli("-d", bad, "records", "--from", "20", "--limit", "1")
+    assert after.returncode == 0 and "offset=20" in after.stdout
+    assert "these records come after the damage: the image stops at offset 14" in after.stderr
+    before = run_cli("-d", bad, "records", "--to", "5")
+    assert "come after the damage" not in before.stderr
+    clean = Session(DirectorySource(str(FIXTURES / "cluster-basic")))
+    assert clean.stopped_by() is None
+    assert clean.offset_range() == clean.source.offset_range()

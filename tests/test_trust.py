@@ -524,7 +524,7 @@ def test_at_takes_a_time() -> None:
 
 
 def test_at_a_time_before_the_log_uses_the_newest_older_snapshot(tmp_path: Path) -> None:
-    from mdshell.batchscan import snapshot_points
+    from mdshell.source.batchscan import snapshot_points
     from mdshell.tree.javafmt import iso_zoned_utc
 
     d = copy_fixture("segments-snapshots", tmp_path)

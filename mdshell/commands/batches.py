@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..batchscan import BatchInfo, iter_batch_infos
 from ..problems import Problem
+from ..source.batchscan import BatchInfo, iter_batch_infos
 from .base import Result
 from .shell import Shell
 

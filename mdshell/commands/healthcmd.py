@@ -30,7 +30,8 @@ def voter_ids(shell: Shell) -> list[int] | None:
          details="Fenced or shutting-down brokers, partitions without a leader, "
                  "under-replicated and under-min-ISR partitions, ELR state, controller "
                  "registrations that are not voters, and finalized feature levels that a "
-                 "registered node does not support. One-shot exit code: 1 when a check fails. "
+                 "registered node does not support; damaged or incomplete data fails a 'data' "
+                 "check (the image may be wrong). One-shot exit code: 1 when a check fails. "
                  "--all lists every item (default: the first 20 per check). In JSON, each "
                  "check's items are lines of text and its details the same items as "
                  "objects (check, broker/controller or topic and partition, fields).",
@@ -41,7 +42,7 @@ def health(shell: Shell, args: list[str]) -> Result:
     ns = p.parse_args(args)
     from ..image.health import FAIL, run_checks
 
-    checks = run_checks(shell.loaded.image, voter_ids(shell))
+    checks = run_checks(shell.loaded.image, voter_ids(shell), shell.loaded.problems)
     failed = any(c.status == FAIL for c in checks)
     data = {"ok": not failed, "checks": [
         {"name": c.name, "status": c.status, "summary": c.summary, "items": c.items,

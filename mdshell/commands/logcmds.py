@@ -9,7 +9,7 @@ from typing import Any
 from ..image.model import Partition, partition_from_record
 from ..image.replay import ImageBuilder, Wants, merge_partition
 from ..problems import Problem
-from ..session import load
+from ..session import replay_history
 from ..source.logscan import LogRecord, iter_log, schema_of
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.leaves import partition_data
@@ -151,6 +151,14 @@ def records(shell: Shell, args: list[str]) -> Result:
             if ns.limit is not None and n >= ns.limit:
                 break
         warnings.extend(p.message for p in problems)
+        stop = shell.session.stopped_by()
+        if (snapshot is None and stop is not None and stop.offset is not None
+                and (ns.first or 0) > stop.offset
+                and stop.message not in warnings):
+            # The same model as the load and time travel: past the damage, records are
+            # shown as the files hold them, but no image includes them.
+            warnings.append(f"{stop.message} (these records come after the damage: the "
+                            f"image stops at offset {shell.session.reach()})")
 
     return Result((_line(j) for j in selected()), lambda: list(selected()), warnings=warnings)
 
@@ -258,8 +266,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
             entry["after"] = partition_data(after)
         found.append(entry)
 
-    load(shell.source, upto=shell.loaded.upto, observer=observe, history=True,
-         wants=_partition_filter(patterns[0]))
+    replay_history(shell.session, observe, _partition_filter(patterns[0]), shell.loaded.upto)
     return Result(_changes_lines(found, target), found)
 
 

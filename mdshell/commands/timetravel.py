@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..problems import Problem
 from ..session import Loaded
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
@@ -19,7 +21,7 @@ EARLIEST = ("earliest", "start")
 
 def is_position(text: str) -> bool:
     """True when ``text`` reads as an offset, a time, 'earliest' or 'latest'."""
-    from ..batchscan import parse_time
+    from ..source.batchscan import parse_time
 
     low = text.lower()
     if low in LATEST or low in EARLIEST or parse_time(text) is not None:
@@ -32,7 +34,7 @@ def is_position(text: str) -> bool:
 
 
 def is_time(text: str) -> bool:
-    from ..batchscan import parse_time
+    from ..source.batchscan import parse_time
 
     return parse_time(text) is not None
 
@@ -41,7 +43,7 @@ def parse_offset(shell: Shell, text: str) -> int | None:
     """An offset the source can rebuild, ``None`` for latest; errors name the valid range.
     A time (ISO 8601, UTC without a zone) means the last offset written at or before it.
     Below the log (its old segments deleted), each snapshot still gives an exact image."""
-    from ..batchscan import parse_time, snapshot_points
+    from ..source.batchscan import parse_time, snapshot_points
 
     first, last = shell.session.offset_range()
     points = [p for p in snapshot_points(shell.source) if first is None or p.offset < first]
@@ -68,6 +70,9 @@ def parse_offset(shell: Shell, text: str) -> int | None:
     if first is None or last is None:
         raise CommandError("the log is empty: there is no offset to travel to")
     if offset > last:
+        stop = shell.session.stopped_by()
+        if stop is not None:
+            raise CommandError(_beyond_damage(offset, stop, last, first))
         raise CommandError(f"offset {offset} is after the end of the log (offsets "
                            f"{first}-{last} can be rebuilt)")
     if offset < first and not any(p.offset == offset for p in points):
@@ -96,7 +101,7 @@ def _few(points: list[int]) -> str:
 
 def _offset_of_time(shell: Shell, text: str, ms: int, first: int | None,
                     points: list[Any]) -> int:
-    from ..batchscan import offset_at_time
+    from ..source.batchscan import offset_at_time
     from ..tree.javafmt import iso_zoned_utc
 
     point = offset_at_time(shell.source, ms)
@@ -117,7 +122,22 @@ def _offset_of_time(shell: Shell, text: str, ms: int, first: int | None,
 
 
 def load_at(shell: Shell, offset: int | None) -> Loaded:
-    return shell.session.load_at(offset)
+    """The image as of ``offset``; refused when damage before it stops the replay (the image
+    would claim an offset it does not reach)."""
+    loaded = shell.session.load_at(offset)
+    if offset is not None:
+        stop = shell.session.damage_before(loaded, offset)
+        if stop is not None:
+            raise CommandError(_beyond_damage(offset, stop, loaded.image.provenance.offset))
+    return loaded
+
+
+def _beyond_damage(offset: int, stop: Problem, reach: int, first: int | None = None) -> str:
+    where = os.path.basename(stop.file or "?")
+    span = f" (offsets {first}-{reach} can be rebuilt)" if first is not None else ""
+    return (f"offset {offset} cannot be rebuilt: the data is damaged at offset {stop.offset} "
+            f"({where}), so the image stops at offset {reach}; travel to an offset up to "
+            f"{reach}{span}; see the warnings")
 
 
 @command("at", "Show the whole tree as of an offset or a time ('at latest' goes back).",
@@ -143,9 +163,14 @@ def at(shell: Shell, args: list[str]) -> Result:
         text.append(f"{ns.offset} is offset {offset}: {how}")
     if moved is not None:
         text.append(f"the working directory did not exist then: now {moved}")
+    # Problems of the data read for this offset that the latest load did not meet (older
+    # snapshots, segments below the newest one).
+    known = {p.message for p in shell.latest.problems}
+    fresh = [p.message for p in shell.loaded.problems if p.message not in known]
     return Result(text, {"at": offset, "cwd": shell.cwd, "provenance": {"offset": prov.offset,
                                                         "epoch": prov.epoch,
-                                                        "timeMs": prov.time_ms}})
+                                                        "timeMs": prov.time_ms}},
+                  warnings=fresh)
 
 
 @dataclass
@@ -171,11 +196,18 @@ def diff_nodes(a: Node | None, b: Node | None, path: str,
     if b is None:
         yield Change("removed", path, before=tree_data(a, opts), before_text=_text(a, opts))
         return
+    same = a.ident()
+    if same is not None and same is b.ident():
+        return  # images share what did not change
     if a.is_dir and b.is_dir:
         names = sorted(set(a.names()) | set(b.names()))
         for name in names:
+            same = a.child_ident(name)
+            if same is not None and same is b.child_ident(name):
+                continue  # shared by both images: unchanged
+            ca, cb = a.child(name), b.child(name)
             sub = path + name if path.endswith("/") else f"{path}/{name}"
-            yield from diff_nodes(a.child(name), b.child(name), sub, opts)
+            yield from diff_nodes(ca, cb, sub, opts)
         return
     if not a.is_dir and not b.is_dir:
         ka, kb = a.key(), b.key()

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..problems import DAMAGE, Problem
 from ..wire.frames import LOST_DIR
 from . import model as m
 from .names import BROKER_CONFIG, METADATA_VERSION_FEATURE, TOPIC_CONFIG, metadata_version_name
@@ -111,8 +112,19 @@ def check_partitions(img: m.Image) -> list[Check]:
     recovering: list[str] = []
     lost: list[str] = []
     total = 0
+    need_of: dict[str, tuple[int, str]] = {}
     for topic, pid, p in _partitions(img):
         total += 1
+        isr, replicas = p.isr, p.replicas
+        if (p.leader != m.NO_LEADER and len(isr) == len(replicas) and not p.adding_replicas
+                and not p.removing_replicas and not p.leader_recovery_state and not p.elr
+                and not p.last_known_elr and LOST_DIR not in p.directories):
+            reg = img.brokers.get(p.leader)
+            known = need_of.get(topic.name)
+            if known is None:
+                known = need_of[topic.name] = min_isr(img, topic.name)
+            if reg is not None and not reg.fenced and len(isr) >= known[0]:
+                continue  # the common case: nothing to say
         name = f"{topic.name}-{pid}"
 
         def it(text: str, **fields: Any) -> Item:
@@ -271,6 +283,18 @@ def check_features(img: m.Image) -> list[Check]:
     return out
 
 
-def run_checks(img: m.Image, voters: Iterable[int] | None) -> list[Check]:
-    return (check_brokers(img) + check_partitions(img) + check_controllers(img, voters)
-            + check_features(img))
+def check_data(problems: Iterable[Problem]) -> list[Check]:
+    """Damaged or incomplete data is a failing check of its own: every other check reads an
+    image that may be wrong."""
+    bad: list[str] = [item(p.message, problem=p.code, file=p.file, offset=p.offset)
+                      for p in problems if p.code in DAMAGE]
+    if not bad:
+        return []
+    return [Check("data", FAIL, f"the image may be wrong: {count(len(bad), 'problem')} in "
+                  "the data (records lost or skipped)", bad)]
+
+
+def run_checks(img: m.Image, voters: Iterable[int] | None,
+               problems: Iterable[Problem] = ()) -> list[Check]:
+    return (check_data(problems) + check_brokers(img) + check_partitions(img)
+            + check_controllers(img, voters) + check_features(img))

@@ -76,7 +76,7 @@ LazyPartition = tuple[bytes, int, int, int]
 def partition_from_record(d: dict[str, Any]) -> Partition:
     replicas = d["replicas"]
     dirs = d["directories"]
-    if all(x == MIGRATING_DIR for x in dirs):  # none given (v0), or pre-3.7-IV2 brokers
+    if dirs.count(MIGRATING_DIR) == len(dirs):  # none given (v0), or pre-3.7-IV2 brokers
         dirs = [MIGRATING_DIR] * len(replicas)
     return Partition(
         replicas=replicas, directories=dirs, isr=d["isr"],

@@ -16,12 +16,13 @@ from typing import Any
 
 from ..problems import Problem
 from ..wire import frames
-from ..wire.batch import Batch, value_ranges
+from ..wire.batch import Batch, metadata_ranges
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
 from ..wire.primitives import uuid_sort_key, uuid_str
 from ..wire.records import record_name
 from . import model as m
+from .index import SnapshotIndex
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
 NOOP, PARTITION, BEGIN_TXN, END_TXN, ABORT_TXN = 20, 3, 23, 24, 25
@@ -66,6 +67,9 @@ class ImageBuilder:
         self._reported_tags: set[tuple[int, ...]] = set()
         self.records_applied = 0
         self.file = ""
+        self.index: SnapshotIndex | None = None  # set to keep what `changes` needs
+        self._ordinal = -1
+        self._pos = -1
 
     # ------------------------------------------------------------ copy-on-write
 
@@ -132,17 +136,18 @@ class ImageBuilder:
 
     def apply_batch(self, batch: Batch, stop: int | None = None, skip_below: int = -1) -> None:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
-        buf, recs = value_ranges(batch)
+        buf, recs = metadata_ranges(batch)
         self.batch = batch
+        if self.index is not None and recs:
+            self._ordinal = self.index.add_batch(batch, buf, recs[0][1])
         observed = self.observer is not None
         lazy_ok = not self.eager
         wants = self.wants
         last = -1
-        fast_frame = frames.fast_frame
         prefix = frames.partition_prefix
         last_tid: bytes | None = None
         last_parts: dict[int, m.Partition | m.LazyPartition] | None = None
-        for off, vpos, vend in recs:
+        for off, vpos, vend, key, ver, body in recs:
             if off < skip_below:
                 continue
             if stop is not None and off > stop:
@@ -151,13 +156,12 @@ class ImageBuilder:
             if vend < 0:
                 self._warn("null-value", f"record at offset {off} has no value; skipped", off)
                 continue
-            head = fast_frame(buf, vpos)
-            if head is None:
+            if key < 0:
+                self._pos = vpos
                 key, ver, value = frames.decode_metadata(buf, vpos, vend)
                 self._dispatch(key, ver, value, off)
                 last_tid = None
                 continue
-            key, ver, body = head
             if key == NOOP:
                 continue
             if key == PARTITION and ver <= 2 and lazy_ok:
@@ -178,6 +182,7 @@ class ImageBuilder:
                     last_parts[pid] = lazy
                     self.records_applied += 1
                     continue
+            self._pos = vpos
             key, ver, value = frames.decode_metadata(buf, vpos, vend)
             self._dispatch(key, ver, value, off)
             last_tid = None  # a topic may have been replaced or removed
@@ -232,6 +237,8 @@ class ImageBuilder:
                                           or self.wants(self, d["topicId"],
                                                         d["partitionId"])):
             self.observer(self, key, ver, d, off)
+        if self.index is not None:
+            self.index.records.append((self._ordinal, self._pos, key, ver, d, off))
         self.records_applied += 1
         handler(self, d, off)
 
@@ -388,7 +395,7 @@ def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
     all-MIGRATING one follows the new replica count)."""
     replicas = p.replicas if d["replicas"] is None else d["replicas"]
     dirs = p.directories if d["directories"] is None else d["directories"]
-    if all(x == MIGRATING_DIR for x in dirs):
+    if dirs.count(MIGRATING_DIR) == len(dirs):
         dirs = [MIGRATING_DIR] * len(replicas)
     leader, leader_epoch = p.leader, p.leader_epoch
     if d["leader"] != -2:

@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..image.history import History
 from ..image.model import Image, Notes
-from ..image.replay import ImageBuilder
-from ..problems import Problem
+from ..image.replay import ImageBuilder, Observer, Wants
+from ..problems import STOPS, Problem
 from ..source import Located, Source, open_source
 from ..source.info import LogInfo, QuorumInfo
 from ..source.loginfo import quorum_info
 from ..tree.node import Node
 from ..tree.paths import join, lookup, split_path
 from ..tree.root import RootInfo, root_node
+from ..wire import codec
 from ..wire.batch import UNDECODABLE, Batch
+from ..wire.records import METADATA
 from .load import Loaded, load
 
-__all__ = ["Advanced", "Loaded", "Session", "load"]
+__all__ = ["Advanced", "Loaded", "Session", "load", "replay_history"]
 
 Advanced = Callable[["Session", Loaded], None]
 
@@ -40,6 +43,7 @@ class Session:
         self._subscribers: list[Advanced] = []
         self._notes_key: Notes | None = None
         self._notes_shown = 0
+        self._range: tuple[int | None, int | None] | None = None
         self.root: Node = self._build_root()
 
     @classmethod
@@ -108,7 +112,24 @@ class Session:
                                     unusable, loaded.upto)
 
     def offset_range(self) -> tuple[int | None, int | None]:
-        return self.source.offset_range()
+        """The offsets whose image can be rebuilt: what the source holds, cut where damage
+        stopped the latest load (one model for every command; scanned once per state)."""
+        if self._range is None:
+            first, last = self.source.offset_range()
+            stop = self.stopped_by()
+            if stop is not None and last is not None:
+                last = min(last, self.reach())
+            self._range = first, last
+        return self._range
+
+    def stopped_by(self) -> Problem | None:
+        """The damage that stopped the latest load before the end of the data, if any."""
+        return self.damage_before(self.latest, 1 << 62)
+
+    def reach(self) -> int:
+        """The last offset the latest load reached."""
+        latest = self.latest
+        return max(latest.image.provenance.offset, latest.next_offset - 1, latest.base)
 
     # ------------------------------------------------------------ time travel
 
@@ -142,6 +163,14 @@ class Session:
                       latest.snapshot, offset, max(end, offset) if end >= 0 else None,
                       latest.complete_from_zero, None, latest.base)
 
+    def damage_before(self, loaded: Loaded, offset: int) -> Problem | None:
+        """The damage that stops ``loaded`` short of ``offset`` (None: it reaches it)."""
+        for p in loaded.problems:
+            if p.code in STOPS and p.code != "stopped" and p.offset is not None \
+                    and p.offset <= offset:
+                return p
+        return None
+
     # ------------------------------------------------------------ advancing
 
     def subscribe(self, callback: Advanced) -> Callable[[], None]:
@@ -150,7 +179,8 @@ class Session:
         self._subscribers.append(callback)
         return lambda: self._subscribers.remove(callback)
 
-    def feed(self, batches: Iterable[Batch | Located]) -> Image:
+    def feed(self, batches: Iterable[Batch | Located],
+             problems: Iterable[Problem] = ()) -> Image:
         """Apply more batches after the latest image (live follow); publishes the new image,
         moves the view along when it showed the latest one, and tells the subscribers."""
         latest = self.latest
@@ -158,17 +188,20 @@ class Session:
         if replayer is None:
             raise ValueError("this image was not built by a replay that can go on")
         last = latest.end_offset
+        following = latest.next_offset
         for item in batches:
             batch = item.batch if isinstance(item, Located) else item
             replayer.apply(batch)
             last = batch.last_offset if last is None else max(last, batch.last_offset)
+            following = max(following, batch.last_offset + 1)
         image = replayer.checkpoint()
-        problems = latest.problems + [p for p in replayer.builder.problems
-                                      if p not in latest.problems]
+        found = [*replayer.builder.problems, *problems]
+        problems = latest.problems + [p for p in found if p not in latest.problems]
         new = Loaded(image, problems, latest.files, latest.controls, latest.snapshot, None,
-                     last, latest.complete_from_zero, replayer, latest.base)
+                     last, latest.complete_from_zero, replayer, latest.base, following)
         following = self.loaded is latest
         self.latest = new
+        self._range = None
         if following:
             self.set_loaded(new)
         for callback in list(self._subscribers):
@@ -195,15 +228,14 @@ class Session:
     def advance(self) -> bool:
         """Read what the source has after the latest offset (a directory Kafka is still
         writing to) and feed it; True when the image advanced."""
-        end = self.latest.end_offset
-        start = 0 if end is None else end + 1
+        self.source.refresh()
+        start = self.latest.next_offset
         stream = self.source.log_stream(start, None, self.latest.snapshot)
         batches = [loc.batch for loc in stream]
         if not batches:
             return False
-        before = self.latest.image.provenance.offset
-        self.feed(batches)
-        return self.latest.image.provenance.offset != before or bool(batches)
+        self.feed(batches, stream.problems)
+        return True
 
 
 def _live_nodes(source: Source, info: RootInfo) -> None:
@@ -217,7 +249,10 @@ def _live_nodes(source: Source, info: RootInfo) -> None:
 
 
 def _until(problems: list[Problem], offset: int) -> list[Problem]:
-    return [p for p in problems if p.offset is None or p.offset <= offset]
+    """The latest load's problems that concern the data up to ``offset`` (its summary of
+    where the image stops is about the latest image, not this one)."""
+    return [p for p in problems
+            if p.code != "image" and (p.offset is None or p.offset <= offset)]
 
 
 def _quorum_node(q: QuorumInfo) -> Node:
@@ -230,3 +265,60 @@ def _log_node(info: LogInfo) -> Node:
     from ..tree.source_tree import log_node
 
     return log_node(info)
+
+
+def replay_history(session: Session, observer: Observer, wants: Wants,
+                   upto: int | None) -> None:
+    """Show ``observer`` every record from as far back as the data goes up to ``upto``
+    (``changes``). When the latest load started from the snapshot where history starts, the
+    snapshot's records come from what that load kept (its decoded records, and the undecoded
+    partitions of the image after it, in file order) and only the log after it is replayed;
+    otherwise everything is replayed again."""
+    latest, source = session.latest, session.source
+    start = source.history_start()
+    point = session.history.nearest(latest.base) if latest.base >= 0 else None
+    if (latest.index is None or latest.snapshot is None or start is None
+            or start.path != latest.snapshot.path or point is None or point[0] != latest.base
+            or (upto is not None and upto < latest.base)
+            or not _snapshot_records(point[1], latest, observer, wants)):
+        load(source, upto=upto, observer=observer, history=True, wants=wants)
+        return
+    builder = ImageBuilder(point[1], observer=observer, wants=wants)
+    stream = source.log_stream(latest.base + 1, upto, latest.snapshot)
+    for loc in stream:
+        if loc.batch.is_control:
+            continue
+        builder.file = os.path.basename(loc.file)
+        try:
+            builder.apply_batch(loc.batch, upto, latest.base + 1)
+        except UNDECODABLE:
+            break  # the load reported it
+
+
+def _snapshot_records(base: Image, latest: Loaded, observer: Observer, wants: Wants) -> bool:
+    """Observe the snapshot's records from the index; False (nothing observed) when an
+    image partition cannot be placed (decoded at load, or from elsewhere)."""
+    index = latest.index
+    assert index is not None and latest.snapshot is not None
+    builder = ImageBuilder(base, observer=observer, wants=wants)
+    builder.origin = latest.snapshot.name
+    found: list[tuple[int, int, int, int, dict[str, Any], int]] = [
+        e for e in index.records if e[2] not in (3, 5)
+        or wants(builder, e[4]["topicId"], e[4]["partitionId"])]
+    for topic in base.topics_by_id.values():
+        for pid, p in topic.partitions.items():
+            if not wants(builder, topic.id, pid):
+                continue
+            if not isinstance(p, tuple):
+                return False
+            buf, body, end, ver = p
+            ordinal = index.ordinal(buf, body)
+            if ordinal is None:
+                return False
+            d = codec.decode(METADATA[3], ver, buf, body, end)
+            found.append((ordinal, body, 3, ver, d, -1))
+    found.sort(key=lambda e: (e[0], e[1]))
+    for ordinal, _pos, key, ver, d, off in found:
+        builder.batch = index.batches[ordinal]
+        observer(builder, key, ver, d, off)
+    return True

@@ -14,9 +14,10 @@ import os
 from dataclasses import dataclass, field
 
 from ..image.history import History, Replayer
+from ..image.index import SnapshotIndex
 from ..image.model import Image
 from ..image.replay import ImageBuilder, Observer, Wants
-from ..problems import Problem, SourceError
+from ..problems import STOPS, Problem, SourceError
 from ..source import (
     BatchStream,
     Checkpoint,
@@ -46,6 +47,8 @@ class Loaded:
     complete_from_zero: bool = True  # False when offsets before the data are missing
     replayer: Replayer | None = field(default=None, compare=False, repr=False)
     base: int = -1  # the last offset of the snapshot replay started from (-1: none)
+    next_offset: int = 0  # where the log goes on after what was read (live follow)
+    index: SnapshotIndex | None = field(default=None, compare=False, repr=False)
 
 
 def load(source: Source, upto: int | None = None, observer: Observer | None = None,
@@ -83,6 +86,7 @@ class _Run:
     files: list[FileRead] = field(default_factory=list)
     controls: list[ControlEntry] = field(default_factory=list)
     end_offset: int | None = None
+    index: SnapshotIndex | None = None
 
 
 @dataclass
@@ -106,6 +110,8 @@ class _Make:
         """Load a snapshot; None (with a warning) when it is damaged or incomplete."""
         builder = self.builder()
         builder.origin = cp.name
+        if self.observer is None:
+            builder.index = SnapshotIndex()
         run = _Run(Replayer(builder, History(), NO_CHECKPOINTS))
         stream = self.source.snapshot_stream(cp)
         _apply(run, stream, None, -1)
@@ -134,6 +140,7 @@ class _Make:
             c.offset = cp.end_offset - 1
         run.files = list(stream.files)
         run.end_offset = stream.end_offset
+        run.index, builder.index = builder.index, None
         run.replayer.every = self._every()
         run.replayer.checkpoint()
         return run
@@ -203,8 +210,17 @@ def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list
     complete = not any(p.code == "incomplete" for p in stream.problems) and (
         cp is not None or source.log_from_zero())
     image = run.replayer.checkpoint()
+    stops = [p for p in problems if p.code in STOPS and p.code != "stopped"]
+    if stops and (upto is None or any(p.offset is None or p.offset <= upto for p in stops)):
+        prov = image.provenance
+        origin = f"snapshot {cp.name}, then the log" if cp else "the log"
+        problems.append(Problem(
+            "image", f"because of the damage above, the image is as of offset {prov.offset} "
+            f"(epoch {prov.epoch}; read from {origin}): later records are not in it",
+            None, None))
+    following = start if stream.end_offset is None else max(start, stream.end_offset + 1)
     return Loaded(image, problems, run.files, run.controls, cp, upto, end, complete,
-                  run.replayer, cp.end_offset - 1 if cp else -1)
+                  run.replayer, cp.end_offset - 1 if cp else -1, following, run.index)
 
 
 def _bootstrap_controls(source: Source) -> list[ControlEntry]:

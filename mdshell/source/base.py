@@ -117,6 +117,11 @@ class Source(ABC):
     def describe(self) -> str:
         """What this is, for people: a path, or the bootstrap servers."""
 
+    def refresh(self) -> None:
+        """Look again for what was added since (a directory Kafka is writing to); nothing
+        by default."""
+        return None
+
     def snapshots(self) -> list[Checkpoint]:
         """Usable snapshots holding metadata, oldest first (the bootstrap one excluded)."""
         return []

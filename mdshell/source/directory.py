@@ -38,6 +38,11 @@ class DirectorySource(Source):
     def describe(self) -> str:
         return self.layout.directory
 
+    def refresh(self) -> None:
+        """Files are read again: segments grow and new ones appear while Kafka runs."""
+        self.layout = scan_layout(self.layout.directory)
+        self._cache.clear()
+
     def data(self, path: str) -> bytes:
         if path not in self._cache:
             self._cache[path] = read_bytes(path, regular_only=True)
@@ -139,13 +144,13 @@ class DirectorySource(Source):
                  upto: int | None, check: _Continuity) -> Generator[Located, None, str]:
         read = file_read(path, "segment", len(data))
         stream.files.append(read)
-        pos = 0
+        pos, after = 0, None
         if start > 0:
-            pos, controls = skip_to(data, start)
+            pos, controls, after = skip_to(data, start)
             stream.below.extend(Located(_at(data, p), path, p, "segment") for p in controls)
         damage: list[Problem] = []
         stream._stop_file = False
-        for batch in iter_batches(path, data, damage, start=pos):
+        for batch in iter_batches(path, data, damage, start=pos, after=after):
             if upto is not None and batch.base_offset > upto:
                 return _PASSED
             count(read, batch)

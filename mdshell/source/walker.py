@@ -47,14 +47,15 @@ def read_bytes(path: str, *, regular_only: bool = False) -> bytes:
 _SKIP = struct.Struct(">qi9xhi")  # baseOffset, batchLength, attributes, lastOffsetDelta
 
 
-def skip_to(data: bytes, offset: int) -> tuple[int, list[int]]:
-    """Where the first batch reaching ``offset`` starts, and the positions of the control
-    batches before it. Only headers are read: batches below a snapshot's end offset do not
-    contribute to the image, so they are neither checked nor decoded (a fast path for logs
-    with tens of thousands of small batches). Anything odd stops the skip: the walker then
-    applies its damage rules from there."""
+def skip_to(data: bytes, offset: int) -> tuple[int, list[int], int | None]:
+    """Where the first batch reaching ``offset`` starts, the positions of the control
+    batches before it, and the last offset passed over (None: none). Only headers are read:
+    batches below a snapshot's end offset do not contribute to the image, so they are neither
+    checked nor decoded (a fast path for logs with tens of thousands of small batches).
+    Anything odd stops the skip: the walker then applies its damage rules from there."""
     pos = 0
     controls: list[int] = []
+    last: int | None = None
     limit = len(data) - HEADER_SIZE
     while pos <= limit:
         base, length, attrs, last_delta = _SKIP.unpack_from(data, pos)
@@ -63,45 +64,50 @@ def skip_to(data: bytes, offset: int) -> tuple[int, list[int]]:
             break  # reached the offset, or a header to check properly from here
         if attrs & 0x20:
             controls.append(pos)
+        last = base + last_delta
         pos += LOG_OVERHEAD + length
-    return min(pos, len(data)), controls
+    return min(pos, len(data)), controls, last
 
 
 def iter_batches(path: str, data: bytes, problems: list[Problem],
-                 *, check_crc: bool = True, start: int = 0) -> Iterator[Batch]:
+                 *, check_crc: bool = True, start: int = 0,
+                 after: int | None = None) -> Iterator[Batch]:
     """Yield the batches of ``data`` (the bytes of ``path``) until the end or the first damage
-    (then one :class:`Problem` whose ``position`` is the byte where the damage starts)."""
+    (then one :class:`Problem` whose ``position`` is the byte where the damage starts).
+    ``start`` and ``after`` go on from where :func:`skip_to` stopped."""
     name = os.path.basename(path)
     pos = start
     size = len(data)
+    last = after  # the last offset of the last good batch (``after``: before ``start``)
     while pos < size:
         if size - pos < LOG_OVERHEAD:
             if data[pos:].strip(b"\0"):
-                problems.append(_truncated(path, name, pos, None, size - pos))
+                problems.append(_truncated(path, name, pos, None, size - pos, last))
             return
         base_offset, length = _PREFIX.unpack_from(data, pos)
         if length == 0 and not data[pos:].strip(b"\0"):
             return  # zero-filled (preallocated) tail: nothing more was written
         if length < MIN_BATCH_LENGTH or length > MAX_BATCH_LENGTH:
+            # The header is garbage (a zeroed or overwritten region): its offset means nothing.
             problems.append(Problem(
                 "corrupt",
-                f"{name}: batch at byte {pos} (offset {base_offset}) has an impossible length "
+                f"{name}: the batch at byte {pos} ({_after(last)}) has an impossible length "
                 f"{length}; reading of this file stops there, later records are ignored "
                 "(the file is damaged: copy it again from a healthy node)",
-                path, base_offset, pos))
+                path, _next(last, base_offset), pos))
             return
         end = pos + LOG_OVERHEAD + length
         if end > size or size - pos < HEADER_SIZE:
-            problems.append(_truncated(path, name, pos, base_offset, size - pos,
+            problems.append(_truncated(path, name, pos, base_offset, size - pos, last,
                                        LOG_OVERHEAD + length))
             return
         batch = parse_header(data, pos)
         if batch.magic != 2:
             problems.append(Problem(
                 "corrupt",
-                f"{name}: batch at byte {pos} (offset {base_offset}) has magic {batch.magic}, "
+                f"{name}: the batch at byte {pos} ({_after(last)}) has magic {batch.magic}, "
                 "not 2; reading of this file stops there (KRaft metadata logs only use v2 batches)",
-                path, base_offset, pos))
+                path, _next(last, base_offset), pos))
             return
         if check_crc and not batch.crc_ok():
             problems.append(Problem(
@@ -113,15 +119,27 @@ def iter_batches(path: str, data: bytes, problems: list[Problem],
                 path, base_offset, pos))
             return
         yield batch
+        last = batch.last_offset
         pos = end
 
 
+def _after(last: int | None) -> str:
+    return "at the start of the file" if last is None else f"after offset {last}"
+
+
+def _next(last: int | None, claimed: int) -> int:
+    """Where the damage starts in offsets: after the last good batch, when there is one."""
+    return claimed if last is None else last + 1
+
+
 def _truncated(path: str, name: str, pos: int, base_offset: int | None, have: int,
-               need: int | None = None) -> Problem:
+               last: int | None, need: int | None = None) -> Problem:
     where = f"offset {base_offset}, byte {pos}" if base_offset is not None else f"byte {pos}"
     size = f" ({have} of {need} bytes)" if need else f" ({have} bytes)"
+    stops = ("nothing in it is read" if last is None
+             else f"reading of this file stops after offset {last}")
     return Problem(
         "truncated",
-        f"{name}: the last batch ({where}) is incomplete{size}; the image stops at the last "
-        "complete batch (Kafka stopped while writing, or the copy is partial)",
+        f"{name}: the last batch ({where}) is incomplete{size}; {stops} (Kafka stopped while "
+        "writing, or the copy is partial)",
         path, base_offset, pos)

@@ -56,7 +56,7 @@ def _int_keyed(mapping: dict[int, Any], make: Callable[[Any], Node]) -> Dir:
         except ValueError:
             return None
         return None if item is None else make(item)
-    return Dir(lambda: [str(k) for k in mapping], child)
+    return Dir(lambda: [str(k) for k in mapping], child, mapping)
 
 
 def _brokers(img: m.Image) -> Node:
@@ -101,10 +101,35 @@ def topic_node(topic: m.Topic) -> Node:
             return None
         if pid not in topic.partitions:
             return None
-        return Leaf(lambda o: _part_text(topic, pid), lambda o: _part_data(topic, pid),
-                    lambda: _part_key(topic, pid))
+        return PartitionLeaf(topic, pid)
 
-    return Dir(lambda: ["name", "id", *map(str, topic.partitions)], child)
+    def child_ident(name: str) -> object | None:
+        return topic.partitions.get(int(name)) if name.isdigit() else None
+
+    return Dir(lambda: ["name", "id", *map(str, topic.partitions)], child, topic, child_ident)
+
+
+class PartitionLeaf(Node):
+    """One partition of a topic (made by the hundred thousand: no closures)."""
+
+    is_dir = False
+    __slots__ = ("pid", "topic")
+
+    def __init__(self, topic: m.Topic, pid: int) -> None:
+        self.topic = topic
+        self.pid = pid
+
+    def text(self, opts: RenderOptions) -> str:
+        return _part_text(self.topic, self.pid)
+
+    def data(self, opts: RenderOptions) -> Any:
+        return _part_data(self.topic, self.pid)
+
+    def key(self) -> Any:
+        return _part_key(self.topic, self.pid)
+
+    def ident(self) -> object | None:
+        return self.topic.partitions.get(self.pid)
 
 
 def _part_key(topic: m.Topic, pid: int) -> Any:
@@ -133,7 +158,7 @@ def _topics_by_name(img: m.Image) -> Node:
     def child(name: str) -> Node | None:
         t = img.topics_by_name.get(name)
         return None if t is None else topic_node(t)
-    return Dir(lambda: img.topics_by_name.keys(), child)
+    return Dir(lambda: img.topics_by_name.keys(), child, img.topics_by_name)
 
 
 def _topics_by_id(img: m.Image) -> Node:
@@ -143,7 +168,7 @@ def _topics_by_id(img: m.Image) -> Node:
         except ValueError:
             return None
         return None if t is None else topic_node(t)
-    return Dir(lambda: [uuid_str(k) for k in img.topics_by_id], child)
+    return Dir(lambda: [uuid_str(k) for k in img.topics_by_id], child, img.topics_by_id)
 
 
 def config_resource_name(resource: m.ConfigResource) -> str:

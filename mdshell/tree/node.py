@@ -37,16 +37,37 @@ class Node:
         """A cheap fingerprint: equal keys mean equal leaves (None: compare the text)."""
         return None
 
+    def ident(self) -> object | None:
+        """The image object behind the node, when there is one: images share what did not
+        change, so the same object (``is``) means the same subtree (``diff`` skips it)."""
+        return None
+
+    def child_ident(self, name: str) -> object | None:
+        """``child(name).ident()``, cheaper when a directory knows it without the node."""
+        child = self.child(name)
+        return None if child is None else child.ident()
+
 
 class Dir(Node):
     """A directory whose children come from two functions."""
 
-    __slots__ = ("_child", "_names")
+    __slots__ = ("_child", "_child_ident", "_ident", "_names")
 
     def __init__(self, names: Callable[[], Iterable[str]],
-                 child: Callable[[str], Node | None]) -> None:
+                 child: Callable[[str], Node | None], ident: object | None = None,
+                 child_ident: Callable[[str], object | None] | None = None) -> None:
         self._names = names
         self._child = child
+        self._ident = ident
+        self._child_ident = child_ident
+
+    def ident(self) -> object | None:
+        return self._ident
+
+    def child_ident(self, name: str) -> object | None:
+        if self._child_ident is not None:
+            return self._child_ident(name)
+        return super().child_ident(name)
 
     def names(self) -> Iterable[str]:
         return self._names()
@@ -81,14 +102,18 @@ class Leaf(Node):
     """A leaf rendered by functions of the render options."""
 
     is_dir = False
-    __slots__ = ("_data", "_key", "_text")
+    __slots__ = ("_data", "_ident", "_key", "_text")
 
     def __init__(self, text: Callable[[RenderOptions], str],
                  data: Callable[[RenderOptions], Any] | None = None,
-                 key: Callable[[], Any] | None = None) -> None:
+                 key: Callable[[], Any] | None = None, ident: object | None = None) -> None:
         self._text = text
         self._data = data
         self._key = key
+        self._ident = ident
+
+    def ident(self) -> object | None:
+        return self._ident
 
     def key(self) -> Any:
         return None if self._key is None else self._key()

@@ -177,13 +177,27 @@ def iter_records(batch: Batch) -> Iterator[Record]:
 
 
 def value_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int]]]:
-    """Hot path: ``(buffer, [(offset, value_pos, value_end)])`` skipping keys and headers.
+    """``(buffer, [(offset, value_pos, value_end)])`` skipping keys and headers."""
+    buf, out = _ranges(batch, False)
+    return buf, out  # type: ignore[return-value]
 
-    Varints of one or two bytes (almost all of them) are decoded inline.
-    """
+
+def metadata_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int, int, int, int]]]:
+    """Hot path of replay: ``(buffer, [(offset, value_pos, value_end, api_key, version,
+    body_pos)])``. The metadata frame header (frameVersion, apiKey, version as unsigned
+    varints) is read here when it has its common 3-byte form (frame version 1, key and
+    version below 128); otherwise ``api_key`` is -1 and ``frames.decode_metadata`` reads the
+    whole value. A null value has ``value_end`` -1."""
+    buf, out = _ranges(batch, True)
+    return buf, out  # type: ignore[return-value]
+
+
+def _ranges(batch: Batch, frame: bool) -> tuple[bytes, list[tuple[int, ...]]]:
+    """One loop over the records' framing; varints of one or two bytes (almost all of
+    them) are decoded inline."""
     buf, pos, end = batch.payload()
     base = batch.base_offset
-    out: list[tuple[int, int, int]] = []
+    out: list[tuple[int, ...]] = []
     append = out.append
     for _ in range(batch.count):
         # record length
@@ -246,7 +260,12 @@ def value_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int]]]:
         vlen = (n >> 1) ^ -(n & 1)
         if rec_end > end or rec_end < p:
             raise DecodeError("record overruns its batch")
-        append((off, p, p + vlen if vlen >= 0 else -1))
+        if not frame:
+            append((off, p, p + vlen if vlen >= 0 else -1))
+        elif vlen >= 3 and buf[p] == 1 and buf[p + 1] < 0x80 and buf[p + 2] < 0x80:
+            append((off, p, p + vlen, buf[p + 1], buf[p + 2], p + 3))
+        else:
+            append((off, p, p + vlen if vlen >= 0 else -1, -1, -1, p))
         pos = rec_end
     if pos != end:
         raise DecodeError("batch record framing does not add up")

@@ -50,19 +50,9 @@ def peek_frame(buf: bytes, pos: int) -> tuple[int, int, int]:
     return api_key, version, p
 
 
-def fast_frame(buf: bytes, pos: int) -> tuple[int, int, int] | None:
-    """``(api_key, version, body_pos)`` when the frame header is the common 3-byte form
-    (frame version 1, key and version below 128), else None: the hot path of replay."""
-    if buf[pos] == 1 and buf[pos + 1] < 0x80 and buf[pos + 2] < 0x80:
-        return buf[pos + 1], buf[pos + 2], pos + 3
-    return None
-
-
-def partition_prefix(buf: bytes, body: int) -> tuple[int, bytes]:
-    """``(partitionId, topicId)``: the fixed prefix of PartitionRecord and
-    PartitionChangeRecord bodies (every version), read without decoding the record."""
-    pid, tid = _PARTITION_PREFIX.unpack_from(buf, body)
-    return pid, tid
+# ``(partitionId, topicId)`` at a body position: the fixed prefix of PartitionRecord and
+# PartitionChangeRecord bodies (every version), read without decoding the record.
+partition_prefix = _PARTITION_PREFIX.unpack_from
 
 
 def decode_metadata(buf: bytes, pos: int, end: int) -> tuple[int, int, dict[str, Any] | Unknown]:

@@ -12,10 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .problems import Problem, SourceError
-from .source import DirectorySource, FileSource, Source
-from .source.walker import MAX_BATCH_LENGTH
-from .wire.batch import (
+from ..problems import Problem, SourceError
+from ..wire.batch import (
     CONTROL_FLAG,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -23,7 +21,11 @@ from .wire.batch import (
     TRANSACTIONAL_FLAG,
     parse_header,
 )
-from .wire.compression import NAMES as CODEC_NAMES
+from ..wire.compression import NAMES as CODEC_NAMES
+from .base import Source
+from .directory import DirectorySource
+from .file import FileSource
+from .walker import MAX_BATCH_LENGTH
 
 _BASE_LENGTH = 12
 
@@ -189,10 +191,10 @@ def snapshot_points(source: Source) -> list[SnapshotPoint]:
 
 
 def _header_time(path: str) -> int | None:
-    from .source.identity import read_head
-    from .wire import control as ctl
-    from .wire import frames
-    from .wire.batch import iter_records
+    from ..wire import control as ctl
+    from ..wire import frames
+    from ..wire.batch import iter_records
+    from .identity import read_head
 
     head = read_head(path, 64 * 1024)
     if not head:
