@@ -133,17 +133,14 @@ def _main(args: argparse.Namespace) -> int:
     if len(sources) > 1:
         _err("give only one of -d/--directory, -s/--snapshot and -q/--bootstrap-controller")
         return EXIT_USAGE
-    if args.bootstrap_controller:
-        _err("live mode (-q/--bootstrap-controller) is not available in this version yet; "
-             "read a copy of the __cluster_metadata-0 directory with -d instead")
-        return EXIT_USAGE
     if not sources:
         _err("no metadata source: give -d DIR (a __cluster_metadata-0 directory or its log "
-             "dir) or -s FILE (one .checkpoint or .log file)")
+             "dir), -s FILE (one .checkpoint or .log file) or -q HOST:PORT (the controllers)")
         return EXIT_USAGE
-    if args.config or args.spark_master:
+    if args.spark_master or (args.config and not args.bootstrap_controller):
         _spark_settings(args)
-    if not args.command and not args.repl and sys.stdin.isatty() and sys.stdout.isatty():
+    if (not args.command and not args.repl and not args.bootstrap_controller
+            and sys.stdin.isatty() and sys.stdout.isatty()):
         from .tui import run_tui  # the full-screen interface (textual is imported there)
 
         return run_tui(args.directory, args.snapshot, show_secrets=args.show_secrets,
@@ -153,8 +150,14 @@ def _main(args: argparse.Namespace) -> int:
     from .tree.node import RenderOptions
 
     try:
-        session = Session.open(args.directory, args.snapshot, eager=args.strict,
-                               layout=args.layout)
+        if args.bootstrap_controller:
+            from .source.live import LiveSource
+
+            session = Session(LiveSource(args.bootstrap_controller, args.config,
+                                         eager=args.strict), layout=args.layout)
+        else:
+            session = Session.open(args.directory, args.snapshot, eager=args.strict,
+                                   layout=args.layout)
     except SourceError as e:
         if args.debug:
             raise
@@ -181,10 +184,19 @@ def _main(args: argparse.Namespace) -> int:
             return EXIT_FAIL
     if args.command:
         return run_one(shell, args.command, sys.stdout, args.output, width, args.strict)
-    if not sys.stdin.isatty():
-        return run_script(shell, sys.stdin, sys.stdout, args.output)
-    from .repl import run_repl
-    return run_repl(shell, output=args.output)
+    source = session.source
+    try:
+        follow = getattr(source, "follow", None)
+        if follow is not None:
+            follow()  # live: keep fetching; each command sees the newest committed image
+        if not sys.stdin.isatty():
+            return run_script(shell, sys.stdin, sys.stdout, args.output)
+        from .repl import run_repl
+        return run_repl(shell, output=args.output)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
 
 
 def _spark_settings(args: argparse.Namespace) -> None:

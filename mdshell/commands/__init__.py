@@ -1,6 +1,7 @@
 """Commands: results are data; front ends render them as text or JSON."""
 
 from . import healthcmd as _healthcmd  # noqa: F401  (health)
+from . import live as _live  # noqa: F401  (save)
 from . import logcmds as _logcmds  # noqa: F401  (records, changes)
 from . import navigate as _navigate  # noqa: F401  (registers the commands)
 from . import session as _session  # noqa: F401  (help, man, history, exit)

@@ -75,6 +75,7 @@ class Shell:
             return Result()
         self.width = width
         name, args = words[0], words[1:]
+        self.session.poll_source()  # live follow: commands see the newest committed image
         cmd = REGISTRY.get(name)
         if cmd is None:
             hint = closest(name)

@@ -222,13 +222,16 @@ UNKNOWN_OFFLINE = "unknown offline"
          details="--status (the default): cluster id, leader, epoch, voters, observers. "
                  "--replication: one row per voter. Offline, only what the files hold: the "
                  "high watermark, observers and other nodes' log end offsets are unknown "
-                 "(a live connection reports them); the log end offset is this copy's.")
+                 "(a live connection reports them); the log end offset is this copy's. Live "
+                 "(-q): everything, from DescribeQuorum at the time of the command.")
 def quorum(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("quorum", "quorum [--status | --replication]")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--status", action="store_true")
     group.add_argument("--replication", action="store_true")
     ns = p.parse_args(args)
+    if shell.source.kind == "quorum":
+        return _live_quorum(shell, ns.replication)
     q = shell.session.quorum_info()
     voters = _voters(q)
     if ns.replication:
@@ -264,6 +267,50 @@ def quorum(shell: Shell, args: list[str]) -> Result:
     width = max(len(k) for k, _ in pairs) + 2
     text = [f"{k + ':':<{width}}{_cell(v)}" for k, v in pairs]
     return Result(text, status)
+
+
+def _live_quorum(shell: Shell, replication: bool) -> Result:
+    """Live mode: what DescribeQuorum says now, as kafka-metadata-quorum prints it."""
+    qv = shell.source.quorum()  # type: ignore[attr-defined]
+    if qv is None:
+        raise CommandError("DescribeQuorum gave no answer (see /live/notes)")
+    hw = qv.high_watermark
+
+    def row(r: Any, status: str) -> dict[str, Any]:
+        lag = None if r.log_end_offset < 0 or hw < 0 else max(hw - r.log_end_offset, 0)
+        return {"nodeId": r.replica_id, "directoryId": r.directory_id,
+                "logEndOffset": r.log_end_offset, "lag": lag,
+                "lastFetchTimestamp": r.last_fetch_ms, "lastCaughtUpTimestamp":
+                r.last_caught_up_ms, "status": status}
+
+    rows = [row(r, "Leader" if r.replica_id == qv.leader_id else "Follower")
+            for r in qv.voters] + [row(r, "Observer") for r in qv.observers]
+    if replication:
+        text = table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+                      "LastCaughtUpTimestamp", "Status"],
+                     [[r["nodeId"], r["directoryId"], r["logEndOffset"], r["lag"],
+                       r["lastFetchTimestamp"], r["lastCaughtUpTimestamp"], r["status"]]
+                      for r in rows])
+        return Result(text, rows)
+    followers = [r for r in rows if r["status"] == "Follower"]
+    max_lag = max((r["lag"] or 0 for r in followers), default=0)
+    leader_fetch = next((r["lastCaughtUpTimestamp"] for r in rows
+                         if r["status"] == "Leader"), -1)
+    lag_ms = max((leader_fetch - r["lastCaughtUpTimestamp"] for r in followers
+                  if r["lastCaughtUpTimestamp"] >= 0), default=0)
+    status = {"clusterId": shell.source.view.cluster_id,  # type: ignore[attr-defined]
+              "leaderId": qv.leader_id, "leaderEpoch": qv.leader_epoch, "highWatermark": hw,
+              "maxFollowerLag": max_lag, "maxFollowerLagTimeMs": lag_ms,
+              "currentVoters": [r.replica_id for r in qv.voters],
+              "currentObservers": [r.replica_id for r in qv.observers]}
+    pairs = [("ClusterId", status["clusterId"]), ("LeaderId", qv.leader_id),
+             ("LeaderEpoch", qv.leader_epoch), ("HighWatermark", hw),
+             ("MaxFollowerLag", max_lag), ("MaxFollowerLagTimeMs", lag_ms),
+             ("CurrentVoters", "[" + ", ".join(str(v) for v in status["currentVoters"]) + "]"),
+             ("CurrentObservers",
+              "[" + ", ".join(str(v) for v in status["currentObservers"]) + "]")]
+    width = max(len(k) for k, _ in pairs) + 2
+    return Result([f"{k + ':':<{width}}{_cell(v)}" for k, v in pairs], status)
 
 
 def _voters(q: Any) -> list[dict[str, Any]]:

@@ -70,6 +70,8 @@ class Session:
                         [p.message for p in loaded.problems], loaded.upto)
         info.extra["quorum"] = lambda: _quorum_node(self.quorum_info(loaded))
         info.extra["log"] = lambda: _log_node(self.log_info(loaded))
+        if source.kind == "quorum":
+            _live_nodes(source, info)
         return root_node(loaded.image, info, self.layout)
 
     def root_of(self, loaded: Loaded) -> Node:
@@ -209,6 +211,23 @@ class Session:
             callback(self, new)
         return image
 
+    def poll_source(self) -> bool:
+        """Live follow: take what the source committed since the last call (new batches are
+        fed; a restart from another snapshot loads afresh); True when the image advanced."""
+        poll = getattr(self.source, "poll", None)
+        change = poll() if poll is not None else None
+        if change == "more":
+            return self.advance()
+        if change == "reset":
+            following = self.loaded is self.latest
+            self.latest = load(self.source)
+            if following:
+                self.set_loaded(self.latest)
+            for callback in list(self._subscribers):
+                callback(self, self.latest)
+            return True
+        return False
+
     def advance(self) -> bool:
         """Read what the source has after the latest offset (a directory Kafka is still
         writing to) and feed it; True when the image advanced."""
@@ -220,6 +239,16 @@ class Session:
             return False
         self.feed(batches, stream.problems)
         return True
+
+
+def _live_nodes(source: Source, info: RootInfo) -> None:
+    """Live mode: ``/live`` (the connection) and ``/quorum`` from DescribeQuorum."""
+    from ..source.live import LiveSource
+    from ..tree.live_tree import live_node, live_quorum_node
+
+    assert isinstance(source, LiveSource)
+    info.extra["live"] = lambda: live_node(source.status)
+    info.extra["quorum"] = lambda: live_quorum_node(source.quorum(), source.view.cluster_id)
 
 
 def _until(problems: list[Problem], offset: int) -> list[Problem]:

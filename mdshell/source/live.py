@@ -1,0 +1,196 @@
+"""Live mode as a source: the fetched snapshot and batches read like a metadata directory.
+
+The thin adapter between the network client (``mdshell/source/quorum``) and the session: what
+the observer fetched is laid out as a virtual ``__cluster_metadata-0`` directory (the snapshot
+as a ``.checkpoint``, the committed batches as one ``.log`` segment) and streamed by the same
+:class:`DirectorySource` code as a directory on disk. ``save DIR`` writes exactly these files.
+Follow mode: :meth:`LiveSource.poll` says whether more was committed ("more": the session
+feeds the new batches) or the log restarted from a new snapshot ("reset": a fresh load).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..problems import Problem, SourceError
+from .directory import DirectorySource
+from .layout import Checkpoint, Layout, Segment
+from .quorum.client import Client
+from .quorum.config import describe_config, load_config
+from .quorum.discover import ClusterView, QuorumView, describe_quorum, learn
+from .quorum.errors import AuthorizationError, LiveError
+from .quorum.follow import Follower
+from .quorum.observer import Observer
+from .quorum.status import LiveStatus
+
+METADATA_DIR = "__cluster_metadata-0"
+
+
+def segment_name(base: int) -> str:
+    return f"{base:020d}.log"
+
+
+def checkpoint_name(end_offset: int, epoch: int) -> str:
+    return f"{end_offset:020d}-{epoch:010d}.checkpoint"
+
+
+class LiveSource(DirectorySource):
+    """``-q``: the controllers, read as an observer."""
+
+    kind = "quorum"
+
+    def __init__(self, bootstrap: str, config_path: str | None = None, *, eager: bool = False,
+                 catch_up_s: float = 120.0) -> None:
+        self.endpoints = bootstrap
+        self.config = load_config(config_path)
+        self.notices = list(self.config.notices)
+        self.client = Client(bootstrap, self.config)
+        self.started = time.time()
+        self.degraded: str | None = None
+        try:
+            self.view: ClusterView = learn(self.client)
+            self.observer = Observer(self.client, self.view.cluster_id)
+            self.observer.known_endpoints = self._endpoints_known()
+            t0 = time.monotonic()
+            try:
+                self.observer.catch_up(catch_up_s)
+            except AuthorizationError as e:
+                self.degraded = str(e)
+            self.catch_up_s = time.monotonic() - t0
+        except BaseException:
+            self.client.close()
+            raise
+        self.lock = self.observer.lock
+        self.follower: Follower | None = None
+        self._seen = (-1, -1)
+        self._files: dict[str, bytes] = {}
+        # DirectorySource.__init__ scans a real directory: the layout here is ours instead.
+        self.eager = eager
+        self._cache: dict[str, bytes] = {}
+        self.layout = Layout(self.describe(), None)
+        self._relayout()
+
+    def _endpoints_known(self) -> dict[int, tuple[str, int]]:
+        """Controller endpoints on the listener we use: DescribeCluster's (it answers with
+        the listener the request came in on), else DescribeQuorum's voter listeners that are
+        among the ``-q`` endpoints (others may speak another security protocol)."""
+        known = dict(self.view.controllers)
+        given = set(self.client.bootstrap)
+        if self.view.quorum is not None:
+            for nid, listeners in self.view.quorum.nodes.items():
+                for _, host, port in listeners:
+                    if nid not in known and (host, port) in given:
+                        known[nid] = (host, port)
+        return known
+
+    # -- the virtual directory -------------------------------------------------------------
+
+    def describe(self) -> str:
+        return f"live:{self.endpoints}"
+
+    def _relayout(self) -> None:
+        with self.lock:
+            log = self.observer.log
+            snapshot, sid = log.snapshot, log.snapshot_id
+            data = log.log_bytes()
+            base = log.batches[0].base_offset if log.batches else log.next_offset
+            self._seen = (log.generation, log.next_offset)
+        root = self.describe()
+        layout = Layout(root, None)
+        files: dict[str, bytes] = {}
+        if snapshot is not None and sid is not None:
+            path = f"{root}/{checkpoint_name(*sid)}"
+            files[path] = snapshot
+            layout.checkpoints.append(Checkpoint(path, sid[0], sid[1], len(snapshot)))
+        # Always a segment (empty when the snapshot reaches the high watermark), as Kafka
+        # keeps one after its latest snapshot.
+        path = f"{root}/{segment_name(base)}"
+        files[path] = data
+        layout.segments.append(Segment(path, base, len(data)))
+        self.layout, self._files = layout, files
+
+    def data(self, path: str) -> bytes:
+        try:
+            return self._files[path]
+        except KeyError:
+            raise SourceError(f"{path}: not fetched") from None
+
+    def files(self) -> dict[str, bytes]:
+        """File name -> bytes, as ``save`` writes them."""
+        return {os.path.basename(p): d for p, d in self._files.items()}
+
+    def layout_problems(self) -> list[Problem]:
+        """Notices about the connection, said before the image's own problems."""
+        extra = [Problem("notice", n) for n in self.notices]
+        extra += [Problem("live", n) for n in self.view.notes]
+        if self.degraded:
+            extra.append(Problem("degraded", f"{self.degraded}; showing only what ApiVersions, "
+                                 "DescribeCluster and DescribeQuorum give (/live, /quorum)"))
+        return extra
+
+    # -- follow ----------------------------------------------------------------------------
+
+    def follow(self) -> None:
+        if self.follower is None and not self.degraded:
+            # Its own connections: the main thread keeps self.client for DescribeQuorum.
+            self.observer.client = Client(self.endpoints, self.config)
+            self.follower = Follower(self.observer)
+            self.follower.start()
+
+    def poll(self) -> str | None:
+        """What changed since the last layout: None, "more" (batches after the ones known) or
+        "reset" (the log restarted from another snapshot: load it afresh)."""
+        with self.lock:
+            now = (self.observer.log.generation, self.observer.log.next_offset)
+        if now == self._seen:
+            return None
+        before = self._seen[0]
+        self._relayout()
+        self._cache = {}
+        return "more" if now[0] == before else "reset"
+
+    def close(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
+            self.follower = None
+        self.observer.client.close()
+        self.client.close()
+
+    # -- what the tree shows ---------------------------------------------------------------
+
+    def quorum(self) -> QuorumView | None:
+        """A fresh DescribeQuorum (live), or the last one known."""
+        try:
+            self.view.quorum = describe_quorum(self.client, self.view)
+        except LiveError as e:
+            self.view.notes.append(str(e))
+        return self.view.quorum
+
+    def status(self) -> LiveStatus:
+        obs = self.observer
+        prog = obs.progress
+        follower = self.follower
+        return LiveStatus(
+            bootstrap=self.endpoints, security=describe_config(self.config),
+            cluster_id=self.view.cluster_id, leader_id=obs.leader_id,
+            leader_epoch=obs.leader_epoch,
+            leader_endpoint=None if obs.leader is None else f"{obs.leader[0]}:{obs.leader[1]}",
+            high_watermark=obs.high_watermark, next_offset=obs.log.next_offset,
+            snapshot=None if obs.log.snapshot_id is None else checkpoint_name(
+                *obs.log.snapshot_id),
+            bytes_fetched=prog.bytes_fetched, batches_fetched=prog.batches_fetched,
+            records_committed=prog.records_committed, fetches=prog.fetches,
+            snapshot_downloads=prog.snapshot_downloads, leader_changes=prog.leader_changes,
+            last_fetch_ms=prog.last_fetch_ms, catch_up_s=self.catch_up_s,
+            following=follower is not None,
+            follow_error=None if follower is None else follower.error,
+            degraded=self.degraded, api_versions=dict(self.view.api_versions),
+            finalized_features=dict(self.view.finalized_features),
+            authorized_operations=self.view.authorized_operations,
+            controllers={k: f"{h}:{p}" for k, (h, p) in self.view.controllers.items()},
+            controller_id=self.view.controller_id, notes=list(self.view.notes))
+
+
+def open_live(bootstrap: str, config_path: str | None, *, eager: bool = False) -> LiveSource:
+    return LiveSource(bootstrap, config_path, eager=eager)

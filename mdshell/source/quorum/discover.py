@@ -1,0 +1,153 @@
+"""Learning the cluster: ApiVersions, DescribeCluster (EndpointType=2), DescribeQuorum.
+
+Each step degrades rather than dies: what could not be learnt is kept as a one-line note.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import errors as e
+from .client import Client
+from .connection import DESCRIBE_CLUSTER, DESCRIBE_QUORUM, Connection, UnsupportedApi
+from .errors import LiveError, RetriableError
+from .rpc import describe_cluster_request, describe_quorum_request, operations
+
+
+@dataclass
+class Replica:
+    replica_id: int
+    directory_id: str | None
+    log_end_offset: int
+    last_fetch_ms: int
+    last_caught_up_ms: int
+
+
+@dataclass
+class QuorumView:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[Replica]
+    observers: list[Replica]
+    nodes: dict[int, list[tuple[str, str, int]]]  # id -> (listener, host, port), v2
+    asked: str = ""  # the controller that answered
+    at_ms: int = 0
+
+
+@dataclass
+class ClusterView:
+    """What the controllers say about themselves (before any metadata is fetched)."""
+
+    api_endpoint: str = ""
+    api_versions: dict[int, tuple[int, int]] = field(default_factory=dict)
+    finalized_features: dict[str, int] = field(default_factory=dict)
+    cluster_id: str | None = None
+    controller_id: int = -1
+    controllers: dict[int, tuple[str, int]] = field(default_factory=dict)
+    authorized_operations: list[str] | None = None
+    quorum: QuorumView | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def learn(client: Client) -> ClusterView:
+    view = ClusterView()
+    conn = client.any_node(lambda c: c)
+    view.api_endpoint = conn.endpoint
+    view.api_versions = dict(conn.versions)
+    resp = conn.api_versions
+    view.finalized_features = {f.name: int(f.max_version_level)
+                               for f in getattr(resp, "finalized_features", ())}
+    _describe_cluster(client, view)
+    try:
+        view.quorum = describe_quorum(client, view)
+    except LiveError as err:
+        view.notes.append(str(err))
+    return view
+
+
+def _describe_cluster(client: Client, view: ClusterView) -> None:
+    def ask(conn: Connection) -> Any:
+        return conn.request(describe_cluster_request(conn.version(DESCRIBE_CLUSTER)))
+
+    try:
+        resp = client.any_node(ask)
+    except UnsupportedApi as err:
+        view.notes.append(f"{err}: the controller is older than Kafka 3.7, so the cluster id "
+                          "and the controller list are unknown (upgrade the controllers to 3.7+ "
+                          "for them); the metadata log is still read")
+        return
+    code = int(resp.error_code)
+    if code == e.MISMATCHED_ENDPOINT_TYPE:
+        raise LiveError(f"{view.api_endpoint} {e.KIP919}")
+    if code == e.UNSUPPORTED_VERSION:
+        view.notes.append("DescribeCluster: the cluster's metadata.version is below 3.7-IV0, "
+                          "which it needs on controllers (kafka-features upgrade --metadata 3.7 "
+                          "or later), so the cluster id and the controller list are unknown; "
+                          "the metadata log is still read")
+        return
+    if code == e.CLUSTER_AUTHORIZATION_FAILED:
+        view.notes.append("DescribeCluster: not authorized; it needs the ALTER operation on "
+                          "the CLUSTER resource (kafka-acls --add --allow-principal User:<you> "
+                          "--operation Alter --cluster)")
+        return
+    if code != e.NONE:
+        view.notes.append(f"DescribeCluster failed: {e.code_name(code)} "
+                          f"{resp.error_message or ''}".rstrip())
+        return
+    view.cluster_id = resp.cluster_id
+    view.controller_id = int(resp.controller_id)
+    view.controllers = {int(b.broker_id): (b.host, int(b.port)) for b in resp.brokers}
+    view.authorized_operations = operations(int(resp.cluster_authorized_operations))
+
+
+def describe_quorum(client: Client, view: ClusterView | None = None) -> QuorumView:
+    """DescribeQuorum from the leader: the known leader first, then every bootstrap node."""
+    prefer: list[tuple[str, int]] = []
+    if view is not None and view.controller_id in view.controllers:
+        prefer.append(view.controllers[view.controller_id])
+    candidates = prefer + [b for b in client.bootstrap if b not in prefer]
+    last = "no controller answered"
+    for endpoint in candidates:
+        try:
+            resp, asked = client.call(endpoint, _ask_quorum), f"{endpoint[0]}:{endpoint[1]}"
+        except UnsupportedApi as err:
+            raise LiveError(f"DescribeQuorum: {err}") from None
+        except RetriableError as err:
+            last = str(err)
+            continue
+        code = int(resp.error_code)
+        if code == e.CLUSTER_AUTHORIZATION_FAILED:
+            raise LiveError("DescribeQuorum: not authorized; it needs DESCRIBE on the CLUSTER "
+                            "resource (kafka-acls --add --allow-principal User:<you> "
+                            "--operation Describe --cluster)")
+        if code != e.NONE or not resp.topics or not resp.topics[0].partitions:
+            last = f"{asked}: DescribeQuorum failed ({e.code_name(code)})"
+            continue
+        part = resp.topics[0].partitions[0]
+        pcode = int(part.error_code)
+        if pcode == e.NOT_LEADER_OR_FOLLOWER:
+            last = f"{asked}: not the leader"
+            continue
+        if pcode != e.NONE:
+            last = f"{asked}: DescribeQuorum failed ({e.code_name(pcode)})"
+            continue
+        return QuorumView(
+            int(part.leader_id), int(part.leader_epoch), int(part.high_watermark),
+            [_replica(r) for r in part.current_voters], [_replica(r) for r in part.observers],
+            {int(n.node_id): [(li.name, li.host, int(li.port)) for li in n.listeners]
+             for n in getattr(resp, "nodes", ())}, asked, int(time.time() * 1000))
+    raise LiveError(f"DescribeQuorum: no leader found ({last})")
+
+
+def _ask_quorum(conn: Connection) -> Any:
+    return conn.request(describe_quorum_request(conn.version(DESCRIBE_QUORUM)))
+
+
+def _replica(r: Any) -> Replica:
+    dir_id = getattr(r, "replica_directory_id", None)
+    return Replica(int(r.replica_id), None if dir_id is None or dir_id.int == 0 else str(dir_id),
+                   int(r.log_end_offset), int(getattr(r, "last_fetch_timestamp", -1)),
+                   int(getattr(r, "last_caught_up_timestamp", -1)))

@@ -1,0 +1,35 @@
+"""What ``/live`` shows: the connection and the observer's progress, as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LiveStatus:
+    bootstrap: str
+    security: str
+    cluster_id: str | None
+    leader_id: int
+    leader_epoch: int
+    leader_endpoint: str | None
+    high_watermark: int
+    next_offset: int
+    snapshot: str | None
+    bytes_fetched: int
+    batches_fetched: int
+    records_committed: int
+    fetches: int
+    snapshot_downloads: int
+    leader_changes: int
+    last_fetch_ms: int
+    catch_up_s: float
+    following: bool
+    follow_error: str | None
+    degraded: str | None
+    api_versions: dict[int, tuple[int, int]] = field(default_factory=dict)
+    finalized_features: dict[str, int] = field(default_factory=dict)
+    authorized_operations: list[str] | None = None
+    controllers: dict[int, str] = field(default_factory=dict)
+    controller_id: int = -1
+    notes: list[str] = field(default_factory=list)
