@@ -150,6 +150,9 @@ class LiveSource(DirectorySource):
         self._cache = {}
         return "more" if now[0] == before else "reset"
 
+    def refresh(self) -> None:
+        """Nothing to rescan: the layout follows what was fetched (``poll`` rebuilds it)."""
+
     def close(self) -> None:
         if self.follower is not None:
             self.follower.stop()
