@@ -66,7 +66,7 @@ def test_text_output_marks_failures() -> None:
     out = run_cli("-d", str(FIXTURES / "health-offline"), "health")
     assert out.returncode == 1
     assert "FAIL  offline partitions: 1 of 3 partitions have no leader" in out.stdout
-    assert out.stdout.rstrip().endswith("1 checks failed")
+    assert out.stdout.rstrip().endswith("1 check failed")
 
 
 def test_corpus_cluster_shut_down() -> None:

@@ -205,7 +205,7 @@ async def test_command_bar_runs_commands_with_completion() -> None:
         await until(pilot, lambda: "byName" in detail_text(app, "output"), "ls output")
         assert app.screen.query_one(DetailPane).active == "output"
         await pilot.press(*"health", "enter")
-        await until(pilot, lambda: "1 checks failed" in detail_text(app, "output"), "health")
+        await until(pilot, lambda: "1 check failed" in detail_text(app, "output"), "health")
         await pilot.press(*"nosuch", "enter")
         await until(pilot, lambda: "unknown command" in detail_text(app, "output"), "error")
 

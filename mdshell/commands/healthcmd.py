@@ -63,7 +63,9 @@ def _lines(checks: list[Check], limit: int | None) -> Iterator[str]:
             yield f"        ... {len(c.items) - len(shown)} more (health --all)"
     failed = sum(1 for c in checks if c.status == FAIL)
     warned = sum(1 for c in checks if c.status == WARN)
+    warns = f"{warned} warning{'s' if warned != 1 else ''}"
     if failed:
-        yield f"{failed} checks failed" + (f", {warned} warnings" if warned else "")
+        fails = f"{failed} check{'s' if failed != 1 else ''} failed"
+        yield fails + (f", {warns}" if warned else "")
     else:
-        yield "healthy" + (f" ({warned} warnings)" if warned else "")
+        yield "healthy" + (f" ({warns})" if warned else "")
