@@ -32,12 +32,13 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..problems import SourceError
-from . import tables
+from . import fastlog, tables
 
 LOG = logging.getLogger("mdshell.spark")
 EXTRA = pa.schema([("directory", pa.string()), ("cluster_id", pa.string()),
                    ("warnings", tables.STRS)])
 _TRUE = {"true", "1", "yes"}
+BATCH_ROWS = 65536  # rows per Arrow batch handed to Spark
 
 
 def arrow_schema(table: str) -> pa.Schema:
@@ -160,11 +161,11 @@ def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
             yield _empty_with(schema, part, warnings)
         return
     n = table.num_rows
-    extra = [pa.array([part.directory] * n, pa.string()),
-             pa.array([part.cluster_id] * n, pa.string()),
-             pa.array([warnings or None] * n, tables.STRS)]
+    extra = [fastlog.constant(part.directory, pa.string(), n),
+             fastlog.constant(part.cluster_id, pa.string(), n),
+             fastlog.constant(warnings or None, tables.STRS, n)]
     full = pa.Table.from_arrays([*extra, *table.columns], schema=schema)
-    yield from full.to_batches()
+    yield from full.to_batches(max_chunksize=BATCH_ROWS)
 
 
 def _empty_with(schema: pa.Schema, part: FilePart, warnings: list[str]) -> pa.RecordBatch:

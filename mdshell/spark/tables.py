@@ -41,6 +41,7 @@ from ..source.logscan import LogRecord, iter_log
 from ..tree.redact import REDACTED, is_sensitive_config
 from ..wire.primitives import uuid_str
 from ..wire.records import METADATA
+from . import fastlog
 
 # Spark's own Arrow types (list items named "element", microsecond timestamps), so that the
 # data source's batches match the schema Spark derives from these.
@@ -503,7 +504,14 @@ def iter_file(f: LogFile, problems: list[Problem]) -> Iterator[LogRecord]:
 def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bool = True
                  ) -> Iterator[tuple[pa.Table, list[str]]]:
     """The records of one file in Arrow chunks, with the reader's warnings for the file (given
-    with the last chunk)."""
+    with the last chunk). A clean file is read by :mod:`.fastlog`; any other by the shell's
+    reader."""
+    fast = fastlog.read_file(f.directory, f.path, f.role, f.first, f.last)
+    if fast is not None:
+        table = fast_table(fast, os.path.basename(f.path), show_secrets, payload)
+        for start in range(0, max(table.num_rows, 1), chunk):
+            yield table.slice(start, chunk), []
+        return
     problems: list[Problem] = []
     try:
         it = iter_file(f, problems)
@@ -516,6 +524,31 @@ def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bo
             yield records_table(batch, show_secrets, payload), []
     except SourceError as e:
         yield records_table([], show_secrets), [*(p.message for p in problems), str(e)]
+
+
+_NEVER_TAKEN = LogRecord(0, 0, 0, "", False, -1, -1, {})
+_VALUE_COLUMNS = ("control", "type", "version", "broker_id", "topic_id", "partition_id",
+                  "resource_type", "resource_name", "name", "payload")
+
+
+def fast_table(fast: tuple[Any, ...], name: str, show_secrets: bool,
+               payload: bool) -> pa.Table:
+    """The ``records`` table from :func:`fastlog.read_file`: per-record columns from its
+    arrays, value columns from the distinct values' rows (built by :func:`records_table`,
+    so they are the same cells)."""
+    offsets, epochs, timestamps, index, distinct = fast
+    rows = records_table([r if r is not None else _NEVER_TAKEN for r in distinct],
+                         show_secrets, payload)
+    n = len(offsets)
+    take = pa.array(index, pa.int32())
+    cols: dict[str, Any] = {
+        "offset": pa.array(offsets, pa.int64()), "epoch": pa.array(epochs, pa.int32()),
+        "timestamp": pa.array(timestamps, pa.int64()),
+        "time": pa.array(timestamps * 1000, pa.int64()).cast(TIME),
+        "file": fastlog.constant(name, pa.string(), n)}
+    for c in _VALUE_COLUMNS:
+        cols[c] = rows.column(c).take(take)
+    return pa.Table.from_arrays([cols[f.name] for f in RECORDS], schema=RECORDS)
 
 
 def image_table(directory: str, name: str, at: int | None,
