@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..commands.logcmds import _payload as payload_of
@@ -156,19 +158,50 @@ PARTITIONS = pa.schema([
 
 
 def partitions(view: View) -> pa.Table:
-    cols = _columns(PARTITIONS)
+    """Built per distinct partition state: fresh partitions are held as undecoded records
+    whose bytes after PartitionId and TopicId depend only on the state, and a large image has
+    few distinct states; each is decoded once and its cells gathered with Arrow ``take``."""
+    names: list[str] = []
+    ids: list[str] = []
+    counts: list[int] = []
+    pids, index = array("i"), array("i")
+    states: dict[tuple[int, bytes], int] = {}
+    distinct: list[m.Partition] = []
     for name, t in sorted(view.loaded.image.topics_by_name.items()):
-        tid = uuid_str(t.id)
-        for pid in sorted(t.partitions):
-            p = t.partition(pid)
-            if p is None:
-                continue
-            cols["topic"].append(name)
-            cols["topic_id"].append(tid)
-            cols["partition"].append(pid)
-            _partition_state(cols, p)
-            cols["directories"].append([uuid_str(d) for d in p.directories])
-    return _table(PARTITIONS, cols)
+        names.append(name)
+        ids.append(uuid_str(t.id))
+        before = len(pids)
+        parts = t.partitions
+        for pid in sorted(parts):
+            p = parts[pid]
+            if isinstance(p, tuple):
+                buf, body, end, version = p
+                key = (version, bytes(buf[body + 20:end]))  # after PartitionId, TopicId
+                i = states.get(key)
+                if i is None:
+                    decoded = t.partition(pid)
+                    if decoded is None:
+                        continue
+                    i = states[key] = len(distinct)
+                    distinct.append(decoded)
+            else:
+                i = len(distinct)
+                distinct.append(p)
+            pids.append(pid)
+            index.append(i)
+        counts.append(len(pids) - before)
+    cols = _columns(PARTITIONS)
+    for p in distinct:
+        _partition_state(cols, p)
+        cols["directories"].append([uuid_str(d) for d in p.directories])
+    topic = pa.array(np.repeat(np.arange(len(names), dtype=np.int32), counts))
+    take = pa.array(np.frombuffer(index, np.int32))
+    cols["topic"] = pa.array(names, pa.string()).take(topic)
+    cols["topic_id"] = pa.array(ids, pa.string()).take(topic)
+    cols["partition"] = pa.array(np.frombuffer(pids, np.int32))
+    return pa.Table.from_arrays([
+        cols[f.name] if f.name in ("topic", "topic_id", "partition")
+        else pa.array(cols[f.name], f.type).take(take) for f in PARTITIONS], schema=PARTITIONS)
 
 
 def _partition_state(cols: dict[str, list[Any]], p: m.Partition) -> None:
