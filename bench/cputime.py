@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 
+Snapshot = dict[int, float]
 
-def tree_cpu(root: int | None = None) -> float:
-    """CPU seconds (user + system, children waited for included) of ``root`` (default: this
-    process) and every live descendant: the JVM and its Python worker daemon."""
+
+def tree() -> Snapshot:
+    """CPU seconds (user + system, children waited for included) of this process and of every
+    live descendant (the JVM and its Python worker daemon), per process id."""
     tick = os.sysconf("SC_CLK_TCK")
     stats: dict[int, tuple[int, int]] = {}
     for name in os.listdir("/proc"):
@@ -20,12 +22,19 @@ def tree_cpu(root: int | None = None) -> float:
         except OSError:
             continue
         stats[int(name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
-    total, todo, seen = 0, [root or os.getpid()], set()
+    out: Snapshot = {}
+    todo = [os.getpid()]
     while todo:
         pid = todo.pop()
-        if pid in seen:
+        if pid in out:
             continue
-        seen.add(pid)
-        total += stats.get(pid, (0, 0))[1]
+        out[pid] = stats.get(pid, (0, 0))[1] / tick
         todo += [p for p, (ppid, _) in stats.items() if ppid == pid]
-    return total / tick
+    return out
+
+
+def cpu_since(before: Snapshot) -> float:
+    """CPU seconds the tree used since ``before`` (a process that ended in between is not
+    counted after its last snapshot: a lower bound, never negative)."""
+    now = tree()
+    return sum(max(0.0, t - before.get(pid, 0.0)) for pid, t in now.items())

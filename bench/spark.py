@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cputime import tree_cpu
+from cputime import cpu_since, tree
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -38,7 +38,7 @@ FLEET_CODE = """
 import sys, time
 start = time.perf_counter()
 sys.path.insert(0, "bench")
-from cputime import tree_cpu
+from cputime import cpu_since, tree
 from mdshell.spark.settings import SETTINGS
 SETTINGS.master = sys.argv[1]
 from mdshell.spark.session import get_session
@@ -49,7 +49,7 @@ parts = spark.read.format("kraft").option("table", "partitions").load(sys.argv[2
 r = records.groupBy("directory").count().collect()
 p = parts.groupBy("directory").count().collect()
 print(up, time.perf_counter() - start, sum(x["count"] for x in r), len(r),
-      sum(x["count"] for x in p), tree_cpu())
+      sum(x["count"] for x in p), cpu_since(cpu0))
 """
 
 
@@ -93,17 +93,17 @@ def throughput(spark: Any, directory: Path) -> None:
 
     for run in ("first", "second"):
         df = spark.read.format("kraft").load(str(directory))
-        start, cpu = time.perf_counter(), tree_cpu()
+        start, cpu = time.perf_counter(), tree()
         row = df.agg(F.count("*").alias("n"),
                      F.sum(F.length("payload")).alias("bytes")).collect()[0]
-        took, cpu = time.perf_counter() - start, tree_cpu() - cpu
+        took, cpu = time.perf_counter() - start, cpu_since(cpu)
         report(bench=f"throughput ({run} run)", records=row["n"],
                files=df.rdd.getNumPartitions(), seconds=round(took, 2),
                records_per_s=round(row["n"] / took), cpu_s=round(cpu, 2))
     df = spark.read.format("kraft").option("payload", "false").load(str(directory))
-    start, cpu = time.perf_counter(), tree_cpu()
+    start, cpu = time.perf_counter(), tree()
     n = df.agg(F.count("*").alias("n")).collect()[0]["n"]
-    took, cpu = time.perf_counter() - start, tree_cpu() - cpu
+    took, cpu = time.perf_counter() - start, cpu_since(cpu)
     report(bench="throughput (payload off)", records=n, seconds=round(took, 2),
            records_per_s=round(n / took), cpu_s=round(cpu, 2))
     reader_alone(directory)
@@ -136,7 +136,7 @@ def groupby(spark: Any, directory: Path) -> None:
     tables.build("partitions", view)
     report(bench="partitions table alone", seconds=round(time.perf_counter() - start, 2),
            cpu_s=round(time.process_time() - cpu, 2))
-    start, cpu = time.perf_counter(), tree_cpu()
+    start, cpu = time.perf_counter(), tree()
     query.register(spark, view, ["partitions"])
     built = time.perf_counter() - start
     start = time.perf_counter()
@@ -145,7 +145,7 @@ def groupby(spark: Any, directory: Path) -> None:
     ran = time.perf_counter() - start
     report(bench="groupby", partitions=sum(r["n"] for r in rows.to_pylist()),
            load_s=round(load, 2), table_and_register_s=round(built, 2), query_s=round(ran, 2),
-           after_session_s=round(built + ran, 2), cpu_s=round(tree_cpu() - cpu, 2))
+           after_session_s=round(built + ran, 2), cpu_s=round(cpu_since(cpu), 2))
     start = time.perf_counter()
     query.collect(query.run(view, "select topic, max(leader_epoch) from partitions "
                                   "group by topic order by 2 desc limit 10"))

@@ -6,15 +6,16 @@ one Spark partition per file, so a fleet of directories is read in parallel. Wit
 ``.option("table", "partitions")`` (or any image table) each directory gives its image as of
 its end, or as of ``.option("at", OFFSET)``, one Spark partition per directory. Other
 options: ``showSecrets`` (default false: secrets redacted as in the shell) and ``payload``
-(default true; false leaves the JSON payload null, for queries that need only key columns,
-at about half the cost).
+(default true; false leaves the JSON payload null, for queries that need only key columns:
+it saves the JSON of each distinct record value, so little on a quiet log).
 
 Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's own warnings
 for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
 job. A file or directory that yields no row but has warnings gives one row whose record
-fields are null, so that its warnings are seen. Decoding is mdshell's own reader, through
-:mod:`.tables`; each segment is read as the log from its base offset, so segments after a
-damaged one are read too (the shell stops there).
+fields are null, so that its warnings are seen. A clean file is decoded by :mod:`.fastlog`
+(columns in bulk, each distinct value once); any other by mdshell's own reader, through
+:mod:`.tables`, so rows and warnings are the shell's. Each segment is read as the log from its
+base offset, so segments after a damaged one are read too (the shell stops there).
 """
 
 from __future__ import annotations
