@@ -152,3 +152,22 @@ def test_partitions_table_equals_the_image(generated: list[Path]) -> None:
         assert table.to_pylist() == want, d
         total += len(want)
     assert total > 1000
+
+
+def test_shell_records_table_equals_the_reader(generated: list[Path]) -> None:
+    """``sql`` in the shell: the whole log's table (fast when every segment is clean and they
+    follow on) is the reader's, damaged directories included."""
+    from mdshell.source.logscan import iter_log
+
+    fast = 0
+    for d in [*_dirs(), *generated]:
+        try:
+            source = open_source(str(d))
+        except SourceError:
+            continue
+        got = tables.log_records(tables.View(source, load(source)))
+        want = tables.records_table(iter_log(open_source(str(d))), False)
+        assert got.equals(want), d
+        if isinstance(source, tables.DirectorySource):
+            fast += tables._fast_log(source, False) is not None
+    assert fast >= 10

@@ -139,10 +139,12 @@ def _records(cols: _Columns, buf: bytes, pos: int, end: int, count: int, base: i
         raise DecodeError("bytes left after the last record of the batch")
 
 
-def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None) -> np.ndarray:
+def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None
+          ) -> tuple[np.ndarray, tuple[int, int, int] | None]:
     """Check every batch of a file and decode those that are not simple; the positions of
     the simple ones (one uncompressed metadata record) are returned for :func:`_simple`.
-    ``first`` (a segment): offsets must start there and follow on, up to ``last``.
+    ``first`` (a segment): offsets must start there and follow on, up to ``last``; then the
+    span is returned too: (first epoch, highest epoch, last offset).
 
     The loop only follows batch lengths and computes CRCs; the headers are checked together
     afterwards with numpy."""
@@ -169,6 +171,7 @@ def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None) -> n
     if len(at) and (lengths.max() > MAX_BATCH_LENGTH or (a[at + 16] != 2).any()
                     or (_be(a, at + 17, ">u4") != np.frombuffer(crcs, np.int64)).any()):
         raise _Unclean
+    span = None
     if first is not None and len(at):
         base, epochs = _be(a, at, ">i8"), _be(a, at + 12, ">i4")
         deltas = _be(a, at + 23, ">i4")
@@ -178,13 +181,14 @@ def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None) -> n
                 or epochs[0] < -1 or (np.diff(epochs) < 0).any()
                 or (last is not None and after.max() > last)):
             raise _Unclean
+        span = int(epochs[0]), int(epochs.max()), int(after[-1])
     attrs, counts = _be(a, at + 21, ">i2"), _be(a, at + 57, ">i4")
     simple = ((attrs & _SIMPLE) == 0) & (counts == 1)
     for i in np.flatnonzero(~simple).tolist():
         p = int(at[i])
         _batch(cols, data, view, p, p + LOG_OVERHEAD + int(lengths[i]), int(attrs[i]),
                int(counts[i]))
-    return at[simple]
+    return at[simple], span
 
 
 def _batch(cols: _Columns, data: bytes, view: memoryview, pos: int, end: int, attrs: int,
@@ -261,9 +265,11 @@ def _simple(data: bytes, cols: _Columns, pos: np.ndarray) -> tuple[np.ndarray, .
             epoch[ok], index)
 
 
-def read_file(directory: str, path: str, role: str, first: int,
-              last: int | None) -> tuple[Any, ...] | None:
-    """``(offsets, epochs, timestamps, index, distinct)`` of a clean file, or None.
+def read_file(directory: str, path: str, role: str, first: int, last: int | None,
+              source: DirectorySource | None = None) -> tuple[Any, ...] | None:
+    """``(offsets, epochs, timestamps, index, distinct, span)`` of a clean file, or None
+    (``span``: see :func:`_walk`). ``source``: the directory's source whose bytes to read
+    (default: a new one).
 
     A segment with ``last`` has a next segment: the shell's reader looks at that one's first
     batch before it stops (and may warn about it), so that must be clean too.
@@ -271,11 +277,11 @@ def read_file(directory: str, path: str, role: str, first: int,
     segment = role == "segment"
     cols = _Columns()
     try:
-        source = DirectorySource(directory)
+        source = source or DirectorySource(directory)
         data = source.data(path)
         if not data:
             return None  # an empty file may deserve a warning: the reader knows
-        simple = _walk(data, cols, first if segment else None, last if segment else None)
+        simple, span = _walk(data, cols, first if segment else None, last if segment else None)
         fast = _simple(data, cols, simple)
         general = (np.frombuffer(cols.order, np.int64), np.frombuffer(cols.offsets, np.int64),
                    np.frombuffer(cols.timestamps, np.int64),
@@ -292,7 +298,7 @@ def read_file(directory: str, path: str, role: str, first: int,
                 return None
     except (_Unclean, SourceError):
         return None
-    return offs, epochs, stamps, index, cols.distinct
+    return offs, epochs, stamps, index, cols.distinct, span
 
 
 def _later_clean(source: DirectorySource, last: int) -> bool:
