@@ -27,7 +27,8 @@ def test_commands_return_typed_values_that_the_renderer_prints() -> None:
     kinds = {"pwd": r.WorkingDir, "cat /image/provenance": r.Leaves, "tree /local": r.Tree,
              "find /local": r.Paths, "records --limit 2": r.Records, "help": r.Help,
              "man ls": r.Manual, "health": r.Health, "diff 1 latest": r.Diff,
-             "changes /image/cluster": r.Changes, "records --batches": r.Batches}
+             "changes /image/cluster": r.Changes, "records --batches": r.Batches,
+             "topics": r.Table, "brokers": r.Table, "features": r.Table, "quorum": r.Fields}
     for line, kind in kinds.items():
         assert isinstance(sh.run_line(line).value, kind), line
 

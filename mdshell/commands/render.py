@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..tree.printer import tree_data, tree_lines
@@ -244,12 +244,46 @@ def _history_text(v: r.History) -> Iterator[str]:
     return (history_line(e.number, e.command) for e in v.entries)
 
 
+NONE = "-"
+
+
+def cell(v: object) -> str:
+    """A table cell: None as ``-``, booleans as Kafka writes them, lists as ``a,b``."""
+    if v is None:
+        return NONE
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return ",".join(map(str, v)) if v else NONE
+    return str(v)
+
+
+def table_lines(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """Columns left-aligned to their widest cell, two spaces apart, no trailing blanks."""
+    cells = [[str(c) for c in columns]] + [[cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in cells]
+
+
+def _table_text(v: r.Table) -> Iterator[str]:
+    if not v.cells and not v.header_when_empty:
+        return iter(())
+    return iter(table_lines(v.columns, v.cells))
+
+
+def _fields_text(v: r.Fields) -> Iterator[str]:
+    width = max(len(k) for k, _ in v.pairs) + 2
+    return (f"{k + ':':<{width}}{cell(x)}" for k, x in v.pairs)
+
+
 _TEXT: dict[type, Callable[[Any], Iterator[str]]] = {
     r.Leaves: _leaves_text, r.Tree: _tree_text, r.Paths: lambda v: v.paths(),
     r.WorkingDir: _cwd_text, r.Moved: _moved_text,
     r.Records: lambda v: (record_line(j) for j in v.rows()), r.Batches: _batches_text,
     r.Changes: _changes_text, r.Diff: _diff_text, r.Health: _health_text, r.Help: _help_text,
-    r.Manual: _manual_text, r.History: _history_text, r.Text: lambda v: iter(v.lines),
+    r.Manual: _manual_text, r.History: _history_text, r.Table: _table_text,
+    r.Fields: _fields_text, r.Text: lambda v: iter(v.lines),
 }
 
 
@@ -320,6 +354,8 @@ _JSON: dict[type, Callable[[Any], Any]] = {
     r.Help: lambda v: [command_json(c) for c in v.commands],
     r.Manual: lambda v: command_json(v.command),
     r.History: lambda v: [{"index": e.number, "command": e.command} for e in v.entries],
+    r.Table: lambda v: v.rows,
+    r.Fields: lambda v: v.data,
     r.Text: _text_json,
 }
 

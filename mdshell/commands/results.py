@@ -147,6 +147,23 @@ class History(NamedTuple):
     entries: list[HistoryEntry]
 
 
+class Table(NamedTuple):
+    """An aligned table (``topics``, ``brokers``...): column titles, the cells of each row
+    (lists render as ``a,b``, None as ``-``), and the same rows as JSON objects."""
+
+    columns: list[str]
+    cells: list[list[Any]]
+    rows: Any
+    header_when_empty: bool = True  # a filter that keeps nothing prints nothing
+
+
+class Fields(NamedTuple):
+    """``Key: value`` lines, aligned (``quorum --status``), and their JSON object."""
+
+    pairs: list[tuple[str, Any]]
+    data: Any
+
+
 class Text(NamedTuple):
     """Lines and JSON data made by the command itself (tables, plug-in commands).
 
