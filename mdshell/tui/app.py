@@ -23,6 +23,8 @@ from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
 HEALTH_DELAY = 0.2  # seconds after the overview is shown
+LIVE_TICK = 0.5  # seconds between polls of a live quorum (and header refreshes)
+LIVE_REFRESH = 1.0  # at most one redraw of the data per this many seconds while records flow
 
 
 class MdshellApp(App[int]):
@@ -54,6 +56,8 @@ class MdshellApp(App[int]):
         self.fault_prefixes: set[str] = set()
         self.load_seconds = 0.0
         self.pending_jump: str | None = None
+        self.advanced = False  # live: the image moved on (set from the polling thread)
+        self._last_live_refresh = 0.0
 
     def compose(self) -> ComposeResult:
         yield from ()
@@ -62,7 +66,7 @@ class MdshellApp(App[int]):
         # Loads run in threads: a short switch interval lets the UI thread take the GIL
         # back within a millisecond, so keys are answered while a load runs.
         sys.setswitchinterval(SWITCH_INTERVAL)
-        self.push_screen(LoadingScreen(self.engine.source.describe()))
+        self.push_screen(LoadingScreen(self.engine.label, self.engine.progress))
         self.load_source()
 
     # ---------------------------------------------------------------- loading
@@ -83,7 +87,7 @@ class MdshellApp(App[int]):
         self.call_from_thread(self._loaded)
 
     def _load_failed(self, message: str) -> None:
-        self.fatal = f"cannot load {self.engine.source.describe()}: {message}"
+        self.fatal = f"cannot load {self.engine.label}: {message}"
         self.switch_screen(ErrorScreen(self.fatal))
 
     def _loaded(self) -> None:
@@ -101,6 +105,45 @@ class MdshellApp(App[int]):
         # Health reads every partition; start it once the overview is on screen, so that the
         # first paint does not share the interpreter with it.
         self.set_timer(HEALTH_DELAY, self.check_health)
+        if self.engine.live:
+            self.engine.subscribe(self._image_advanced)
+            self.set_interval(LIVE_TICK, self._live_tick)
+
+    # ---------------------------------------------------------------- live
+
+    def _image_advanced(self) -> None:
+        """Session.subscribe callback: runs in whichever thread fed the session, so it only
+        raises a flag; the UI thread redraws on its next tick."""
+        self.advanced = True
+
+    def _live_tick(self) -> None:
+        now = time.monotonic()
+        if self.advanced and now - self._last_live_refresh >= LIVE_REFRESH:
+            self.advanced = False
+            self._last_live_refresh = now
+            sh = self.engine.sh
+            if sh.loaded is sh.latest:  # not time travelling: what is shown moved on
+                self.image_changed(live=True)
+        self.refresh_header()
+        if not self._polling:
+            self._polling = True
+            self.poll_live()
+
+    _polling = False
+
+    @work(thread=True, group="live")
+    def poll_live(self) -> None:
+        try:
+            self.engine.poll()
+        finally:
+            self._polling = False
+
+    def refresh_header(self) -> None:
+        """The status bar again (live: offset, lag, last fetch)."""
+        from .widgets import StatusBar
+
+        for bar in self.screen.query(StatusBar):
+            bar.refresh_header(self.engine.header())
 
     @work(thread=True, exclusive=True, group="health")
     def check_health(self) -> None:
@@ -181,11 +224,13 @@ class MdshellApp(App[int]):
 
     # ---------------------------------------------------------------- time travel
 
-    def image_changed(self) -> None:
-        """The image moved (``at``): every screen re-reads; health is checked again."""
+    def image_changed(self, live: bool = False) -> None:
+        """The image moved (``at``, or live records): every screen re-reads; health is
+        checked again (live: the last results stay up until then, so nothing flickers)."""
         self.generation += 1
-        self.checks = None
-        self.fault_prefixes = set()
+        if not live:
+            self.checks = None
+            self.fault_prefixes = set()
         self.refresh_screens()
         self.check_health()
 

@@ -65,6 +65,11 @@ class DetailPane(Vertical):
             self.active = "view"
         self.render_active()
 
+    def refresh_path(self) -> None:
+        """The same node in a new image (time travel, live): render again, same tab."""
+        self._rendered.clear()
+        self.render_active()
+
     def render_active(self) -> None:
         tab = self.active
         if not tab or self.path is None or tab in self._rendered or tab == "output":

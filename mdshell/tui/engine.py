@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,7 +25,8 @@ from ..tree.javafmt import iso_zoned_utc
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
-from .rows import CheckRow, Entry, Header, Item, NodeRow, Overview, Timeline
+from .progress import LoadProgress
+from .rows import CheckRow, Entry, Header, Item, LiveRow, NodeRow, Overview, Timeline
 
 if TYPE_CHECKING:
     from ..image.health import Check
@@ -47,11 +50,17 @@ STATUS_ORDER = {"fail": 0, "warn": 1, "info": 2, "ok": 3}
 class Engine:
     """A loaded source plus the shell state the TUI drives (working directory, ``at``)."""
 
-    def __init__(self, source: Source, show_secrets: bool = False) -> None:
-        self.source = source
+    def __init__(self, source: Source | None, show_secrets: bool = False, *,
+                 label: str | None = None, opener: Callable[[], Source] | None = None) -> None:
+        self._source = source
+        self._opener = opener  # live: connecting is slow, so it happens in load()
+        self.label = label or (source.describe() if source is not None else "?")
         self.opts = RenderOptions(show_secrets=show_secrets)
         self.shell: Shell | None = None
         self._timeline: Timeline | None = None
+        self.progress = LoadProgress()
+        # Commands and live polls both move the session: one at a time.
+        self.lock = threading.Lock()
 
     @classmethod
     def open(cls, directory: str | None, file: str | None,
@@ -59,11 +68,78 @@ class Engine:
         """Find the source (fast; raises ``SourceError`` with one clear line)."""
         return cls(open_source(directory, file), show_secrets)
 
+    @classmethod
+    def open_live(cls, bootstrap: str, config: str | None = None,
+                  show_secrets: bool = False) -> Engine:
+        """``-q``: the quorum is reached (and caught up with) by ``load``, in a worker."""
+        def connect() -> Source:
+            from ..source.live import LiveSource
+
+            return LiveSource(bootstrap, config)
+
+        return cls(None, show_secrets, label=f"live:{bootstrap}", opener=connect)
+
+    @property
+    def source(self) -> Source:
+        assert self._source is not None, "load() first"
+        return self._source
+
     def load(self) -> None:
-        """Read and replay the log (the slow part: run it in a worker)."""
-        source = self.source
-        session = Session(source, quiet_gc(lambda: load(source)))
+        """Read and replay the log (the slow part: run it in a worker); a live source starts
+        following the quorum."""
+        if self._source is None:
+            assert self._opener is not None
+            self._source = self._opener()
+        source = self._source
+        undo = self.progress.watch(source)
+        try:
+            session = Session(source, quiet_gc(lambda: load(source)))
+        finally:
+            undo()
         self.shell = Shell(session, opts=self.opts, interactive=True)
+        follow = getattr(source, "follow", None)
+        if follow is not None:
+            follow()
+
+    def close(self) -> None:
+        """Stop following (live); nothing to do for files."""
+        close = getattr(self._source, "close", None)
+        if close is not None:
+            close()
+
+    # ---------------------------------------------------------------- live
+
+    @property
+    def live(self) -> bool:
+        return self._source is not None and hasattr(self._source, "poll")
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        """``callback()`` (from whichever thread moved the session) when the image advances."""
+        self.sh.session.subscribe(lambda _session, _loaded: callback())
+
+    def poll(self) -> bool:
+        """Take what the quorum committed since the last poll (in a worker); False when a
+        command holds the session (the next poll takes it)."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            moved = self.sh.session.poll_source()
+        finally:
+            self.lock.release()
+        if moved:
+            self._timeline = None
+        return moved
+
+    def live_row(self) -> LiveRow | None:
+        status = getattr(self._source, "status", None)
+        if status is None or self.shell is None:
+            return None
+        st = status()
+        shown = self.sh.latest.end_offset
+        since = (None if not st.last_fetch_ms else max(0.0, time.time() - st.last_fetch_ms / 1000))
+        hw = st.high_watermark if st.high_watermark >= 0 else None
+        return LiveRow(st.next_offset, hw, -1 if shown is None else shown, since,
+                       st.follow_error)
 
     @property
     def sh(self) -> Shell:
@@ -79,11 +155,11 @@ class Engine:
     def header(self) -> Header:
         img = self.loaded.image
         prov = img.provenance
-        return Header(self._cluster_id(), self.source.describe(), self.source.kind,
+        return Header(self._cluster_id(), self.label, self.source.kind,
                       prov.offset, prov.epoch, iso_zoned_utc(prov.time_ms) if prov.time_ms >= 0
                       else "-", metadata_version_name(img.metadata_version_level)
                       if img.metadata_version is not None else "unset",
-                      not self.opts.show_secrets, self.loaded.upto)
+                      not self.opts.show_secrets, self.loaded.upto, self.live_row())
 
     def _cluster_id(self) -> str:
         q = self.sh.session.quorum_info()
@@ -188,7 +264,8 @@ class Engine:
     # ---------------------------------------------------------------- commands
 
     def run(self, line: str) -> Result:
-        return self.sh.run_line(line)
+        with self.lock:
+            return self.sh.run_line(line)
 
     def completions(self, line: str) -> list[str]:
         """Whole lines the command bar may become (the shell's own completion)."""
@@ -300,12 +377,14 @@ class Engine:
     def at(self, offset: int | None) -> Result:
         """Move the whole UI to the image as of ``offset`` (None: the end of the log)."""
         word = "latest" if offset is None else str(offset)
-        return quiet_gc(lambda: self.sh.run(["at", word]))
+        with self.lock:
+            return quiet_gc(lambda: self.sh.run(["at", word]))
 
     def diff(self, a: int | None, b: int | None, path: str = "/image") -> Result:
         def word(x: int | None) -> str:
             return "latest" if x is None else str(x)
-        return self.sh.run(["diff", word(a), word(b), path])
+        with self.lock:
+            return self.sh.run(["diff", word(a), word(b), path])
 
 
 def quiet_gc(load: Callable[[], T]) -> T:
