@@ -177,6 +177,7 @@ class BrowserScreen(DataScreen):
         Binding("j", "tab('json')", "JSON"),
         Binding("c", "tab('changes')", "Changes"),
         Binding("r", "tab('output')", "Output"),
+        Binding("escape", "cancel", "Cancel", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -246,6 +247,21 @@ class BrowserScreen(DataScreen):
 
     def open_command_bar(self) -> None:
         self.query_one(CommandBar).open()
+
+    @on(CommandBar.SqlStarted)
+    def _sql_started(self, event: CommandBar.SqlStarted) -> None:
+        self.query_one(DetailPane).show_sql_running(event.line, event.run)
+
+    @on(CommandBar.SqlDone)
+    def _sql_done(self, event: CommandBar.SqlDone) -> None:
+        self.query_one(DetailPane).show_sql_result(event.line, event.table, event.error,
+                                                   event.cancelled, event.seconds)
+
+    def action_cancel(self) -> None:
+        """Esc anywhere on this screen: cancel the running command (sql included)."""
+        bar = self.query_one(CommandBar)
+        if bar.running:
+            bar.action_close()
 
     @on(CommandBar.Ran)
     def _ran(self, event: CommandBar.Ran) -> None:

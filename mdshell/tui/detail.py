@@ -4,7 +4,8 @@ form, JSON, the records that touched it, and the output of the command bar."""
 from __future__ import annotations
 
 import json
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
@@ -12,10 +13,14 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer, Vertical
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.timer import Timer
+from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from .engine import Engine
 from .widgets import state_text
+
+if TYPE_CHECKING:
+    from .sqlrun import SqlRun, SqlTable
 
 MAX_LINES = 5000  # beyond this a command's output is cut (with a note): refine the command
 TABLE_ROWS = 200  # a directory's table shows this many children
@@ -32,19 +37,28 @@ class DetailPane(Vertical):
     DetailPane { height: 1fr; width: 1fr; }
     DetailPane ScrollableContainer { height: 1fr; }
     DetailPane Static { width: auto; }
+    DetailPane #sql-status { width: 1fr; height: auto; display: none; }
+    DetailPane #sql-progress { display: none; }
+    DetailPane #sql-table { height: 1fr; display: none; }
     """
 
     def __init__(self) -> None:
         super().__init__(id="detail")
         self.path: str | None = None
         self._rendered: set[str] = set()
+        self._sql_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="view"):
             for tab, title in zip(TABS, ("View", "Text", "JSON", "Changes", "Output"),
                                   strict=True):
-                with TabPane(title, id=tab), ScrollableContainer():
-                    yield Static(id=f"{tab}-body")
+                with TabPane(title, id=tab):
+                    with ScrollableContainer(id=f"{tab}-scroll"):
+                        yield Static(id=f"{tab}-body")
+                    if tab == "output":  # sql: status line, progress, result table
+                        yield Static(id="sql-status")
+                        yield ProgressBar(id="sql-progress", show_eta=False)
+                        yield DataTable(id="sql-table", zebra_stripes=True)
 
     @property
     def active(self) -> str:
@@ -92,8 +106,62 @@ class DetailPane(Vertical):
                           theme="ansi_dark", word_wrap=True)
         return Text("\n".join(eng.changes_lines(path)) or "no record touched this node")
 
+    def _sql_mode(self, on: bool, table: bool = False) -> None:
+        self.query_one("#output-scroll").display = not on
+        self.query_one("#sql-status").display = on
+        self.query_one("#sql-progress").display = on and not table
+        self.query_one("#sql-table").display = on and table
+        if self._sql_timer is not None and not (on and not table):
+            self._sql_timer.stop()
+            self._sql_timer = None
+
+    def show_sql_running(self, line: str, run: SqlRun) -> None:
+        """A query under way: its phase, tasks done of the running stages, Esc to cancel."""
+        self._sql_mode(True)
+        self.active = "output"
+        started = time.perf_counter()
+        bar = self.query_one("#sql-progress", ProgressBar)
+        bar.update(total=None, progress=0)
+
+        def tick() -> None:
+            done = run.progress()
+            t = Text(f"{line}\n", style="bold reverse")
+            t.append(f"{run.phase}", style="bold")
+            if done is not None:
+                t.append(f"  tasks {done[0]:,}/{done[1]:,}")
+                bar.update(total=done[1], progress=done[0])
+            t.append(f"  {time.perf_counter() - started:.1f} s", style="dim")
+            t.append("  (Esc cancels)", style="dim")
+            self.query_one("#sql-status", Static).update(t)
+
+        tick()
+        self._sql_timer = self.set_interval(0.5, tick)
+
+    def show_sql_result(self, line: str, table: SqlTable | None, error: str | None,
+                        cancelled: bool, seconds: float) -> None:
+        t = Text(f"{line}\n", style="bold reverse")
+        if cancelled:
+            t.append("cancelled", style="bold yellow")
+        elif error is not None:
+            t.append(error, style="bold red")
+        elif table is not None:
+            t.append(f"{table.total:,} rows", style="bold")
+            if table.total > len(table.rows):
+                t.append(f" (the first {len(table.rows):,} shown; --csv FILE writes them all)",
+                         style="dim")
+        t.append(f"  {seconds:.1f} s", style="dim")
+        self._sql_mode(True, table=table is not None and not cancelled and error is None)
+        self.query_one("#sql-status", Static).update(t)
+        if table is not None and error is None and not cancelled:
+            dt = self.query_one("#sql-table", DataTable)
+            dt.clear(columns=True)
+            dt.add_columns(*table.columns)
+            dt.add_rows(table.rows)
+        self.active = "output"
+
     def show_output(self, title: str, lines: list[str], errors: list[str],
                     finished: bool = True) -> None:
+        self._sql_mode(False)
         t = Text()
         t.append(f"{title}\n", style="bold reverse")
         shown = lines[:MAX_LINES]

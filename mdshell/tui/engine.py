@@ -163,7 +163,9 @@ class Engine:
 
     def _cluster_id(self) -> str:
         q = self.sh.session.quorum_info()
-        return q.cluster_id or q.quorum_state_cluster_id or "unknown"
+        view = getattr(self.source, "view", None)  # live: what DescribeCluster said
+        return (q.cluster_id or q.quorum_state_cluster_id or getattr(view, "cluster_id", None)
+                or "unknown")
 
     def overview(self) -> Overview:
         img = self.loaded.image
