@@ -280,11 +280,11 @@ def test_tui_follows_the_quorum(kafka: KraftCluster) -> None:
     cursor and the open sections stay where they were, and the header shows LIVE and the lag."""
     import asyncio
 
-    from tests.test_tui import text_of, until
     from mdshell.tui.app import make_app
     from mdshell.tui.browser import BrowserScreen, ImageTree
     from mdshell.tui.engine import Engine
     from mdshell.tui.widgets import StatusBar
+    from tests.test_tui import text_of, until
 
     engine = Engine.open_live(kafka.bootstrap_controllers)
     app = make_app(engine)

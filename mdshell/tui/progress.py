@@ -53,7 +53,7 @@ class LoadProgress:
         def log_stream(*args: Any, **kwargs: Any) -> BatchStream:
             return self._counted(originals[1](*args, **kwargs))
 
-        source.snapshot_stream = snapshot_stream  # type: ignore[method-assign]
+        source.snapshot_stream = snapshot_stream  # type: ignore[method-assign,assignment]
         source.log_stream = log_stream  # type: ignore[method-assign]
 
         def undo() -> None:
