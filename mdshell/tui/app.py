@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+import gc
+import importlib
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import ClassVar
 
@@ -16,6 +18,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.screen import Screen
+from textual.timer import Timer
 
 from .engine import CheckRow, Engine
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
@@ -23,6 +26,7 @@ from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
 HEALTH_DELAY = 0.2  # seconds after the overview is shown
+LOADING_DELAY = 0.15  # a load done sooner goes straight to the overview (no loading screen)
 LIVE_TICK = 0.5  # seconds between polls of a live quorum (and header refreshes)
 LIVE_REFRESH = 1.0  # at most one redraw of the data per this many seconds while records flow
 
@@ -56,6 +60,7 @@ class MdshellApp(App[int]):
         self.fault_prefixes: set[str] = set()
         self.load_seconds = 0.0
         self.pending_jump: str | None = None
+        self._loading_timer: Timer | None = None
         self.advanced = False  # live: the image moved on (set from the polling thread)
         self._last_live_refresh = 0.0
 
@@ -66,8 +71,13 @@ class MdshellApp(App[int]):
         # Loads run in threads: a short switch interval lets the UI thread take the GIL
         # back within a millisecond, so keys are answered while a load runs.
         sys.setswitchinterval(SWITCH_INTERVAL)
-        self.push_screen(LoadingScreen(self.engine.label, self.engine.progress))
         self.load_source()
+        self._loading_timer = self.set_timer(LOADING_DELAY, self._show_loading)
+
+    def _show_loading(self) -> None:
+        if not self.loaded and self.fatal is None:
+            self.push_screen(LoadingScreen(self.engine.label, self.engine.progress))
+            self._switched()
 
     # ---------------------------------------------------------------- loading
 
@@ -88,20 +98,29 @@ class MdshellApp(App[int]):
 
     def _load_failed(self, message: str) -> None:
         self.fatal = f"cannot load {self.engine.label}: {message}"
-        self.switch_screen(ErrorScreen(self.fatal))
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+        if isinstance(self.screen, LoadingScreen):
+            self.switch_screen(ErrorScreen(self.fatal))
+        else:
+            self.push_screen(ErrorScreen(self.fatal))
 
     def _loaded(self) -> None:
-        from .browser import BrowserScreen
-        from .health import HealthScreen
-        from .history import HistoryScreen
-        from .overview import OverviewScreen
-
         self.loaded = True
-        self.add_mode("overview", OverviewScreen)
-        self.add_mode("tree", BrowserScreen)
-        self.add_mode("health", HealthScreen)
-        self.add_mode("history", HistoryScreen)
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+        # Each screen's module is imported when the screen is first shown: the first paint
+        # imports only the overview's.
+        self.add_mode("overview", _lazy("overview", "OverviewScreen"))
+        self.add_mode("tree", _lazy("browser", "BrowserScreen"))
+        self.add_mode("health", _lazy("health", "HealthScreen"))
+        self.add_mode("history", _lazy("history", "HistoryScreen"))
         self.switch_mode("overview")
+        self._switched()
+        # run_tui starts with the cyclic GC off (imports and the load allocate a lot and
+        # keep all of it): what exists now is frozen, collections resume for what follows.
+        gc.freeze()
+        gc.enable()
         # Health reads every partition; start it once the overview is on screen, so that the
         # first paint does not share the interpreter with it.
         self.set_timer(HEALTH_DELAY, self.check_health)
@@ -193,6 +212,7 @@ class MdshellApp(App[int]):
     def action_mode(self, mode: str) -> None:
         if self.loaded:
             self.switch_mode(mode)
+            self._switched()
 
     def action_search(self) -> None:
         if self.loaded:
@@ -242,7 +262,11 @@ class MdshellApp(App[int]):
     # ---------------------------------------------------------------- terminal manners
 
     def on_resize(self, event: Resize) -> None:
-        small = event.size.width < MIN_WIDTH or event.size.height < MIN_HEIGHT
+        self.fit(event.size.width, event.size.height)
+
+    def fit(self, width: int, height: int) -> None:
+        """Too small for a layout: a message on top (in whatever mode is shown)."""
+        small = width < MIN_WIDTH or height < MIN_HEIGHT
         on_top = isinstance(self.screen, TooSmallScreen)
         if small and not on_top:
             self.push_screen(TooSmallScreen(MIN_WIDTH, MIN_HEIGHT))
@@ -250,9 +274,12 @@ class MdshellApp(App[int]):
             top = self.screen
             assert isinstance(top, TooSmallScreen)
             if small:
-                top.show(event.size.width, event.size.height)
+                top.show(width, height)
             else:
                 self.pop_screen()
+
+    def _switched(self) -> None:
+        self.fit(self.size.width, self.size.height)
 
     async def action_quit(self) -> None:
         self.exit(return_code=1 if self.fatal else 0)
@@ -286,6 +313,14 @@ class DataScreen(Screen[None]):
         app = self.app
         assert isinstance(app, MdshellApp)
         return app
+
+
+def _lazy(module: str, name: str) -> Callable[[], Screen[None]]:
+    def make() -> Screen[None]:
+        screen: Screen[None] = getattr(importlib.import_module(f".{module}", __package__),
+                                       name)()
+        return screen
+    return make
 
 
 def make_app(engine: Engine, at: str | None = None) -> MdshellApp:
