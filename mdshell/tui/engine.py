@@ -8,23 +8,23 @@ drive the engine on its own.
 
 from __future__ import annotations
 
-import gc
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..commands import Shell
 from ..commands.base import Result
 from ..image import model as m
-from ..image.names import SECURITY_PROTOCOLS, metadata_version_name
+from ..image.names import metadata_version_name
 from ..session import Loaded, Session, load
 from ..source import Source, open_source
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
+from .plain import broker_state, endpoint_texts, quiet_gc, run_lines, sorted_names
 from .progress import LoadProgress
 from .rows import CheckRow, Entry, Header, Item, LiveRow, NodeRow, Overview, Timeline
 
@@ -43,7 +43,6 @@ SECTIONS = [
     ("Delegation tokens", "/image/delegationToken"), ("Producer ids", "/image/producerIds"),
     ("Quorum", "/quorum"), ("Log", "/log"), ("All paths /", "/"),
 ]
-T = TypeVar("T")
 STATUS_ORDER = {"fail": 0, "warn": 1, "info": 2, "ok": 3}
 
 
@@ -191,12 +190,12 @@ class Engine:
             if c is None:
                 rows.append(NodeRow(cid, role + " (unregistered)", []))
                 continue
-            rows.append(NodeRow(cid, role, _endpoints(c.listeners),
+            rows.append(NodeRow(cid, role, endpoint_texts(c.listeners),
                                 incarnation=uuid_str(c.incarnation_id)))
         return rows
 
     def _brokers(self, img: m.Image) -> list[NodeRow]:
-        return [NodeRow(b.id, broker_state(b), _endpoints(b.listeners), b.rack or "",
+        return [NodeRow(b.id, broker_state(b), endpoint_texts(b.listeners), b.rack or "",
                         len(b.directories)) for b in sorted(img.brokers.values(),
                                                             key=lambda b: b.id)]
 
@@ -233,7 +232,7 @@ class Engine:
         node = self.node(path)
         if node is None or not node.is_dir:
             return [], 0
-        names = _sorted_names(node.names())
+        names = sorted_names(node.names())
         base = path.rstrip("/")
         out = []
         for name in names[start:None if count is None else start + count]:
@@ -387,51 +386,3 @@ class Engine:
             return "latest" if x is None else str(x)
         with self.lock:
             return self.sh.run(["diff", word(a), word(b), path])
-
-
-def quiet_gc(load: Callable[[], T]) -> T:
-    """Run a load without the cyclic GC, then freeze what it built.
-
-    A load allocates millions of objects; each full collection during it stalls every thread
-    (the UI included) for hundreds of ms. Freezing afterwards keeps later collections from
-    walking the image again.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return load()
-    finally:
-        if enabled:
-            gc.enable()
-        gc.freeze()
-
-
-def broker_state(b: m.BrokerRegistration) -> str:
-    if b.fenced:
-        return "fenced"
-    if b.in_controlled_shutdown:
-        return "controlled shutdown"
-    return "active"
-
-
-def _endpoints(listeners: dict[str, m.Endpoint]) -> list[str]:
-    return [f"{e.name}://{e.host}:{e.port} ({SECURITY_PROTOCOLS.get(e.security_protocol, '?')})"
-            for e in (listeners[n] for n in sorted(listeners))]
-
-
-def _sorted_names(names: Any) -> list[str]:
-    """Numeric names (partitions, broker ids) in numeric order, others as given."""
-    listed = list(names)
-    if listed and all(n.isdigit() for n in listed):
-        return sorted(listed, key=int)
-    return listed
-
-
-def run_lines(result: Result, cancelled: Callable[[], bool]) -> tuple[list[str], bool]:
-    """Consume a result's (lazy) lines until done or ``cancelled()``; (lines, finished)."""
-    out: list[str] = []
-    for i, line in enumerate(result.lines):
-        if i % 256 == 0 and cancelled():
-            return out, False
-        out.append(line)
-    return out, True
