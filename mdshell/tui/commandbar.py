@@ -89,6 +89,7 @@ class CommandBar(Input):
         if self.running:
             if self.sql is not None:
                 self.sql.cancel()  # the Spark jobs stop; the worker then reports it
+                self.notify("cancelling the query", severity="warning")
                 return
             self.workers.cancel_group(self, "command")
             self.running = False

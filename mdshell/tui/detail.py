@@ -126,7 +126,7 @@ class DetailPane(Vertical):
         def tick() -> None:
             done = run.progress()
             t = Text(f"{line}\n", style="bold reverse")
-            t.append(f"{run.phase}", style="bold")
+            t.append("cancelling..." if run.cancelled else run.phase, style="bold")
             if done is not None:
                 t.append(f"  tasks {done[0]:,}/{done[1]:,}")
                 bar.update(total=done[1], progress=done[0])
@@ -194,18 +194,28 @@ def readable(eng: Engine, path: str) -> RenderableType:
         d = None if e.is_dir else eng.data(e.path)
         rows.append((e, d))
     cols = [c for c in COLUMNS if any(isinstance(d, dict) and c in d for _e, d in rows)]
-    t = Table(box=None, header_style="bold dim", pad_edge=False)
-    t.add_column("name")
-    for c in cols or ["value"]:
-        t.add_column(c, overflow="fold")
-    for e, d in rows:
-        if isinstance(d, dict) and cols:
-            t.add_row(e.name, *(_cell(c, d.get(c), states) for c in cols))
-        else:
-            t.add_row(e.name + ("/" if e.is_dir else ""),
+    # A topic holds name and id next to its partitions: plain values go above the table, so
+    # that the table's columns only hold what they name.
+    plain = [(e, d) for e, d in rows if not (cols and isinstance(d, dict))]
+    tabled = [(e, d) for e, d in rows if cols and isinstance(d, dict)]
+    parts: list[RenderableType] = [title, Text(f"{len(entries):,} entries", style="dim")]
+    if plain:
+        f = Table(box=None, show_header=False, pad_edge=False)
+        f.add_column(style="bold dim")
+        f.add_column(overflow="fold")
+        for e, _d in plain:
+            f.add_row(e.name + ("/" if e.is_dir else ""),
                       "" if e.is_dir else _short(eng.text(e.path)))
+        parts.append(f)
+    if tabled:
+        t = Table(box=None, header_style="bold dim", pad_edge=False)
+        t.add_column("name")
+        for c in cols:
+            t.add_column(c, overflow="fold")
+        for e, d in tabled:
+            t.add_row(e.name, *(_cell(c, d.get(c), states) for c in cols))
+        parts.append(t)
     more = len(entries) - TABLE_ROWS
-    parts: list[RenderableType] = [title, Text(f"{len(entries):,} entries", style="dim"), t]
     if more > 0:
         parts.append(Text(f"... {more:,} more (expand the tree node to see them)", style="dim"))
     return Group(*parts)
