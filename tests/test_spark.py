@@ -227,6 +227,13 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
             assert [str(c.label) for c in table.columns.values()] == ["leader", "n"]
             status = app.screen.query_one("#sql-status", Static)
             assert f"{len(leaders)} rows" in text_of(status)
+            # A click on a header sorts by that column, as numbers; again: the other way.
+            first = list(table.columns.values())[0].get_render_width(table)
+            for _ in range(2):
+                await pilot.click("#sql-table", offset=(first + 1, 0))
+                await pilot.pause()
+            counts = [int(table.get_row_at(i)[1]) for i in range(table.row_count)]
+            assert counts == sorted(leaders.values(), reverse=True)
             # A query that runs for minutes: progress shows, the tree answers, Esc stops it.
             bar.value = ('sql "select count(*) from range(200000) a cross join range(200000) b'
                          ' where a.id + b.id = -1"')

@@ -88,8 +88,12 @@ class CommandBar(Input):
     def action_close(self) -> None:
         if self.running:
             if self.sql is not None:
-                self.sql.cancel()  # the Spark jobs stop; the worker then reports it
-                self.notify("cancelling the query", severity="warning")
+                # The bar is free at once; Spark kills the query's tasks in the background
+                # and the worker's late answer is dropped.
+                run, self.sql = self.sql, None
+                run.cancel()
+                self.running = False
+                self.post_message(self.SqlDone(run.line, None, None, True, run.seconds()))
                 return
             self.workers.cancel_group(self, "command")
             self.running = False
@@ -142,7 +146,8 @@ class CommandBar(Input):
         except ValueError:
             words = []
         if wants_table(words):
-            self.sql = SqlRun(self.app.engine, " ".join(words[1:]))  # type: ignore[attr-defined]
+            self.sql = SqlRun(self.app.engine, " ".join(words[1:]),  # type: ignore[attr-defined]
+                              line)
             self.post_message(self.SqlStarted(line, self.sql))
             self.run_sql(line, self.sql)
         else:
@@ -150,7 +155,7 @@ class CommandBar(Input):
 
     @work(thread=True, exclusive=True, group="command")
     def run_sql(self, line: str, run: SqlRun) -> None:
-        start = time.perf_counter()
+        start = run.started
         table, error = None, None
         try:
             table = run.run()
@@ -160,10 +165,12 @@ class CommandBar(Input):
             error = f"sql: {e}"
         except Exception as e:  # one line on screen, never a traceback
             error = f"sql: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}"
-        self.app.call_from_thread(self._sql_done, self.SqlDone(
+        self.app.call_from_thread(self._sql_done, run, self.SqlDone(
             line, table, error, run.cancelled, time.perf_counter() - start))
 
-    def _sql_done(self, message: SqlDone) -> None:
+    def _sql_done(self, run: SqlRun, message: SqlDone) -> None:
+        if run is not self.sql:
+            return  # cancelled: already reported
         self.running = False
         self.sql = None
         self.post_message(message)

@@ -159,6 +159,18 @@ class DetailPane(Vertical):
             dt.add_rows(table.rows)
         self.active = "output"
 
+    _sorted_by: tuple[object, bool] | None = None
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column's header sorts by it (again: the other way); numbers as
+        numbers."""
+        if event.data_table.id != "sql-table":
+            return
+        key = event.column_key
+        reverse = self._sorted_by == (key, False)
+        self._sorted_by = (key, reverse)
+        event.data_table.sort(key, key=_sort_key, reverse=reverse)
+
     def show_output(self, title: str, lines: list[str], errors: list[str],
                     finished: bool = True) -> None:
         self._sql_mode(False)
@@ -219,6 +231,14 @@ def readable(eng: Engine, path: str) -> RenderableType:
     if more > 0:
         parts.append(Text(f"... {more:,} more (expand the tree node to see them)", style="dim"))
     return Group(*parts)
+
+
+def _sort_key(cell: Any) -> tuple[int, float, str]:
+    text = str(cell)
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text)
 
 
 def _fields(data: dict[str, Any], states: dict[int, str]) -> Table:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +40,11 @@ def wants_table(words: list[str]) -> bool:
 class SqlRun:
     """One query: ``run`` in a worker thread; ``progress`` and ``cancel`` from the UI."""
 
-    def __init__(self, engine: Engine, query: str) -> None:
+    def __init__(self, engine: Engine, query: str, line: str = "") -> None:
         self.engine = engine
         self.query = query
+        self.line = line or f"sql {query}"
+        self.started = time.perf_counter()
         self.group = f"mdshell-tui-sql-{next(_IDS)}"
         self.phase = "starting Spark (the first query takes 10-20 s)"
         self.cancelled = False
@@ -78,6 +81,9 @@ class SqlRun:
         rows = [[_cell(q.json_value(v)) for v in r.values()]
                 for r in table.slice(0, MAX_ROWS).to_pylist()]
         return SqlTable(list(table.column_names), rows, table.num_rows)
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
 
     def progress(self) -> tuple[int, int] | None:
         """(tasks done, tasks) over the query's running stages; None before they start."""
