@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from ..tree.javafmt import iso_zoned_utc
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
+from .liveinfo import live_leader, live_row, live_voters
 from .plain import broker_state, endpoint_texts, quiet_gc, run_lines, sorted_names
 from .progress import LoadProgress
 from .rows import CheckRow, Entry, Header, Item, LiveRow, NodeRow, Overview, Timeline
@@ -130,15 +130,9 @@ class Engine:
         return moved
 
     def live_row(self) -> LiveRow | None:
-        status = getattr(self._source, "status", None)
-        if status is None or self.shell is None:
+        if self.shell is None:
             return None
-        st = status()
-        shown = self.sh.latest.end_offset
-        since = (None if not st.last_fetch_ms else max(0.0, time.time() - st.last_fetch_ms / 1000))
-        hw = st.high_watermark if st.high_watermark >= 0 else None
-        return LiveRow(st.next_offset, hw, -1 if shown is None else shown, since,
-                       st.follow_error)
+        return live_row(self._source, self.sh.latest.image.provenance.offset)
 
     @property
     def sh(self) -> Shell:
@@ -173,11 +167,22 @@ class Engine:
                         sum(len(t.partitions) for t in img.topics_by_name.values()),
                         [p.message for p in self.loaded.problems] + self.sh.new_notes())
 
-    def _controllers(self, img: m.Image) -> list[NodeRow]:
+    def voter_ids(self) -> list[int] | None:
+        """The voters: from the data (quorum-state, Voters, LeaderChange), else, live, from
+        DescribeQuorum (static voters leave no record after a snapshot)."""
         from ..commands.healthcmd import voter_ids
 
-        voters = set(voter_ids(self.sh) or [])
-        leader = self.sh.session.quorum_info().leader_id
+        found = voter_ids(self.sh)
+        return found if found is not None else live_voters(self._source)
+
+    def leader_id(self) -> int | None:
+        """Live: the leader the follower fetches from now; else what the data says."""
+        leader = live_leader(self._source)
+        return leader if leader is not None else self.sh.session.quorum_info().leader_id
+
+    def _controllers(self, img: m.Image) -> list[NodeRow]:
+        voters = set(self.voter_ids() or [])
+        leader = self.leader_id()
         rows = []
         for cid in sorted(set(img.controllers) | voters):
             c = img.controllers.get(cid)
@@ -282,10 +287,9 @@ class Engine:
     # ---------------------------------------------------------------- health
 
     def checks(self) -> list[CheckRow]:
-        from ..commands.healthcmd import voter_ids
         from ..image.health import run_checks
 
-        checks: list[Check] = run_checks(self.loaded.image, voter_ids(self.sh))
+        checks: list[Check] = run_checks(self.loaded.image, self.voter_ids())
         rows = [CheckRow(c.name, c.status, c.summary, [Item(t, self.item_path(t))
                                                         for t in c.items]) for c in checks]
         return sorted(rows, key=lambda r: STATUS_ORDER.get(r.status, 9))

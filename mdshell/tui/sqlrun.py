@@ -17,6 +17,9 @@ from ..commands.base import CommandError
 from .engine import Engine
 
 MAX_ROWS = 10_000  # rows put in the table; beyond, the count says how many there were
+# Spark cancels the group's *active* jobs only: a query's next job (after a broadcast, say)
+# would start anyway, so a cancelled query is cancelled again this often until it ends.
+RECANCEL_S, RECANCEL_FOR_S = 0.5, 300.0
 _IDS = itertools.count(1)
 
 
@@ -50,8 +53,15 @@ class SqlRun:
         self.cancelled = False
         self._spark: Any = None
         self._lock = threading.Lock()
+        self._ended = threading.Event()
 
     def run(self) -> SqlTable:
+        try:
+            return self._run()
+        finally:
+            self._ended.set()
+
+    def _run(self) -> SqlTable:
         from ..commands.sparkcmds import _spark_modules
         from ..spark.tables import View
 
@@ -70,6 +80,8 @@ class SqlRun:
         self.phase = "building tables"
         try:
             df = q.run(view, self.query)
+            if self.cancelled:
+                raise Cancelled
             self.phase = "running"
             table = q.collect(df)
         except CommandError:
@@ -106,7 +118,18 @@ class SqlRun:
             self.cancelled = True
             spark = self._spark
         if spark is not None:
-            spark.sparkContext.cancelJobGroup(self.group)
+            threading.Thread(target=self._keep_cancelling, args=(spark,), daemon=True,
+                             name=f"{self.group}-cancel").start()
+
+    def _keep_cancelling(self, spark: Any) -> None:
+        deadline = time.monotonic() + RECANCEL_FOR_S
+        while time.monotonic() < deadline:
+            try:
+                spark.sparkContext.cancelJobGroup(self.group)
+            except Exception:  # Spark went away: nothing left to cancel
+                return
+            if self._ended.wait(RECANCEL_S):
+                return
 
 
 def _cell(v: Any) -> str:
