@@ -280,6 +280,8 @@ def test_tui_follows_the_quorum(kafka: KraftCluster) -> None:
     cursor and the open sections stay where they were, and the header shows LIVE and the lag."""
     import asyncio
 
+    from textual.widgets import Static
+
     from mdshell.tui.app import make_app
     from mdshell.tui.browser import BrowserScreen, ImageTree
     from mdshell.tui.engine import Engine
@@ -292,6 +294,10 @@ def test_tui_follows_the_quorum(kafka: KraftCluster) -> None:
     async def drive() -> None:
         async with app.run_test(size=(120, 40)) as pilot:
             await until(pilot, lambda: app.loaded, "the live load", steps=1200)
+            await until(pilot, lambda: bool(app.screen.query("#controllers")) and "leader" in
+                        text_of(app.screen.query_one("#controllers", Static)), "the overview")
+            roles = text_of(app.screen.query_one("#controllers", Static))
+            assert "leader" in roles and "voter" in roles and "not a voter" not in roles, roles
             await pilot.press("t")
             await until(pilot, lambda: isinstance(app.screen, BrowserScreen)
                         and bool(app.screen.query(ImageTree)), "the tree screen")

@@ -228,7 +228,7 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
             status = app.screen.query_one("#sql-status", Static)
             assert f"{len(leaders)} rows" in text_of(status)
             # A click on a header sorts by that column, as numbers; again: the other way.
-            first = list(table.columns.values())[0].get_render_width(table)
+            first = next(iter(table.columns.values())).get_render_width(table)
             for _ in range(2):
                 await pilot.click("#sql-table", offset=(first + 1, 0))
                 await pilot.pause()

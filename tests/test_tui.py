@@ -384,3 +384,16 @@ async def test_loading_screen_shows_bytes_of_the_total() -> None:
         assert "Reading the-dir" in text and " of " in text and "3 batches" in text, text
         bar = pilot.app.screen.query_one(ProgressBar)
         assert bar.total == progress.total and bar.progress == progress.done
+
+
+@aio
+async def test_keys_typed_after_quit_do_not_crash_the_exit() -> None:
+    """q then more keys (typing into a bar that was not open yet): a clean exit, code 0."""
+    app = app_for(FIXTURES / "health-offline")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.exit(return_code=0)
+        app.action_mode("history")  # a key handled in the same tick as q
+        app.action_search()
+        await pilot.pause()
+    assert app.return_code == 0

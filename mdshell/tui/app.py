@@ -209,19 +209,24 @@ class MdshellApp(App[int]):
         ):
             yield SystemCommand(f"{title} ({key})", help_text, callback)
 
+    @property
+    def exiting(self) -> bool:
+        """q was pressed: keys typed after it must not mount screens on the way out."""
+        return bool(getattr(self, "_exit", False))
+
     def action_mode(self, mode: str) -> None:
-        if self.loaded:
+        if self.loaded and not self.exiting:
             self.switch_mode(mode)
             self._switched()
 
     def action_search(self) -> None:
-        if self.loaded:
+        if self.loaded and not self.exiting:
             from .search import SearchScreen
 
             self.push_screen(SearchScreen())
 
     def action_command_bar(self) -> None:
-        if self.loaded:
+        if self.loaded and not self.exiting:
             self.switch_mode("tree")
             self.call_after_refresh(self._focus_bar)
 
