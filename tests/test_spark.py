@@ -246,7 +246,15 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
             await pilot.press("escape")
             await until(pilot, lambda: "cancelled" in text_of(status), "the cancel",
                         steps=2400)
-            assert not table.display
+            await pilot.pause(1.2)  # no progress tick comes back over it
+            assert "cancelled" in text_of(status) and not table.display
+            assert not app.screen.query_one("#sql-progress").display
+            # Spark is free again (local[2]: the cross join's tasks held both slots).
+            bar.value = 'sql "select count(*) as n from topics"'
+            await pilot.press("enter")
+            await until(pilot, lambda: table.display and table.row_count == 1,
+                        "a query after the cancel", steps=2400)
+            assert int(table.get_row_at(0)[0]) == len(image.topics_by_name)
 
     asyncio.run(drive())
 

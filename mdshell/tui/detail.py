@@ -106,18 +106,22 @@ class DetailPane(Vertical):
                           theme="ansi_dark", word_wrap=True)
         return Text("\n".join(eng.changes_lines(path)) or "no record touched this node")
 
-    def _sql_mode(self, on: bool, table: bool = False) -> None:
+    def _sql_mode(self, on: bool, table: bool = False, running: bool = False) -> None:
+        """Output as text (off), or sql's status line with its progress (running) or its
+        table; the progress timer runs only while a query does."""
         self.query_one("#output-scroll").display = not on
         self.query_one("#sql-status").display = on
-        self.query_one("#sql-progress").display = on and not table
-        self.query_one("#sql-table").display = on and table
-        if self._sql_timer is not None and not (on and not table):
+        self.query_one("#sql-progress").display = running
+        self.query_one("#sql-table").display = table
+        if self._sql_timer is not None and not running:
             self._sql_timer.stop()
             self._sql_timer = None
 
     def show_sql_running(self, line: str, run: SqlRun) -> None:
         """A query under way: its phase, tasks done of the running stages, Esc to cancel."""
-        self._sql_mode(True)
+        if self._sql_timer is not None:
+            self._sql_timer.stop()
+        self._sql_mode(True, running=True)
         self.active = "output"
         started = time.perf_counter()
         bar = self.query_one("#sql-progress", ProgressBar)
