@@ -235,6 +235,7 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
             counts = [int(table.get_row_at(i)[1]) for i in range(table.row_count)]
             assert counts == sorted(leaders.values(), reverse=True)
             # A query that runs for minutes: progress shows, the tree answers, Esc stops it.
+            bar.focus()  # the clicks focused the table
             bar.value = ('sql "select count(*) from range(200000) a cross join range(200000) b'
                          ' where a.id + b.id = -1"')
             await pilot.press("enter")
@@ -250,6 +251,7 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
             assert "cancelled" in text_of(status) and not table.display
             assert not app.screen.query_one("#sql-progress").display
             # Spark is free again (local[2]: the cross join's tasks held both slots).
+            bar.focus()
             bar.value = 'sql "select count(*) as n from topics"'
             await pilot.press("enter")
             await until(pilot, lambda: table.display and table.row_count == 1,
