@@ -23,7 +23,7 @@ from ..tree.javafmt import iso_zoned_utc
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
-from .liveinfo import live_leader, live_row, live_voters
+from .liveinfo import live_leader, live_observers, live_row, live_voters
 from .plain import broker_state, endpoint_texts, quiet_gc, run_lines, sorted_names
 from .progress import LoadProgress
 from .rows import CheckRow, Entry, Header, Item, LiveRow, NodeRow, Overview, Timeline
@@ -182,6 +182,7 @@ class Engine:
 
     def _controllers(self, img: m.Image) -> list[NodeRow]:
         voters = set(self.voter_ids() or [])
+        observers = set(live_observers(self._source))
         leader = self.leader_id()
         rows = []
         for cid in sorted(set(img.controllers) | voters):
@@ -190,6 +191,8 @@ class Engine:
                 role = "leader"
             elif cid in voters:
                 role = "voter"
+            elif cid in observers:
+                role = "observer"  # live: fetching, not voting (e.g. being added, KIP-853)
             else:
                 role = "registered, not a voter"
             if c is None:

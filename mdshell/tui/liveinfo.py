@@ -30,6 +30,12 @@ def live_voters(source: Any) -> list[int] | None:
     return [v.replica_id for v in quorum.voters]
 
 
+def live_observers(source: Any) -> list[int]:
+    """The observers of the last DescribeQuorum answer (brokers among them)."""
+    quorum = getattr(getattr(source, "view", None), "quorum", None)
+    return [] if quorum is None else [o.replica_id for o in quorum.observers]
+
+
 def live_leader(source: Any) -> int | None:
     """The leader the follower fetches from (None: not live, or not known yet)."""
     observer = getattr(source, "observer", None)
