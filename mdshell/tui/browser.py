@@ -68,6 +68,9 @@ class ImageTree(Tree[str]):
         if node is not None:
             self.cursor_line = node.line
         self.scroll_to(y=scroll_y, animate=False)
+        # Keys pressed during the refill moved a cursor over the old lines: the detail pane
+        # follows wherever the cursor is now.
+        self._announce()
 
     def _label(self, name: str, path: str, section: bool = False) -> Text:
         app = self.app
