@@ -62,8 +62,7 @@ class SqlRun:
             self._ended.set()
 
     def _run(self) -> SqlTable:
-        from ..commands.sparkcmds import _spark_modules
-        from ..spark.tables import View
+        from ..commands.sparkcmds import _spark_modules  # the one door to mdshell.spark
 
         q = _spark_modules()
         spark = q.get_session()
@@ -76,7 +75,7 @@ class SqlRun:
                                        interruptOnCancel=True)
         with self.engine.lock:  # the image shown now (live polls move it along)
             sh = self.engine.sh
-            view = View(sh.source, sh.loaded, sh.opts.show_secrets)
+            view = q.tables.View(sh.source, sh.loaded, sh.opts.show_secrets)
         self.phase = "building tables"
         try:
             df = q.run(view, self.query)
