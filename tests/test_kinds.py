@@ -154,8 +154,8 @@ def bare_numbers(tree: ast.AST) -> list[int]:
         if isinstance(node, ast.Compare) and all(
                 isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
             sides = [node.left, *node.comparators]
-            if (any(_last_name(s).lower() in _KEY_NAMES for s in sides)
-                    and any(_ints_in(s) for s in sides)):
+            if ((any(_last_name(s).lower() in _KEY_NAMES for s in sides)
+                    and any(_ints_in(s) for s in sides)) or _kind_set(node)):
                 lines.append(node.lineno)
         elif isinstance(node, ast.Subscript) and _last_name(node.value) in _KEYED:
             if _is_int(node.slice):
@@ -177,6 +177,17 @@ def bare_numbers(tree: ast.AST) -> list[int]:
     return sorted(lines)
 
 
+def _kind_set(node: ast.Compare) -> bool:
+    """``x in (3, 5)``: membership in two or more record type numbers, whatever ``x`` is
+    (``(0, 1)`` is left alone: it is how flags are tested)."""
+    for op, right in zip(node.ops, node.comparators, strict=True):
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.Set)):
+            values = {e.value for e in right.elts if _is_int(e)}  # type: ignore[attr-defined]
+            if len(values) == len(right.elts) >= 2 and values != {0, 1}:
+                return True
+    return False
+
+
 def _is_record_name(name: str) -> bool:
     upper = name.strip("_").upper()
     return (upper in RecordKind.__members__ or upper.endswith(("_RECORD", "_RECORDS"))
@@ -188,11 +199,12 @@ def test_the_checker_sees_the_forms_bare_numbers_took() -> None:
                  "h = HANDLERS.get(5)", "T = {0: f, 1: g}", "NOOP, PARTITION = 20, 3",
                  "_PARTITION_RECORD, _PARTITION_CHANGE = 3, 5", "SCRAM_RECORD = 11",
                  "SECRET_RECORDS = {10, 11}",
-                 "y = 1 if r.key != 2 else 0"):
+                 "y = 1 if r.key != 2 else 0", "e = [x for x in y if x[2] not in (3, 5)]"):
         assert bare_numbers(ast.parse(text)), text
     for text in ("if key < 0: pass", "if key == RecordKind.TOPIC: pass", "n = len(x) == 3",
                  "NO_LEADER = -1", "records_applied = 0",
-                 "_RECORD_OVERHEAD = 8", "m = METADATA[RecordKind.PARTITION]"):
+                 "_RECORD_OVERHEAD = 8", "ok = value[0] in (0, 1)", "n = len(p) in (2, 40)",
+                 "m = METADATA[RecordKind.PARTITION]"):
         assert not bare_numbers(ast.parse(text)), text
 
 
