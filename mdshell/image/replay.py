@@ -26,8 +26,7 @@ from . import model as m
 from .index import SnapshotIndex
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
-# Plain ints for the per-record loop (a global int compares fastest).
-_NO_OP, _PARTITION = int(K.NO_OP), int(K.PARTITION)
+_NO_OP, _PARTITION = K.NO_OP, K.PARTITION  # module globals: read once per record
 _PARTITION_RECORDS = (K.PARTITION, K.PARTITION_CHANGE)
 
 Handler = Callable[["ImageBuilder", dict[str, Any], int], None]
