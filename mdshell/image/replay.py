@@ -26,7 +26,7 @@ from . import model as m
 from .index import SnapshotIndex
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
-_NO_OP, _PARTITION = K.NO_OP, K.PARTITION  # module globals: read once per record
+_NO_OP, _PARTITION = K.NO_OP, K.PARTITION  # globals: the per-record loop reads them
 _PARTITION_RECORDS = (K.PARTITION, K.PARTITION_CHANGE)
 
 Handler = Callable[["ImageBuilder", dict[str, Any], int], None]
@@ -232,7 +232,7 @@ class ImageBuilder:
     def _apply(self, key: int, ver: int, d: dict[str, Any], off: int) -> None:
         handler = HANDLERS.get(key)
         if handler is None:
-            return  # NoOp (IGNORED)
+            return  # NoOp (IGNORED in the table)
         if UNKNOWN_TAGS in d:
             self._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
         if self.observer is not None and (self.wants is None or key not in _PARTITION_RECORDS
