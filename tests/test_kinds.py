@@ -220,3 +220,20 @@ def test_no_bare_record_type_numbers_outside_wire() -> None:
     assert found == [], "use RecordKind (mdshell.wire.kinds) instead of bare numbers: " + \
         ", ".join(found)
 
+
+
+def test_an_undecodable_credential_record_hides_its_bytes() -> None:
+    """An unknown version of a record the schemas mark ``credential`` may hold secrets no
+    schema locates: ``records`` shows its raw bytes only with --show-secrets."""
+    from mdshell.source.logscan import LogRecord
+    from mdshell.tree.logrecord import record_payload
+    from mdshell.wire.frames import Unknown
+
+    def payload(kind: int, show: bool) -> object:
+        raw = Unknown(kind, 99, b"\x01\x02", "unknown version 99")
+        return record_payload(LogRecord(5, 1, 0, "f.log", False, kind, 99, raw), show)
+
+    for kind in (K.USER_SCRAM_CREDENTIAL, K.DELEGATION_TOKEN):
+        assert payload(kind, False) == {"unknown": "unknown version 99", "raw": "[redacted]"}
+        assert payload(kind, True) == {"unknown": "unknown version 99", "raw": "0102"}
+    assert payload(K.TOPIC, False) == {"unknown": "unknown version 99", "raw": "0102"}
