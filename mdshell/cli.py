@@ -140,12 +140,11 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.spark_master or (args.config and not args.bootstrap_controller):
         _spark_settings(args)
-    if (not args.command and not args.repl and not args.bootstrap_controller
-            and sys.stdin.isatty() and sys.stdout.isatty()):
+    if not args.command and not args.repl and sys.stdin.isatty() and sys.stdout.isatty():
         from .tui import run_tui  # the full-screen interface (textual is imported there)
 
         return run_tui(args.directory, args.snapshot, show_secrets=args.show_secrets,
-                       at=args.at)
+                       at=args.at, bootstrap=args.bootstrap_controller, config=args.config)
     from .commands import Shell
     from .session import Session
     from .tree.node import RenderOptions

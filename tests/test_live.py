@@ -275,6 +275,55 @@ def test_follow_in_the_line_shell(kafka: KraftCluster) -> None:
     assert proc.returncode == 0
 
 
+def test_tui_follows_the_quorum(kafka: KraftCluster) -> None:
+    """-q in the TUI (Pilot): a topic created while it runs appears in the open tree, the
+    cursor and the open sections stay where they were, and the header shows LIVE and the lag."""
+    import asyncio
+
+    from textual.widgets import Static
+
+    from mdshell.tui.app import make_app
+    from mdshell.tui.browser import BrowserScreen, ImageTree
+    from mdshell.tui.engine import Engine
+    from mdshell.tui.widgets import StatusBar
+    from tests.test_tui import text_of, until
+
+    engine = Engine.open_live(kafka.bootstrap_controllers)
+    app = make_app(engine)
+
+    async def drive() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: app.loaded, "the live load", steps=1200)
+            await until(pilot, lambda: bool(app.screen.query("#controllers")) and "leader" in
+                        text_of(app.screen.query_one("#controllers", Static)), "the overview")
+            roles = text_of(app.screen.query_one("#controllers", Static))
+            assert "leader" in roles and "voter" in roles and "not a voter" not in roles, roles
+            await pilot.press("t")
+            await until(pilot, lambda: isinstance(app.screen, BrowserScreen)
+                        and bool(app.screen.query(ImageTree)), "the tree screen")
+            tree = app.screen.query_one(ImageTree)
+            tree.nodes["/image/topics/byName"].expand()
+            await pilot.pause()
+            tree.move_cursor(tree.nodes["/image/cluster/brokers"])
+            await pilot.pause()
+            assert "/image/topics/byName/tui-live" not in tree.nodes
+            await asyncio.to_thread(create_topic, kafka, "tui-live", 2)
+            await until(pilot, lambda: "/image/topics/byName/tui-live" in tree.nodes,
+                        "the new topic in the tree", steps=1200)
+            await pilot.pause(0.1)
+            assert tree.nodes["/image/topics/byName"].is_expanded
+            assert tree.cursor_node is not None
+            assert tree.cursor_node.data == "/image/cluster/brokers"
+            header = text_of(app.screen.query_one(StatusBar))
+            assert "LIVE" in header and "lag" in header, header
+            assert kafka.cluster_id in header and "quorum" in header, header
+
+    try:
+        asyncio.run(drive())
+    finally:
+        engine.close()
+
+
 # --------------------------------------------------------------------------- faults
 
 

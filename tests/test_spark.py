@@ -189,6 +189,78 @@ def test_cli_sql_one_shot_json_and_quiet_terminal(spark: Any,
     assert "log4j" in log and "TABLE_OR_VIEW_NOT_FOUND" in log
 
 
+def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
+    """The TUI's command bar (Pilot): sql runs in a worker and lands in a DataTable whose rows
+    are the in-process image's; a long query shows its tasks and Esc cancels it, while the
+    tree keeps answering keys."""
+    import asyncio
+
+    from textual.widgets import DataTable, Static
+
+    from mdshell.tui.app import make_app
+    from mdshell.tui.browser import ImageTree
+    from mdshell.tui.engine import Engine
+    from tests.test_tui import browser_tree, ready, text_of, until
+
+    path = FIXTURES / "cluster-basic"
+    image = _shell(path).loaded.image
+    leaders = Counter(p.leader for t in image.topics_by_name.values()
+                      for p in (t.partition(i) for i in t.partitions) if p)
+    app = make_app(Engine.open(str(path), None))
+
+    async def drive() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await ready(pilot)
+            await pilot.press("colon")
+            tree: ImageTree = await browser_tree(pilot)
+            bar = app.screen.query_one("#command")
+            await pilot.pause()
+            bar.value = ('sql "select leader, count(*) as n from partitions group by leader '
+                         'order by leader"')
+            await pilot.press("enter")
+            table = app.screen.query_one("#sql-table", DataTable)
+            await until(pilot, lambda: table.display and table.row_count > 0, "the sql table",
+                        steps=2400)
+            got = {int(table.get_row_at(i)[0]): int(table.get_row_at(i)[1])
+                   for i in range(table.row_count)}
+            assert got == dict(leaders)
+            assert [str(c.label) for c in table.columns.values()] == ["leader", "n"]
+            status = app.screen.query_one("#sql-status", Static)
+            assert f"{len(leaders)} rows" in text_of(status)
+            # A click on a header sorts by that column, as numbers; again: the other way.
+            first = next(iter(table.columns.values())).get_render_width(table)
+            for _ in range(2):
+                await pilot.click("#sql-table", offset=(first + 1, 0))
+                await pilot.pause()
+            counts = [int(table.get_row_at(i)[1]) for i in range(table.row_count)]
+            assert counts == sorted(leaders.values(), reverse=True)
+            # A query that runs for minutes: progress shows, the tree answers, Esc stops it.
+            bar.focus()  # the clicks focused the table
+            bar.value = ('sql "select count(*) from range(200000) a cross join range(200000) b'
+                         ' where a.id + b.id = -1"')
+            await pilot.press("enter")
+            await until(pilot, lambda: "tasks" in text_of(status), "task progress", steps=2400)
+            tree.focus()
+            line = tree.cursor_line
+            await pilot.press("down")
+            await until(pilot, lambda: tree.cursor_line == line + 1, "a key while it runs")
+            await pilot.press("escape")
+            await until(pilot, lambda: "cancelled" in text_of(status), "the cancel",
+                        steps=2400)
+            await pilot.pause(1.2)  # no progress tick comes back over it
+            assert "cancelled" in text_of(status) and not table.display
+            assert not app.screen.query_one("#sql-progress").display
+            # Spark is free again (local[2]: the cross join's tasks held both slots).
+            bar.focus()
+            bar.value = 'sql "select count(*) as n from topics"'
+            await pilot.press("enter")
+            await until(pilot, lambda: table.display and table.row_count == 1,
+                        "a query after the cancel", steps=2400)
+            assert int(table.get_row_at(0)[0]) == len(image.topics_by_name)
+
+    asyncio.run(drive())
+
+
 def test_tables_lists_every_table() -> None:
     from .conftest import run_cli
 

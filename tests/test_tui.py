@@ -261,7 +261,11 @@ async def test_time_travel_and_diff() -> None:
 async def test_too_small_terminal_gets_a_message() -> None:
     async with app_for(FIXTURES / "health-offline").run_test(size=(50, 12)) as pilot:
         app = pilot.app
-        await until(pilot, lambda: isinstance(app.screen, TooSmallScreen), "the message")
+        await until(pilot, lambda: isinstance(app.screen, TooSmallScreen)
+                    and bool(app.screen.query("#msg")), "the message")
+        await until(pilot, lambda: app.loaded, "the load")  # the message stays after it
+        await pilot.pause()
+        assert isinstance(app.screen, TooSmallScreen)
         assert "Terminal too small: 50x12" in text_of(app.screen.query_one("#msg", Static))
         await pilot.resize_terminal(100, 30)
         await until(pilot, lambda: not isinstance(app.screen, TooSmallScreen), "the layout")
@@ -328,3 +332,68 @@ async def test_command_palette_lists_the_actions() -> None:
         await until(pilot, lambda: type(app.screen).__name__ == "CommandPalette", "palette")
         await pilot.press(*"health", "enter")
         await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health via palette")
+
+
+def test_load_progress_counts_bytes_and_batches_of_the_real_load() -> None:
+    """What the loading screen shows: bytes of the newest snapshot and the segments, and
+    the batches the loader was handed (the snapshot's, then the log's after it)."""
+    from mdshell.source.batchscan import iter_batch_infos
+
+    engine = Engine.open(str(FIXTURES / "cluster-basic"), None)
+    source = engine.source
+    snap = source.snapshots()[-1]
+    seg_bytes = sum(s.size for s in source.segments())
+    engine.load()
+    p = engine.progress
+    assert p.total == snap.size + seg_bytes
+    assert p.done == p.total and p.fraction == 1.0
+    in_snapshot = len(list(iter_batch_infos(source, snapshot=snap.path)))
+    after = [b for b in iter_batch_infos(source) if b.last_offset >= snap.end_offset]
+    assert p.batches == in_snapshot + len(after) > 0
+    assert "snapshot_stream" not in vars(source)  # the source is left as it was
+
+
+@aio
+async def test_loading_screen_shows_bytes_of_the_total() -> None:
+    """Half-way through a real log: the screen says how much of how much, and the bar."""
+    from textual.app import App
+    from textual.widgets import ProgressBar
+
+    from mdshell.tui.loading import LoadingScreen
+    from mdshell.tui.progress import LoadProgress
+
+    source = Engine.open(str(FIXTURES / "segments-snapshots"), None).source
+    progress = LoadProgress()
+    undo = progress.watch(source)
+    stream = source.log_stream(0)
+    batches = iter(stream)
+    for _ in range(3):
+        next(batches)
+    undo()
+    assert 0 < progress.done < progress.total
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(LoadingScreen("the-dir", progress))
+
+    async with Host().run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(pilot.app.screen, LoadingScreen)
+                    and bool(pilot.app.screen.query("#what")), "the loading screen")
+        await pilot.pause(0.3)
+        text = text_of(pilot.app.screen.query_one("#what", Static))
+        assert "Reading the-dir" in text and " of " in text and "3 batches" in text, text
+        bar = pilot.app.screen.query_one(ProgressBar)
+        assert bar.total == progress.total and bar.progress == progress.done
+
+
+@aio
+async def test_keys_typed_after_quit_do_not_crash_the_exit() -> None:
+    """q then more keys (typing into a bar that was not open yet): a clean exit, code 0."""
+    app = app_for(FIXTURES / "health-offline")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.exit(return_code=0)
+        app.action_mode("history")  # a key handled in the same tick as q
+        app.action_search()
+        await pilot.pause()
+    assert app.return_code == 0

@@ -8,20 +8,28 @@ from typing import Any
 
 
 def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = False,
-            at: str | None = None) -> int:
+            at: str | None = None, bootstrap: str | None = None,
+            config: str | None = None) -> int:
     """Open the source, run the app until the user quits; the process exit code."""
+    import gc
+
+    gc.disable()  # until the overview is up (the app re-enables it): ~15% off start-up
     from ..problems import SourceError
     from .engine import Engine
 
     try:
-        engine = Engine.open(directory, file, show_secrets)
+        engine = (Engine.open_live(bootstrap, config, show_secrets) if bootstrap
+                  else Engine.open(directory, file, show_secrets))
     except SourceError as e:
         print(f"mdshell: {e}", file=sys.stderr)
         return 1
     from .app import make_app
 
     app = make_app(engine, at=at)
-    app.run()
+    try:
+        app.run()
+    finally:
+        engine.close()  # live: stop following the quorum
     code: Any = app.return_code
     if app.fatal:
         print(f"mdshell: {app.fatal}", file=sys.stderr)

@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+import gc
+import importlib
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import ClassVar
 
@@ -16,6 +18,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.screen import Screen
+from textual.timer import Timer
 
 from .engine import CheckRow, Engine
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
@@ -23,6 +26,9 @@ from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
 HEALTH_DELAY = 0.2  # seconds after the overview is shown
+LOADING_DELAY = 0.15  # a load done sooner goes straight to the overview (no loading screen)
+LIVE_TICK = 0.5  # seconds between polls of a live quorum (and header refreshes)
+LIVE_REFRESH = 1.0  # at most one redraw of the data per this many seconds while records flow
 
 
 class MdshellApp(App[int]):
@@ -54,6 +60,9 @@ class MdshellApp(App[int]):
         self.fault_prefixes: set[str] = set()
         self.load_seconds = 0.0
         self.pending_jump: str | None = None
+        self._loading_timer: Timer | None = None
+        self.advanced = False  # live: the image moved on (set from the polling thread)
+        self._last_live_refresh = 0.0
 
     def compose(self) -> ComposeResult:
         yield from ()
@@ -62,8 +71,13 @@ class MdshellApp(App[int]):
         # Loads run in threads: a short switch interval lets the UI thread take the GIL
         # back within a millisecond, so keys are answered while a load runs.
         sys.setswitchinterval(SWITCH_INTERVAL)
-        self.push_screen(LoadingScreen(self.engine.source.describe()))
         self.load_source()
+        self._loading_timer = self.set_timer(LOADING_DELAY, self._show_loading)
+
+    def _show_loading(self) -> None:
+        if not self.loaded and self.fatal is None:
+            self.push_screen(LoadingScreen(self.engine.label, self.engine.progress))
+            self._switched()
 
     # ---------------------------------------------------------------- loading
 
@@ -83,24 +97,72 @@ class MdshellApp(App[int]):
         self.call_from_thread(self._loaded)
 
     def _load_failed(self, message: str) -> None:
-        self.fatal = f"cannot load {self.engine.source.describe()}: {message}"
-        self.switch_screen(ErrorScreen(self.fatal))
+        self.fatal = f"cannot load {self.engine.label}: {message}"
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+        if isinstance(self.screen, LoadingScreen):
+            self.switch_screen(ErrorScreen(self.fatal))
+        else:
+            self.push_screen(ErrorScreen(self.fatal))
 
     def _loaded(self) -> None:
-        from .browser import BrowserScreen
-        from .health import HealthScreen
-        from .history import HistoryScreen
-        from .overview import OverviewScreen
-
         self.loaded = True
-        self.add_mode("overview", OverviewScreen)
-        self.add_mode("tree", BrowserScreen)
-        self.add_mode("health", HealthScreen)
-        self.add_mode("history", HistoryScreen)
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+        # Each screen's module is imported when the screen is first shown: the first paint
+        # imports only the overview's.
+        self.add_mode("overview", _lazy("overview", "OverviewScreen"))
+        self.add_mode("tree", _lazy("browser", "BrowserScreen"))
+        self.add_mode("health", _lazy("health", "HealthScreen"))
+        self.add_mode("history", _lazy("history", "HistoryScreen"))
         self.switch_mode("overview")
+        self._switched()
+        # run_tui starts with the cyclic GC off (imports and the load allocate a lot and
+        # keep all of it): what exists now is frozen, collections resume for what follows.
+        gc.freeze()
+        gc.enable()
         # Health reads every partition; start it once the overview is on screen, so that the
         # first paint does not share the interpreter with it.
         self.set_timer(HEALTH_DELAY, self.check_health)
+        if self.engine.live:
+            self.engine.subscribe(self._image_advanced)
+            self.set_interval(LIVE_TICK, self._live_tick)
+
+    # ---------------------------------------------------------------- live
+
+    def _image_advanced(self) -> None:
+        """Session.subscribe callback: runs in whichever thread fed the session, so it only
+        raises a flag; the UI thread redraws on its next tick."""
+        self.advanced = True
+
+    def _live_tick(self) -> None:
+        now = time.monotonic()
+        if self.advanced and now - self._last_live_refresh >= LIVE_REFRESH:
+            self.advanced = False
+            self._last_live_refresh = now
+            sh = self.engine.sh
+            if sh.loaded is sh.latest:  # not time travelling: what is shown moved on
+                self.image_changed(live=True)
+        self.refresh_header()
+        if not self._polling:
+            self._polling = True
+            self.poll_live()
+
+    _polling = False
+
+    @work(thread=True, group="live")
+    def poll_live(self) -> None:
+        try:
+            self.engine.poll()
+        finally:
+            self._polling = False
+
+    def refresh_header(self) -> None:
+        """The status bar again (live: offset, lag, last fetch)."""
+        from .widgets import StatusBar
+
+        for bar in self.screen.query(StatusBar):
+            bar.refresh_header(self.engine.header())
 
     @work(thread=True, exclusive=True, group="health")
     def check_health(self) -> None:
@@ -108,6 +170,10 @@ class MdshellApp(App[int]):
         generation = self.generation
         checks = self.engine.checks()
         self.call_from_thread(self._checked, checks, generation)
+        if not self.engine.live:
+            # The history screen's timeline reads every batch header (0.3 s on 100k
+            # partitions): read it here, so that `l` opens at once.
+            self.engine.timeline()
 
     def _checked(self, checks: list[CheckRow], generation: int) -> None:
         if generation != self.generation:
@@ -147,18 +213,24 @@ class MdshellApp(App[int]):
         ):
             yield SystemCommand(f"{title} ({key})", help_text, callback)
 
+    @property
+    def exiting(self) -> bool:
+        """q was pressed: keys typed after it must not mount screens on the way out."""
+        return bool(getattr(self, "_exit", False))
+
     def action_mode(self, mode: str) -> None:
-        if self.loaded:
+        if self.loaded and not self.exiting:
             self.switch_mode(mode)
+            self._switched()
 
     def action_search(self) -> None:
-        if self.loaded:
+        if self.loaded and not self.exiting:
             from .search import SearchScreen
 
             self.push_screen(SearchScreen())
 
     def action_command_bar(self) -> None:
-        if self.loaded:
+        if self.loaded and not self.exiting:
             self.switch_mode("tree")
             self.call_after_refresh(self._focus_bar)
 
@@ -181,11 +253,13 @@ class MdshellApp(App[int]):
 
     # ---------------------------------------------------------------- time travel
 
-    def image_changed(self) -> None:
-        """The image moved (``at``): every screen re-reads; health is checked again."""
+    def image_changed(self, live: bool = False) -> None:
+        """The image moved (``at``, or live records): every screen re-reads; health is
+        checked again (live: the last results stay up until then, so nothing flickers)."""
         self.generation += 1
-        self.checks = None
-        self.fault_prefixes = set()
+        if not live:
+            self.checks = None
+            self.fault_prefixes = set()
         self.refresh_screens()
         self.check_health()
 
@@ -197,7 +271,11 @@ class MdshellApp(App[int]):
     # ---------------------------------------------------------------- terminal manners
 
     def on_resize(self, event: Resize) -> None:
-        small = event.size.width < MIN_WIDTH or event.size.height < MIN_HEIGHT
+        self.fit(event.size.width, event.size.height)
+
+    def fit(self, width: int, height: int) -> None:
+        """Too small for a layout: a message on top (in whatever mode is shown)."""
+        small = width < MIN_WIDTH or height < MIN_HEIGHT
         on_top = isinstance(self.screen, TooSmallScreen)
         if small and not on_top:
             self.push_screen(TooSmallScreen(MIN_WIDTH, MIN_HEIGHT))
@@ -205,12 +283,23 @@ class MdshellApp(App[int]):
             top = self.screen
             assert isinstance(top, TooSmallScreen)
             if small:
-                top.show(event.size.width, event.size.height)
+                top.show(width, height)
             else:
                 self.pop_screen()
 
+    def _switched(self) -> None:
+        self.fit(self.size.width, self.size.height)
+
     async def action_quit(self) -> None:
         self.exit(return_code=1 if self.fatal else 0)
+
+
+def _lazy(module: str, name: str) -> Callable[[], Screen[None]]:
+    def make() -> Screen[None]:
+        screen: Screen[None] = getattr(importlib.import_module(f".{module}", __package__),
+                                       name)()
+        return screen
+    return make
 
 
 def make_app(engine: Engine, at: str | None = None) -> MdshellApp:

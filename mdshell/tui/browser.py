@@ -37,14 +37,40 @@ class ImageTree(Tree[str]):
         self.show_root = False
         self.guide_depth = 2
         self.loaded_paths: set[str] = set()
+        self.nodes: dict[str, TreeNode[str]] = {}  # path -> node, for every node listed
 
     def fill(self) -> None:
-        """The sections (Brokers, Topics...), collapsed; called again after time travel."""
+        """The sections (Brokers, Topics...), collapsed."""
         self.clear()
         self.loaded_paths.clear()
+        self.nodes.clear()
         for label, path in SECTIONS:
-            self.root.add(self._label(label, path, section=True), data=path)
+            self.nodes.setdefault(path, self.root.add(self._label(label, path, section=True),
+                                                      data=path))
         self.root.expand()
+
+    def refill(self) -> None:
+        """The tree over a new image (time travel, live records), keeping what was open, the
+        cursor and the scroll position; paths gone from the image just close."""
+        opened = [p for p, n in self.nodes.items() if n.is_expanded]
+        cursor = self.cursor_node.data if self.cursor_node is not None else None
+        scroll_y = self.scroll_y
+        self.fill()
+        for path in opened:  # parents were added (and opened) before their children
+            node = self.nodes.get(path)
+            if node is not None:
+                node.expand()
+                self.load_children(node)
+        target = self.nodes.get(cursor) if cursor is not None else None
+        self.call_after_refresh(self._restore, target, scroll_y)
+
+    def _restore(self, node: TreeNode[str] | None, scroll_y: float) -> None:
+        if node is not None:
+            self.cursor_line = node.line
+        self.scroll_to(y=scroll_y, animate=False)
+        # Keys pressed during the refill moved a cursor over the old lines: the detail pane
+        # follows wherever the cursor is now.
+        self._announce()
 
     def _label(self, name: str, path: str, section: bool = False) -> Text:
         app = self.app
@@ -76,10 +102,9 @@ class ImageTree(Tree[str]):
         entries, total = self.app.engine.page(path, start, PAGE)  # type: ignore[attr-defined]
         for e in entries:
             label = self._label(e.name, e.path)
-            if e.is_dir:
-                node.add(label, data=e.path)
-            else:
-                node.add_leaf(label, data=e.path)
+            added = (node.add(label, data=e.path) if e.is_dir
+                     else node.add_leaf(label, data=e.path))
+            self.nodes[e.path] = added
         shown = start + len(entries)
         if shown < total:
             more = Text(f"… {total - shown:,} more (Enter shows the next {PAGE})", style="dim")
@@ -155,6 +180,7 @@ class BrowserScreen(DataScreen):
         Binding("j", "tab('json')", "JSON"),
         Binding("c", "tab('changes')", "Changes"),
         Binding("r", "tab('output')", "Output"),
+        Binding("escape", "cancel", "Cancel", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -175,12 +201,12 @@ class BrowserScreen(DataScreen):
         self.query_one(StatusBar).refresh_header(eng.header())
         tree = self.query_one(ImageTree)
         detail = self.query_one(DetailPane)
-        keep = detail.path
-        tree.fill()
-        if keep is not None:
-            self.select_path(keep)
-        else:
+        if not tree.nodes:  # first time
+            tree.fill()
             tree.call_after_refresh(self._cursor_home)
+            return
+        tree.refill()
+        detail.refresh_path()
 
     def _cursor_home(self) -> None:
         """The cursor on the first line, unless a jump already placed it."""
@@ -224,6 +250,21 @@ class BrowserScreen(DataScreen):
 
     def open_command_bar(self) -> None:
         self.query_one(CommandBar).open()
+
+    @on(CommandBar.SqlStarted)
+    def _sql_started(self, event: CommandBar.SqlStarted) -> None:
+        self.query_one(DetailPane).show_sql_running(event.line, event.run)
+
+    @on(CommandBar.SqlDone)
+    def _sql_done(self, event: CommandBar.SqlDone) -> None:
+        self.query_one(DetailPane).show_sql_result(event.line, event.table, event.error,
+                                                   event.cancelled, event.seconds)
+
+    def action_cancel(self) -> None:
+        """Esc anywhere on this screen: cancel the running command (sql included)."""
+        bar = self.query_one(CommandBar)
+        if bar.running:
+            bar.action_close()
 
     @on(CommandBar.Ran)
     def _ran(self, event: CommandBar.Ran) -> None:

@@ -3,6 +3,8 @@ worker (Esc cancels), its output shown in the detail pane."""
 
 from __future__ import annotations
 
+import shlex
+import time
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -13,7 +15,9 @@ from textual.suggester import Suggester
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
+from ..commands.base import CommandError
 from .engine import Engine, run_lines
+from .sqlrun import Cancelled, SqlRun, SqlTable, wants_table
 
 
 class ShellSuggester(Suggester):
@@ -51,6 +55,19 @@ class CommandBar(Input):
         errors: list[str]
         finished: bool
 
+    @dataclass
+    class SqlStarted(Message):
+        line: str
+        run: SqlRun
+
+    @dataclass
+    class SqlDone(Message):
+        line: str
+        table: SqlTable | None
+        error: str | None
+        cancelled: bool
+        seconds: float
+
     def __init__(self) -> None:
         super().__init__(placeholder="command (help lists them; Tab completes; Esc closes)",
                          id="command")
@@ -58,6 +75,7 @@ class CommandBar(Input):
         self.history: list[str] = []
         self._recall = 0
         self.running = False
+        self.sql: SqlRun | None = None
 
     def on_mount(self) -> None:
         self.suggester = ShellSuggester(self.app.engine)  # type: ignore[attr-defined]
@@ -69,6 +87,14 @@ class CommandBar(Input):
 
     def action_close(self) -> None:
         if self.running:
+            if self.sql is not None:
+                # The bar is free at once; Spark kills the query's tasks in the background
+                # and the worker's late answer is dropped.
+                run, self.sql = self.sql, None
+                run.cancel()
+                self.running = False
+                self.post_message(self.SqlDone(run.line, None, None, True, run.seconds()))
+                return
             self.workers.cancel_group(self, "command")
             self.running = False
             self.notify("command cancelled", severity="warning")
@@ -115,7 +141,39 @@ class CommandBar(Input):
         self._recall = len(self.history)
         self.value = ""
         self.running = True
-        self.run_command(line)
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            words = []
+        if wants_table(words):
+            self.sql = SqlRun(self.app.engine, " ".join(words[1:]),  # type: ignore[attr-defined]
+                              line)
+            self.post_message(self.SqlStarted(line, self.sql))
+            self.run_sql(line, self.sql)
+        else:
+            self.run_command(line)
+
+    @work(thread=True, exclusive=True, group="command")
+    def run_sql(self, line: str, run: SqlRun) -> None:
+        start = run.started
+        table, error = None, None
+        try:
+            table = run.run()
+        except Cancelled:
+            pass
+        except CommandError as e:
+            error = f"sql: {e}"
+        except Exception as e:  # one line on screen, never a traceback
+            error = f"sql: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}"
+        self.app.call_from_thread(self._sql_done, run, self.SqlDone(
+            line, table, error, run.cancelled, time.perf_counter() - start))
+
+    def _sql_done(self, run: SqlRun, message: SqlDone) -> None:
+        if run is not self.sql:
+            return  # cancelled: already reported
+        self.running = False
+        self.sql = None
+        self.post_message(message)
 
     @work(thread=True, exclusive=True, group="command")
     def run_command(self, line: str) -> None:

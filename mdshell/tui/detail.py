@@ -4,7 +4,8 @@ form, JSON, the records that touched it, and the output of the command bar."""
 from __future__ import annotations
 
 import json
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
@@ -12,10 +13,14 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer, Vertical
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.timer import Timer
+from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from .engine import Engine
 from .widgets import state_text
+
+if TYPE_CHECKING:
+    from .sqlrun import SqlRun, SqlTable
 
 MAX_LINES = 5000  # beyond this a command's output is cut (with a note): refine the command
 TABLE_ROWS = 200  # a directory's table shows this many children
@@ -32,19 +37,28 @@ class DetailPane(Vertical):
     DetailPane { height: 1fr; width: 1fr; }
     DetailPane ScrollableContainer { height: 1fr; }
     DetailPane Static { width: auto; }
+    DetailPane #sql-status { width: 1fr; height: auto; display: none; }
+    DetailPane #sql-progress { display: none; }
+    DetailPane #sql-table { height: 1fr; display: none; }
     """
 
     def __init__(self) -> None:
         super().__init__(id="detail")
         self.path: str | None = None
         self._rendered: set[str] = set()
+        self._sql_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="view"):
             for tab, title in zip(TABS, ("View", "Text", "JSON", "Changes", "Output"),
                                   strict=True):
-                with TabPane(title, id=tab), ScrollableContainer():
-                    yield Static(id=f"{tab}-body")
+                with TabPane(title, id=tab):
+                    with ScrollableContainer(id=f"{tab}-scroll"):
+                        yield Static(id=f"{tab}-body")
+                    if tab == "output":  # sql: status line, progress, result table
+                        yield Static(id="sql-status")
+                        yield ProgressBar(id="sql-progress", show_eta=False)
+                        yield DataTable(id="sql-table", zebra_stripes=True)
 
     @property
     def active(self) -> str:
@@ -63,6 +77,11 @@ class DetailPane(Vertical):
         self._rendered.clear()
         if self.active == "output":
             self.active = "view"
+        self.render_active()
+
+    def refresh_path(self) -> None:
+        """The same node in a new image (time travel, live): render again, same tab."""
+        self._rendered.clear()
         self.render_active()
 
     def render_active(self) -> None:
@@ -87,8 +106,78 @@ class DetailPane(Vertical):
                           theme="ansi_dark", word_wrap=True)
         return Text("\n".join(eng.changes_lines(path)) or "no record touched this node")
 
+    def _sql_mode(self, on: bool, table: bool = False, running: bool = False) -> None:
+        """Output as text (off), or sql's status line with its progress (running) or its
+        table; the progress timer runs only while a query does."""
+        self.query_one("#output-scroll").display = not on
+        self.query_one("#sql-status").display = on
+        self.query_one("#sql-progress").display = running
+        self.query_one("#sql-table").display = table
+        if self._sql_timer is not None and not running:
+            self._sql_timer.stop()
+            self._sql_timer = None
+
+    def show_sql_running(self, line: str, run: SqlRun) -> None:
+        """A query under way: its phase, tasks done of the running stages, Esc to cancel."""
+        if self._sql_timer is not None:
+            self._sql_timer.stop()
+        self._sql_mode(True, running=True)
+        self.active = "output"
+        started = time.perf_counter()
+        bar = self.query_one("#sql-progress", ProgressBar)
+        bar.update(total=None, progress=0)
+
+        def tick() -> None:
+            done = run.progress()
+            t = Text(f"{line}\n", style="bold reverse")
+            t.append("cancelling..." if run.cancelled else run.phase, style="bold")
+            if done is not None:
+                t.append(f"  tasks {done[0]:,}/{done[1]:,}")
+                bar.update(total=done[1], progress=done[0])
+            t.append(f"  {time.perf_counter() - started:.1f} s", style="dim")
+            t.append("  (Esc cancels)", style="dim")
+            self.query_one("#sql-status", Static).update(t)
+
+        tick()
+        self._sql_timer = self.set_interval(0.5, tick)
+
+    def show_sql_result(self, line: str, table: SqlTable | None, error: str | None,
+                        cancelled: bool, seconds: float) -> None:
+        t = Text(f"{line}\n", style="bold reverse")
+        if cancelled:
+            t.append("cancelled", style="bold yellow")
+        elif error is not None:
+            t.append(error, style="bold red")
+        elif table is not None:
+            t.append(f"{table.total:,} rows", style="bold")
+            if table.total > len(table.rows):
+                t.append(f" (the first {len(table.rows):,} shown; --csv FILE writes them all)",
+                         style="dim")
+        t.append(f"  {seconds:.1f} s", style="dim")
+        self._sql_mode(True, table=table is not None and not cancelled and error is None)
+        self.query_one("#sql-status", Static).update(t)
+        if table is not None and error is None and not cancelled:
+            dt = self.query_one("#sql-table", DataTable)
+            dt.clear(columns=True)
+            dt.add_columns(*table.columns)
+            dt.add_rows(table.rows)
+        self.active = "output"
+
+    _sorted_by: tuple[object, bool] | None = None
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a column's header sorts by it (again: the other way); numbers as
+        numbers."""
+        if event.data_table.id != "sql-table":
+            return
+        key = event.column_key
+        reverse = self._sorted_by == (key, False)
+        self._sorted_by = (key, reverse)
+        event.data_table.sort(key, key=_sort_key, reverse=reverse)
+
     def show_output(self, title: str, lines: list[str], errors: list[str],
                     finished: bool = True) -> None:
+        self._sql_mode(False)
         t = Text()
         t.append(f"{title}\n", style="bold reverse")
         shown = lines[:MAX_LINES]
@@ -121,21 +210,39 @@ def readable(eng: Engine, path: str) -> RenderableType:
         d = None if e.is_dir else eng.data(e.path)
         rows.append((e, d))
     cols = [c for c in COLUMNS if any(isinstance(d, dict) and c in d for _e, d in rows)]
-    t = Table(box=None, header_style="bold dim", pad_edge=False)
-    t.add_column("name")
-    for c in cols or ["value"]:
-        t.add_column(c, overflow="fold")
-    for e, d in rows:
-        if isinstance(d, dict) and cols:
-            t.add_row(e.name, *(_cell(c, d.get(c), states) for c in cols))
-        else:
-            t.add_row(e.name + ("/" if e.is_dir else ""),
+    # A topic holds name and id next to its partitions: plain values go above the table, so
+    # that the table's columns only hold what they name.
+    plain = [(e, d) for e, d in rows if not (cols and isinstance(d, dict))]
+    tabled = [(e, d) for e, d in rows if cols and isinstance(d, dict)]
+    parts: list[RenderableType] = [title, Text(f"{len(entries):,} entries", style="dim")]
+    if plain:
+        f = Table(box=None, show_header=False, pad_edge=False)
+        f.add_column(style="bold dim")
+        f.add_column(overflow="fold")
+        for e, _d in plain:
+            f.add_row(e.name + ("/" if e.is_dir else ""),
                       "" if e.is_dir else _short(eng.text(e.path)))
+        parts.append(f)
+    if tabled:
+        t = Table(box=None, header_style="bold dim", pad_edge=False)
+        t.add_column("name")
+        for c in cols:
+            t.add_column(c, overflow="fold")
+        for e, d in tabled:
+            t.add_row(e.name, *(_cell(c, d.get(c), states) for c in cols))
+        parts.append(t)
     more = len(entries) - TABLE_ROWS
-    parts: list[RenderableType] = [title, Text(f"{len(entries):,} entries", style="dim"), t]
     if more > 0:
         parts.append(Text(f"... {more:,} more (expand the tree node to see them)", style="dim"))
     return Group(*parts)
+
+
+def _sort_key(cell: Any) -> tuple[int, float, str]:
+    text = str(cell)
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text)
 
 
 def _fields(data: dict[str, Any], states: dict[int, str]) -> Table:

@@ -8,22 +8,25 @@ drive the engine on its own.
 
 from __future__ import annotations
 
-import gc
 import re
+import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..commands import Shell
 from ..commands.base import Result
 from ..image import model as m
-from ..image.names import SECURITY_PROTOCOLS, metadata_version_name
+from ..image.names import metadata_version_name
 from ..session import Loaded, Session, load
 from ..source import Source, open_source
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
-from .rows import CheckRow, Entry, Header, Item, NodeRow, Overview, Timeline
+from .liveinfo import live_leader, live_observers, live_row, live_voters
+from .plain import broker_state, endpoint_texts, quiet_gc, run_lines, sorted_names
+from .progress import LoadProgress
+from .rows import CheckRow, Entry, Header, Item, LiveRow, NodeRow, Overview, Timeline
 
 if TYPE_CHECKING:
     from ..image.health import Check
@@ -40,18 +43,23 @@ SECTIONS = [
     ("Delegation tokens", "/image/delegationToken"), ("Producer ids", "/image/producerIds"),
     ("Quorum", "/quorum"), ("Log", "/log"), ("All paths /", "/"),
 ]
-T = TypeVar("T")
 STATUS_ORDER = {"fail": 0, "warn": 1, "info": 2, "ok": 3}
 
 
 class Engine:
     """A loaded source plus the shell state the TUI drives (working directory, ``at``)."""
 
-    def __init__(self, source: Source, show_secrets: bool = False) -> None:
-        self.source = source
+    def __init__(self, source: Source | None, show_secrets: bool = False, *,
+                 label: str | None = None, opener: Callable[[], Source] | None = None) -> None:
+        self._source = source
+        self._opener = opener  # live: connecting is slow, so it happens in load()
+        self.label = label or (source.describe() if source is not None else "?")
         self.opts = RenderOptions(show_secrets=show_secrets)
         self.shell: Shell | None = None
         self._timeline: Timeline | None = None
+        self.progress = LoadProgress()
+        # Commands and live polls both move the session: one at a time.
+        self.lock = threading.Lock()
 
     @classmethod
     def open(cls, directory: str | None, file: str | None,
@@ -59,11 +67,72 @@ class Engine:
         """Find the source (fast; raises ``SourceError`` with one clear line)."""
         return cls(open_source(directory, file), show_secrets)
 
+    @classmethod
+    def open_live(cls, bootstrap: str, config: str | None = None,
+                  show_secrets: bool = False) -> Engine:
+        """``-q``: the quorum is reached (and caught up with) by ``load``, in a worker."""
+        def connect() -> Source:
+            from ..source.live import LiveSource
+
+            return LiveSource(bootstrap, config)
+
+        return cls(None, show_secrets, label=f"live:{bootstrap}", opener=connect)
+
+    @property
+    def source(self) -> Source:
+        assert self._source is not None, "load() first"
+        return self._source
+
     def load(self) -> None:
-        """Read and replay the log (the slow part: run it in a worker)."""
-        source = self.source
-        session = Session(source, quiet_gc(lambda: load(source)))
+        """Read and replay the log (the slow part: run it in a worker); a live source starts
+        following the quorum."""
+        if self._source is None:
+            assert self._opener is not None
+            self._source = self._opener()
+        source = self._source
+        undo = self.progress.watch(source)
+        try:
+            session = Session(source, quiet_gc(lambda: load(source)))
+        finally:
+            undo()
         self.shell = Shell(session, opts=self.opts, interactive=True)
+        follow = getattr(source, "follow", None)
+        if follow is not None:
+            follow()
+
+    def close(self) -> None:
+        """Stop following (live); nothing to do for files."""
+        close = getattr(self._source, "close", None)
+        if close is not None:
+            close()
+
+    # ---------------------------------------------------------------- live
+
+    @property
+    def live(self) -> bool:
+        return self._source is not None and hasattr(self._source, "poll")
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        """``callback()`` (from whichever thread moved the session) when the image advances."""
+        self.sh.session.subscribe(lambda _session, _loaded: callback())
+
+    def poll(self) -> bool:
+        """Take what the quorum committed since the last poll (in a worker); False when a
+        command holds the session (the next poll takes it)."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            moved = self.sh.session.poll_source()
+        finally:
+            self.lock.release()
+        if moved:
+            self._timeline = None
+        return moved
+
+    def live_row(self) -> LiveRow | None:
+        if self.shell is None:
+            return None
+        return live_row(self._source, self.sh.latest.image.provenance.offset)
 
     @property
     def sh(self) -> Shell:
@@ -79,15 +148,17 @@ class Engine:
     def header(self) -> Header:
         img = self.loaded.image
         prov = img.provenance
-        return Header(self._cluster_id(), self.source.describe(), self.source.kind,
+        return Header(self._cluster_id(), self.label, self.source.kind,
                       prov.offset, prov.epoch, iso_zoned_utc(prov.time_ms) if prov.time_ms >= 0
                       else "-", metadata_version_name(img.metadata_version_level)
                       if img.metadata_version is not None else "unset",
-                      not self.opts.show_secrets, self.loaded.upto)
+                      not self.opts.show_secrets, self.loaded.upto, self.live_row())
 
     def _cluster_id(self) -> str:
         q = self.sh.session.quorum_info()
-        return q.cluster_id or q.quorum_state_cluster_id or "unknown"
+        view = getattr(self.source, "view", None)  # live: what DescribeCluster said
+        return (q.cluster_id or q.quorum_state_cluster_id or getattr(view, "cluster_id", None)
+                or "unknown")
 
     def overview(self) -> Overview:
         img = self.loaded.image
@@ -96,11 +167,23 @@ class Engine:
                         sum(len(t.partitions) for t in img.topics_by_name.values()),
                         [p.message for p in self.loaded.problems] + self.sh.new_notes())
 
-    def _controllers(self, img: m.Image) -> list[NodeRow]:
+    def voter_ids(self) -> list[int] | None:
+        """The voters: from the data (quorum-state, Voters, LeaderChange), else, live, from
+        DescribeQuorum (static voters leave no record after a snapshot)."""
         from ..commands.healthcmd import voter_ids
 
-        voters = set(voter_ids(self.sh) or [])
-        leader = self.sh.session.quorum_info().leader_id
+        found = voter_ids(self.sh)
+        return found if found is not None else live_voters(self._source)
+
+    def leader_id(self) -> int | None:
+        """Live: the leader the follower fetches from now; else what the data says."""
+        leader = live_leader(self._source)
+        return leader if leader is not None else self.sh.session.quorum_info().leader_id
+
+    def _controllers(self, img: m.Image) -> list[NodeRow]:
+        voters = set(self.voter_ids() or [])
+        observers = set(live_observers(self._source))
+        leader = self.leader_id()
         rows = []
         for cid in sorted(set(img.controllers) | voters):
             c = img.controllers.get(cid)
@@ -108,17 +191,19 @@ class Engine:
                 role = "leader"
             elif cid in voters:
                 role = "voter"
+            elif cid in observers:
+                role = "observer"  # live: fetching, not voting (e.g. being added, KIP-853)
             else:
                 role = "registered, not a voter"
             if c is None:
                 rows.append(NodeRow(cid, role + " (unregistered)", []))
                 continue
-            rows.append(NodeRow(cid, role, _endpoints(c.listeners),
+            rows.append(NodeRow(cid, role, endpoint_texts(c.listeners),
                                 incarnation=uuid_str(c.incarnation_id)))
         return rows
 
     def _brokers(self, img: m.Image) -> list[NodeRow]:
-        return [NodeRow(b.id, broker_state(b), _endpoints(b.listeners), b.rack or "",
+        return [NodeRow(b.id, broker_state(b), endpoint_texts(b.listeners), b.rack or "",
                         len(b.directories)) for b in sorted(img.brokers.values(),
                                                             key=lambda b: b.id)]
 
@@ -155,7 +240,7 @@ class Engine:
         node = self.node(path)
         if node is None or not node.is_dir:
             return [], 0
-        names = _sorted_names(node.names())
+        names = sorted_names(node.names())
         base = path.rstrip("/")
         out = []
         for name in names[start:None if count is None else start + count]:
@@ -188,7 +273,8 @@ class Engine:
     # ---------------------------------------------------------------- commands
 
     def run(self, line: str) -> Result:
-        return self.sh.run_line(line)
+        with self.lock:
+            return self.sh.run_line(line)
 
     def completions(self, line: str) -> list[str]:
         """Whole lines the command bar may become (the shell's own completion)."""
@@ -204,10 +290,9 @@ class Engine:
     # ---------------------------------------------------------------- health
 
     def checks(self) -> list[CheckRow]:
-        from ..commands.healthcmd import voter_ids
         from ..image.health import run_checks
 
-        checks: list[Check] = run_checks(self.loaded.image, voter_ids(self.sh))
+        checks: list[Check] = run_checks(self.loaded.image, self.voter_ids())
         rows = [CheckRow(c.name, c.status, c.summary, [Item(t, self.item_path(t))
                                                         for t in c.items]) for c in checks]
         return sorted(rows, key=lambda r: STATUS_ORDER.get(r.status, 9))
@@ -300,57 +385,11 @@ class Engine:
     def at(self, offset: int | None) -> Result:
         """Move the whole UI to the image as of ``offset`` (None: the end of the log)."""
         word = "latest" if offset is None else str(offset)
-        return quiet_gc(lambda: self.sh.run(["at", word]))
+        with self.lock:
+            return quiet_gc(lambda: self.sh.run(["at", word]))
 
     def diff(self, a: int | None, b: int | None, path: str = "/image") -> Result:
         def word(x: int | None) -> str:
             return "latest" if x is None else str(x)
-        return self.sh.run(["diff", word(a), word(b), path])
-
-
-def quiet_gc(load: Callable[[], T]) -> T:
-    """Run a load without the cyclic GC, then freeze what it built.
-
-    A load allocates millions of objects; each full collection during it stalls every thread
-    (the UI included) for hundreds of ms. Freezing afterwards keeps later collections from
-    walking the image again.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return load()
-    finally:
-        if enabled:
-            gc.enable()
-        gc.freeze()
-
-
-def broker_state(b: m.BrokerRegistration) -> str:
-    if b.fenced:
-        return "fenced"
-    if b.in_controlled_shutdown:
-        return "controlled shutdown"
-    return "active"
-
-
-def _endpoints(listeners: dict[str, m.Endpoint]) -> list[str]:
-    return [f"{e.name}://{e.host}:{e.port} ({SECURITY_PROTOCOLS.get(e.security_protocol, '?')})"
-            for e in (listeners[n] for n in sorted(listeners))]
-
-
-def _sorted_names(names: Any) -> list[str]:
-    """Numeric names (partitions, broker ids) in numeric order, others as given."""
-    listed = list(names)
-    if listed and all(n.isdigit() for n in listed):
-        return sorted(listed, key=int)
-    return listed
-
-
-def run_lines(result: Result, cancelled: Callable[[], bool]) -> tuple[list[str], bool]:
-    """Consume a result's (lazy) lines until done or ``cancelled()``; (lines, finished)."""
-    out: list[str] = []
-    for i, line in enumerate(result.lines):
-        if i % 256 == 0 and cancelled():
-            return out, False
-        out.append(line)
-    return out, True
+        with self.lock:
+            return self.sh.run(["diff", word(a), word(b), path])

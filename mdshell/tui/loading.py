@@ -1,4 +1,5 @@
-"""Screens around the data: loading (with elapsed time), a load error, a terminal too small."""
+"""Screens around the data: loading (bytes and batches read, elapsed time), a load error, a
+terminal too small."""
 
 from __future__ import annotations
 
@@ -10,40 +11,64 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Center, Middle
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, ProgressBar, Static
+
+from .progress import LoadProgress
 
 
 class LoadingScreen(Screen[None]):
-    """What shows while the log is read in a worker; keys still work (q quits)."""
+    """What shows while the log is read in a worker: bytes and batches read of the total, a
+    bar, the time taken; keys still work (q quits)."""
 
     DEFAULT_CSS = """
     LoadingScreen { align: center middle; }
     LoadingScreen #what { width: auto; margin: 1 2; }
+    LoadingScreen ProgressBar { width: auto; margin: 0 2; }
     """
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, progress: LoadProgress | None = None) -> None:
         super().__init__()
         self.source = source
+        self.progress = progress or LoadProgress()
         self.started = time.perf_counter()
 
     def compose(self) -> ComposeResult:
-        with Middle(), Center():
-            yield Static(self._text(), id="what")
+        with Middle():
+            with Center():
+                yield Static(self._text(), id="what")
+            with Center():
+                yield ProgressBar(total=100, show_eta=False, id="bar")  # no animation
         yield Footer()
 
     def on_mount(self) -> None:
-        # A slow tick, no animation: every frame drawn is time taken from the load.
+        # A slow tick: every frame drawn is time taken from the load.
         self.set_interval(0.25, self._tick)
 
     def _tick(self) -> None:
         self.query_one("#what", Static).update(self._text())
+        p = self.progress
+        if p.total:
+            self.query_one(ProgressBar).update(total=p.total, progress=p.done)
 
     def _text(self) -> Text:
+        p = self.progress
         t = Text("Reading ", style="bold")
         t.append(self.source)
+        t.append("\n")
+        if p.total:
+            t.append(f"{_mb(p.done)} of {_mb(p.total)}", style="bold")
+            t.append(f"  {p.batches:,} batches", style="")
+        elif p.batches:
+            t.append(f"{p.batches:,} batches")
+        else:
+            t.append("connecting..." if self.source.startswith("live:") else "starting...")
         t.append(f"  {time.perf_counter() - self.started:.1f} s", style="dim")
         t.append("\n(q quits)", style="dim")
         return t
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n / 1e3:,.1f} kB"
 
 
 class ErrorScreen(Screen[None]):

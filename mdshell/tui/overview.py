@@ -82,7 +82,8 @@ class OverviewScreen(DataScreen):
         else:
             bad = [c for c in checks if c.status in ("fail", "warn")]
             panel.set_class(not bad, "healthy")
-            panel.border_title = ("Health: " + (f"{len(bad)} problems (h for details)"
+            plural = "s" if len(bad) > 1 else ""
+            panel.border_title = ("Health: " + (f"{len(bad)} problem{plural} (h for details)"
                                                 if bad else "healthy"))
             panel.update(_health(checks))
             by_name = {c.name: len(c.items) for c in checks}

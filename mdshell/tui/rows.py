@@ -49,6 +49,25 @@ class Header:
     metadata_version: str
     redacted: bool
     at: int | None  # None: the end of the log
+    live: LiveRow | None = None  # -q: how far behind the quorum the image is
+
+
+@dataclass
+class LiveRow:
+    """Where a live view stands against the quorum (shown in the header)."""
+
+    next_offset: int  # the next offset to fetch
+    high_watermark: int | None  # the quorum's committed end
+    shown: int  # the last offset of the image shown
+    seconds_since_fetch: float | None
+    error: str | None = None  # the follower stopped: why
+
+    @property
+    def lag(self) -> int | None:
+        """Committed records not in the image shown yet."""
+        if self.high_watermark is None:
+            return None
+        return max(0, self.high_watermark - 1 - self.shown)
 
 
 @dataclass

@@ -9,10 +9,11 @@ from textual.widgets import Static
 
 if TYPE_CHECKING:
     from .engine import Header
+    from .rows import LiveRow
 
 # One colour per meaning, everywhere: red is broken, yellow is attention, green is fine.
 STATE_STYLE = {
-    "active": "green", "leader": "bold green", "voter": "green",
+    "active": "green", "leader": "bold green", "voter": "green", "observer": "yellow",
     "fenced": "bold red", "controlled shutdown": "yellow", "unregistered": "bold magenta",
     "registered, not a voter": "bold red",
 }
@@ -61,6 +62,25 @@ def header_text(h: Header) -> Text:
     if h.at is not None:
         t.append("  ")
         t.append(f" TIME TRAVEL: as of offset {h.at} ", style="bold black on yellow")
+    if h.live is not None:
+        t.append("  ")
+        t.append_text(live_text(h.live))
+    return t
+
+
+def live_text(row: LiveRow) -> Text:
+    """`● LIVE hw 1234 lag 0 · 0.3 s ago`: green when caught up, yellow behind, red stopped."""
+    lag = row.lag
+    if row.error:
+        return Text(f" LIVE STOPPED: {row.error} ", style="bold white on red")
+    style = "bold green" if lag == 0 else "bold yellow"
+    t = Text("● LIVE", style=style)
+    t.append(" hw ", style="dim")
+    t.append("?" if row.high_watermark is None else str(row.high_watermark))
+    t.append(" lag ", style="dim")
+    t.append("?" if lag is None else f"{lag:,}", style=style)
+    if row.seconds_since_fetch is not None:
+        t.append(f" · fetched {row.seconds_since_fetch:.1f} s ago", style="dim")
     return t
 
 

@@ -1,0 +1,76 @@
+"""How far a load has got: bytes and batches read of what the source holds.
+
+The loader knows nothing about progress; this counts the batches its streams hand out (each
+carries its file and byte position), so the loading screen can show real progress without
+the core growing a callback. No textual import here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..source import Located, Source
+from ..source.base import BatchStream
+
+
+class LoadProgress:
+    """Bytes read of the total (newest snapshot plus the segments), and batches read.
+
+    Written by the load thread, read by the UI thread: plain ints, a torn read only shows a
+    slightly stale figure.
+    """
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.batches = 0
+        self._sizes: dict[str, int] = {}
+        self._finished = 0  # bytes of the files read to their end
+        self._file: str | None = None
+        self._pos = 0
+
+    @property
+    def done(self) -> int:
+        return min(self._finished + self._pos, self.total) if self.total else self._pos
+
+    @property
+    def fraction(self) -> float | None:
+        return self.done / self.total if self.total else None
+
+    def watch(self, source: Source) -> Callable[[], None]:
+        """Count what ``source``'s streams hand out from now on; returns the undo."""
+        snaps = [c for c in source.snapshots() if c.state == "ready"]
+        segments = source.segments()
+        self._sizes = {c.path: c.size for c in snaps} | {s.path: s.size for s in segments}
+        self.total = (snaps[-1].size if snaps else 0) + sum(s.size for s in segments)
+        if not self.total:  # a single file (-s): the file itself
+            self.total = sum(self._sizes.values())
+        originals = source.snapshot_stream, source.log_stream
+
+        def snapshot_stream(cp: Any) -> BatchStream:
+            return self._counted(originals[0](cp))
+
+        def log_stream(*args: Any, **kwargs: Any) -> BatchStream:
+            return self._counted(originals[1](*args, **kwargs))
+
+        source.snapshot_stream = snapshot_stream  # type: ignore[method-assign,assignment]
+        source.log_stream = log_stream  # type: ignore[method-assign]
+
+        def undo() -> None:
+            del source.snapshot_stream, source.log_stream  # back to the class's methods
+
+        return undo
+
+    def _counted(self, stream: BatchStream) -> BatchStream:
+        stream.batches = self._count(iter(stream.batches))
+        return stream
+
+    def _count(self, batches: Iterator[Located]) -> Iterator[Located]:
+        for loc in batches:
+            if loc.file != self._file:
+                if self._file is not None:
+                    self._finished += self._sizes.get(self._file, self._pos)
+                self._file, self._pos = loc.file, 0
+            self._pos = loc.position + loc.batch.size
+            self.batches += 1
+            yield loc

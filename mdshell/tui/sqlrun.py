@@ -1,0 +1,141 @@
+"""``sql`` in the TUI: the query runs in a worker under its own Spark job group, so its
+progress (tasks done of the running stages) can be read and Esc can cancel it.
+
+No textual here, and pyspark only once a query runs (through the ``sql`` command's modules).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..commands.base import CommandError
+from .engine import Engine
+
+MAX_ROWS = 10_000  # rows put in the table; beyond, the count says how many there were
+# Spark cancels the group's *active* jobs only: a query's next job (after a broadcast, say)
+# would start anyway, so a cancelled query is cancelled again this often until it ends.
+RECANCEL_S, RECANCEL_FOR_S = 0.5, 300.0
+_IDS = itertools.count(1)
+
+
+@dataclass
+class SqlTable:
+    columns: list[str]
+    rows: list[list[str]]
+    total: int  # rows the query returned (``rows`` holds at most MAX_ROWS)
+
+
+class Cancelled(Exception):
+    """The user pressed Esc."""
+
+
+def wants_table(words: list[str]) -> bool:
+    """``sql QUERY`` shown as a table (not --csv/--parquet, which write files, nor --help)."""
+    return (len(words) > 1 and words[0] == "sql"
+            and not any(w.split("=")[0] in ("--csv", "--parquet", "--help") for w in words))
+
+
+class SqlRun:
+    """One query: ``run`` in a worker thread; ``progress`` and ``cancel`` from the UI."""
+
+    def __init__(self, engine: Engine, query: str, line: str = "") -> None:
+        self.engine = engine
+        self.query = query
+        self.line = line or f"sql {query}"
+        self.started = time.perf_counter()
+        self.group = f"mdshell-tui-sql-{next(_IDS)}"
+        self.phase = "starting Spark (the first query takes 10-20 s)"
+        self.cancelled = False
+        self._spark: Any = None
+        self._lock = threading.Lock()
+        self._ended = threading.Event()
+
+    def run(self) -> SqlTable:
+        try:
+            return self._run()
+        finally:
+            self._ended.set()
+
+    def _run(self) -> SqlTable:
+        from ..commands.sparkcmds import _spark_modules  # the one door to mdshell.spark
+
+        q = _spark_modules()
+        spark = q.get_session()
+        with self._lock:
+            self._spark = spark
+            if self.cancelled:
+                raise Cancelled
+        # Pinned threads (pyspark's default): the group belongs to this thread's jobs only.
+        spark.sparkContext.setJobGroup(self.group, f"mdshell sql: {self.query[:80]}",
+                                       interruptOnCancel=True)
+        with self.engine.lock:  # the image shown now (live polls move it along)
+            sh = self.engine.sh
+            view = q.tables.View(sh.source, sh.loaded, sh.opts.show_secrets)
+        self.phase = "building tables"
+        try:
+            df = q.run(view, self.query)
+            if self.cancelled:
+                raise Cancelled
+            self.phase = "running"
+            table = q.collect(df)
+        except CommandError:
+            if self.cancelled:
+                raise Cancelled from None
+            raise
+        finally:
+            spark.sparkContext.setJobGroup("", "")  # later jobs of this thread: no group
+        rows = [[_cell(q.json_value(v)) for v in r.values()]
+                for r in table.slice(0, MAX_ROWS).to_pylist()]
+        return SqlTable(list(table.column_names), rows, table.num_rows)
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    def progress(self) -> tuple[int, int] | None:
+        """(tasks done, tasks) over the query's running stages; None before they start."""
+        spark = self._spark
+        if spark is None:
+            return None
+        tracker = spark.sparkContext.statusTracker()
+        done = total = 0
+        for job in tracker.getJobIdsForGroup(self.group):
+            info = tracker.getJobInfo(job)
+            for sid in info.stageIds if info is not None else ():
+                stage = tracker.getStageInfo(sid)
+                if stage is not None:
+                    done += stage.numCompletedTasks
+                    total += stage.numTasks
+        return (done, total) if total else None
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            spark = self._spark
+        if spark is not None:
+            threading.Thread(target=self._keep_cancelling, args=(spark,), daemon=True,
+                             name=f"{self.group}-cancel").start()
+
+    def _keep_cancelling(self, spark: Any) -> None:
+        deadline = time.monotonic() + RECANCEL_FOR_S
+        while time.monotonic() < deadline:
+            try:
+                spark.sparkContext.cancelJobGroup(self.group)
+            except Exception:  # Spark went away: nothing left to cancel
+                return
+            if self._ended.wait(RECANCEL_S):
+                return
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list | dict):
+        return json.dumps(v, ensure_ascii=False)
+    return str(v)
