@@ -1,11 +1,12 @@
-"""Live mode as a source: the fetched snapshot and batches read like a metadata directory.
+"""Live mode as a source: the fetched snapshot and batches, laid out like a metadata directory.
 
 The thin adapter between the network client (``mdshell/source/quorum``) and the session: what
 the observer fetched is laid out as a virtual ``__cluster_metadata-0`` directory (the snapshot
-as a ``.checkpoint``, the committed batches as one ``.log`` segment) and streamed by the same
-:class:`DirectorySource` code as a directory on disk. ``save DIR`` writes exactly these files.
-Follow mode: :meth:`LiveSource.poll` says whether more was committed ("more": the session
-feeds the new batches) or the log restarted from a new snapshot ("reset": a fresh load).
+as a ``.checkpoint``, the committed batches as one ``.log`` segment) held in memory and
+streamed by :class:`LaidOut`, the same reader and checks as a directory on disk. ``save DIR``
+writes exactly these files. Follow mode: :meth:`LiveSource.poll` says whether more was
+committed ("more": the session feeds the new batches) or the log restarted from a new
+snapshot ("reset": a fresh load).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import os
 import time
 
 from ..problems import Problem, SourceError
-from .directory import DirectorySource
+from .base import BatchStream, Source
+from .info import LogInfo
+from .laidout import LaidOut
 from .layout import Checkpoint, Layout, Segment
 from .quorum.client import Client
 from .quorum.config import describe_config, load_config
@@ -35,7 +38,7 @@ def checkpoint_name(end_offset: int, epoch: int) -> str:
     return f"{end_offset:020d}-{epoch:010d}.checkpoint"
 
 
-class LiveSource(DirectorySource):
+class LiveSource(Source):
     """``-q``: the controllers, read as an observer."""
 
     kind = "quorum"
@@ -65,9 +68,7 @@ class LiveSource(DirectorySource):
         self.follower: Follower | None = None
         self._seen = (-1, -1)
         self._files: dict[str, bytes] = {}
-        # DirectorySource.__init__ scans a real directory: the layout here is ours instead.
         self.eager = eager
-        self._cache: dict[str, bytes] = {}
         self.layout = Layout(self.describe(), None)
         self._relayout()
 
@@ -110,11 +111,31 @@ class LiveSource(DirectorySource):
         layout.segments.append(Segment(path, base, len(data)))
         self.layout, self._files = layout, files
 
-    def data(self, path: str) -> bytes:
+    def file_bytes(self, path: str) -> bytes:
         try:
             return self._files[path]
         except KeyError:
             raise SourceError(f"{path}: not fetched") from None
+
+    def snapshots(self) -> list[Checkpoint]:
+        return [c for c in self.layout.checkpoints if c.end_offset > 0]
+
+    def segments(self) -> list[Segment]:
+        return list(self.layout.segments)
+
+    def snapshot_stream(self, snapshot: Checkpoint) -> BatchStream:
+        return LaidOut(self.layout, self.file_bytes).snapshot_stream(snapshot)
+
+    def log_stream(self, start: int = 0, upto: int | None = None,
+                   snapshot: Checkpoint | None = None) -> BatchStream:
+        return LaidOut(self.layout, self.file_bytes).log_stream(start, upto, snapshot)
+
+    def offset_range(self) -> tuple[int | None, int | None]:
+        return LaidOut(self.layout, self.file_bytes).offset_range()
+
+    def log_info(self, in_use: str | None, unusable: set[str],
+                 upto: int | None) -> LogInfo:
+        return LaidOut(self.layout, self.file_bytes).log_info(in_use, unusable, upto)
 
     def files(self) -> dict[str, bytes]:
         """File name -> bytes, as ``save`` writes them."""
@@ -147,7 +168,6 @@ class LiveSource(DirectorySource):
             return None
         before = self._seen[0]
         self._relayout()
-        self._cache = {}
         return "more" if now[0] == before else "reset"
 
     def refresh(self) -> None:
