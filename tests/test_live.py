@@ -156,6 +156,32 @@ def test_fresh_observer_starts_from_a_snapshot(kafka: KraftCluster) -> None:
     assert "\n".join(live_tree) + "\n" == on_disk.stdout
 
 
+def test_snapshot_in_small_chunks_is_the_leaders_file(kafka: KraftCluster) -> None:
+    """FetchSnapshot with a 1 KiB MaxBytes: many chunks, batches split across them (Kafka's
+    UnalignedRecords), joined into exactly the leader's .checkpoint file."""
+    from mdshell.source.live import checkpoint_name
+    from mdshell.source.quorum.client import Client
+    from mdshell.source.quorum.config import ClientConfig
+    from mdshell.source.quorum.discover import learn
+    from mdshell.source.quorum.observer import Observer
+
+    client = Client(kafka.bootstrap_controllers, ClientConfig())
+    try:
+        view = learn(client)
+        observer = Observer(client, view.cluster_id)
+        observer.known_endpoints = dict(view.controllers)
+        observer.snapshot_chunk_bytes = 1024
+        observer.catch_up(60)
+    finally:
+        client.close()
+    log = observer.log
+    assert log.snapshot is not None and log.snapshot_id is not None
+    assert len(log.snapshot) > 2048 and observer.progress.snapshot_chunks >= 3
+    assert observer.progress.snapshot_chunks == -(-len(log.snapshot) // 1024)
+    on_disk = kafka.node(observer.leader_id).metadata_dir / checkpoint_name(*log.snapshot_id)
+    assert log.snapshot == on_disk.read_bytes()
+
+
 def test_live_and_quorum_nodes(kafka: KraftCluster) -> None:
     out = run_cli("-q", kafka.bootstrap_controllers, "-o", "json", "cat",
                   "/quorum/leaderId", "/quorum/highWatermark", "/live/clusterId")
