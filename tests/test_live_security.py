@@ -1,4 +1,4 @@
-"""Live mode over SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256) and SSL (PEM, PKCS12) against real
+"""Live mode over SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) and SSL (PEM, PKCS12) against real
 Kafka controllers with an authorizer: three controller listeners per node (the quorum talks
 PLAINTEXT among itself; mdshell uses the SASL and SSL listeners).
 """
@@ -50,11 +50,12 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
     ssl = {i: ports[i + 2] for i in (1, 2, 3)}
     sasl_ssl = {i: ports[i + 5] for i in (1, 2, 3)}
     common = {
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl.plain.sasl.jaas.config":
             f'{PLAIN} required user_admin="admin-secret" user_alice="alice-secret" '
             'user_carol="carol-secret";',
         "listener.name.sasl.scram-sha-256.sasl.jaas.config": f"{SCRAM} required;",
+        "listener.name.sasl.scram-sha-512.sasl.jaas.config": f"{SCRAM} required;",
         "listener.name.ssl.ssl.keystore.type": "PEM",
         "listener.name.ssl.ssl.keystore.location": str(certs["server"]),
         # SASL_SSL with mutual TLS: the client shows a PEM key and certificate too.
@@ -67,11 +68,13 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         "listener.name.saslssl.ssl.truststore.location": str(certs["ca"]),
         "listener.name.saslssl.ssl.client.auth": "required",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:ANONYMOUS;User:admin;User:bob",
+        "super.users": "User:ANONYMOUS;User:admin;User:bob;User:erin",
     }
     cluster = KraftCluster(VERSION, tmp / "kraft", controller_extra=common, with_broker=False,
                            format_args=("--add-scram",
-                                        "SCRAM-SHA-256=[name=bob,password=bob-secret]"))
+                                        "SCRAM-SHA-256=[name=bob,password=bob-secret]",
+                                        "--add-scram",
+                                        "SCRAM-SHA-512=[name=erin,password=erin-secret]"))
     for n in cluster.controllers:
         i = n.node_id
         n.props.update({
@@ -112,7 +115,8 @@ def _sasl_config(mech: str, user: str, password: str) -> str:
 
 
 @pytest.mark.parametrize("mech,user,password", [
-    ("PLAIN", "admin", "admin-secret"), ("SCRAM-SHA-256", "bob", "bob-secret")])
+    ("PLAIN", "admin", "admin-secret"), ("SCRAM-SHA-256", "bob", "bob-secret"),
+    ("SCRAM-SHA-512", "erin", "erin-secret")])
 def test_sasl_plaintext(secure: Secure, mech: str, user: str, password: str) -> None:
     conf = secure.config(f"{mech}.properties", _sasl_config(mech, user, password))
     out = run_cli("-q", secure.sasl, "--config", conf, "cat", "/live/security",
@@ -123,8 +127,9 @@ def test_sasl_plaintext(secure: Secure, mech: str, user: str, password: str) -> 
     assert password not in out.stdout + out.stderr
 
 
-def test_wrong_password(secure: Secure) -> None:
-    conf = secure.config("wrong.properties", _sasl_config("PLAIN", "admin", "not-it"))
+@pytest.mark.parametrize("mech,user", [("PLAIN", "admin"), ("SCRAM-SHA-256", "bob")])
+def test_wrong_password(secure: Secure, mech: str, user: str) -> None:
+    conf = secure.config(f"wrong-{mech}.properties", _sasl_config(mech, user, "not-it"))
     out = run_cli("-q", secure.sasl, "--config", conf, "ls", "/")
     assert out.returncode == 1
     err = out.stderr.strip()
