@@ -3,7 +3,9 @@
 - 3.9.1, the newest 3.x, at its default metadata.version: everything DescribeCluster gives,
   and the image equals ``mdshell -d`` on the leader's own directory at the same offset;
 - 3.7.2 at metadata.version 3.6-IV2 (below 3.7-IV0): DescribeCluster is refused with a clear
-  note, the log is still read, and the image equals ``-d`` as well.
+  note, the log is still read, and the image equals ``-d`` as well;
+- 3.6.2, older than 3.7 (no DescribeCluster on controllers at all): the same, with a note
+  naming the version needed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ SNAPSHOT_OFTEN = {
 }
 
 
-@pytest.fixture(scope="module", params=[jars.KAFKA_39, jars.KAFKA_37])
+@pytest.fixture(scope="module", params=[jars.KAFKA_39, jars.KAFKA_37, jars.KAFKA_36])
 def kafka3(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
     version = request.param
@@ -52,7 +54,7 @@ def _registered(kafka3: KraftCluster) -> LiveSource:
     deadline = time.monotonic() + 60
     while True:
         source = LiveSource(kafka3.bootstrap_controllers)
-        if "3.7-IV0" in " ".join(source.view.notes) or len(source.view.controllers) == 3:
+        if "3.7" in " ".join(source.view.notes) or len(source.view.controllers) == 3:
             return source
         source.close()
         assert time.monotonic() < deadline, "the controllers did not all register in 60 s"
@@ -80,6 +82,13 @@ def test_catch_up_equals_the_leader_directory(kafka3: KraftCluster) -> None:
         assert status.api_versions[1][1] == 16  # Fetch v16 on 3.7
         assert OLD_MV in tree and "3.7-IV0" in out.stderr
         assert status.cluster_id is None or status.cluster_id == kafka3.cluster_id
+    elif kafka3.version == jars.KAFKA_36:
+        assert any("older than Kafka 3.7" in n for n in status.notes)
+        assert "upgrade the controllers to 3.7+" in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
+        assert status.api_versions[1][1] == 15 and 60 not in status.api_versions
+        assert status.cluster_id is None and status.controllers == {}
+        assert "metadata.version" in status.finalized_features  # ApiVersions
     else:
         assert status.notes == [] and out.stderr == ""
         assert status.api_versions[1][1] == 17  # Fetch v17 on 3.9
