@@ -1,6 +1,6 @@
 """What every source is: the interface the session reads, whatever holds the batches.
 
-A source is a directory (``-d``), one file (``-s``) or, next, the live quorum (``-q``). It
+A source is a directory (``-d``), one file (``-s``) or the live quorum (``-q``). It
 says what it is, which snapshots and segments it has, and hands out streams of batches: one
 snapshot's batches, or the log from an offset. Streams carry the problems found on the way
 (gaps, overlaps, epochs going back, damage, truncation), raised by one walker with one set of
