@@ -67,9 +67,9 @@ class LiveSource(Source):
         self.lock = self.observer.lock
         self.follower: Follower | None = None
         self._seen = (-1, -1)
-        self._files: dict[str, bytes] = {}
         self.eager = eager
-        self.layout = Layout(self.describe(), None)
+        # The layout and its bytes, replaced together (one attribute) by each relayout.
+        self._laid = LaidOut(Layout(self.describe(), None), self._missing)
         self._relayout()
 
     def _endpoints_known(self) -> dict[int, tuple[str, int]]:
@@ -109,13 +109,25 @@ class LiveSource(Source):
         path = f"{root}/{segment_name(base)}"
         files[path] = data
         layout.segments.append(Segment(path, base, len(data)))
-        self.layout, self._files = layout, files
+
+        def read(path: str) -> bytes:
+            try:
+                return files[path]
+            except KeyError:
+                return self._missing(path)
+
+        self._laid = LaidOut(layout, read)
+
+    @staticmethod
+    def _missing(path: str) -> bytes:
+        raise SourceError(f"{path}: not fetched")
+
+    @property
+    def layout(self) -> Layout:
+        return self._laid.layout
 
     def file_bytes(self, path: str) -> bytes:
-        try:
-            return self._files[path]
-        except KeyError:
-            raise SourceError(f"{path}: not fetched") from None
+        return self._laid.data(path)
 
     def snapshots(self) -> list[Checkpoint]:
         return [c for c in self.layout.checkpoints if c.end_offset > 0]
@@ -124,22 +136,25 @@ class LiveSource(Source):
         return list(self.layout.segments)
 
     def snapshot_stream(self, snapshot: Checkpoint) -> BatchStream:
-        return LaidOut(self.layout, self.file_bytes).snapshot_stream(snapshot)
+        return self._laid.snapshot_stream(snapshot)
 
     def log_stream(self, start: int = 0, upto: int | None = None,
                    snapshot: Checkpoint | None = None) -> BatchStream:
-        return LaidOut(self.layout, self.file_bytes).log_stream(start, upto, snapshot)
+        return self._laid.log_stream(start, upto, snapshot)
 
     def offset_range(self) -> tuple[int | None, int | None]:
-        return LaidOut(self.layout, self.file_bytes).offset_range()
+        return self._laid.offset_range()
 
     def log_info(self, in_use: str | None, unusable: set[str],
                  upto: int | None) -> LogInfo:
-        return LaidOut(self.layout, self.file_bytes).log_info(in_use, unusable, upto)
+        return self._laid.log_info(in_use, unusable, upto)
 
     def files(self) -> dict[str, bytes]:
-        """File name -> bytes, as ``save`` writes them."""
-        return {os.path.basename(p): d for p, d in self._files.items()}
+        """File name -> bytes, as ``save`` writes them (what was fetched when last laid out)."""
+        laid = self._laid
+        return {os.path.basename(p): laid.data(p)
+                for p in [c.path for c in laid.layout.checkpoints]
+                + [s.path for s in laid.layout.segments]}
 
     def layout_problems(self) -> list[Problem]:
         """Notices about the connection, said before the image's own problems."""
