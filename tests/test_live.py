@@ -146,6 +146,7 @@ def test_fresh_observer_starts_from_a_snapshot(kafka: KraftCluster) -> None:
     try:
         status = source.status()
         assert status.snapshot is not None and status.snapshot_downloads == 1
+        assert status.snapshot_chunks >= 1  # 8 MiB chunks: one for a small snapshot
         names = lines(shell, "ls", "/image/topics/byName")
         assert {"snap-0", "snap-1", "snap-2"} <= set(names)
         offset = source.observer.log.next_offset - 1
