@@ -80,7 +80,8 @@ def _describe_cluster(client: Client, view: ClusterView) -> None:
         resp = conn.request(describe_cluster_request(conn.version(DESCRIBE_CLUSTER)))
         if int(resp.error_code) == e.UNSUPPORTED_VERSION:
             level = _metadata_level(conn.api_versions)
-            if level is None or level >= MV_3_7_IV0:
+            epoch = int(getattr(conn.api_versions, "finalized_features_epoch", -1))
+            if level is None or epoch < 0 or level >= MV_3_7_IV0:
                 # Not an old cluster: this controller is still starting; ask another.
                 raise NotLoadedYet(f"{conn.endpoint}: DescribeCluster refused (UNSUPPORTED_"
                                    "VERSION) before its metadata.version was loaded")
