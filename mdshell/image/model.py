@@ -14,6 +14,7 @@ from typing import Any
 from ..wire import codec
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
+from ..wire.kinds import RecordKind
 from ..wire.primitives import DecodeError
 from ..wire.records import METADATA
 from .names import MINIMUM_KRAFT_LEVEL
@@ -106,7 +107,7 @@ class Topic:
     def _decode(self, pid: int, lazy: LazyPartition) -> Partition | None:
         buf, body, end, version = lazy
         try:
-            d = codec.decode(METADATA[3], version, buf, body, end)
+            d = codec.decode(METADATA[RecordKind.PARTITION], version, buf, body, end)
         except DecodeError as e:
             if self.notes is not None:
                 self.notes.add(("bad-partition", self.name, pid),
