@@ -51,7 +51,7 @@ def main() -> int:
             f"controller.quorum.voters=1000@127.0.0.1:{port}",
             f"listeners=CONTROLLER://127.0.0.1:{port}", "controller.listener.names=CONTROLLER",
             f"log.dirs={logdir}", "num.network.threads=1", "num.io.threads=2"]) + "\n")
-        cmd = [jars.java(), *[a for a in JVM if not a.startswith("-Xmx")], "-Xmx1g",
+        cmd = [jars.java(), *[a for a in JVM if not a.startswith("-Xmx")], "-Xmx512m",
                *_logging(Path(tmp), args.version), "-cp",
                jars.classpath(args.version) + _extra_classpath(args.version), "kafka.Kafka",
                str(props)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import socket
 import subprocess
 import threading
@@ -145,6 +146,7 @@ def test_fresh_observer_starts_from_a_snapshot(kafka: KraftCluster) -> None:
     try:
         status = source.status()
         assert status.snapshot is not None and status.snapshot_downloads == 1
+        assert status.snapshot_chunks >= 1  # 8 MiB chunks: one for a small snapshot
         names = lines(shell, "ls", "/image/topics/byName")
         assert {"snap-0", "snap-1", "snap-2"} <= set(names)
         offset = source.observer.log.next_offset - 1
@@ -154,6 +156,32 @@ def test_fresh_observer_starts_from_a_snapshot(kafka: KraftCluster) -> None:
     on_disk = run_cli("-d", str(leader.metadata_dir), "--at", str(offset), "tree", "/image")
     assert on_disk.returncode == 0, on_disk.stderr
     assert "\n".join(live_tree) + "\n" == on_disk.stdout
+
+
+def test_snapshot_in_small_chunks_is_the_leaders_file(kafka: KraftCluster) -> None:
+    """FetchSnapshot with a 256-byte MaxBytes: many chunks, batches split across them (Kafka's
+    UnalignedRecords), joined into exactly the leader's .checkpoint file."""
+    from mdshell.source.live import checkpoint_name
+    from mdshell.source.quorum.client import Client
+    from mdshell.source.quorum.config import ClientConfig
+    from mdshell.source.quorum.discover import learn
+    from mdshell.source.quorum.observer import Observer
+
+    client = Client(kafka.bootstrap_controllers, ClientConfig())
+    try:
+        view = learn(client)
+        observer = Observer(client, view.cluster_id)
+        observer.known_endpoints = dict(view.controllers)
+        observer.snapshot_chunk_bytes = 256
+        observer.catch_up(60)
+    finally:
+        client.close()
+    log = observer.log
+    assert log.snapshot is not None and log.snapshot_id is not None
+    assert len(log.snapshot) > 768 and observer.progress.snapshot_chunks >= 4
+    assert observer.progress.snapshot_chunks == -(-len(log.snapshot) // 256)
+    on_disk = kafka.node(observer.leader_id).metadata_dir / checkpoint_name(*log.snapshot_id)
+    assert log.snapshot == on_disk.read_bytes()
 
 
 def test_live_and_quorum_nodes(kafka: KraftCluster) -> None:
@@ -177,9 +205,13 @@ def test_live_and_quorum_nodes(kafka: KraftCluster) -> None:
     assert "CurrentObservers:     [4]" in status.stdout and "unknown" not in status.stdout
     # The commands that read the source beyond the image work on what was fetched.
     more = run_cli("-q", kafka.bootstrap_controllers, stdin="records --limit 2\nls /log\n"
-                   "at earliest\ncat /image/provenance\n")
+                   "at earliest\ncat /image/provenance\n"
+                   "records --snapshot --batches --limit 1\n")
     assert more.returncode == 0, more.stderr
     assert "image as of offset" in more.stdout and "segments" in more.stdout
+    # The fetched snapshot listed batch by batch, as kafka-dump-log prints a file.
+    assert re.search(r"^Dumping \d{20}-\d{10}\.checkpoint$", more.stdout, re.M)
+    assert "isControl: true" in more.stdout and "isvalid: true" in more.stdout
 
 
 def test_save_opens_with_mdshell_and_kafka_shell(kafka: KraftCluster, tmp_path: Path) -> None:

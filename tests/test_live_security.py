@@ -1,10 +1,12 @@
-"""Live mode over SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256) and SSL (PEM, PKCS12) against real
+"""Live mode over SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) and SSL (PEM, PKCS12) against real
 Kafka controllers with an authorizer: three controller listeners per node (the quorum talks
 PLAINTEXT among itself; mdshell uses the SASL and SSL listeners).
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,10 +50,12 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
     ssl = {i: ports[i + 2] for i in (1, 2, 3)}
     sasl_ssl = {i: ports[i + 5] for i in (1, 2, 3)}
     common = {
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl.plain.sasl.jaas.config":
-            f'{PLAIN} required user_admin="admin-secret" user_alice="alice-secret";',
+            f'{PLAIN} required user_admin="admin-secret" user_alice="alice-secret" '
+            'user_carol="carol-secret";',
         "listener.name.sasl.scram-sha-256.sasl.jaas.config": f"{SCRAM} required;",
+        "listener.name.sasl.scram-sha-512.sasl.jaas.config": f"{SCRAM} required;",
         "listener.name.ssl.ssl.keystore.type": "PEM",
         "listener.name.ssl.ssl.keystore.location": str(certs["server"]),
         # SASL_SSL with mutual TLS: the client shows a PEM key and certificate too.
@@ -64,11 +68,13 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         "listener.name.saslssl.ssl.truststore.location": str(certs["ca"]),
         "listener.name.saslssl.ssl.client.auth": "required",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:ANONYMOUS;User:admin;User:bob",
+        "super.users": "User:ANONYMOUS;User:admin;User:bob;User:erin",
     }
     cluster = KraftCluster(VERSION, tmp / "kraft", controller_extra=common, with_broker=False,
                            format_args=("--add-scram",
-                                        "SCRAM-SHA-256=[name=bob,password=bob-secret]"))
+                                        "SCRAM-SHA-256=[name=bob,password=bob-secret]",
+                                        "--add-scram",
+                                        "SCRAM-SHA-512=[name=erin,password=erin-secret]"))
     for n in cluster.controllers:
         i = n.node_id
         n.props.update({
@@ -80,9 +86,21 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
         })
     try:
         cluster.start()
+        _grant(cluster, "carol", "Describe", "Alter")  # everything but ClusterAction
         yield Secure(cluster, sasl, ssl, sasl_ssl, certs, tmp)
     finally:
         cluster.stop()
+
+
+def _grant(cluster: KraftCluster, user: str, *operations: str) -> None:
+    """ACLs on the CLUSTER resource with Kafka's own kafka-acls, straight to the controllers
+    (--bootstrap-controller over the PLAINTEXT listener, where ANONYMOUS is a super user)."""
+    ops = [a for op in operations for a in ("--operation", op)]
+    cmd = cluster._java("org.apache.kafka.tools.AclCommand", "--bootstrap-controller",
+                        cluster.bootstrap_controllers, "--add", "--allow-principal",
+                        f"User:{user}", *ops, "--cluster")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def _sasl_config(mech: str, user: str, password: str) -> str:
@@ -97,7 +115,8 @@ def _sasl_config(mech: str, user: str, password: str) -> str:
 
 
 @pytest.mark.parametrize("mech,user,password", [
-    ("PLAIN", "admin", "admin-secret"), ("SCRAM-SHA-256", "bob", "bob-secret")])
+    ("PLAIN", "admin", "admin-secret"), ("SCRAM-SHA-256", "bob", "bob-secret"),
+    ("SCRAM-SHA-512", "erin", "erin-secret")])
 def test_sasl_plaintext(secure: Secure, mech: str, user: str, password: str) -> None:
     conf = secure.config(f"{mech}.properties", _sasl_config(mech, user, password))
     out = run_cli("-q", secure.sasl, "--config", conf, "cat", "/live/security",
@@ -108,8 +127,9 @@ def test_sasl_plaintext(secure: Secure, mech: str, user: str, password: str) -> 
     assert password not in out.stdout + out.stderr
 
 
-def test_wrong_password(secure: Secure) -> None:
-    conf = secure.config("wrong.properties", _sasl_config("PLAIN", "admin", "not-it"))
+@pytest.mark.parametrize("mech,user", [("PLAIN", "admin"), ("SCRAM-SHA-256", "bob")])
+def test_wrong_password(secure: Secure, mech: str, user: str) -> None:
+    conf = secure.config(f"wrong-{mech}.properties", _sasl_config(mech, user, "not-it"))
     out = run_cli("-q", secure.sasl, "--config", conf, "ls", "/")
     assert out.returncode == 1
     err = out.stderr.strip()
@@ -126,6 +146,35 @@ def test_without_cluster_action_the_view_degrades(secure: Secure) -> None:
     assert "ALTER" in out.stderr  # DescribeCluster's ACL is named too
     nothing = run_cli("-q", secure.sasl, "--config", conf, "save", str(secure.tmp / "empty"))
     assert nothing.returncode == 1 and "nothing was fetched" in nothing.stderr
+
+
+def test_cluster_action_alone_missing_degrades_to_describe_views(secure: Secure) -> None:
+    """carol has Describe and Alter on the cluster, not ClusterAction: the log cannot be
+    fetched (named exactly), DescribeCluster, DescribeQuorum and ApiVersions still show."""
+    conf = secure.config("carol.properties", _sasl_config("PLAIN", "carol", "carol-secret"))
+    out = run_cli("-q", secure.sasl, "--config", conf, "-o", "json", "cat", "/live/degraded",
+                  "/live/clusterId", "/live/activeController", "/live/authorizedOperations",
+                  "/live/finalizedFeatures/metadata.version", "/quorum/leaderId")
+    assert out.returncode == 0, out.stderr
+    err = out.stderr
+    assert "CLUSTER_ACTION operation on the CLUSTER resource" in err
+    assert "--operation ClusterAction" in err
+    assert "ALTER" not in err and "DESCRIBE " not in err  # those two are granted
+    assert "Traceback" not in err
+    values = {v["path"]: v["value"] for v in json.loads(out.stdout)}
+    leader = secure.cluster.leader_id()
+    assert "CLUSTER_ACTION" in values["/live/degraded"]
+    assert values["/live/clusterId"] == secure.cluster.cluster_id  # DescribeCluster
+    assert values["/live/activeController"] == leader
+    granted = values["/live/authorizedOperations"].split(", ")
+    assert {"ALTER", "DESCRIBE"} <= set(granted) and "CLUSTER_ACTION" not in granted
+    assert values["/live/finalizedFeatures/metadata.version"] > 0  # ApiVersions
+    assert values["/quorum/leaderId"] == leader  # DescribeQuorum
+    dirs = run_cli("-q", secure.sasl, "--config", conf, "ls", "/live/controllers",
+                   "/quorum/voters", "/image/topics/byName")
+    assert dirs.returncode == 0, dirs.stderr
+    assert dirs.stdout.split() == ["controllers:", "1", "2", "3", "voters:", "1", "2", "3",
+                                   "byName:"]
 
 
 def test_ssl_pem_and_pkcs12(secure: Secure) -> None:

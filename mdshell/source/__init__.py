@@ -1,4 +1,4 @@
-"""Where batches come from: a directory, one file, (next) the live quorum; one interface.
+"""Where batches come from: a directory, one file, the live quorum; one interface.
 
 ``open_source`` is the only place that picks a kind; everything above talks to
 :class:`Source` and its :class:`BatchStream` s.

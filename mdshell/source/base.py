@@ -1,6 +1,6 @@
 """What every source is: the interface the session reads, whatever holds the batches.
 
-A source is a directory (``-d``), one file (``-s``) or, next, the live quorum (``-q``). It
+A source is a directory (``-d``), one file (``-s``) or the live quorum (``-q``). It
 says what it is, which snapshots and segments it has, and hands out streams of batches: one
 snapshot's batches, or the log from an offset. Streams carry the problems found on the way
 (gaps, overlaps, epochs going back, damage, truncation), raised by one walker with one set of
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..problems import Problem
+from ..problems import Problem, SourceError
 from ..wire import frames
 from ..wire.batch import Batch, iter_records
 from .info import LogInfo, QuorumInfo
@@ -169,6 +169,19 @@ class Source(ABC):
     def log_info(self, in_use: str | None, unusable: set[str],
                  upto: int | None) -> LogInfo:
         """The files (or chunks) behind the source, for ``/log``."""
+
+    def file_bytes(self, path: str) -> bytes:
+        """The bytes of one of its checkpoints or segments (``batches`` lists them);
+        :class:`SourceError` when there is no such file."""
+        raise SourceError(f"{path}: no such file in {self.describe()}")
+
+    def file_head(self, path: str, size: int) -> bytes | None:
+        """The first ``size`` bytes of one of its files, None if unreadable (a directory
+        reads only those; others hold the bytes already)."""
+        try:
+            return self.file_bytes(path)[:size]
+        except SourceError:
+            return None
 
     def local_quorum(self, q: QuorumInfo, problems: list[Problem]) -> None:
         """Fill what the source knows of the quorum besides the log (quorum-state...);

@@ -23,7 +23,6 @@ from ..wire.batch import (
 )
 from ..wire.compression import NAMES as CODEC_NAMES
 from .base import Source
-from .directory import DirectorySource
 from .file import FileSource
 from .walker import MAX_BATCH_LENGTH
 
@@ -75,12 +74,10 @@ def _files(source: Source, snapshot: str | None,
     if isinstance(source, FileSource):
         yield source.path, source.data()
         return
-    if not isinstance(source, DirectorySource):
-        return  # no files behind it (a live quorum)
     paths = [snapshot] if snapshot is not None else [s.path for s in source.segments()]
     for path in paths:
         try:
-            yield path, source.data(path)
+            yield path, source.file_bytes(path)
         except SourceError as e:
             problems.append(Problem("unreadable", f"{e}; not shown", path))
 
@@ -182,21 +179,18 @@ class SnapshotPoint:
 
 
 def snapshot_points(source: Source) -> list[SnapshotPoint]:
-    """The ready snapshots of a directory, oldest first (the bootstrap one left out). Each
+    """The ready snapshots of a source, oldest first (the bootstrap one left out). Each
     is an exact image even when the log below the oldest segment was deleted."""
-    if not isinstance(source, DirectorySource):
-        return []
-    return [SnapshotPoint(cp.end_offset - 1, _header_time(cp.path), cp.name)
+    return [SnapshotPoint(cp.end_offset - 1,
+                          _header_time(cp.path, source.file_head(cp.path, 64 * 1024)), cp.name)
             for cp in source.snapshots()]
 
 
-def _header_time(path: str) -> int | None:
+def _header_time(path: str, head: bytes | None) -> int | None:
     from ..wire import control as ctl
     from ..wire import frames
     from ..wire.batch import iter_records
-    from .identity import read_head
 
-    head = read_head(path, 64 * 1024)
     if not head:
         return None
     problems: list[Problem] = []

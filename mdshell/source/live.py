@@ -1,11 +1,12 @@
-"""Live mode as a source: the fetched snapshot and batches read like a metadata directory.
+"""Live mode as a source: the fetched snapshot and batches, laid out like a metadata directory.
 
 The thin adapter between the network client (``mdshell/source/quorum``) and the session: what
 the observer fetched is laid out as a virtual ``__cluster_metadata-0`` directory (the snapshot
-as a ``.checkpoint``, the committed batches as one ``.log`` segment) and streamed by the same
-:class:`DirectorySource` code as a directory on disk. ``save DIR`` writes exactly these files.
-Follow mode: :meth:`LiveSource.poll` says whether more was committed ("more": the session
-feeds the new batches) or the log restarted from a new snapshot ("reset": a fresh load).
+as a ``.checkpoint``, the committed batches as one ``.log`` segment) held in memory and
+streamed by :class:`LaidOut`, the same reader and checks as a directory on disk. ``save DIR``
+writes exactly these files. Follow mode: :meth:`LiveSource.poll` says whether more was
+committed ("more": the session feeds the new batches) or the log restarted from a new
+snapshot ("reset": a fresh load).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import os
 import time
 
 from ..problems import Problem, SourceError
-from .directory import DirectorySource
+from .base import BatchStream, Source
+from .info import LogInfo
+from .laidout import LaidOut
 from .layout import Checkpoint, Layout, Segment
 from .quorum.client import Client
 from .quorum.config import describe_config, load_config
@@ -35,7 +38,7 @@ def checkpoint_name(end_offset: int, epoch: int) -> str:
     return f"{end_offset:020d}-{epoch:010d}.checkpoint"
 
 
-class LiveSource(DirectorySource):
+class LiveSource(Source):
     """``-q``: the controllers, read as an observer."""
 
     kind = "quorum"
@@ -64,11 +67,9 @@ class LiveSource(DirectorySource):
         self.lock = self.observer.lock
         self.follower: Follower | None = None
         self._seen = (-1, -1)
-        self._files: dict[str, bytes] = {}
-        # DirectorySource.__init__ scans a real directory: the layout here is ours instead.
         self.eager = eager
-        self._cache: dict[str, bytes] = {}
-        self.layout = Layout(self.describe(), None)
+        # The layout and its bytes, replaced together (one attribute) by each relayout.
+        self._laid = LaidOut(Layout(self.describe(), None), self._missing)
         self._relayout()
 
     def _endpoints_known(self) -> dict[int, tuple[str, int]]:
@@ -108,17 +109,52 @@ class LiveSource(DirectorySource):
         path = f"{root}/{segment_name(base)}"
         files[path] = data
         layout.segments.append(Segment(path, base, len(data)))
-        self.layout, self._files = layout, files
 
-    def data(self, path: str) -> bytes:
-        try:
-            return self._files[path]
-        except KeyError:
-            raise SourceError(f"{path}: not fetched") from None
+        def read(path: str) -> bytes:
+            try:
+                return files[path]
+            except KeyError:
+                return self._missing(path)
+
+        self._laid = LaidOut(layout, read)
+
+    @staticmethod
+    def _missing(path: str) -> bytes:
+        raise SourceError(f"{path}: not fetched")
+
+    @property
+    def layout(self) -> Layout:
+        return self._laid.layout
+
+    def file_bytes(self, path: str) -> bytes:
+        return self._laid.data(path)
+
+    def snapshots(self) -> list[Checkpoint]:
+        return [c for c in self.layout.checkpoints if c.end_offset > 0]
+
+    def segments(self) -> list[Segment]:
+        return list(self.layout.segments)
+
+    def snapshot_stream(self, snapshot: Checkpoint) -> BatchStream:
+        return self._laid.snapshot_stream(snapshot)
+
+    def log_stream(self, start: int = 0, upto: int | None = None,
+                   snapshot: Checkpoint | None = None) -> BatchStream:
+        return self._laid.log_stream(start, upto, snapshot)
+
+    def offset_range(self) -> tuple[int | None, int | None]:
+        return self._laid.offset_range()
+
+    def log_info(self, in_use: str | None, unusable: set[str],
+                 upto: int | None) -> LogInfo:
+        return self._laid.log_info(in_use, unusable, upto)
 
     def files(self) -> dict[str, bytes]:
-        """File name -> bytes, as ``save`` writes them."""
-        return {os.path.basename(p): d for p, d in self._files.items()}
+        """File name -> bytes, as ``save`` writes them (what was fetched when last laid out)."""
+        laid = self._laid
+        return {os.path.basename(p): laid.data(p)
+                for p in [c.path for c in laid.layout.checkpoints]
+                + [s.path for s in laid.layout.segments]}
 
     def layout_problems(self) -> list[Problem]:
         """Notices about the connection, said before the image's own problems."""
@@ -147,7 +183,6 @@ class LiveSource(DirectorySource):
             return None
         before = self._seen[0]
         self._relayout()
-        self._cache = {}
         return "more" if now[0] == before else "reset"
 
     def refresh(self) -> None:
@@ -184,7 +219,8 @@ class LiveSource(DirectorySource):
                 *obs.log.snapshot_id),
             bytes_fetched=prog.bytes_fetched, batches_fetched=prog.batches_fetched,
             records_committed=prog.records_committed, fetches=prog.fetches,
-            snapshot_downloads=prog.snapshot_downloads, leader_changes=prog.leader_changes,
+            snapshot_downloads=prog.snapshot_downloads, snapshot_chunks=prog.snapshot_chunks,
+            leader_changes=prog.leader_changes,
             last_fetch_ms=prog.last_fetch_ms, catch_up_s=self.catch_up_s,
             following=follower is not None,
             follow_error=None if follower is None else follower.error,

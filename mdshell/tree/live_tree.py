@@ -40,6 +40,7 @@ def live_node(get: Callable[[], LiveStatus]) -> Node:
         "recordsCommitted": lambda: _v(s.records_committed),
         "fetches": lambda: _v(s.fetches),
         "snapshotDownloads": lambda: _v(s.snapshot_downloads),
+        "snapshotChunks": lambda: _v(s.snapshot_chunks),
         "leaderChanges": lambda: _v(s.leader_changes),
         "lastFetch": lambda: _time(s.last_fetch_ms),
         "catchUpSeconds": lambda: Value(f"{s.catch_up_s:.3f}", s.catch_up_s),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -32,17 +33,41 @@ JVM = [HEAP, "-Xms64m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:TieredSt
 
 
 def free_ports(n: int) -> list[int]:
-    """``n`` distinct free TCP ports on 127.0.0.1 (bound then released)."""
-    socks = []
+    """``n`` distinct free TCP ports on 127.0.0.1, below the kernel's ephemeral range.
+
+    Kafka binds them seconds later; a port the kernel hands out (``bind`` to 0) may meanwhile
+    become the local end of some outgoing connection on a busy machine, and the node then
+    fails with "Address already in use". Ports below the ephemeral range are never handed
+    out that way; each is checked free by binding it."""
+    low = _ephemeral_low()
+    rng = random.Random()
+    socks: list[socket.socket] = []
     try:
-        for _ in range(n):
+        for _ in range(2000):
+            if len(socks) == n:
+                break
             s = socket.socket()
-            s.bind(("127.0.0.1", 0))
+            try:
+                s.bind(("127.0.0.1", rng.randrange(10000, low)))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
+        else:
+            raise RuntimeError(f"no {n} free ports found below {low}")
         return [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:
             s.close()
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default
+    return max(low, 12000)
 
 
 def random_cluster_id() -> str:

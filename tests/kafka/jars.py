@@ -17,10 +17,12 @@ import tempfile
 from pathlib import Path
 
 # Pinned versions: the newest 4.x and the newest 3.7.x (the golden outputs are 3.7.0's), and
-# the newest 3.x for live tests against an older controller.
+# the newest 3.x for live tests against an older controller, and the newest 3.6.x (controllers
+# before 3.7 have no DescribeCluster: live mode says so).
 KAFKA_4 = "4.3.1"
 KAFKA_37 = "3.7.2"
 KAFKA_39 = "3.9.1"
+KAFKA_36 = "3.6.2"
 ARTIFACTS = ("kafka_2.13", "kafka-tools", "kafka-shell")
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">

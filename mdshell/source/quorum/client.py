@@ -69,7 +69,7 @@ class Client:
                 break
             time.sleep(backoff(attempt))
         names = ", ".join(dict.fromkeys(tried))
-        raise LiveError(f"no controller answered (tried {names}); last error: {last}")
+        raise LiveError(f"no controller answered (tried {names}); last error: {last}") from last
 
     def close(self) -> None:
         for conn in self.conns.values():

@@ -126,7 +126,12 @@ def load_config(path: str | None) -> ClientConfig:
         props = parse_properties(text)
     except ValueError as e:
         raise LiveError(f"--config {path}: {e}") from None
-    return config_from(props, path)
+    cfg = config_from(props, path)
+    if cfg.uses_tls:
+        from .tls import make_context
+
+        make_context(cfg.ssl)  # stores and PEM files checked now, before any connection
+    return cfg
 
 
 def _int(props: dict[str, str], key: str, default: int, path: str) -> int:

@@ -68,16 +68,38 @@ def learn(client: Client) -> ClusterView:
     return view
 
 
+MV_3_7_IV0 = 15  # metadata.version feature level DescribeCluster needs on controllers
+
+
+class NotLoadedYet(RetriableError):
+    """A controller refused DescribeCluster because it has not loaded metadata.version yet."""
+
+
 def _describe_cluster(client: Client, view: ClusterView) -> None:
     def ask(conn: Connection) -> Any:
-        return conn.request(describe_cluster_request(conn.version(DESCRIBE_CLUSTER)))
+        resp = conn.request(describe_cluster_request(conn.version(DESCRIBE_CLUSTER)))
+        if int(resp.error_code) == e.UNSUPPORTED_VERSION:
+            level = _metadata_level(conn.api_versions)
+            epoch = int(getattr(conn.api_versions, "finalized_features_epoch", -1))
+            if level is None or epoch < 0 or level >= MV_3_7_IV0:
+                # Not an old cluster: this controller is still starting; ask another.
+                raise NotLoadedYet(f"{conn.endpoint}: DescribeCluster refused (UNSUPPORTED_"
+                                   "VERSION) before its metadata.version was loaded")
+        return resp
 
     try:
-        resp = client.any_node(ask)
+        resp = client.any_node(ask, budget_s=min(5.0, client.config.request_timeout_ms / 1000))
     except UnsupportedApi as err:
         view.notes.append(f"{err}: the controller is older than Kafka 3.7, so the cluster id "
                           "and the controller list are unknown (upgrade the controllers to 3.7+ "
                           "for them); the metadata log is still read")
+        return
+    except LiveError as err:
+        if not isinstance(err.__cause__, NotLoadedYet):
+            raise
+        view.notes.append("DescribeCluster: the controllers have not loaded the cluster's "
+                          "metadata.version yet (they are starting), so the cluster id and the "
+                          "controller list are unknown; the metadata log is still read")
         return
     code = int(resp.error_code)
     if code == e.MISMATCHED_ENDPOINT_TYPE:
@@ -101,6 +123,14 @@ def _describe_cluster(client: Client, view: ClusterView) -> None:
     view.controller_id = int(resp.controller_id)
     view.controllers = {int(b.broker_id): (b.host, int(b.port)) for b in resp.brokers}
     view.authorized_operations = operations(int(resp.cluster_authorized_operations))
+
+
+def _metadata_level(api_versions: Any) -> int | None:
+    """The finalized metadata.version level an ApiVersions answer carries, if any."""
+    for f in getattr(api_versions, "finalized_features", ()):
+        if f.name == "metadata.version":
+            return int(f.max_version_level)
+    return None
 
 
 def describe_quorum(client: Client, view: ClusterView | None = None) -> QuorumView:

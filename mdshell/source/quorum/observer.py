@@ -22,7 +22,7 @@ from . import errors as e
 from .client import Client, backoff
 from .connection import FETCH, FETCH_SNAPSHOT, Connection
 from .errors import AuthorizationError, LiveError, RetriableError
-from .rpc import fetch_request, fetch_snapshot_request
+from .rpc import MAX_FETCH_BYTES, fetch_request, fetch_snapshot_request
 
 _HEAD = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
 _LAST_DELTA = struct.Struct(">i")
@@ -94,6 +94,7 @@ class Progress:
     batches_fetched: int = 0
     records_committed: int = 0
     snapshot_downloads: int = 0
+    snapshot_chunks: int = 0
     last_fetch_ms: int = 0
     leader_changes: int = 0
     restarts: int = 0
@@ -118,6 +119,7 @@ class Observer:
         self._endpoints: dict[int, tuple[str, int]] = {}
         self._asked: Connection | None = None
         self._restarts = 0
+        self.snapshot_chunk_bytes = MAX_FETCH_BYTES  # FetchSnapshot MaxBytes (Kafka's 8 MiB)
 
     # -- where to fetch --------------------------------------------------------------------
 
@@ -328,7 +330,7 @@ class Observer:
         return conn.request(fetch_snapshot_request(
             conn.version(FETCH_SNAPSHOT), cluster_id=self.cluster_id,
             leader_epoch=self.leader_epoch, end_offset=end_offset, epoch=epoch,
-            position=position))
+            position=position, max_bytes=self.snapshot_chunk_bytes))
 
     def _download_snapshot(self, end_offset: int, epoch: int) -> None:
         assert self.leader is not None
@@ -358,6 +360,7 @@ class Observer:
                                      f"{held} bytes held")
             data = bytes(part.unaligned_records)
             chunks.append(data)
+            self.progress.snapshot_chunks += 1
             held += len(data)
             self.progress.bytes_fetched += len(data)
             if held >= int(part.size):

@@ -49,14 +49,15 @@ def fetch_request(version: int, *, cluster_id: str | None, leader_epoch: int, of
 
 
 def fetch_snapshot_request(version: int, *, cluster_id: str | None, leader_epoch: int,
-                           end_offset: int, epoch: int, position: int) -> Any:
+                           end_offset: int, epoch: int, position: int,
+                           max_bytes: int = MAX_FETCH_BYTES) -> Any:
     sid = _build(FETCH_SNAPSHOT, version, "SnapshotId", end_offset=end_offset, epoch=epoch)
     part = _build(FETCH_SNAPSHOT, version, "PartitionSnapshot", partition=0,
                   current_leader_epoch=leader_epoch, snapshot_id=sid, position=position)
     topic = _build(FETCH_SNAPSHOT, version, "TopicSnapshot", name=METADATA_TOPIC,
                    partitions=(part,))
     return _build(FETCH_SNAPSHOT, version, "FetchSnapshotRequest", cluster_id=cluster_id,
-                  replica_id=-1, max_bytes=MAX_FETCH_BYTES, topics=(topic,))
+                  replica_id=-1, max_bytes=max_bytes, topics=(topic,))
 
 
 def describe_quorum_request(version: int) -> Any:

@@ -21,6 +21,7 @@ class LiveStatus:
     records_committed: int
     fetches: int
     snapshot_downloads: int
+    snapshot_chunks: int
     leader_changes: int
     last_fetch_ms: int
     catch_up_s: float

@@ -1,0 +1,241 @@
+"""Checkpoints and segments named by a :class:`Layout`, read the same way wherever their
+bytes are: a directory on disk (``-d``) or what live mode fetched (``-q``).
+
+The log is checked as it is read: offsets must follow on from batch to batch and segment to
+segment, leader epochs must not go down, and damage stops the stream (later segments are not
+applied: the image would skip records). Every break is a :class:`Problem` naming the file and
+the offsets.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Generator, Iterator
+
+from ..problems import Problem, SourceError
+from ..wire.batch import Batch
+from .base import BatchStream, Located, count, file_read
+from .info import LogInfo, SegmentInfo, SnapshotInfo
+from .layout import Checkpoint, Layout
+from .walker import iter_batches, skip_to
+
+_BASE = struct.Struct(">q")
+
+
+class LaidOut:
+    """Streams and descriptions of one layout; ``data(path)`` gives a file's bytes (raising
+    :class:`SourceError` when it cannot)."""
+
+    def __init__(self, layout: Layout, data: Callable[[str], bytes]) -> None:
+        self.layout = layout
+        self.data = data
+
+    def snapshot_stream(self, snapshot: Checkpoint) -> BatchStream:
+        stream = BatchStream()
+        stream.batches = self._snapshot(stream, snapshot)
+        return stream
+
+    def _snapshot(self, stream: BatchStream, cp: Checkpoint) -> Iterator[Located]:
+        try:
+            data = self.data(cp.path)
+        except SourceError as e:
+            stream.problems.append(Problem("unreadable", str(e), cp.path))
+            return
+        read = file_read(cp.path, "snapshot", len(data))
+        stream.files.append(read)
+        for batch in iter_batches(cp.path, data, stream.problems):
+            count(read, batch)
+            stream.end_offset = batch.last_offset
+            yield Located(batch, cp.path, batch.pos, "snapshot")
+            if stream._stop or stream._stop_file:
+                return
+
+    def log_stream(self, start: int = 0, upto: int | None = None,
+                   snapshot: Checkpoint | None = None) -> BatchStream:
+        stream = BatchStream()
+        stream.batches = self._log(stream, start, upto, snapshot)
+        return stream
+
+    def _log(self, stream: BatchStream, start: int, upto: int | None,
+             cp: Checkpoint | None) -> Iterator[Located]:
+        segments = self.layout.segments
+        problems = stream.problems
+        check = _Continuity(problems, cp.epoch if cp is not None else -1)
+        if segments and segments[0].base_offset > start and (upto is None or upto >= start):
+            what = (f"snapshot {cp.name} ends at offset {cp.end_offset - 1}" if cp
+                    else "there is no snapshot" if start == 0 else f"offset {start - 1} is "
+                    "the last one before")
+            problems.append(Problem(
+                "incomplete",
+                f"the log starts at offset {segments[0].base_offset} but {what}: offsets "
+                f"{start}-{segments[0].base_offset - 1} are missing, so the image is incomplete "
+                "(copy the whole __cluster_metadata-0 directory, snapshots included)",
+                segments[0].path, start))
+            check.expected = segments[0].base_offset
+        else:
+            check.expected = start
+        for i, seg in enumerate(segments):
+            later = segments[i + 1] if i + 1 < len(segments) else None
+            if later is not None and later.base_offset <= start:
+                continue  # entirely below the start: nothing in it matters
+            try:
+                data = self.data(seg.path)
+            except SourceError as e:
+                problems.append(Problem("unreadable", f"{e}; this and later segments are not "
+                                        "read, so the image stops before them", seg.path))
+                return
+            if data == b"":
+                # A newest segment is empty right after Kafka rolls one: normal. An empty
+                # segment before others, or the only data there is, deserves a word.
+                if later is not None or (cp is None and not stream.files):
+                    problems.append(Problem("empty", f"{os.path.basename(seg.path)}: empty "
+                                            "segment (nothing written yet); skipped", seg.path))
+                continue
+            first = _BASE.unpack_from(data, 0)[0] if len(data) >= 8 else None
+            if first is not None and first != seg.base_offset:
+                problems.append(Problem(
+                    "misnamed", f"{os.path.basename(seg.path)}: named for offset "
+                    f"{seg.base_offset} but its first batch is at offset {first} (a renamed "
+                    "or misplaced file?)", seg.path, first))
+            status = yield from self._segment(stream, seg.path, data, start, upto, check)
+            if status == _PASSED or stream._stop:
+                return
+            if status == _DAMAGED:
+                if later is not None:
+                    problems.append(Problem("stopped", "later segments after "
+                                            f"{os.path.basename(seg.path)} are not applied "
+                                            "because of the damage above", seg.path))
+                return
+
+    def _segment(self, stream: BatchStream, path: str, data: bytes, start: int,
+                 upto: int | None, check: _Continuity) -> Generator[Located, None, str]:
+        read = file_read(path, "segment", len(data))
+        stream.files.append(read)
+        pos, after = 0, None
+        if start > 0:
+            pos, controls, after = skip_to(data, start)
+            stream.below.extend(Located(_at(data, p), path, p, "segment") for p in controls)
+        damage: list[Problem] = []
+        stream._stop_file = False
+        for batch in iter_batches(path, data, damage, start=pos, after=after):
+            if upto is not None and batch.base_offset > upto:
+                return _PASSED
+            count(read, batch)
+            stream.end_offset = batch.last_offset
+            if batch.last_offset < start:
+                continue
+            if not check.follows(batch, path):
+                continue
+            yield Located(batch, path, batch.pos, "segment")
+            if stream._stop_file:
+                return _DAMAGED
+            if stream._stop:
+                return _PASSED
+        stream.problems.extend(damage)
+        return _DAMAGED if damage else _DONE
+
+    def offset_range(self, scanned: list[SegmentInfo] | None = None,
+                     ) -> tuple[int | None, int | None]:
+        """The end is the last offset of the newest segment that holds batches (an empty
+        newest segment is normal), or of the newest snapshot when it reaches further."""
+        layout = self.layout
+        last: int | None = None
+        for i in range(len(layout.segments) - 1, -1, -1):
+            s = layout.segments[i]
+            info = (scanned[i] if scanned is not None
+                    else self.scan(s.path, s.base_offset))
+            if info.last_offset is not None:
+                last = info.last_offset
+                break
+        snaps = [c.end_offset for c in layout.checkpoints if c.end_offset > 0]
+        if snaps and (last is None or max(snaps) - 1 > last):
+            last = max(snaps) - 1
+        if layout.segments and layout.segments[0].base_offset == 0:
+            return 0, last
+        first_seg = layout.segments[0].base_offset if layout.segments else None
+        usable = [e - 1 for e in snaps if first_seg is None or e >= first_seg]
+        return (min(usable) if usable else first_seg), last
+
+    def scan(self, path: str, base: int) -> SegmentInfo:
+        from .loginfo import scan_segment
+
+        try:
+            return scan_segment(os.path.basename(path), self.data(path), base)
+        except SourceError as e:
+            return SegmentInfo(os.path.basename(path), base, -1, damage=str(e))
+
+    def log_info(self, in_use: str | None, unusable: set[str],
+                 upto: int | None) -> LogInfo:
+        layout = self.layout
+        info = LogInfo(layout.directory)
+        info.segments = [self.scan(s.path, s.base_offset)
+                         for s in layout.segments]
+        for cp in layout.checkpoints:
+            if cp.path == in_use:
+                status = "in use"
+            elif cp.end_offset == 0:
+                status = "bootstrap (voters only, no metadata)"
+            elif cp.path in unusable:
+                status = "unusable (see warnings)"
+            elif upto is not None and cp.end_offset - 1 > upto:
+                status = "newer than the selected offset"
+            else:
+                status = "older"
+            info.snapshots.append(SnapshotInfo(cp.name, cp.end_offset, cp.epoch, cp.size,
+                                               status))
+        for cp in layout.ignored_checkpoints:
+            why = ("being written (.part): ignored" if cp.state == "part"
+                   else "scheduled for deletion (.deleted): ignored")
+            info.ignored.append((os.path.basename(cp.path), why))
+        for p in layout.producer_snapshots:
+            info.ignored.append((os.path.basename(p), "producer-state snapshot, not metadata"))
+        for path, why in layout.ignored + layout.suspicious:
+            info.ignored.append((os.path.basename(path), why))
+        info.start_offset, info.end_offset = self.offset_range(info.segments)
+        return info
+
+
+_DONE, _PASSED, _DAMAGED = "done", "passed upto", "damaged"
+
+
+def _at(data: bytes, pos: int) -> Batch:
+    from ..wire.batch import parse_header
+
+    return parse_header(data, pos)
+
+
+class _Continuity:
+    """Offsets follow on from batch to batch and file to file; epochs never go down."""
+
+    def __init__(self, problems: list[Problem], epoch: int) -> None:
+        self.problems = problems
+        self.epoch = epoch
+        self.expected: int | None = None
+
+    def follows(self, batch: Batch, path: str) -> bool:
+        """Record what breaks continuity; False to skip a batch already read."""
+        name = os.path.basename(path)
+        problems = self.problems
+        if batch.epoch < self.epoch:
+            problems.append(Problem(
+                "epoch", f"{name}: the batch at offset {batch.base_offset} has leader epoch "
+                f"{batch.epoch}, lower than the {self.epoch} before it (a log from another node "
+                "mixed in, or damage)", path, batch.base_offset))
+        self.epoch = max(self.epoch, batch.epoch)
+        expected = self.expected
+        if expected is not None:
+            if batch.last_offset < expected:
+                problems.append(Problem(
+                    "overlap", f"{name}: the batch at offsets {batch.base_offset}-"
+                    f"{batch.last_offset} repeats offsets already read (up to {expected - 1}); "
+                    "skipped (duplicated or reordered segments?)", path, batch.base_offset))
+                return False
+            if batch.base_offset > expected:
+                problems.append(Problem(
+                    "gap", f"{name}: offsets {expected}-{batch.base_offset - 1} are missing "
+                    f"before the batch at offset {batch.base_offset}; records there are lost, "
+                    "so the image may be wrong (a segment was deleted or is damaged)", path,
+                    expected))
+        self.expected = batch.last_offset + 1
+        return True
