@@ -410,16 +410,19 @@ TOKENS = pa.schema([("token_id", pa.string()), ("owner", pa.string()),
 
 
 def tokens(view: View) -> pa.Table:
-    """Delegation tokens: every field is redacted unless secrets are shown (as in the tree)."""
+    """Delegation tokens, redacted as the schema marks them: the record holds no HMAC, so owner,
+    renewers and times stay readable (as in the tree and ``records``)."""
     cols = _columns(TOKENS)
     show = view.show_secrets
+    secret = secret_fields(RecordKind.DELEGATION_TOKEN)
     for _, t in sorted(view.loaded.image.delegation_tokens.items()):
         for col, v in (("token_id", t.token_id), ("owner", t.owner), ("requester", t.requester),
                        ("renewers", ",".join(t.renewers)),
                        ("issue_timestamp", str(t.issue_timestamp)),
                        ("max_timestamp", str(t.max_timestamp)),
                        ("expiration_timestamp", str(t.expiration_timestamp))):
-            cols[col].append(_secret(v, show))
+            hidden = _camel(col) in secret
+            cols[col].append(_secret(v, show) if hidden else v)
     return _table(TOKENS, cols)
 
 
@@ -503,7 +506,7 @@ TABLES: dict[str, tuple[pa.Schema, Builder, str]] = {
     "acls": (ACLS, acls, "ACL bindings"),
     "quotas": (QUOTAS, quotas, "client quotas, one row per value"),
     "scram_users": (SCRAM_USERS, scram_users, "SCRAM users (credentials redacted)"),
-    "tokens": (TOKENS, tokens, "delegation tokens (redacted)"),
+    "tokens": (TOKENS, tokens, "delegation tokens"),
     "partition_changes": (PARTITION_CHANGES, partition_changes,
                           "leader/ISR/replicas of each partition after every change"),
     "voters": (VOTERS, voters, "KRaft voters from the log (dynamic quorum)"),
