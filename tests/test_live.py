@@ -203,6 +203,11 @@ def test_live_and_quorum_nodes(kafka: KraftCluster) -> None:
     assert all(r["logEndOffset"] > 0 and r["lag"] is not None for r in rows)
     status = run_cli("-q", kafka.bootstrap_controllers, "quorum")
     assert "CurrentObservers:     [4]" in status.stdout and "unknown" not in status.stdout
+    # health knows the voters from DescribeQuorum when the log has no VotersRecord.
+    health = run_cli("-q", kafka.bootstrap_controllers, "-o", "json", "health")
+    checks = {c["name"]: c for c in json.loads(health.stdout)["checks"]}
+    assert "voter set is unknown" not in health.stdout
+    assert checks["controller registrations"]["status"] == "ok", health.stdout
     # The commands that read the source beyond the image work on what was fetched.
     more = run_cli("-q", kafka.bootstrap_controllers, stdin="records --limit 2\nls /log\n"
                    "at earliest\ncat /image/provenance\n"

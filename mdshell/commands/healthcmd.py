@@ -11,6 +11,8 @@ def voter_ids(shell: Shell) -> list[int] | None:
     q = shell.session.quorum_info()
     if q.voters is not None:
         return [v.id for v in q.voters]
+    if q.live_voters:
+        return q.live_voters
     if q.quorum_state_voters:
         return q.quorum_state_voters
     if q.last_leader_change is not None:

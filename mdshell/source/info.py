@@ -42,6 +42,7 @@ class QuorumInfo:
     voted_directory_id: str | None = None
     quorum_state_version: int | None = None
     quorum_state_voters: list[int] | None = None
+    live_voters: list[int] | None = None  # the last DescribeQuorum answer (-q)
     kraft_version: int = 0
     voters: list[VoterInfo] | None = None  # from the newest VotersRecord
     voters_offset: int | None = None

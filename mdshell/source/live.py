@@ -16,7 +16,7 @@ import time
 
 from ..problems import Problem, SourceError
 from .base import BatchStream, Source
-from .info import LogInfo
+from .info import LogInfo, QuorumInfo
 from .laidout import LaidOut
 from .layout import Checkpoint, Layout, Segment
 from .quorum.client import Client
@@ -196,6 +196,16 @@ class LiveSource(Source):
         self.client.close()
 
     # -- what the tree shows ---------------------------------------------------------------
+
+    def local_quorum(self, q: QuorumInfo, problems: list[Problem]) -> None:
+        """What the last DescribeQuorum said (no request here): the voters and the leader, so
+        checks that need the voter set work when the log has no VotersRecord."""
+        view = self.view.quorum
+        q.cluster_id = self.view.cluster_id
+        if view is None:
+            return
+        q.live_voters = [v.replica_id for v in view.voters]
+        q.leader_id, q.leader_epoch = view.leader_id, view.leader_epoch
 
     def quorum(self) -> QuorumView | None:
         """A fresh DescribeQuorum (live), or the last one known."""
