@@ -248,11 +248,13 @@ async def test_time_travel_and_diff() -> None:
         assert f"diff {last} → {target}" in diff
         await pilot.press("enter")
         await until(pilot, lambda: app.engine.header().at == target, "time travel")
-        bar = text_of(screen.query_one("StatusBar", Static))
-        assert f"as of offset {target}" in bar
+        # The status bar repaints after the engine moves: wait for it, don't race it.
+        await until(pilot, lambda: f"as of offset {target}"
+                    in text_of(screen.query_one("StatusBar", Static)), "the status bar")
         await pilot.press("o")  # the overview follows
         await until(pilot, lambda: isinstance(app.screen, OverviewScreen), "overview")
-        assert f"as of offset {target}" in text_of(app.screen.query_one("StatusBar", Static))
+        await until(pilot, lambda: f"as of offset {target}"
+                    in text_of(app.screen.query_one("StatusBar", Static)), "the overview's bar")
         await pilot.press("l", "e")
         await until(pilot, lambda: app.engine.header().at is None, "back to latest")
 
