@@ -8,6 +8,7 @@ from typing import Any
 
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import GlobError, Match, resolve
+from ..tree.walk import tree_lines
 from .base import ArgParser, Result, command
 from .columns import layout
 from .shell import Shell
@@ -107,20 +108,6 @@ def cat(shell: Shell, args: list[str]) -> Result:
     opts = shell.opts
     data = [{"path": mt.path, "value": mt.node.data(opts)} for mt in leaves]
     return Result((mt.node.text(opts) for mt in leaves), data, errors)
-
-
-def tree_lines(node: Node, opts: RenderOptions, indent: int = 0) -> Iterator[str]:
-    """Kafka's ShellNodePrinter: a directory prints its children, sorted, two spaces a level."""
-    pad = "  " * indent
-    if not node.is_dir:
-        yield pad + node.text(opts)
-        return
-    for name in sorted(node.names()):
-        child = node.child(name)
-        if child is None:
-            continue
-        yield f"{pad}{name}:"
-        yield from tree_lines(child, opts, indent + 1)
 
 
 def tree_data(node: Node, opts: RenderOptions) -> Any:
