@@ -200,9 +200,10 @@ def diff_nodes(a: Node | None, b: Node | None, path: str,
     if same is not None and same is b.ident():
         return  # images share what did not change
     if a.is_dir and b.is_dir:
-        names = sorted(set(a.names()) | set(b.names()))
+        changed = a.changed_names(b)  # known cheaply: no need to look at every child
+        names = sorted(set(a.names()) | set(b.names())) if changed is None else sorted(changed)
         for name in names:
-            same = a.child_ident(name)
+            same = a.child_ident(name) if changed is None else None
             if same is not None and same is b.child_ident(name):
                 continue  # shared by both images: unchanged
             ca, cb = a.child(name), b.child(name)
