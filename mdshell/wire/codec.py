@@ -16,6 +16,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from .codecache import compiled
 from .primitives import DecodeError, read_uvarint, uvarint_bytes
 from .schema import Field, Message
 
@@ -151,7 +152,7 @@ class _Gen:
         sub.version = self.version
         sub.body(name, members, absent)
         ns: dict[str, Any] = dict(sub.env)
-        exec("\n".join(sub.lines), ns)
+        exec(compiled("\n".join(sub.lines), "<mdshell decoder>"), ns)
         self.env[name] = ns[name]
         return name
 
@@ -254,7 +255,7 @@ def decoder_for(msg: Message, version: int) -> Decoder:
     gen = _Gen(version)
     gen.body("_decode", present, absent)
     ns: dict[str, Any] = dict(gen.env)
-    exec("\n".join(gen.lines), ns)
+    exec(compiled("\n".join(gen.lines), "<mdshell decoder>"), ns)
     dec = ns["_decode"]
     _DECODERS[cache_key] = dec
     return dec
