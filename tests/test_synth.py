@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import hmac
-import io
 import itertools
 import json
 import os
@@ -43,7 +41,7 @@ from mdshell.wire.batch import (
 from mdshell.wire.primitives import uuid_str
 from mdshell.wire.records import METADATA
 
-from .conftest import batches_of
+from .conftest import batches_of, cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,13 +55,9 @@ def files_of(root: Path) -> dict[str, bytes]:
 
 def image_text(path: Path) -> list[str]:
     """`tree /image` through the real CLI (in-process), without the provenance leaf."""
-    from mdshell.cli import main
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(["-d", str(path), "--show-secrets", "tree", "/image"])
-    assert rc == 0
-    lines = buf.getvalue().splitlines()
+    r = cli("-d", str(path), "--show-secrets", "tree", "/image")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
     i = lines.index("provenance:")
     return lines[:i] + lines[i + 2:]
 
