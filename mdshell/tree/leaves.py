@@ -34,6 +34,8 @@ _UUID_TEXT: dict[bytes, str] = {}
 
 
 def _uuid_text(raw: bytes) -> str:
+    if type(raw) is not bytes:  # a slice of a bytearray or memoryview: not a dict key
+        return uuid_str(raw)
     text = _UUID_TEXT.get(raw)
     if text is None:
         if len(_UUID_TEXT) >= 4096:
