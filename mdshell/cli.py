@@ -10,16 +10,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import json
 import os
-import re
 import shutil
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from . import __version__
 from .problems import Problem, SourceError
+
+if TYPE_CHECKING:
+    from .commands.shell import Shell
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # What writing to stdout fails with: a full disk or quota, a closed or broken output.
@@ -190,8 +191,11 @@ def _main(args: argparse.Namespace) -> int:
         if follow is not None:
             follow()  # live: keep fetching; each command sees the newest committed image
         if not sys.stdin.isatty():
-            return run_script(shell, sys.stdin, sys.stdout, args.output)
+            from .repl import run_script
+
+            return run_script(shell, sys.stdin, sys.stdout, output=args.output)
         from .repl import run_repl
+
         return run_repl(shell, output=args.output)
     finally:
         close = getattr(source, "close", None)
@@ -213,60 +217,16 @@ def _spark_settings(args: argparse.Namespace) -> None:
               f"-q/--bootstrap-controller; ignored {', '.join(sorted(others))}", file=sys.stderr)
 
 
-def emit(shell: object, result: object, out: TextIO, output: str = "text") -> int:
-    """Print a command result (``output``: text or json) and its errors; return its exit
-    code."""
-    from .commands.base import Result
-    from .commands.shell import Shell
-
-    assert isinstance(shell, Shell) and isinstance(result, Result)
-    if output == "json":
-        data = result.json()
-        if data is not None:
-            out.write(json_text(data))
-            out.write("\n")
-    else:
-        for line in result.lines:
-            out.write(line)
-            out.write("\n")
-    out.flush()
-    for w in [*result.warnings, *shell.new_notes()]:
-        print(f"mdshell: warning: {w}", file=sys.stderr)
-    for e in result.errors:
-        print(f"{e}", file=sys.stderr)
-    return result.code
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def json_text(data: object) -> str:
-    """JSON that is valid UTF-8 whatever the data: a file name's undecodable bytes (held as
-    lone surrogates) are written as ``\\udcXX`` escapes."""
-    text = json.dumps(data, indent=2, ensure_ascii=False)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def run_one(shell: object, words: list[str], out: TextIO, output: str = "text",
+def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
             width: int | None = None, strict: bool = False) -> int:
     """Run one command; with ``strict``, a warning about the data makes it fail (exit 1)."""
-    from .commands.shell import Shell
+    from .commands.render import emit
 
-    assert isinstance(shell, Shell)
-    result = shell.run(words, width)
-    code = emit(shell, result, out, output)
+    result = shell.run(words)
+    code = emit(result, out, output=output, width=width, notes=shell.new_notes)
     if strict and result.warnings and code == EXIT_OK:
         return EXIT_FAIL
     return code
-
-
-def run_script(shell: object, lines: TextIO, out: TextIO, output: str = "text") -> int:
-    """Commands read line by line (stdin not a terminal); exit code of the last failure."""
-    from .commands.shell import Shell
-    from .repl import run_script as run_lines
-
-    assert isinstance(shell, Shell)
-    return run_lines(shell, lines, out, output=output)
 
 
 if __name__ == "__main__":

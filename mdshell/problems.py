@@ -14,6 +14,11 @@ class SourceError(Exception):
     """Nothing usable can be read: the load cannot produce an image at all."""
 
 
+class CommandError(Exception):
+    """A command cannot run (e.g. an offset outside the log, Spark refusing a query): one
+    line, exit 1. Shared so that the layers below the commands (Spark) can say it too."""
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """A warning about the data; the load goes on with the best image the valid data allows."""

@@ -48,18 +48,18 @@ def test_items_name_the_culprits() -> None:
     _, data = health(str(FIXTURES / "health-under-min-isr"))
     check = next(c for c in data["checks"] if c["name"] == "under-min-ISR partitions")
     assert check["items"] == [check["items"][0]]
-    assert check["items"][0].startswith("payments-0: isr [")
-    assert "min.insync.replicas 2 (topic config)" in check["items"][0]
+    assert check["items"][0]["message"].startswith("payments-0: isr [")
+    assert "min.insync.replicas 2 (topic config)" in check["items"][0]["message"]
     _, data = health(str(FIXTURES / "health-unsupported-feature"))
     check = next(c for c in data["checks"] if c["name"] == "feature support")
-    assert check["items"] == ["broker 4 supports metadata.version 1-19, but the finalized "
-                              "level is 21 (3.9-IV0)"]
+    assert [i["message"] for i in check["items"]] == [
+        "broker 4 supports metadata.version 1-19, but the finalized level is 21 (3.9-IV0)"]
 
 
 def test_elr_state_is_reported() -> None:
     _, data = health(str(FIXTURES / "elr"))
     check = next(c for c in data["checks"] if c["name"] == "eligible leader replicas")
-    assert any(item.startswith("elr-c-1:") for item in check["items"])
+    assert any(item["message"].startswith("elr-c-1:") for item in check["items"])
 
 
 def test_text_output_marks_failures() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mdshell import history as hist
 from mdshell.commands.base import REGISTRY, Command, Result
 from mdshell.commands.session import ExitShell
 from mdshell.commands.shell import Shell
+from mdshell.repl import history as hist
 from mdshell.session import load
 from mdshell.source import open_source
 

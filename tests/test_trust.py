@@ -257,14 +257,19 @@ def test_health_json_items_are_objects() -> None:
     out = run_cli("-d", str(FIXTURES / "health-under-min-isr"), "-o", "json", "health")
     data = json.loads(out.stdout)
     check = next(c for c in data["checks"] if c["name"] == "under-min-ISR partitions")
-    assert check["details"] == [{"check": "under-min-ISR partitions", "topic": "payments",
-                                 "partition": 0, "isr": check["details"][0]["isr"],
-                                 "minIsr": 2, "minIsrSource": "topic config"}]
+    item = check["items"][0]
+    assert check["items"] == [{"check": "under-min-ISR partitions", "status": "fail",
+                               "message": item["message"], "topic": "payments",
+                               "partition": 0, "isr": item["isr"],
+                               "minIsr": 2, "minIsrSource": "topic config"}]
+    assert item["message"].startswith("payments-0: isr [") and "details" not in check
     out = run_cli("-d", str(FIXTURES / "health-unsupported-feature"), "-o", "json", "health")
     check = next(c for c in json.loads(out.stdout)["checks"] if c["name"] == "feature support")
-    assert check["details"] == [{"check": "feature support", "broker": 4,
-                                 "feature": "metadata.version", "minSupported": 1,
-                                 "maxSupported": 19, "finalized": 21}]
+    assert check["items"] == [{"check": "feature support", "status": check["status"],
+                               "message": "broker 4 supports metadata.version 1-19, but the "
+                                          "finalized level is 21 (3.9-IV0)",
+                               "broker": 4, "feature": "metadata.version", "minSupported": 1,
+                               "maxSupported": 19, "finalized": 21}]
 
 
 # ---------------------------------------------------------------- item 11: records --batches

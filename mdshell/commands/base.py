@@ -1,17 +1,23 @@
 """The command framework shared by the one-shot mode, the REPL and the TUI.
 
-A command takes the shell state and its arguments and returns a :class:`Result`: text lines
-(rendered lazily, so a huge ``tree`` streams) and JSON data, plus error lines. Front ends
-decide where each goes.
+A command takes the shell state and its arguments and returns a :class:`Result`: a typed
+value (:mod:`.results`) plus error and warning lines. :mod:`.render` turns values into text or
+JSON; front ends decide where each goes.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from ..problems import CommandError
+from .results import Batches, Paths, Records, Text, Tree
+
+__all__ = ["REGISTRY", "ArgParser", "Command", "CommandError", "Result", "UsageError",
+           "closest", "command"]
 
 if TYPE_CHECKING:
     from .shell import Shell
@@ -21,22 +27,52 @@ class UsageError(Exception):
     """Wrong arguments: the message is the one-line usage complaint (exit 2)."""
 
 
-class CommandError(Exception):
-    """The command cannot run (e.g. an offset outside the log): one line, exit 1."""
+LAZY = (Tree, Paths, Records, Batches)  # kinds whose JSON is computed when asked
 
 
-@dataclass
 class Result:
-    lines: Iterable[str] = ()
-    data: Any = None
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # printed, but the command succeeded
-    # Set by commands whose text form must be computed before errors are known.
-    exit_code: int | None = None
+    """A command's outcome: its typed value (:mod:`.results`), and the lines for stderr.
+
+    ``Result(lines, data)`` still works (plug-in commands, tables): it holds a
+    :class:`~.results.Text`. ``lines`` and ``json()`` render the value through :mod:`.render`
+    (``lines`` without a terminal width: one ``ls`` name a line). ``errors`` and ``warnings``
+    may grow while a lazy value is rendered (a file that cannot be read half-way through
+    ``records``): front ends read them after the output.
+    """
+
+    def __init__(self, lines: Iterable[str] = (), data: Any = None,
+                 errors: list[str] | None = None, warnings: list[str] | None = None,
+                 exit_code: int | None = None, *, value: Any = None) -> None:
+        if value is None and (lines != () or data is not None):
+            value = Text(lines, data)
+        self.value = value
+        self.errors: list[str] = [] if errors is None else errors
+        self.warnings: list[str] = [] if warnings is None else warnings  # printed; succeeded
+        # Set by commands whose exit code does not follow from the errors (health).
+        self.exit_code = exit_code
+
+    @property
+    def lines(self) -> Iterator[str]:
+        """The text form (rendered anew at each access)."""
+        from .render import text_lines
+
+        return text_lines(self.value)
+
+    @property
+    def data(self) -> Any:
+        """The JSON data as before typed values: what ``Result(lines, data)`` was given, else
+        the JSON form (a function that computes it, for the kinds that stream)."""
+        if isinstance(self.value, Text):
+            return self.value.data
+        if isinstance(self.value, LAZY):
+            return self.json
+        return self.json()
 
     def json(self) -> Any:
-        """The JSON data (computed now when the command made it lazy)."""
-        return self.data() if callable(self.data) else self.data
+        """The JSON form (computed now when the command made it lazy)."""
+        from .render import json_value
+
+        return json_value(self.value)
 
     @property
     def code(self) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..source.batchscan import BatchInfo, iter_batch_infos
+from . import results as res
 from .base import Result
 from .shell import Shell
 
@@ -26,27 +27,10 @@ def batch_json(b: BatchInfo) -> dict[str, Any]:
     }
 
 
-def batch_line(j: dict[str, Any]) -> str:
-    """Kafka's DumpLogSegments.printBatchLevel, word for word."""
-    horizon = ("OptionalLong.empty" if j["deleteHorizonMs"] is None
-               else f"OptionalLong[{j['deleteHorizonMs']}]")
-    return (f"baseOffset: {j['baseOffset']} lastOffset: {j['lastOffset']} count: {j['count']} "
-            f"baseSequence: {j['baseSequence']} lastSequence: {j['lastSequence']} "
-            f"producerId: {j['producerId']} producerEpoch: {j['producerEpoch']} "
-            f"partitionLeaderEpoch: {j['partitionLeaderEpoch']} "
-            f"isTransactional: {_b(j['isTransactional'])} isControl: {_b(j['isControl'])} "
-            f"deleteHorizonMs: {horizon} position: {j['position']} "
-            f"{j['timestampType']}: {j['maxTimestamp']} size: {j['size']} magic: {j['magic']} "
-            f"compresscodec: {j['compressCodec']} crc: {j['crc']} isvalid: {_b(j['crcValid'])}")
-
-
-def _b(v: bool) -> str:
-    return "true" if v else "false"
-
-
 def batches(shell: Shell, first: int | None, last: int | None, snapshot: str | None,
             limit: int | None) -> Result:
-    """Batches overlapping ``first``-``last``; a new file starts with ``Dumping FILE``."""
+    """Batches overlapping ``first``-``last`` (the text renderer heads each file with
+    ``Dumping FILE``)."""
     warnings: list[str] = []
 
     def selected() -> Iterator[dict[str, Any]]:
@@ -61,14 +45,6 @@ def batches(shell: Shell, first: int | None, last: int | None, snapshot: str | N
             n += 1
             if limit is not None and n >= limit:
                 break
-        warnings.extend(p.message for p in problems)
+        warnings.extend(p.message for p in problems if p.message not in warnings)
 
-    def lines() -> Iterator[str]:
-        file = None
-        for j in selected():
-            if j["file"] != file:
-                file = j["file"]
-                yield f"Dumping {file}"
-            yield batch_line(j)
-
-    return Result(lines(), lambda: list(selected()), warnings=warnings)
+    return Result(warnings=warnings, value=res.Batches(selected))

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
+from . import results as r
 from .base import ArgParser, Result, command
 from .shell import Shell
-
-if TYPE_CHECKING:
-    from ..image.health import Check
-
-MARK = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "info": "INFO"}
 
 
 def voter_ids(shell: Shell) -> list[int] | None:
@@ -33,8 +26,8 @@ def voter_ids(shell: Shell) -> list[int] | None:
                  "registered node does not support; damaged or incomplete data fails a 'data' "
                  "check (the image may be wrong). One-shot exit code: 1 when a check fails. "
                  "--all lists every item (default: the first 20 per check). In JSON, each "
-                 "check's items are lines of text and its details the same items as "
-                 "objects (check, broker/controller or topic and partition, fields).",
+                 "item is an object: check, status, message (the line of text), what it "
+                 "points at (broker, controller, or topic and partition) and its fields.",
          options=("--all",))
 def health(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("health", "health [--all]")
@@ -44,28 +37,5 @@ def health(shell: Shell, args: list[str]) -> Result:
 
     checks = run_checks(shell.loaded.image, voter_ids(shell), shell.loaded.problems)
     failed = any(c.status == FAIL for c in checks)
-    data = {"ok": not failed, "checks": [
-        {"name": c.name, "status": c.status, "summary": c.summary, "items": c.items,
-         "details": c.details()}
-        for c in checks]}
-    return Result(_lines(checks, None if ns.all else 20), data, exit_code=1 if failed else 0)
-
-
-def _lines(checks: list[Check], limit: int | None) -> Iterator[str]:
-    from ..image.health import FAIL, WARN
-
-    for c in checks:
-        yield f"{MARK.get(c.status, c.status)}  {c.name}: {c.summary}"
-        shown = c.items if limit is None else c.items[:limit]
-        for item in shown:
-            yield f"        {item}"
-        if len(shown) < len(c.items):
-            yield f"        ... {len(c.items) - len(shown)} more (health --all)"
-    failed = sum(1 for c in checks if c.status == FAIL)
-    warned = sum(1 for c in checks if c.status == WARN)
-    warns = f"{warned} warning{'s' if warned != 1 else ''}"
-    if failed:
-        fails = f"{failed} check{'s' if failed != 1 else ''} failed"
-        yield fails + (f", {warns}" if warned else "")
-    else:
-        yield "healthy" + (f" ({warns})" if warned else "")
+    return Result(value=r.Health(checks, None if ns.all else 20, not failed),
+                  exit_code=1 if failed else 0)

@@ -10,20 +10,18 @@ from ..image.model import Partition, partition_from_record
 from ..image.replay import ImageBuilder, Wants, merge_partition
 from ..problems import Problem
 from ..session import replay_history
-from ..source.logscan import LogRecord, iter_log, schema_of
-from ..tree.javafmt import iso_zoned_utc
+from ..source.logscan import LogRecord, iter_log
 from ..tree.leaves import partition_data
+from ..tree.logrecord import record_json
 from ..tree.paths import GlobError, Matcher, absolute, join, matchers, related
 from ..tree.recordjson import record_data
 from ..tree.touched import paths_for, touches
-from ..wire import frames
 from ..wire.control import CONTROL
 from ..wire.primitives import uuid_str
 from ..wire.records import METADATA
+from . import results as res
 from .base import ArgParser, CommandError, Result, UsageError, command
 from .shell import Shell
-
-SECRET_RECORDS = {10, 11}  # DelegationTokenRecord, UserScramCredentialRecord
 
 RECORDS_USAGE = ("records [--from OFFSET] [--to OFFSET] [--type NAME[,NAME]] "
                  "[--exclude NAME[,NAME]] [--topic NAME] [--grep TEXT] [--snapshot] [--limit N] "
@@ -58,29 +56,25 @@ def _type_set(text: str | None) -> set[str] | None:
     return names
 
 
-def _payload(r: LogRecord, show_secrets: bool) -> Any:
-    if isinstance(r.value, frames.Unknown):
-        # An unknown version of a credential record may hold secrets we cannot locate.
-        secret = not r.control and r.key in SECRET_RECORDS and not show_secrets
-        return {"unknown": r.value.reason,
-                "raw": "[redacted]" if secret else r.value.raw.hex()}
-    msg = schema_of(r)
-    version = r.value.get("version", 0) if r.control else r.version
-    return record_data(msg, version, r.value, show_secrets=show_secrets,
-                       metadata=not r.control)
+def field_values(data: Any) -> Iterator[str]:
+    """The decoded field values of a record payload, as text: strings as they are, numbers
+    and booleans as JSON writes them (``true``, ``null``), nested values one by one."""
+    if isinstance(data, dict):
+        for v in data.values():
+            yield from field_values(v)
+    elif isinstance(data, list):
+        for v in data:
+            yield from field_values(v)
+    elif isinstance(data, str):
+        yield data
+    else:
+        yield json.dumps(data)
 
 
-def record_json(r: LogRecord, show_secrets: bool) -> dict[str, Any]:
-    return {"offset": r.offset, "epoch": r.epoch, "timestamp": r.timestamp,
-            "time": iso_zoned_utc(r.timestamp), "file": r.file, "control": r.control,
-            "type": r.name, "version": r.version, "data": _payload(r, show_secrets)}
-
-
-def _line(j: dict[str, Any]) -> str:
-    kind = "control " if j["control"] else ""
-    data = json.dumps(j["data"], separators=(",", ":"), ensure_ascii=False)
-    return (f"offset={j['offset']} epoch={j['epoch']} time={j['time']} "
-            f"{kind}{j['type']}(v{j['version']}) {data}")
+def _grep(text: str, j: dict[str, Any]) -> bool:
+    """``--grep``: TEXT inside one of the record's field values (after redaction, with the
+    topic name added beside an id); field names, the type and the offsets do not count."""
+    return any(text in v for v in field_values(j["data"]))
 
 
 @command("records", "The decoded metadata log, filterable (like kafka-dump-log, redacted).",
@@ -90,7 +84,10 @@ def _line(j: dict[str, Any]) -> str:
                  "(case-insensitive, 'Record' optional: --exclude NoOp), --topic keeps the "
                  "records about one topic (its TopicRecord, partitions, partition changes, "
                  "configs, removal), --grep keeps records "
-                 "whose line contains TEXT, --snapshot dumps the snapshot in use instead of the "
+                 "where one field value contains TEXT (decoded values as JSON shows them: "
+                 "a name, an id, a number, true; the topic name beside a topic id counts; "
+                 "field names, the type and the offsets do not; secrets match only as "
+                 "[redacted]), --snapshot dumps the snapshot in use instead of the "
                  "log segments (offsets inside the snapshot file). --batches lists the record "
                  "batches instead, like kafka-dump-log without --print-data-log (offsets, "
                  "file position, size, CRC valid, compression, producer, transactional and "
@@ -144,13 +141,13 @@ def records(shell: Shell, args: list[str]) -> Result:
                 j["data"] = with_topic_name(j["data"], names)
             if ns.topic is not None and not _about(r, j["data"], ns.topic):
                 continue
-            if ns.grep and ns.grep not in _line(j):
+            if ns.grep and not _grep(ns.grep, j):
                 continue
             yield j
             n += 1
             if ns.limit is not None and n >= ns.limit:
                 break
-        warnings.extend(p.message for p in problems)
+        warnings.extend(p.message for p in problems if p.message not in warnings)
         stop = shell.session.stopped_by()
         if (snapshot is None and stop is not None and stop.offset is not None
                 and (ns.first or 0) > stop.offset
@@ -160,7 +157,7 @@ def records(shell: Shell, args: list[str]) -> Result:
             warnings.append(f"{stop.message} (these records come after the damage: the "
                             f"image stops at offset {shell.session.reach()})")
 
-    return Result((_line(j) for j in selected()), lambda: list(selected()), warnings=warnings)
+    return Result(warnings=warnings, value=res.Records(selected))
 
 
 def topic_names(shell: Shell) -> dict[str, str]:
@@ -267,7 +264,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
         found.append(entry)
 
     replay_history(shell.session, observe, _partition_filter(patterns[0]), shell.loaded.upto)
-    return Result(_changes_lines(found, target), found)
+    return Result(value=res.Changes(target, found))
 
 
 def _topic_config_path(shell: Shell, comps: list[str]) -> list[str] | None:
@@ -321,24 +318,3 @@ def _partition_after(b: ImageBuilder, key: int, d: dict[str, Any]) -> Partition 
         current = topic.partition(d["partitionId"]) if topic is not None else None
         return merge_partition(current, d) if current is not None else None
     return None
-
-
-def _state(p: dict[str, Any]) -> str:
-    return (f"leader={p['leader']} leaderEpoch={p['leaderEpoch']} isr={p['isr']} "
-            f"replicas={p['replicas']} elr={p['elr']} lastKnownElr={p['lastKnownElr']} "
-            f"partitionEpoch={p['partitionEpoch']}")
-
-
-def _changes_lines(found: list[dict[str, Any]], target: str) -> Iterator[str]:
-    if not found:
-        yield f"no record touched {target}"
-        return
-    for e in found:
-        where = (f"offset={e['offset']}" if e["offset"] is not None
-                 else f"snapshot={e['origin']}")
-        time = iso_zoned_utc(e["timestamp"]) if e["timestamp"] is not None else "?"
-        data = json.dumps(e["data"], separators=(",", ":"), ensure_ascii=False)
-        yield f"{where} epoch={e['epoch']} time={time} {e['type']}(v{e['version']}) {data}"
-        if "after" in e:
-            yield f"    -> {_state(e['after'])}"
-    yield f"{len(found)} records"

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterator
-from typing import Any
 
-from ..tree.node import Node, RenderOptions
+from ..tree.node import Node
 from ..tree.paths import GlobError, Match, resolve
-from ..tree.walk import tree_lines
+from ..tree.printer import tree_data, tree_lines
+from . import results as r
 from .base import ArgParser, Result, command
-from .columns import layout
 from .shell import Shell
+
+__all__ = ["cat", "cd", "find", "ls", "pwd", "tree", "tree_data", "tree_lines"]
 
 
 def _matches(shell: Shell, cmd: str, target: str, errors: list[str]) -> list[Match]:
@@ -37,40 +38,21 @@ def ls(shell: Shell, args: list[str]) -> Result:
     p.add_argument("paths", nargs="*")
     ns = p.parse_args(args)
     errors: list[str] = []
-    files: list[str] = []
-    file_paths: list[str] = []
-    dirs: list[tuple[Match, list[str]]] = []
+    files: list[r.NodeAt] = []
+    dirs: list[r.DirListing] = []
     for target in _targets(ns.paths):
         for mt in _matches(shell, "ls", target, errors):
             if mt.node.is_dir:
-                dirs.append((mt, sorted(mt.node.names())))
+                dirs.append(r.DirListing(mt.path, mt.name, sorted(mt.node.names())))
             else:
-                files.append(mt.name)
-                file_paths.append(mt.path)
-    data = ([{"path": path, "type": "file", "name": f} for f, path in zip(files, file_paths,
-                                                                       strict=True)]
-            + [{"path": mt.path, "type": "directory", "children": kids} for mt, kids in dirs])
-    return Result(_ls_lines(files, dirs, shell.width), data, errors)
-
-
-def _ls_lines(files: list[str], dirs: list[tuple[Match, list[str]]],
-              width: int | None) -> Iterator[str]:
-    yield from layout(files, width)
-    intro = bool(files) or len(dirs) > 1
-    first = not files
-    for mt, kids in dirs:
-        if intro:
-            if not first:
-                yield ""
-            yield f"{mt.name}:"
-            first = False
-        yield from layout(kids, width)
+                files.append(r.NodeAt(mt.path, mt.name, mt.node))
+    return Result(errors=errors, value=r.Listing(files, dirs))
 
 
 @command("pwd", "Print the current working directory.", "pwd")
 def pwd(shell: Shell, args: list[str]) -> Result:
     ArgParser("pwd", "pwd").parse_args(args)
-    return Result([shell.cwd], {"cwd": shell.cwd})
+    return Result(value=r.WorkingDir(shell.cwd))
 
 
 @command("cd", "Change the current working directory (no argument: /).", "cd [PATH]",
@@ -88,7 +70,7 @@ def cd(shell: Shell, args: list[str]) -> Result:
     if not found[0].node.is_dir:
         return Result(errors=[f"cd: {ns.path}: Not a directory."])
     shell.cwd = found[0].path
-    return Result(data={"cwd": shell.cwd})
+    return Result(value=r.WorkingDir(shell.cwd, show=False))
 
 
 @command("cat", "Show the contents of metadata leaves.", "cat PATH...",
@@ -98,27 +80,14 @@ def cat(shell: Shell, args: list[str]) -> Result:
     p.add_argument("paths", nargs="+")
     ns = p.parse_args(args)
     errors: list[str] = []
-    leaves: list[Match] = []
+    leaves: list[r.NodeAt] = []
     for target in ns.paths:
         for mt in _matches(shell, "cat", target, errors):
             if mt.node.is_dir:
                 errors.append(f"cat: {mt.path}: Is a directory (use ls or tree)")
             else:
-                leaves.append(mt)
-    opts = shell.opts
-    data = [{"path": mt.path, "value": mt.node.data(opts)} for mt in leaves]
-    return Result((mt.node.text(opts) for mt in leaves), data, errors)
-
-
-def tree_data(node: Node, opts: RenderOptions) -> Any:
-    if not node.is_dir:
-        return node.data(opts)
-    out: dict[str, Any] = {}
-    for name in sorted(node.names()):
-        child = node.child(name)
-        if child is not None:
-            out[name] = tree_data(child, opts)
-    return out
+                leaves.append(r.NodeAt(mt.path, mt.name, mt.node))
+    return Result(errors=errors, value=r.Leaves(leaves, shell.opts))
 
 
 @command("tree", "Show metadata nodes and everything below them.", "tree [PATH...]")
@@ -127,16 +96,9 @@ def tree(shell: Shell, args: list[str]) -> Result:
     p.add_argument("paths", nargs="*")
     ns = p.parse_args(args)
     errors: list[str] = []
-    found = [mt for t in _targets(ns.paths) for mt in _matches(shell, "tree", t, errors)]
-    opts = shell.opts
-
-    def lines() -> Iterator[str]:
-        for mt in found:
-            yield from tree_lines(mt.node, opts)
-
-    def data() -> Any:
-        return [{"path": mt.path, "tree": tree_data(mt.node, opts)} for mt in found]
-    return Result(lines(), data, errors)
+    found = [r.NodeAt(mt.path, mt.name, mt.node)
+             for t in _targets(ns.paths) for mt in _matches(shell, "tree", t, errors)]
+    return Result(errors=errors, value=r.Tree(found, shell.opts))
 
 
 @command("find", "Search for nodes below the given paths.",
@@ -178,7 +140,7 @@ def find(shell: Shell, args: list[str]) -> Result:
     def lines() -> Iterator[str]:
         for shown, mt in starts:
             yield from walk(shown, mt.name, mt.node, 0)
-    return Result(lines(), lambda: list(lines()), errors)
+    return Result(errors=errors, value=r.Paths(lines))
 
 
 def _depth(text: str) -> int:

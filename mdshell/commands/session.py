@@ -7,13 +7,11 @@ appear without any change here. Nothing in this module imports prompt_toolkit: `
 
 from __future__ import annotations
 
-from typing import Any
-
-from .. import history as hist
+from . import history as hist
+from . import results as r
 from .base import (
     REGISTRY,
     ArgParser,
-    Command,
     CommandError,
     Result,
     UsageError,
@@ -25,11 +23,6 @@ from .shell import Shell
 
 class ExitShell(Exception):
     """Raised by ``exit``; front ends catch it and end the session normally."""
-
-
-def _command_data(cmd: Command) -> dict[str, Any]:
-    return {"name": cmd.name, "summary": cmd.summary, "usage": cmd.usage,
-            "details": cmd.details, "shellOnly": cmd.shell_only, "options": list(cmd.options)}
 
 
 @command("help", "List the commands, or show the help of one.", "help [CMD]",
@@ -46,12 +39,7 @@ def help_(shell: Shell, args: list[str]) -> Result:
                              f"{advice})")
         return man(shell, [ns.cmd])
     cmds = [REGISTRY[name] for name in sorted(REGISTRY)]
-    width = max(len(c.name) for c in cmds)
-    lines = ["Commands ('man CMD' for details; paths take globs: * ? [a-z] {a,b}):"]
-    for c in cmds:
-        note = "  (interactive only)" if c.shell_only and not shell.interactive else ""
-        lines.append(f"  {c.name:<{width}}  {c.summary}{note}")
-    return Result(lines, [_command_data(c) for c in cmds])
+    return Result(value=r.Help(cmds, shell.interactive))
 
 
 @command("man", "Show the help text of a command.", "man CMD", completes_paths=False)
@@ -64,12 +52,7 @@ def man(shell: Shell, args: list[str]) -> Result:
         hint = closest(ns.cmd)
         advice = f"did you mean '{hint}'?" if hint else "type 'help' for the list of commands"
         raise UsageError(f"man: {ns.cmd}: unknown command; {advice}")
-    lines = cmd.help_text().rstrip("\n").split("\n")
-    if cmd.options:
-        lines += ["", "options: " + " ".join(cmd.options)]
-    if cmd.shell_only:
-        lines += ["", "Only in the interactive shell (mdshell --repl, or commands piped on stdin)."]
-    return Result(lines, _command_data(cmd))
+    return Result(value=r.Manual(cmd))
 
 
 @command("history", "Show the command history (the last N entries).", "history [N]",
@@ -84,10 +67,9 @@ def history(shell: Shell, args: list[str]) -> Result:
     entries = hist.entries_of(shell)
     if entries is None:
         raise CommandError("no command history in this session")
-    lines = hist.numbered(entries, ns.n)
-    first = len(entries) - len(lines)
-    data = [{"index": first + i + 1, "command": entries[first + i]} for i in range(len(lines))]
-    return Result(lines, data)
+    first = 0 if ns.n is None else max(len(entries) - max(ns.n, 0), 0)
+    return Result(value=r.History([r.HistoryEntry(i + 1, entries[i])
+                                   for i in range(first, len(entries))]))
 
 
 @command("exit", "Leave the shell.", "exit", shell_only=True, completes_paths=False)

@@ -1,5 +1,6 @@
 """What commands run against: a session (source, images, working directory) and the render
-options. Front-end state (output format, terminal width) is given per run by the front end."""
+options. Front-end state (output format, terminal width) stays in the front ends: they give
+it to the renderer (``render.emit``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..source import Source
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import GlobError
 from .base import REGISTRY, CommandError, Result, UsageError, closest
+from .results import Manual
 
 
 class Shell:
@@ -24,7 +26,6 @@ class Shell:
         self.session = session if isinstance(session, Session) else Session(session, loaded)
         self.opts = opts or RenderOptions()
         self.interactive = interactive
-        self.width: int | None = None  # the width given to the current run (ls columns)
 
     # The session's state, as commands see it.
     @property
@@ -57,7 +58,7 @@ class Shell:
     def new_notes(self) -> list[str]:
         return self.session.new_notes()
 
-    def run_line(self, line: str, width: int | None = None) -> Result:
+    def run_line(self, line: str) -> Result:
         try:
             words = shlex.split(line, comments=False, posix=True)
         except ValueError as e:
@@ -67,13 +68,12 @@ class Shell:
                                   "to use it literally, or run the command from your shell: "
                                   "mdshell -d DIR CMD | ..."],
                           exit_code=2)
-        return self.run(words, width)
+        return self.run(words)
 
-    def run(self, words: list[str], width: int | None = None) -> Result:
-        """Run one command; ``width`` is the terminal's (None: one entry per line)."""
+    def run(self, words: list[str]) -> Result:
+        """Run one command; its result is data (front ends render it: see ``render``)."""
         if not words:
             return Result()
-        self.width = width
         name, args = words[0], words[1:]
         self.session.poll_source()  # live follow: commands see the newest committed image
         cmd = REGISTRY.get(name)
@@ -83,9 +83,7 @@ class Shell:
             msg += f"; did you mean '{hint}'?" if hint else "; type 'help' for the list"
             return Result(errors=[msg], exit_code=2)
         if "--help" in args:
-            from .session import man
-
-            return man(self, [name])
+            return Result(value=Manual(cmd))
         if cmd.shell_only and not self.interactive:
             return Result(errors=[f"{name}: only available in the interactive shell "
                                   "(run mdshell without a command, or with --repl)"],

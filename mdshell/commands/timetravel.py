@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from typing import Any
 
 from ..problems import Problem
 from ..session import Loaded
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
+from ..tree.printer import tree_data
+from . import results as res
 from .base import ArgParser, CommandError, Result, UsageError, command
-from .navigate import tree_data
+from .results import DiffEntry
 from .shell import Shell
 
 LATEST = ("latest", "end", "now")
@@ -62,8 +63,8 @@ def parse_offset(shell: Shell, text: str) -> int | None:
         try:
             offset = int(text)
         except ValueError:
-            raise CommandError(f"{text!r} is not an offset (a number, a time such as "
-                               "2025-01-16T04:00Z, 'earliest' or 'latest')") from None
+            raise UsageError(f"{text!r} is not an offset (a number, a time such as "
+                             "2025-01-16T04:00Z, 'earliest' or 'latest')") from None
     if offset < 0:
         raise UsageError(f"offset {offset}: offsets are 0 or more (a number, a time, "
                          "'earliest' or 'latest')")
@@ -153,44 +154,28 @@ def at(shell: Shell, args: list[str]) -> Result:
     offset = parse_offset(shell, ns.offset)
     moved = shell.set_loaded(load_at(shell, offset))
     prov = shell.loaded.image.provenance
-    where = "latest" if offset is None else f"offset {offset}"
-    text = [f"image as of {where} (last applied: offset {prov.offset}, epoch {prov.epoch})"]
+    asked = how = None
     if is_time(ns.offset) and offset is not None:
         first = shell.session.offset_range()[0]
+        asked = ns.offset
         how = ("the newest snapshot at or before that time (the log there was deleted)"
                if first is not None and offset < first
                else "the last record written at or before that time")
-        text.append(f"{ns.offset} is offset {offset}: {how}")
-    if moved is not None:
-        text.append(f"the working directory did not exist then: now {moved}")
     # Problems of the data read for this offset that the latest load did not meet (older
     # snapshots, segments below the newest one).
     known = {p.message for p in shell.latest.problems}
     fresh = [p.message for p in shell.loaded.problems if p.message not in known]
-    return Result(text, {"at": offset, "cwd": shell.cwd, "provenance": {"offset": prov.offset,
-                                                        "epoch": prov.epoch,
-                                                        "timeMs": prov.time_ms}},
-                  warnings=fresh)
-
-
-@dataclass
-class Change:
-    kind: str  # "added", "removed" or "changed"
-    path: str
-    before: Any = None
-    after: Any = None
-    before_text: str | None = None
-    after_text: str | None = None
-    secret: bool = False  # only redacted values differ
+    return Result(warnings=fresh, value=res.Moved(offset, shell.cwd, prov.offset, prov.epoch,
+                                                  prov.time_ms, asked, how, moved))
 
 
 # id(ident a), id(ident b) -> (ident a, ident b, the path diffed, its changes): the same pair
 # of image objects under another path (a topic under byId and byName) is diffed once.
-DiffMemo = dict[tuple[int, int], tuple[object, object, str, list[Change]]]
+DiffMemo = dict[tuple[int, int], tuple[object, object, str, list[DiffEntry]]]
 
 
 def diff_nodes(a: Node | None, b: Node | None, path: str,
-               opts: RenderOptions, memo: DiffMemo | None = None) -> Iterator[Change]:
+               opts: RenderOptions, memo: DiffMemo | None = None) -> Iterator[DiffEntry]:
     """Differences between two trees, top-most added/removed nodes and changed leaves."""
     if memo is None:
         memo = {}
@@ -198,10 +183,10 @@ def diff_nodes(a: Node | None, b: Node | None, path: str,
         return
     if a is None:
         assert b is not None
-        yield Change("added", path, after=tree_data(b, opts), after_text=_text(b, opts))
+        yield DiffEntry("added", path, after=tree_data(b, opts), after_text=_text(b, opts))
         return
     if b is None:
-        yield Change("removed", path, before=tree_data(a, opts), before_text=_text(a, opts))
+        yield DiffEntry("removed", path, before=tree_data(a, opts), before_text=_text(a, opts))
         return
     same, other = a.ident(), b.ident()
     if same is not None and same is other:
@@ -211,9 +196,9 @@ def diff_nodes(a: Node | None, b: Node | None, path: str,
         if seen is not None and seen[0] is same and seen[1] is other:
             done = len(seen[2])
             for c in seen[3]:
-                yield replace(c, path=path + c.path[done:])
+                yield c._replace(path=path + c.path[done:])
             return
-        found: list[Change] = []
+        found: list[DiffEntry] = []
         memo[(id(same), id(other))] = (same, other, path, found)
         for c in _diff_dirs(a, b, path, opts, memo):
             found.append(c)
@@ -229,14 +214,14 @@ def diff_nodes(a: Node | None, b: Node | None, path: str,
         if a.text(_REVEAL) == b.text(_REVEAL):
             return
         ta, tb = a.text(opts), b.text(opts)
-        yield Change("changed", path, a.data(opts), b.data(opts), ta, tb, secret=ta == tb)
+        yield DiffEntry("changed", path, a.data(opts), b.data(opts), ta, tb, secret=ta == tb)
         return
-    yield Change("changed", path, tree_data(a, opts), tree_data(b, opts), _text(a, opts),
+    yield DiffEntry("changed", path, tree_data(a, opts), tree_data(b, opts), _text(a, opts),
                  _text(b, opts))
 
 
 def _diff_dirs(a: Node, b: Node, path: str, opts: RenderOptions,
-               memo: DiffMemo) -> Iterator[Change]:
+               memo: DiffMemo) -> Iterator[DiffEntry]:
     changed = a.changed_names(b)  # known cheaply: no need to look at every child
     names = sorted(set(a.names()) | set(b.names())) if changed is None else sorted(changed)
     for name in names:
@@ -253,30 +238,6 @@ _REVEAL = RenderOptions(show_secrets=True)  # compare real values; print per the
 
 def _text(node: Node, opts: RenderOptions) -> str | None:
     return node.text(opts) if not node.is_dir else None
-
-
-def field_changes(before: Any, after: Any) -> list[str]:
-    """``field: old -> new`` for dict-shaped leaves (brokers, partitions...)."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        out = []
-        for k in sorted(set(before) | set(after), key=list({**before, **after}).index):
-            if before.get(k) != after.get(k):
-                out.append(f"{k}: {_short(before.get(k))} -> {_short(after.get(k))}")
-        return out
-    return [f"{_short(before)} -> {_short(after)}"]
-
-
-def _short(v: Any) -> str:
-    """Values as Kafka prints them: ``true``/``false``/``null``, lists in brackets."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if v is None:
-        return "null"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k}: {_short(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, list):
-        return "[" + ", ".join(_short(x) for x in v) + "]"
-    return str(v)
 
 
 def _root(loaded: Loaded, shell: Shell) -> Node:
@@ -302,57 +263,22 @@ def diff(shell: Shell, args: list[str]) -> Result:
     na, nb = lookup(_root(la, shell), comps), lookup(_root(lb, shell), comps)
     if na is None and nb is None:
         raise CommandError(f"{join(comps)}: No such file or directory at either offset.")
-    changes = list(diff_nodes(na, nb, join(comps), shell.opts))
-    label_a = "latest" if oa is None else str(oa)
-    label_b = "latest" if ob is None else str(ob)
-    data = {"from": oa, "to": ob, "path": join(comps), "changes": [
-        {"kind": c.kind, "path": c.path, **_topic_name(c.path, la, lb), "before": c.before,
-         "after": c.after, "secret": c.secret} for c in changes]}
-    return Result(_diff_lines(changes, label_a, label_b, la, lb), data)
+    changes = [c._replace(topic=_topic_name(c.path, la, lb))
+               for c in diff_nodes(na, nb, join(comps), shell.opts)]
+    return Result(value=res.Diff(oa, ob, join(comps), la.image.provenance.offset,
+                                 lb.image.provenance.offset, changes))
 
 
-def _topic_label(path: str, la: Loaded, lb: Loaded) -> str:
-    """`` (topic NAME)`` for a path under ``/image/topics/byId/<id>``, else ``""``."""
+def _topic_name(path: str, la: Loaded, lb: Loaded) -> str | None:
+    """The topic's name for a path under ``/image/topics/byId/<id>``, else None."""
     from ..wire.primitives import uuid_from_str
 
     parts = path.split("/")
     if len(parts) < 5 or parts[1:4] != ["image", "topics", "byId"]:
-        return ""
+        return None
     try:
         tid = uuid_from_str(parts[4])
     except ValueError:
-        return ""
+        return None
     topic = lb.image.topics_by_id.get(tid) or la.image.topics_by_id.get(tid)
-    return "" if topic is None else f" (topic {topic.name})"
-
-
-def _topic_name(path: str, la: Loaded, lb: Loaded) -> dict[str, str]:
-    label = _topic_label(path, la, lb)
-    return {"topicName": label[len(" (topic "):-1]} if label else {}
-
-
-def _diff_lines(changes: list[Change], a: str, b: str, la: Loaded,
-                lb: Loaded) -> Iterator[str]:
-    pa, pb = la.image.provenance, lb.image.provenance
-    yield f"--- offset {a} (last applied {pa.offset})"
-    yield f"+++ offset {b} (last applied {pb.offset})"
-    if not changes:
-        yield "no differences"
-        return
-    for c in changes:
-        name = _topic_label(c.path, la, lb)
-        if c.kind == "added":
-            yield f"+ {c.path}" + (f"{name}: {c.after_text}" if c.after_text is not None
-                                   else f"/{name}")
-        elif c.kind == "removed":
-            yield f"- {c.path}" + (f"{name}: {c.before_text}" if c.before_text is not None
-                                   else f"/{name}")
-        elif c.secret:
-            yield f"~ {c.path}{name}"
-            yield "    a secret value changed (--show-secrets shows it)"
-        else:
-            yield f"~ {c.path}{name}"
-            for line in field_changes(c.before, c.after):
-                yield f"    {line}"
-    counts = {k: sum(1 for c in changes if c.kind == k) for k in ("added", "removed", "changed")}
-    yield f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
+    return None if topic is None else topic.name

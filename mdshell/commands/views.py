@@ -24,28 +24,21 @@ from ..image.names import (
 )
 from ..tree.redact import REDACTED, is_sensitive_config
 from ..wire.primitives import uuid_str
+from . import results as res
 from .base import ArgParser, CommandError, Result, command
+from .render import NONE
 from .shell import Shell
 
-NONE = "-"
+
+def table(columns: Sequence[str], cells: Iterable[Sequence[object]], rows: Any,
+          header_when_empty: bool = True) -> Result:
+    """A table result: the renderer aligns the cells; JSON gives ``rows``."""
+    return Result(value=res.Table(list(columns), [list(c) for c in cells], rows,
+                                  header_when_empty))
 
 
-def table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
-    """Columns left-aligned to their widest cell, two spaces apart, no trailing blanks."""
-    cells = [[str(c) for c in columns]] + [[_cell(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-            for r in cells]
-
-
-def _cell(v: object) -> str:
-    if v is None:
-        return NONE
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, list):
-        return ",".join(map(str, v)) if v else NONE
-    return str(v)
+def fields(pairs: list[tuple[str, Any]], data: Any) -> Result:
+    return Result(value=res.Fields(pairs, data))
 
 
 def endpoints(listeners: dict[str, m.Endpoint]) -> list[str]:
@@ -93,11 +86,10 @@ def topics(shell: Shell, args: list[str]) -> Result:
     filters = ns.under_replicated or ns.offline or ns.under_min_isr
     if not (ns.describe or filters):
         rows = [_topic_row(img, t, shell.opts.show_secrets) for t in chosen]
-        return Result(table(["TOPIC", "TOPIC ID", "PARTITIONS", "RF", "CONFIGS"],
-                            [[r["topic"], r["topicId"], r["partitionCount"],
-                              r["replicationFactor"],
-                              ",".join(f"{k}={v}" for k, v in r["configs"].items()) or NONE]
-                             for r in rows]), rows)
+        return table(["TOPIC", "TOPIC ID", "PARTITIONS", "RF", "CONFIGS"],
+                     [[r["topic"], r["topicId"], r["partitionCount"], r["replicationFactor"],
+                       ",".join(f"{k}={v}" for k, v in r["configs"].items()) or NONE]
+                      for r in rows], rows)
     parts = []
     for t in chosen:
         for pid in sorted(t.partitions):
@@ -114,8 +106,8 @@ def topics(shell: Shell, args: list[str]) -> Result:
             "ADDING", "REMOVING"]
     keys = ["topic", "partition", "leader", "replicas", "isr", "elr", "lastKnownElr",
             "addingReplicas", "removingReplicas"]
-    lines = table(cols, [[r[k] for k in keys] for r in parts]) if parts or not filters else []
-    return Result(lines, parts)
+    return table(cols, [[r[k] for k in keys] for r in parts], parts,
+                 header_when_empty=not filters)
 
 
 def _topics(img: m.Image, patterns: list[str]) -> list[m.Topic]:
@@ -180,11 +172,10 @@ def brokers(shell: Shell, args: list[str]) -> Result:
              "listeners": _endpoint_data(b.listeners),
              "supportedFeatures": _range_data(b.supported_features)}
             for b in (img.brokers[i] for i in sorted(img.brokers))]
-    text = table(["ID", "STATE", "EPOCH", "RACK", "LOG DIRS", "ENDPOINTS", "FEATURES"],
+    return table(["ID", "STATE", "EPOCH", "RACK", "LOG DIRS", "ENDPOINTS", "FEATURES"],
                  [[r["id"], r["state"], r["epoch"], r["rack"], r["logDirs"],
                    r["endpoints"], _ranges(img.brokers[r["id"]].supported_features)]
-                  for r in rows])
-    return Result(text, rows)
+                  for r in rows], rows)
 
 
 @command("controllers", "Registered controllers: voter or not, endpoints, features.",
@@ -205,10 +196,9 @@ def controllers(shell: Shell, args: list[str]) -> Result:
              "listeners": _endpoint_data(c.listeners),
              "supportedFeatures": _range_data(c.supported_features)}
             for c in (img.controllers[i] for i in sorted(img.controllers))]
-    text = table(["ID", "VOTER", "ENDPOINTS", "FEATURES"],
+    return table(["ID", "VOTER", "ENDPOINTS", "FEATURES"],
                  [[r["id"], "unknown" if r["voter"] is None else r["voter"], r["endpoints"],
-                   _ranges(img.controllers[r["id"]].supported_features)] for r in rows])
-    return Result(text, rows)
+                   _ranges(img.controllers[r["id"]].supported_features)] for r in rows], rows)
 
 
 # ---------------------------------------------------------------- quorum
@@ -243,12 +233,7 @@ def quorum(shell: Shell, args: list[str]) -> Result:
                          "lag": None, "lastFetchTimestamp": None,
                          "lastCaughtUpTimestamp": None,
                          "status": "Leader" if v["id"] == q.leader_id else "Follower"})
-        text = table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
-                      "LastCaughtUpTimestamp", "Status"],
-                     [[r["nodeId"], r["directoryId"], r["logEndOffset"], r["lag"],
-                       r["lastFetchTimestamp"], r["lastCaughtUpTimestamp"], r["status"]]
-                      for r in rows])
-        return Result(text, rows)
+        return _replication(rows)
     status = {"clusterId": q.cluster_id, "leaderId": q.leader_id,
               "leaderEpoch": q.leader_epoch, "highWatermark": None,
               "logEndOffset": q.log_end_offset, "nodeId": q.node_id,
@@ -264,9 +249,7 @@ def quorum(shell: Shell, args: list[str]) -> Result:
              ("KRaftVersion", q.kraft_version),
              ("CurrentVoters", "[" + ", ".join(_voter_text(v) for v in voters) + "]"),
              ("CurrentObservers", UNKNOWN_OFFLINE + " (not recorded on disk)")]
-    width = max(len(k) for k, _ in pairs) + 2
-    text = [f"{k + ':':<{width}}{_cell(v)}" for k, v in pairs]
-    return Result(text, status)
+    return fields(pairs, status)
 
 
 def _live_quorum(shell: Shell, replication: bool) -> Result:
@@ -286,12 +269,7 @@ def _live_quorum(shell: Shell, replication: bool) -> Result:
     rows = [row(r, "Leader" if r.replica_id == qv.leader_id else "Follower")
             for r in qv.voters] + [row(r, "Observer") for r in qv.observers]
     if replication:
-        text = table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
-                      "LastCaughtUpTimestamp", "Status"],
-                     [[r["nodeId"], r["directoryId"], r["logEndOffset"], r["lag"],
-                       r["lastFetchTimestamp"], r["lastCaughtUpTimestamp"], r["status"]]
-                      for r in rows])
-        return Result(text, rows)
+        return _replication(rows)
     followers = [r for r in rows if r["status"] == "Follower"]
     max_lag = max((r["lag"] or 0 for r in followers), default=0)
     leader_fetch = next((r["lastCaughtUpTimestamp"] for r in rows
@@ -309,8 +287,15 @@ def _live_quorum(shell: Shell, replication: bool) -> Result:
              ("CurrentVoters", "[" + ", ".join(str(v) for v in status["currentVoters"]) + "]"),
              ("CurrentObservers",
               "[" + ", ".join(str(v) for v in status["currentObservers"]) + "]")]
-    width = max(len(k) for k, _ in pairs) + 2
-    return Result([f"{k + ':':<{width}}{_cell(v)}" for k, v in pairs], status)
+    return fields(pairs, status)
+
+
+def _replication(rows: list[dict[str, Any]]) -> Result:
+    return table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+                  "LastCaughtUpTimestamp", "Status"],
+                 [[r["nodeId"], r["directoryId"], r["logEndOffset"], r["lag"],
+                   r["lastFetchTimestamp"], r["lastCaughtUpTimestamp"], r["status"]]
+                  for r in rows], rows)
 
 
 def _voters(q: Any) -> list[dict[str, Any]]:
@@ -356,11 +341,10 @@ def features(shell: Shell, args: list[str]) -> Result:
         hi = min((r[1] for r in ranges), default=None)
         rows.append({"feature": f, "supportedMin": lo, "supportedMax": hi,
                      "finalizedLevel": finalized.get(f)})
-    text = table(["FEATURE", "SUPPORTED MIN", "SUPPORTED MAX", "FINALIZED"],
+    return table(["FEATURE", "SUPPORTED MIN", "SUPPORTED MAX", "FINALIZED"],
                  [[r["feature"], _level(r["feature"], r["supportedMin"]),
                    _level(r["feature"], r["supportedMax"]),
-                   _level(r["feature"], r["finalizedLevel"])] for r in rows])
-    return Result(text, rows)
+                   _level(r["feature"], r["finalizedLevel"])] for r in rows], rows)
 
 
 KRAFT_VERSION = "kraft.version"

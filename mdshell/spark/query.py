@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..commands.base import CommandError
+from ..problems import CommandError
 from . import tables
 from .session import get_session
 

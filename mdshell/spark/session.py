@@ -13,7 +13,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING
 
-from ..commands.base import CommandError
+from ..problems import CommandError
 from .settings import SETTINGS, SparkSettings, log_path
 
 if TYPE_CHECKING:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..commands.logcmds import _payload as payload_of
 from ..image import model as m
 from ..image.names import (
     ACL_OPERATIONS,
@@ -38,6 +37,7 @@ from ..source.layout import scan_layout
 from ..source.localfiles import read_properties, read_quorum_state
 from ..source.loginfo import quorum_info
 from ..source.logscan import LogRecord, iter_log
+from ..tree.logrecord import record_payload as payload_of
 from ..tree.redact import REDACTED, is_sensitive_config
 from ..wire.primitives import uuid_str
 from ..wire.records import METADATA

@@ -213,36 +213,6 @@ class MdshellApp(App[int]):
         self.exit(return_code=1 if self.fatal else 0)
 
 
-class DataScreen(Screen[None]):
-    """A screen that shows image data: re-reads it when the image moved while away."""
-
-    seen_generation = -1
-    seen_checks: object = None
-
-    def on_screen_resume(self) -> None:
-        app = self.app
-        assert isinstance(app, MdshellApp)
-        if self.seen_generation != app.generation:
-            self.refresh_data()
-        elif self.seen_checks is not app.checks:
-            self.checks_ready()
-        self.seen_checks = app.checks
-
-    def refresh_data(self) -> None:
-        app = self.app
-        assert isinstance(app, MdshellApp)
-        self.seen_generation = app.generation
-
-    def checks_ready(self) -> None:
-        """The health checks of the current image are in (``app.checks``)."""
-
-    @property
-    def mdapp(self) -> MdshellApp:
-        app = self.app
-        assert isinstance(app, MdshellApp)
-        return app
-
-
 def make_app(engine: Engine, at: str | None = None) -> MdshellApp:
     """The app over a source; the program and the tests both start here."""
     return MdshellApp(engine, at)

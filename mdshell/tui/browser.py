@@ -14,10 +14,10 @@ from textual.timer import Timer
 from textual.widgets import Footer, Tree
 from textual.widgets.tree import TreeNode
 
-from .app import DataScreen
 from .commandbar import CommandBar
 from .detail import DetailPane
 from .engine import SECTIONS
+from .screen import DataScreen
 from .widgets import StatusBar, state_text
 
 PAGE = 300  # children added per expansion step: a 10k-partition topic opens at once

@@ -11,8 +11,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Static, Tree
 
-from .app import DataScreen
 from .engine import CheckRow
+from .screen import DataScreen
 from .widgets import StatusBar, status_badge
 
 MAX_ITEMS = 1000  # per check; the count says how many more there are

@@ -13,9 +13,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Input, Sparkline, Static
 
-from .app import DataScreen
 from .detail import MAX_LINES
 from .engine import Timeline, run_lines
+from .screen import DataScreen
 from .widgets import StatusBar
 
 

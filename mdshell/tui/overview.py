@@ -13,8 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
-from .app import DataScreen
 from .engine import CheckRow, NodeRow, Overview
+from .screen import DataScreen
 from .widgets import StatusBar, state_text, status_badge
 
 

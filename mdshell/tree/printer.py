@@ -1,16 +1,17 @@
-"""Rendering a whole subtree as Kafka's ShellNodePrinter does (``tree``), fast enough for
-100k partitions.
+"""A subtree as Kafka's shell prints it (``tree``), and as nested JSON.
 
-Two things make it cheap: leaves are rendered inline (no generator per leaf), and a directory
-whose image object was already rendered at the same depth is not rendered again. Images share
-what did not change, and ``/image/topics/byName/X`` and ``/image/topics/byId/Y`` are the same
-topic object: the contract of :meth:`Node.ident` (same object, same subtree) makes the second
-rendering a copy of the first.
+``tree`` is fast enough for 100k partitions because leaves are rendered inline (no generator
+per leaf), lines travel in chunks, and a directory whose image object was already rendered at
+the same depth is not rendered again. Images share what did not change, and
+``/image/topics/byName/X`` and ``/image/topics/byId/Y`` are the same topic object: the
+contract of :meth:`Node.ident` (same object, same subtree) makes the second rendering a copy
+of the first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from .node import Node, RenderOptions
 
@@ -80,3 +81,14 @@ class _Walk:
         if kept is not None:
             self.budget -= len(kept)
             self.memo[id(ident)] = (ident, indent, kept)
+
+
+def tree_data(node: Node, opts: RenderOptions) -> Any:
+    if not node.is_dir:
+        return node.data(opts)
+    out: dict[str, Any] = {}
+    for name in sorted(node.names()):
+        child = node.child(name)
+        if child is not None:
+            out[name] = tree_data(child, opts)
+    return out

@@ -1,31 +1,33 @@
-"""Command history: where it lives, how it is stored, and how a session exposes it.
+"""The REPL's command history: where it lives and how it is stored.
 
 The REPL keeps its history in prompt-toolkit's ``FileHistory`` format, in the user's data
 directory, so it survives sessions. A history file that cannot be read or written must never
 stop the shell: the first failure is reported once and the session goes on with the entries
 it has in memory.
 
-prompt_toolkit is imported only inside :func:`open_history`, so the ``history`` command (and
-everything else that imports this module) stays importable by the one-shot path.
+prompt_toolkit is imported only inside :func:`open_history`, so scripts read from stdin never
+load it. The ``history`` command reads the entries through :mod:`mdshell.commands.history`.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ..commands.history import attach, entries_of, numbered
+
+__all__ = ["attach", "entries_of", "history_path", "numbered", "open_history"]
 
 if TYPE_CHECKING:
     from prompt_toolkit.history import FileHistory
 
 ENV_VAR = "MDSHELL_HISTORY"
 MAX_ENTRIES = 10_000  # loaded from the file; older entries stay in it but are not recalled
-_ATTR = "_mdshell_history"
 
 Warn = Callable[[str], None]
-Entries = Callable[[], Sequence[str]]
 
 
 def history_path(env: Mapping[str, str] | None = None) -> Path:
@@ -37,27 +39,6 @@ def history_path(env: Mapping[str, str] | None = None) -> Path:
     # The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored.
     data_home = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "share"
     return data_home / "mdshell" / "history"
-
-
-def attach(shell: object, entries: Entries) -> None:
-    """Let the ``history`` command see a front end's entries (oldest first).
-
-    Stored on the shell object itself so two shells (tests, a TUI next to a REPL) never share
-    one history.
-    """
-    setattr(shell, _ATTR, entries)
-
-
-def entries_of(shell: object) -> Sequence[str] | None:
-    """The attached history entries, oldest first, or None when the front end keeps none."""
-    entries: Entries | None = getattr(shell, _ATTR, None)
-    return None if entries is None else entries()
-
-
-def numbered(entries: Sequence[str], last: int | None = None) -> list[str]:
-    """Kafka's ``% 5d  %s`` lines, numbered from 1 across the whole history."""
-    start = 0 if last is None else max(len(entries) - max(last, 0), 0)
-    return [f"{i + 1: 5d}  {text}" for i, text in enumerate(entries) if i >= start]
 
 
 def open_history(path: Path, warn: Warn) -> FileHistory:

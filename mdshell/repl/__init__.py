@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from . import __version__
+from .. import __version__
+from ..commands.base import REGISTRY
+from ..commands.render import emit
+from ..commands.session import ExitShell
+from ..commands.shell import Shell
+from ..tree.javafmt import iso_zoned_utc
+from ..tree.paths import GlobError, absolute, has_glob, lookup, unescape
 from . import history as hist
-from .cli import emit
-from .commands.base import REGISTRY, Result
-from .commands.session import ExitShell
-from .commands.shell import Shell
-from .tree.javafmt import iso_zoned_utc
-from .tree.paths import GlobError, absolute, has_glob, lookup, unescape
 
 if TYPE_CHECKING:
     from prompt_toolkit.completion import Completer
@@ -193,7 +193,7 @@ def _topic_names_under(shell: Shell, comps: list[str]) -> Callable[[str], str]:
     """Beside each id under ``/image/topics/byId``, the topic's name (completion meta)."""
     if [unescape(c) for c in comps] != ["image", "topics", "byId"]:
         return lambda _: ""
-    from .wire.primitives import uuid_from_str
+    from ..wire.primitives import uuid_from_str
 
     by_id = shell.loaded.image.topics_by_id
 
@@ -304,9 +304,10 @@ def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError,
             output: str = "text", width: int | None = None) -> int:
     """Run one line and print its result; an unexpected exception becomes one error line."""
     try:
-        result = shell.run_line(line, width)
-        # Errors go through show_error (colour, line numbers); emit only prints the output.
-        emit(shell, Result(result.lines, result.data, [], result.warnings, 0), out, output)
+        result = shell.run_line(line)
+        # Errors go through show_error (colour, line numbers); emit prints the output.
+        emit(result, out, output=output, width=width, notes=shell.new_notes,
+             show_errors=False)
     except (ExitShell, KeyboardInterrupt):
         raise
     except Exception as e:

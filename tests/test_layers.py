@@ -1,0 +1,231 @@
+"""The house keeps its shape: imports follow the layers of ``docs/design.md``, and no two
+modules import each other (read from the source with ``ast``, nothing is imported).
+
+Layers, lowest first: wire -> source -> image -> tree -> commands -> front ends (cli, repl, tui).
+Every import counts for the layers, also inside functions and under ``TYPE_CHECKING``. Cycles
+are looked for among the imports that run when a module is imported (module level), and
+separately among all the imports that run (function level too); imports under
+``TYPE_CHECKING`` never run and are left out of the cycle checks.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mdshell"
+
+FRONT = ("cli", "repl", "tui", "__main__")
+BELOW_ALL = {"source", "image", "tree", "session", "commands", "front", "synth", "spark"}
+# layer -> (top-level names under mdshell, layers it must not import). design.md's table,
+# made exact: the tree may read the source's facts (/local, /log and /quorum describe the
+# files), the session ties source, image and tree together, and Spark sits beside the
+# commands (it reads sources and images, and renders with the tree's redaction), so it is
+# below them: `sql` imports it, never the other way round.
+LAYERS: dict[str, tuple[tuple[str, ...], set[str]]] = {
+    "shared": (("problems",), BELOW_ALL | {"wire"}),
+    "wire": (("wire",), BELOW_ALL),
+    "source": (("source",), BELOW_ALL - {"source"}),
+    "image": (("image",), BELOW_ALL - {"image"}),
+    "tree": (("tree",), {"session", "commands", "front", "synth", "spark"}),
+    "session": (("session",), {"commands", "front", "synth", "spark"}),
+    "commands": (("commands",), {"front", "synth"}),
+    "spark": (("spark",), {"commands", "front", "synth"}),
+    "synth": (("synth",), BELOW_ALL - {"synth"}),
+    "front": (FRONT, {"synth"}),
+}
+# Who may import the optional front ends and Spark (besides the package itself): the TUI is
+# started by the command line, the REPL by the command line (and the TUI's command bar
+# completes like it), Spark by `sql`/`tables` and the --spark-master option.
+IMPORTERS = {
+    "mdshell.tui": {"mdshell.cli"},
+    "mdshell.repl": {"mdshell.cli", "mdshell.tui"},
+    "mdshell.spark": {"mdshell.cli", "mdshell.commands.sparkcmds"},
+}
+# Third-party front-end libraries, and the only packages that may import them.
+HEAVY = {"textual": "mdshell.tui", "rich": "mdshell.tui", "prompt_toolkit": "mdshell.repl",
+         "pyspark": "mdshell.spark", "pyarrow": "mdshell.spark", "pandas": "mdshell.spark"}
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_pkg: bool,
+             known: set[str]) -> list[str]:
+    """The package modules an import statement loads."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "mdshell"]
+    if node.level:
+        base = module.split(".") if is_pkg else module.split(".")[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        name = ".".join([*base, node.module] if node.module else base)
+    else:
+        name = node.module or ""
+    if name.split(".")[0] != "mdshell":
+        return []
+    subs = [f"{name}.{a.name}" for a in node.names if f"{name}.{a.name}" in known]
+    return subs if len(subs) == len(node.names) else [name, *subs]
+
+
+EAGER, LAZY, TYPING = "eager", "lazy", "typing"  # at import, in a function, types only
+
+
+def imports(module: str, path: Path, known: set[str]) -> list[tuple[str, str]]:
+    """(imported module, EAGER/LAZY/TYPING) for every import statement of a module."""
+    is_pkg = path.name == "__init__.py"
+    out: list[tuple[str, str]] = []
+
+    def visit(node: ast.AST, when: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                out.extend((t, when) for t in _targets(child, module, is_pkg, known))
+            elif isinstance(child, ast.If) and _is_type_checking(child):
+                visit(child, TYPING)
+            elif (isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+                  and when == EAGER):
+                visit(child, LAZY)
+            else:
+                visit(child, when)
+
+    visit(ast.parse(path.read_text(), str(path)), EAGER)
+    return out
+
+
+def layer_of(module: str) -> str | None:
+    rest = module.split(".")[1:]
+    if not rest:
+        return "shared"  # mdshell/__init__.py: the version
+    for layer, (prefixes, _) in LAYERS.items():
+        if rest[0] in prefixes:
+            return layer
+    return None
+
+
+def graph(*kinds: str) -> dict[str, set[str]]:
+    """Module -> the package modules it imports in the ways ``kinds`` name."""
+    mods = modules()
+    known = set(mods)
+    return {m: {t for t, when in imports(m, p, known) if t != m and when in kinds}
+            for m, p in mods.items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    loose = [m for m in modules() if layer_of(m) is None]
+    assert not loose, f"modules outside every layer (move them into one): {loose}"
+
+
+def test_the_top_of_the_package_holds_only_front_ends_and_shared_modules() -> None:
+    top = {p.stem for p in PACKAGE.glob("*.py")}
+    assert top <= {"__init__", "__main__", "cli", "problems"}, top
+
+
+def test_imports_follow_the_layers() -> None:
+    bad = []
+    for module, targets in graph(EAGER, LAZY, TYPING).items():
+        layer = layer_of(module)
+        assert layer is not None
+        forbidden = LAYERS[layer][1]
+        for target in sorted(targets):
+            if layer_of(target) in forbidden:
+                bad.append(f"{module} ({layer}) imports {target} ({layer_of(target)})")
+    assert not bad, "\n".join(bad)
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_front_ends_and_spark_are_imported_only_where_allowed() -> None:
+    bad = []
+    for module, targets in graph(EAGER, LAZY, TYPING).items():
+        for package, allowed in IMPORTERS.items():
+            if _inside(module, package) or any(_inside(module, a) for a in allowed):
+                continue
+            bad += [f"{module} imports {t}" for t in sorted(targets) if _inside(t, package)]
+    assert not bad, "\n".join(bad)
+
+
+def third_party(path: Path) -> set[str]:
+    """The top-level names of every absolute import in a file (functions included)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_textual_prompt_toolkit_and_pyspark_stay_in_their_front_end() -> None:
+    bad = []
+    for module, path in modules().items():
+        for name in sorted(third_party(path) & HEAVY.keys()):
+            if not _inside(module, HEAVY[name]):
+                bad.append(f"{module} imports {name} (only {HEAVY[name]} may)")
+    assert not bad, "\n".join(bad)
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a list of modules (first == last), or None."""
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(edges.get(m, ())):
+            if state.get(t) == 1:
+                return [*stack[stack.index(t):], t]
+            if t not in state:
+                found = visit(t)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(edges):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def _without_package_inits(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """A package's ``__init__`` importing its own modules (to register them, or re-export)
+    is not a cycle with the modules below it that import a sibling: drop those edges."""
+    return {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in edges.items()}
+
+
+@pytest.mark.parametrize("kinds", [(EAGER,), (EAGER, LAZY)], ids=["at-import", "all-run"])
+def test_no_import_cycles(kinds: tuple[str, ...]) -> None:
+    cycle = find_cycle(_without_package_inits(graph(*kinds)))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_layer_check_sees_function_level_imports(tmp_path: Path) -> None:
+    src = tmp_path / "mod.py"
+    src.write_text("import os\n\ndef f():\n    from ..cli import main\n    return main\n")
+    found = imports("mdshell.commands.mod", src, {"mdshell.cli"})
+    assert found == [("mdshell.cli", LAZY)]
