@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..image.model import Partition, partition_from_record
+from ..image.names import TOPIC_CONFIG
 from ..image.replay import ImageBuilder, Wants, merge_partition
 from ..problems import Problem
 from ..session import replay_history
@@ -17,6 +18,7 @@ from ..tree.paths import GlobError, Matcher, absolute, join, matchers, related
 from ..tree.recordjson import record_data
 from ..tree.touched import paths_for, touches
 from ..wire.control import CONTROL
+from ..wire.kinds import RecordKind as K
 from ..wire.primitives import uuid_str
 from ..wire.records import METADATA
 from . import results as res
@@ -131,13 +133,13 @@ def records(shell: Shell, args: list[str]) -> Result:
         names = topic_names(shell)
         for r in iter_log(shell.source, first=ns.first, last=ns.last, snapshot=snapshot,
                           problems=problems):
-            if r.key == 2 and not r.control and isinstance(r.value, dict):
+            if r.key == K.TOPIC and not r.control and isinstance(r.value, dict):
                 names[uuid_str(r.value["topicId"])] = r.value["name"]
             name = _norm(r.name)
             if (wanted is not None and name not in wanted) or (excluded and name in excluded):
                 continue
             j = record_json(r, show)
-            if r.key != 2 or r.control:  # a TopicRecord names itself
+            if r.key != K.TOPIC or r.control:  # a TopicRecord names itself
                 j["data"] = with_topic_name(j["data"], names)
             if ns.topic is not None and not _about(r, j["data"], ns.topic):
                 continue
@@ -189,9 +191,10 @@ def _about(r: LogRecord, data: Any, topic: str) -> bool:
     """Whether a record is about ``topic``: by name, by id, or as its config resource."""
     if r.control or not isinstance(data, dict):
         return False
-    if r.key == 4:  # ConfigRecord of a TOPIC resource
-        return bool(data.get("resourceType") == 2 and data.get("resourceName") == topic)
-    return topic in (data.get("topicName"), data.get("name") if r.key == 2 else None)
+    if r.key == K.CONFIG:  # ConfigRecord of a TOPIC resource
+        return bool(data.get("resourceType") == TOPIC_CONFIG
+                    and data.get("resourceName") == topic)
+    return topic in (data.get("topicName"), data.get("name") if r.key == K.TOPIC else None)
 
 
 # ---------------------------------------------------------------- changes
@@ -243,19 +246,20 @@ def changes(shell: Shell, args: list[str]) -> Result:
     names = topic_names(shell)
 
     def observe(b: ImageBuilder, key: int, ver: int, d: dict[str, Any], off: int) -> None:
-        if key == 2:
+        if key == K.TOPIC:
             names[uuid_str(d["topicId"])] = d["name"]
         paths = paths_for(key, d, b.image)
         if not any(touches(paths, pattern) for pattern in patterns):
             return
-        batch = b.batch
+        batch, msg = b.batch, METADATA[key]
         entry: dict[str, Any] = {
             "offset": None if b.origin else off, "origin": b.origin or "log",
             "epoch": batch.epoch if batch else None,
             "timestamp": batch.max_timestamp if batch else None,
-            "type": METADATA[key].name, "version": ver,
-            "data": record_data(METADATA[key], ver, d, show_secrets=show)
-            if key in (4, 10, 11) else with_topic_name(_summary(key, d), names),
+            "type": msg.name, "version": ver,
+            # records that hold secrets print in full, redacted; the others what they set
+            "data": record_data(msg, ver, d, show_secrets=show)
+            if msg.holds_secrets else with_topic_name(_summary(key, d), names),
             "paths": paths,
         }
         after = _partition_after(b, key, d)
@@ -295,7 +299,7 @@ class _PartitionFilter:
         key = (tid, topic.name if topic is not None else None)
         hit = self.topic_level.get(key)
         if hit is None:
-            paths = paths_for(2, {"name": key[1], "topicId": tid}, b.image) if topic else [
+            paths = paths_for(K.TOPIC, {"name": key[1], "topicId": tid}, b.image) if topic else [
                 f"/image/topics/byId/{uuid_str(tid)}"]
             hit = self.topic_level[key] = any(related(self.head, p.split("/")[1:5])
                                               for p in paths)
@@ -311,9 +315,9 @@ def _partition_filter(pattern: list[Matcher]) -> Wants:
 
 def _partition_after(b: ImageBuilder, key: int, d: dict[str, Any]) -> Partition | None:
     """The partition as it is once this record applies (the observer runs just before)."""
-    if key == 3:
+    if key == K.PARTITION:
         return partition_from_record(d)
-    if key == 5:
+    if key == K.PARTITION_CHANGE:
         topic = b.image.topics_by_id.get(d["topicId"])
         current = topic.partition(d["partitionId"]) if topic is not None else None
         return merge_partition(current, d) if current is not None else None

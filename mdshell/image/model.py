@@ -14,6 +14,7 @@ from typing import Any
 from ..wire import codec
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
+from ..wire.kinds import RecordKind
 from ..wire.primitives import DecodeError
 from ..wire.records import METADATA
 from .names import MINIMUM_KRAFT_LEVEL
@@ -93,7 +94,7 @@ def _decode_fast(buf: bytes, body: int, end: int, version: int) -> dict[str, Any
     (the checked path then says what)."""
     dec = _PARTITION_DECODERS.get(version)
     if dec is None:
-        dec = _PARTITION_DECODERS[version] = codec.decoder_for(METADATA[3], version)
+        dec = _PARTITION_DECODERS[version] = codec.decoder_for(METADATA[RecordKind.PARTITION], version)
     try:
         d, pos = dec(buf, body, end)
     except Exception:  # the checked decode below reports it
@@ -124,7 +125,7 @@ class Topic:
         if d is not None and UNKNOWN_TAGS not in d:
             return partition_from_record(d)
         try:
-            d = codec.decode(METADATA[3], version, buf, body, end)
+            d = codec.decode(METADATA[RecordKind.PARTITION], version, buf, body, end)
         except DecodeError as e:
             if self.notes is not None:
                 self.notes.add(("bad-partition", self.name, pid),

@@ -19,13 +19,15 @@ from ..wire import frames
 from ..wire.batch import Batch, metadata_ranges
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
+from ..wire.kinds import RecordKind as K
 from ..wire.primitives import uuid_sort_key, uuid_str
 from ..wire.records import record_name
 from . import model as m
 from .index import SnapshotIndex
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
-NOOP, PARTITION, BEGIN_TXN, END_TXN, ABORT_TXN = 20, 3, 23, 24, 25
+_NO_OP, _PARTITION = K.NO_OP, K.PARTITION  # globals: the per-record loop reads them
+_PARTITION_RECORDS = (K.PARTITION, K.PARTITION_CHANGE)
 
 Handler = Callable[["ImageBuilder", dict[str, Any], int], None]
 # Called before each record is applied: (builder, api key, version, record, offset).
@@ -158,7 +160,7 @@ class ImageBuilder:
                 last = off
                 # A PartitionRecord (most records of a large snapshot) comes first; its key
                 # was read from a well-formed frame, so its value is there.
-                if key == PARTITION and ver <= 2 and lazy_ok:
+                if key == _PARTITION and ver <= 2 and lazy_ok:
                     pid, tid = prefix(buf, body)
                     if not observed or (wants is not None and not wants(self, tid, pid)):
                         lazy = (buf, body, vend, ver)
@@ -185,7 +187,7 @@ class ImageBuilder:
                     self._dispatch(key, ver, value, off)
                     last_tid = None
                     continue
-                if key == NOOP:
+                if key == _NO_OP:
                     continue
                 self._pos = vpos
                 key, ver, value = frames.decode_metadata(buf, vpos, vend)
@@ -204,14 +206,14 @@ class ImageBuilder:
         if isinstance(value, frames.Unknown):
             self._unknown(value, off)
             return
-        if key == BEGIN_TXN:
+        if key == K.BEGIN_TRANSACTION:
             if self.txn is not None:
                 self._warn("txn", f"BeginTransactionRecord at offset {off} inside the "
                            f"transaction begun at {self.txn_offset}; the earlier one is dropped",
                            off)
             self.txn, self.txn_offset = [], off
             return
-        if key == END_TXN:
+        if key == K.END_TRANSACTION:
             if self.txn is None:
                 self._warn("txn", f"EndTransactionRecord at offset {off} without a "
                            "BeginTransactionRecord; ignored", off)
@@ -223,7 +225,7 @@ class ImageBuilder:
                 else:
                     self._apply(k, v, val, o)
             return
-        if key == ABORT_TXN:
+        if key == K.ABORT_TRANSACTION:
             if self.txn is None:
                 self._warn("txn", f"AbortTransactionRecord at offset {off} without a "
                            "BeginTransactionRecord; ignored", off)
@@ -237,10 +239,10 @@ class ImageBuilder:
     def _apply(self, key: int, ver: int, d: dict[str, Any], off: int) -> None:
         handler = HANDLERS.get(key)
         if handler is None:
-            return  # NoOp and records with no effect on the image
+            return  # NoOp (IGNORED in the table)
         if UNKNOWN_TAGS in d:
             self._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
-        if self.observer is not None and (self.wants is None or key not in (3, 5)
+        if self.observer is not None and (self.wants is None or key not in _PARTITION_RECORDS
                                           or self.wants(self, d["topicId"],
                                                         d["partitionId"])):
             self.observer(self, key, ver, d, off)
@@ -557,10 +559,34 @@ def _remove_token(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
         del b.writable("delegation_tokens")[d["tokenId"]]
 
 
-HANDLERS: dict[int, Handler] = {
-    0: _register_broker, 1: _unregister_broker, 2: _topic_record, 3: _partition, 4: _config,
-    5: _partition_change, 7: _fence, 8: _unfence, 9: _remove_topic, 10: _token, 11: _scram,
-    12: _feature_level, 14: _client_quota, 15: _producer_ids, 17: _broker_change, 18: _acl,
-    19: _remove_acl, 21: _zk_migration, 22: _remove_scram, 26: _remove_token,
-    27: _register_controller, 28: _clear_elr, 29: _unregister_controller,
+IGNORED = None  # a table row for a record kind that has no effect there
+
+# How each record kind applies to the image: one row per kind of the schemas, except the
+# transaction markers, which replay itself handles (TRANSACTION_MARKERS, see _dispatch).
+HANDLERS: dict[int, Handler | None] = {
+    K.REGISTER_BROKER: _register_broker,
+    K.UNREGISTER_BROKER: _unregister_broker,
+    K.TOPIC: _topic_record,
+    K.PARTITION: _partition,
+    K.CONFIG: _config,
+    K.PARTITION_CHANGE: _partition_change,
+    K.FENCE_BROKER: _fence,
+    K.UNFENCE_BROKER: _unfence,
+    K.REMOVE_TOPIC: _remove_topic,
+    K.DELEGATION_TOKEN: _token,
+    K.USER_SCRAM_CREDENTIAL: _scram,
+    K.FEATURE_LEVEL: _feature_level,
+    K.CLIENT_QUOTA: _client_quota,
+    K.PRODUCER_IDS: _producer_ids,
+    K.BROKER_REGISTRATION_CHANGE: _broker_change,
+    K.ACCESS_CONTROL_ENTRY: _acl,
+    K.REMOVE_ACCESS_CONTROL_ENTRY: _remove_acl,
+    K.NO_OP: IGNORED,
+    K.ZK_MIGRATION_STATE: _zk_migration,
+    K.REMOVE_USER_SCRAM_CREDENTIAL: _remove_scram,
+    K.REMOVE_DELEGATION_TOKEN: _remove_token,
+    K.REGISTER_CONTROLLER: _register_controller,
+    K.CLEAR_ELR: _clear_elr,
+    K.UNREGISTER_CONTROLLER: _unregister_controller,
 }
+TRANSACTION_MARKERS = frozenset({K.BEGIN_TRANSACTION, K.END_TRANSACTION, K.ABORT_TRANSACTION})

@@ -24,8 +24,11 @@ from ..tree.paths import join, lookup, split_path
 from ..tree.root import RootInfo, root_node
 from ..wire import codec
 from ..wire.batch import UNDECODABLE, Batch
+from ..wire.kinds import RecordKind
 from ..wire.records import METADATA
 from .load import Loaded, load
+
+_PARTITION_RECORDS = (RecordKind.PARTITION, RecordKind.PARTITION_CHANGE)
 
 __all__ = ["Advanced", "Loaded", "Session", "load", "replay_history"]
 
@@ -306,7 +309,7 @@ def _snapshot_records(base: Image, latest: Loaded, observer: Observer, wants: Wa
     builder = ImageBuilder(base, observer=observer, wants=wants)
     builder.origin = latest.snapshot.name
     found: list[tuple[int, int, int, int, dict[str, Any], int]] = [
-        e for e in index.records if e[2] not in (3, 5)
+        e for e in index.records if e[2] not in _PARTITION_RECORDS
         or wants(builder, e[4]["topicId"], e[4]["partitionId"])]
     whole_topic = getattr(wants, "topic", None)  # a filter may answer for a whole topic
     for topic in base.topics_by_id.values():
@@ -321,8 +324,8 @@ def _snapshot_records(base: Image, latest: Loaded, observer: Observer, wants: Wa
             ordinal = index.ordinal(buf, body)
             if ordinal is None:
                 return False
-            d = codec.decode(METADATA[3], ver, buf, body, end)
-            found.append((ordinal, body, 3, ver, d, -1))
+            d = codec.decode(METADATA[RecordKind.PARTITION], ver, buf, body, end)
+            found.append((ordinal, body, RecordKind.PARTITION, ver, d, -1))
     found.sort(key=lambda e: (e[0], e[1]))
     for ordinal, _pos, key, ver, d, off in found:
         builder.batch = index.batches[ordinal]

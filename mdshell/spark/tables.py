@@ -38,7 +38,8 @@ from ..source.localfiles import read_properties, read_quorum_state
 from ..source.loginfo import quorum_info
 from ..source.logscan import LogRecord, iter_log
 from ..tree.logrecord import record_payload as payload_of
-from ..tree.redact import REDACTED, is_sensitive_config
+from ..tree.redact import REDACTED, is_sensitive_config, secret_fields
+from ..wire.kinds import RecordKind
 from ..wire.primitives import uuid_str
 from ..wire.records import METADATA
 
@@ -327,17 +328,23 @@ SCRAM_USERS = pa.schema([("user", pa.string()), ("mechanism", pa.string()),
 
 
 def scram_users(view: View) -> pa.Table:
+    """SCRAM users: the fields the record schema marks secret are redacted (as in the tree)."""
     cols = _columns(SCRAM_USERS)
-    show = view.show_secrets
+    hidden = set() if view.show_secrets else secret_fields(RecordKind.USER_SCRAM_CREDENTIAL)
     for mech, users in sorted(view.loaded.image.scram.items()):
         for user, s in sorted(users.items()):
             for col, v in (("user", user), ("mechanism", name_of(SCRAM_MECHANISMS, mech)),
-                           ("iterations", _secret(str(s.iterations), show)),
-                           ("salt", _secret(s.salt.hex(), show)),
-                           ("stored_key", _secret(s.stored_key.hex(), show)),
-                           ("server_key", _secret(s.server_key.hex(), show))):
-                cols[col].append(v)
+                           ("iterations", str(s.iterations)), ("salt", s.salt.hex()),
+                           ("stored_key", s.stored_key.hex()),
+                           ("server_key", s.server_key.hex())):
+                cols[col].append(REDACTED if _camel(col) in hidden else v)
     return _table(SCRAM_USERS, cols)
+
+
+def _camel(column: str) -> str:
+    """A column's record field name: ``stored_key`` -> ``storedKey``."""
+    head, *rest = column.split("_")
+    return head + "".join(w.title() for w in rest)
 
 
 TOKENS = pa.schema([("token_id", pa.string()), ("owner", pa.string()),
@@ -390,7 +397,7 @@ PARTITION_CHANGES = pa.schema([
             "last_known_elr", "adding_replicas", "removing_replicas",
             "leader_recovery_state")],
 ])
-_PARTITION_RECORD, _PARTITION_CHANGE = 3, 5
+_PARTITION_RECORD, _PARTITION_CHANGE = RecordKind.PARTITION, RecordKind.PARTITION_CHANGE
 
 
 def partition_changes(view: View) -> pa.Table:

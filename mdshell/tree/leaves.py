@@ -16,9 +16,10 @@ from ..image.names import (
     SECURITY_PROTOCOLS,
     name_of,
 )
+from ..wire.kinds import RecordKind
 from ..wire.primitives import uuid_str
 from .javafmt import iso_zoned_utc
-from .redact import REDACTED
+from .redact import REDACTED, secret_fields
 
 SHORT_MAX = 32767
 
@@ -118,11 +119,8 @@ def acl_text(a: m.Acl, record: bool = False) -> str:
 
 
 def scram_text(s: m.ScramCredential, show_secrets: bool) -> str:
-    if not show_secrets:
-        return (f"ScramCredentialData(salt={REDACTED}, storedKey={REDACTED}, "
-                f"serverKey={REDACTED}, iterations={REDACTED})")
-    return (f"ScramCredentialData(salt={s.salt.hex()}, storedKey={s.stored_key.hex()}, "
-            f"serverKey={s.server_key.hex()}, iterations={s.iterations})")
+    fields = ", ".join(f"{k}={v}" for k, v in scram_data(s, show_secrets).items())
+    return f"ScramCredentialData({fields})"
 
 
 def token_text(t: m.DelegationToken) -> str:
@@ -200,11 +198,13 @@ def acl_data(a: m.Acl) -> dict[str, Any]:
 
 
 def scram_data(s: m.ScramCredential, show_secrets: bool) -> dict[str, Any]:
+    """The credential's fields by their record names; the schema's secret ones redacted."""
+    out: dict[str, Any] = {"salt": s.salt.hex(), "storedKey": s.stored_key.hex(),
+                           "serverKey": s.server_key.hex(), "iterations": s.iterations}
     if not show_secrets:
-        return {"salt": REDACTED, "storedKey": REDACTED, "serverKey": REDACTED,
-                "iterations": REDACTED}
-    return {"salt": s.salt.hex(), "storedKey": s.stored_key.hex(),
-            "serverKey": s.server_key.hex(), "iterations": s.iterations}
+        hidden = secret_fields(RecordKind.USER_SCRAM_CREDENTIAL)
+        out = {k: REDACTED if k in hidden else v for k, v in out.items()}
+    return out
 
 
 def token_data(t: m.DelegationToken) -> dict[str, Any]:

@@ -6,17 +6,17 @@ from typing import Any
 
 from ..source.logscan import LogRecord, schema_of
 from ..wire import frames
+from ..wire.records import METADATA
 from .javafmt import iso_zoned_utc
 from .recordjson import record_data
-
-SECRET_RECORDS = {10, 11}  # DelegationTokenRecord, UserScramCredentialRecord
 
 
 def record_payload(r: LogRecord, show_secrets: bool) -> Any:
     """The record's fields, redacted; an undecodable record as its reason and raw bytes."""
     if isinstance(r.value, frames.Unknown):
         # An unknown version of a credential record may hold secrets we cannot locate.
-        secret = not r.control and r.key in SECRET_RECORDS and not show_secrets
+        msg = None if r.control else METADATA.get(r.key)
+        secret = msg is not None and msg.credential and not show_secrets
         return {"unknown": r.value.reason,
                 "raw": "[redacted]" if secret else r.value.raw.hex()}
     msg = schema_of(r)

@@ -1,8 +1,9 @@
 """Decoded records as JSON-ready data, typed by their schema, with secrets redacted.
 
-UUIDs become Kafka's base64 strings and byte fields hex; SCRAM material and
-sensitive config values become ``[redacted]`` unless secrets are shown (a delegation token
-record holds no secret: its HMAC is never written to the log).
+UUIDs become Kafka's base64 strings and byte fields hex; the fields the schemas mark ``secret``
+(SCRAM material) and ``secret=config`` (a config value whose key is a password) become
+``[redacted]`` unless secrets are shown (a delegation token record holds no secret: its HMAC is
+never written to the log).
 """
 
 from __future__ import annotations
@@ -12,10 +13,7 @@ from typing import Any
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.primitives import uuid_str
 from ..wire.schema import Field, Message
-from .redact import REDACTED, is_sensitive_config
-
-SCRAM_RECORD, CONFIG_RECORD = 11, 4
-_SCRAM_SECRETS = {"salt", "storedKey", "serverKey", "iterations"}
+from .redact import REDACTED, is_secret
 
 
 def _value(f: Field, v: Any, version: int) -> Any:
@@ -47,10 +45,7 @@ def record_data(msg: Message, version: int, d: dict[str, Any], *,
     out = _fields(msg.fields, d, version)
     if show_secrets or not metadata:
         return out
-    if msg.key == SCRAM_RECORD:
-        for k in _SCRAM_SECRETS & out.keys():
-            out[k] = REDACTED
-    elif msg.key == CONFIG_RECORD and out.get("value") is not None and is_sensitive_config(
-            str(out.get("name", ""))):
-        out["value"] = REDACTED
+    for key, policy in msg.secret_fields.items():
+        if key in out and is_secret(policy, out[key], out):
+            out[key] = REDACTED
     return out

@@ -6,10 +6,12 @@ id find its name (and a RemoveTopicRecord still knows the topic it removes).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..image import model as m
 from ..image.names import SCRAM_MECHANISMS, TOPIC_CONFIG
+from ..wire.kinds import RecordKind as K
 from ..wire.primitives import uuid_str
 from .image_tree import config_resource_name, quota_entity_name
 from .paths import Matcher, related
@@ -25,54 +27,111 @@ def _topic_paths(img: m.Image, tid: bytes, suffix: str = "") -> list[str]:
     return paths
 
 
+PathsOf = Callable[[dict[str, Any], m.Image], list[str]]
+
+
+def _broker(field: str) -> PathsOf:
+    return lambda d, img: [f"{IMG}/cluster/brokers/{d[field]}"]
+
+
+def _controller(d: dict[str, Any], img: m.Image) -> list[str]:
+    return [f"{IMG}/cluster/controllers/{d['controllerId']}"]
+
+
+def _topic(d: dict[str, Any], img: m.Image) -> list[str]:
+    return [f"{IMG}/topics/byName/{d['name']}", f"{IMG}/topics/byId/{uuid_str(d['topicId'])}"]
+
+
+def _partition(d: dict[str, Any], img: m.Image) -> list[str]:
+    return _topic_paths(img, d["topicId"], f"/{d['partitionId']}")
+
+
+def _remove_topic(d: dict[str, Any], img: m.Image) -> list[str]:
+    paths = _topic_paths(img, d["topicId"])
+    topic = img.topics_by_id.get(d["topicId"])
+    if topic is not None:
+        paths.append(f"{IMG}/configs/{config_resource_name((TOPIC_CONFIG, topic.name))}")
+    return paths
+
+
+def _clear_elr(d: dict[str, Any], img: m.Image) -> list[str]:
+    if not d["topicName"]:
+        return [f"{IMG}/topics"]
+    topic = img.topics_by_name.get(d["topicName"])
+    return _topic_paths(img, topic.id) if topic else [f"{IMG}/topics/byName/{d['topicName']}"]
+
+
+def _config(d: dict[str, Any], img: m.Image) -> list[str]:
+    res = config_resource_name((d["resourceType"], d["resourceName"]))
+    return [f"{IMG}/configs/{res}/{d['name']}"]
+
+
+def _feature(d: dict[str, Any], img: m.Image) -> list[str]:
+    name = d["name"]
+    leaf = "metadataVersion" if name == "metadata.version" else f"finalized_{name}"
+    return [f"{IMG}/features/{leaf}"]
+
+
+def _quota(d: dict[str, Any], img: m.Image) -> list[str]:
+    entity = tuple(sorted((e["entityType"], e["entityName"]) for e in d["entity"]))
+    return [f"{IMG}/clientQuotas/{quota_entity_name(entity)}/{d['key']}"]
+
+
+def _scram(d: dict[str, Any], img: m.Image) -> list[str]:
+    mech = SCRAM_MECHANISMS.get(d["mechanism"], f"UNKNOWN({d['mechanism']})")
+    return [f"{IMG}/scram/{mech}/{d['name']}"]
+
+
+def _acl(d: dict[str, Any], img: m.Image) -> list[str]:
+    return [f"{IMG}/acls/{uuid_str(d['id'])}"]
+
+
+def _token(d: dict[str, Any], img: m.Image) -> list[str]:
+    return [f"{IMG}/delegationToken/{d['tokenId']}"]
+
+
+def _fixed(path: str) -> PathsOf:
+    return lambda d, img: [f"{IMG}/{path}"]
+
+
+IGNORED = None  # a record kind that changes no node of the tree
+
+# Which tree paths each record kind changes: one row per kind of the schemas.
+PATHS: dict[int, PathsOf | None] = {
+    K.REGISTER_BROKER: _broker("brokerId"),
+    K.UNREGISTER_BROKER: _broker("brokerId"),
+    K.TOPIC: _topic,
+    K.PARTITION: _partition,
+    K.CONFIG: _config,
+    K.PARTITION_CHANGE: _partition,
+    K.FENCE_BROKER: _broker("id"),
+    K.UNFENCE_BROKER: _broker("id"),
+    K.REMOVE_TOPIC: _remove_topic,
+    K.DELEGATION_TOKEN: _token,
+    K.USER_SCRAM_CREDENTIAL: _scram,
+    K.FEATURE_LEVEL: _feature,
+    K.CLIENT_QUOTA: _quota,
+    K.PRODUCER_IDS: _fixed("producerIds/nextProducerId"),
+    K.BROKER_REGISTRATION_CHANGE: _broker("brokerId"),
+    K.ACCESS_CONTROL_ENTRY: _acl,
+    K.REMOVE_ACCESS_CONTROL_ENTRY: _acl,
+    K.NO_OP: IGNORED,
+    K.ZK_MIGRATION_STATE: _fixed("features/zkMigrationState"),
+    K.REMOVE_USER_SCRAM_CREDENTIAL: _scram,
+    K.BEGIN_TRANSACTION: IGNORED,
+    K.END_TRANSACTION: IGNORED,
+    K.ABORT_TRANSACTION: IGNORED,
+    K.REMOVE_DELEGATION_TOKEN: _token,
+    K.REGISTER_CONTROLLER: _controller,
+    K.CLEAR_ELR: _clear_elr,
+    K.UNREGISTER_CONTROLLER: _controller,
+}
+
+
 def paths_for(key: int, d: dict[str, Any], img: m.Image) -> list[str]:
     """The tree paths a record of api key ``key`` changes."""
-    if key in (0, 1):
-        return [f"{IMG}/cluster/brokers/{d['brokerId']}"]
-    if key in (7, 8):
-        return [f"{IMG}/cluster/brokers/{d['id']}"]
-    if key == 17:
-        return [f"{IMG}/cluster/brokers/{d['brokerId']}"]
-    if key in (27, 29):
-        return [f"{IMG}/cluster/controllers/{d['controllerId']}"]
-    if key == 2:
-        return [f"{IMG}/topics/byName/{d['name']}", f"{IMG}/topics/byId/{uuid_str(d['topicId'])}"]
-    if key in (3, 5):
-        return _topic_paths(img, d["topicId"], f"/{d['partitionId']}")
-    if key == 9:
-        paths = _topic_paths(img, d["topicId"])
-        topic = img.topics_by_id.get(d["topicId"])
-        if topic is not None:
-            paths.append(f"{IMG}/configs/{config_resource_name((TOPIC_CONFIG, topic.name))}")
-        return paths
-    if key == 28:
-        if not d["topicName"]:
-            return [f"{IMG}/topics"]
-        topic = img.topics_by_name.get(d["topicName"])
-        return (_topic_paths(img, topic.id) if topic
-                else [f"{IMG}/topics/byName/{d['topicName']}"])
-    if key == 4:
-        res = config_resource_name((d["resourceType"], d["resourceName"]))
-        return [f"{IMG}/configs/{res}/{d['name']}"]
-    if key == 12:
-        name = d["name"]
-        leaf = "metadataVersion" if name == "metadata.version" else f"finalized_{name}"
-        return [f"{IMG}/features/{leaf}"]
-    if key == 21:
-        return [f"{IMG}/features/zkMigrationState"]
-    if key == 14:
-        entity = tuple(sorted((e["entityType"], e["entityName"]) for e in d["entity"]))
-        return [f"{IMG}/clientQuotas/{quota_entity_name(entity)}/{d['key']}"]
-    if key == 15:
-        return [f"{IMG}/producerIds/nextProducerId"]
-    if key in (18, 19):
-        return [f"{IMG}/acls/{uuid_str(d['id'])}"]
-    if key in (11, 22):
-        mech = SCRAM_MECHANISMS.get(d["mechanism"], f"UNKNOWN({d['mechanism']})")
-        return [f"{IMG}/scram/{mech}/{d['name']}"]
-    if key in (10, 26):
-        return [f"{IMG}/delegationToken/{d['tokenId']}"]
-    return []
+    of = PATHS.get(key)
+    return [] if of is None else of(d, img)
 
 
 def touches(record_paths: list[str], pattern: list[Matcher]) -> bool:

@@ -1,10 +1,18 @@
 """Every KRaft metadata record, declared once (keys 0-29, every version Kafka has shipped).
 
 Checked against Kafka's ``metadata/src/main/resources/common/metadata`` schemas. All metadata
-records are flexible from version 0. See ``schema.py`` for the notation.
+records are flexible from version 0. See ``schema.py`` for the notation (``secret`` marks the
+fields redacted by default, ``credential`` the records whose undecodable bytes are hidden).
+
+Each record type is also a member of :class:`~mdshell.wire.kinds.RecordKind`, generated from
+these schemas (``scripts/make_kinds.py``). Adding a record type is one entry here, the
+regenerated ``kinds.py``, and its rows in ``image/replay.py`` (HANDLERS) and
+``tree/touched.py`` (PATHS); ``tests/test_kinds.py`` says what is missing.
 """
 
 from __future__ import annotations
+
+import re
 
 from .schema import Message, parse_schemas
 
@@ -56,7 +64,7 @@ METADATA_SCHEMAS = """
   ResourceType int8
   ResourceName string
   Name string
-  Value string?
+  Value string? secret=config
 
 5 PartitionChangeRecord 0-2
   PartitionId int32 =-1
@@ -82,7 +90,7 @@ METADATA_SCHEMAS = """
 9 RemoveTopicRecord 0
   TopicId uuid
 
-10 DelegationTokenRecord 0
+10 DelegationTokenRecord 0 credential
   Owner string
   Requester string
   Renewers []string
@@ -91,13 +99,13 @@ METADATA_SCHEMAS = """
   ExpirationTimestamp int64
   TokenId string
 
-11 UserScramCredentialRecord 0
+11 UserScramCredentialRecord 0 credential
   Name string
   Mechanism int8
-  Salt bytes
-  StoredKey bytes
-  ServerKey bytes
-  Iterations int32
+  Salt bytes secret
+  StoredKey bytes secret
+  ServerKey bytes secret
+  Iterations int32 secret
 
 12 FeatureLevelRecord 0
   Name string
@@ -181,6 +189,12 @@ METADATA_SCHEMAS = """
 METADATA: dict[int, Message] = parse_schemas(METADATA_SCHEMAS)
 
 NAME_TO_KEY: dict[str, int] = {m.name: k for k, m in METADATA.items()}
+
+
+def constant_name(record_name: str) -> str:
+    """The kind's name for a record name: ``PartitionChangeRecord`` -> ``PARTITION_CHANGE``."""
+    base = record_name.removesuffix("Record")
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", base).upper()
 
 
 def record_name(api_key: int) -> str:

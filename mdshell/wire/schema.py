@@ -12,8 +12,12 @@ Records are declared once, as text (see ``records.py`` and ``control.py``)::
 
 A header line gives the key, the name and the valid versions. Each indented line is a field:
 name, type (``[]`` prefix for arrays, ``?`` suffix for nullable), optional ``vN+``/``vN-M``
-versions, optional ``tag=N`` (a tagged field in the versions it exists) and ``=default``.
-Fields indented below an array-of-struct or struct field are its members.
+versions, optional ``tag=N`` (a tagged field in the versions it exists), ``=default``, and
+``secret`` (never printed unless secrets are shown) or ``secret=POLICY`` (secret depending on
+the record: the reader names the policy, ``config`` for a value whose config key is a
+password). Fields indented below an array-of-struct or struct field are its members. A header
+may end with ``credential``: the record is about credentials, so its bytes stay hidden when
+they cannot be decoded (an unknown version may hold secrets no schema here locates).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class Versions:
 
 
 ALL = Versions(0, None)
+ALWAYS = "always"  # the ``secret`` marker without a policy
 
 
 @dataclass
@@ -57,6 +62,7 @@ class Field:
     tag: int | None = None
     default: str | None = None
     fields: list[Field] = field(default_factory=list)  # members when type is a struct
+    secret: str | None = None  # None, ALWAYS, or the name of a policy
 
     @property
     def key(self) -> str:
@@ -94,9 +100,20 @@ class Message:
     name: str
     valid: Versions
     fields: list[Field]
+    credential: bool = False  # undecodable bytes of it are hidden (see the module doc)
 
     def fields_at(self, version: int) -> list[Field]:
         return [f for f in self.fields if f.versions.contains(version)]
+
+    @property
+    def secret_fields(self) -> dict[str, str]:
+        """camelCase name -> secret policy, for the top-level fields marked ``secret``."""
+        return {f.key: f.secret for f in self.fields if f.secret is not None}
+
+    @property
+    def holds_secrets(self) -> bool:
+        """A credential record, or one with a field marked ``secret``."""
+        return self.credential or any(f.secret is not None for f in self.fields)
 
 
 def _parse_field(tokens: list[str]) -> Field:
@@ -116,6 +133,10 @@ def _parse_field(tokens: list[str]) -> Field:
             f.tag = int(tok[4:])
         elif tok.startswith("="):
             f.default = tok[1:]
+        elif tok == "secret":
+            f.secret = ALWAYS
+        elif tok.startswith("secret="):
+            f.secret = tok[len("secret="):]
         else:
             raise ValueError(f"bad schema token {tok!r} in field {name}")
     return f
@@ -133,7 +154,9 @@ def parse_schemas(text: str) -> dict[int, Message]:
         tokens = line.split()
         if indent == 0:
             key, name, valid = int(tokens[0]), tokens[1], Versions.parse(tokens[2])
-            msg = Message(key, name, valid, [])
+            if tokens[3:] not in ([], ["credential"]):
+                raise ValueError(f"bad schema header {raw!r}")
+            msg = Message(key, name, valid, [], credential=tokens[3:] == ["credential"])
             messages[key] = msg
             stack = [(0, msg.fields)]
             continue
