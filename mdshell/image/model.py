@@ -94,7 +94,8 @@ def _decode_fast(buf: bytes, body: int, end: int, version: int) -> dict[str, Any
     (the checked path then says what)."""
     dec = _PARTITION_DECODERS.get(version)
     if dec is None:
-        dec = _PARTITION_DECODERS[version] = codec.decoder_for(METADATA[RecordKind.PARTITION], version)
+        dec = codec.decoder_for(METADATA[RecordKind.PARTITION], version)
+        _PARTITION_DECODERS[version] = dec
     try:
         d, pos = dec(buf, body, end)
     except Exception:  # the checked decode below reports it
