@@ -1,14 +1,22 @@
-"""Shared test helpers: the real corpus (skipped when absent) and running the CLI."""
+"""Shared test helpers: the real corpus (skipped when absent), running the CLI (in-process with
+:func:`cli`, in a fresh interpreter with :func:`run_cli`) and opening a shell on a directory or
+file (:func:`open_shell`)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from mdshell.commands import Shell
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MDSHELL_SHARED", ROOT.parent / "shared"))
@@ -32,9 +40,47 @@ def need_corpus() -> None:
         pytest.skip(f"the shared corpus is absent ({CORPUS})")
 
 
+@dataclass(frozen=True)
+class CliRun:
+    """What one command line did: its exit code and everything it printed."""
+
+    code: int
+    out: str
+    err: str
+
+
+def cli(*args: str) -> CliRun:
+    """``mdshell ARGS`` in-process (fast): ``mdshell.cli.main`` with stdout and stderr
+    captured; a usage error's ``SystemExit`` becomes its exit code. Any other exception is
+    left to fail the test with its traceback."""
+    from mdshell.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    return CliRun(code, out.getvalue(), err.getvalue())
+
+
+def open_shell(target: str | Path, *, secrets: bool = False, layout: str = "3.7") -> Shell:
+    """A shell over a session on ``target``: a fixture's name, or a path (a directory, or one
+    snapshot / log file as with ``-s``), loaded as the command line loads it."""
+    from mdshell.commands import Shell
+    from mdshell.session import Session
+    from mdshell.tree.node import RenderOptions
+
+    path = FIXTURES / target if isinstance(target, str) and "/" not in target else Path(target)
+    session = (Session.open(file=str(path), layout=layout) if path.is_file()
+               else Session.open(directory=str(path), layout=layout))
+    return Shell(session, opts=RenderOptions(show_secrets=secrets))
+
+
 def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
             timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m mdshell ARGS`` and capture text output."""
+    """Run ``python -m mdshell ARGS`` in a fresh interpreter (start-up, imports, stdin and
+    the environment as a user has them) and capture text output."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)

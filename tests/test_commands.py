@@ -7,16 +7,12 @@ import json
 import pytest
 
 from mdshell.commands import REGISTRY, Shell
-from mdshell.session import load
-from mdshell.source import DirectorySource
-from mdshell.tree.node import RenderOptions
 
-from .conftest import FIXTURES, run_cli
+from .conftest import FIXTURES, open_shell, run_cli
 
 
 def shell(name: str, *, secrets: bool = False) -> Shell:
-    source = DirectorySource(str(FIXTURES / name))
-    return Shell(source, load(source), RenderOptions(show_secrets=secrets))
+    return open_shell(name, secrets=secrets)
 
 
 def lines(sh: Shell, *words: str) -> list[str]:

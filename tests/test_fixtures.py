@@ -7,10 +7,8 @@ from scripts/make_fixtures.py); the content checks below are written from Kafka'
 from __future__ import annotations
 
 import builtins
-import contextlib
 import hashlib
 import hmac
-import io
 import itertools
 import json
 import os
@@ -23,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from mdshell.cli import main
 from mdshell.session import load
 from mdshell.source import DirectorySource
 from mdshell.wire import control as ctl
@@ -31,7 +28,7 @@ from mdshell.wire import frames
 from mdshell.wire.batch import iter_records
 from mdshell.wire.primitives import uuid_str
 
-from .conftest import batches_of
+from .conftest import batches_of, cli, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -60,18 +57,11 @@ def readme_rows() -> tuple[list[str], list[tuple[str, str, int, int]]]:
 CONTENT, BAD = readme_rows()
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mdshell", *args], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
-
-
 def run(*args: str) -> tuple[int, str, str]:
     """The real command line, in-process (fast): (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(args))
-    assert "Traceback" not in err.getvalue()
-    return rc, out.getvalue(), err.getvalue()
+    r = cli(*args)
+    assert "Traceback" not in r.err
+    return r.code, r.out, r.err
 
 
 def show(fixture: str, *command: str) -> list[str]:
@@ -165,7 +155,7 @@ def test_content_fixture_loads_cleanly(name: str) -> None:
                          ids=[b[0] for b in BAD])
 def test_bad_fixture_message_and_exit_code(name: str, message: str, code: int,
                                            strict_code: int) -> None:
-    r = cli("-d", str(FIXTURES / name), "ls", "/")
+    r = run_cli("-d", str(FIXTURES / name), "ls", "/")
     assert r.returncode == code
     assert message in r.stderr
     assert "Traceback" not in r.stderr
@@ -175,13 +165,13 @@ def test_bad_fixture_message_and_exit_code(name: str, message: str, code: int,
         assert "image" in r.stdout.split()
     else:
         assert len(lines) == 1 and lines[0].startswith("mdshell: ")
-    strict = cli("-d", str(FIXTURES / name), "--strict", "ls", "/")
+    strict = run_cli("-d", str(FIXTURES / name), "--strict", "ls", "/")
     assert strict.returncode == strict_code
     assert message in strict.stderr and "Traceback" not in strict.stderr
 
 
 def test_missing_path_is_one_line_exit_1(tmp_path: Path) -> None:
-    r = cli("-d", str(tmp_path / "nope"), "ls", "/")
+    r = run_cli("-d", str(tmp_path / "nope"), "ls", "/")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     (line,) = r.stderr.splitlines()
     assert "no such directory" in line and str(tmp_path / "nope") in line
@@ -192,7 +182,7 @@ def test_unreadable_directory_really_chmod(tmp_path: Path) -> None:
     d = shutil.copytree(FIXTURES / "codecs", tmp_path / "c")
     (d / MD).chmod(0)
     try:
-        r = cli("-d", str(d), "ls", "/")
+        r = run_cli("-d", str(d), "ls", "/")
     finally:
         (d / MD).chmod(0o755)
     assert r.returncode == 1 and "permission denied" in r.stderr

@@ -10,7 +10,11 @@ Whatever the damage, mdshell must answer like a tool, not crash like a program:
 
 - exit code 0 or 1 (2 is for usage errors, and no command here is one);
 - no ``Traceback`` and no ``internal error`` on stderr;
-- with ``-o json`` and exit code 0, stdout is valid JSON.
+- with ``-o json`` and exit code 0, stdout is valid JSON;
+- damage to the bytes of a data file (flipped bits, truncation, garbage, zeros, an absurd
+  length or base offset: ``REPORTED``) that changes ``/image`` is reported: a warning naming
+  the damaged file and an offset (or an error naming the file when nothing can be shown), and
+  ``--strict`` exits 1.
 
 Beside the seeded cases: targeted damages (one per failure class), ``-s FILE`` on damaged
 files, odd arguments, a FIFO named like a segment (must not hang), and a stricter oracle for a
@@ -27,11 +31,10 @@ the file and update the two lists.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -44,8 +47,9 @@ from typing import Any
 
 import pytest
 
-from mdshell.cli import main
 from mdshell.wire.crc import crc32c
+
+from .conftest import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -83,17 +87,12 @@ def fixture_names() -> list[str]:
 
 def run(argv: list[str]) -> tuple[int, str, str]:
     """``mdshell ARGV`` in-process: (exit code, stdout, stderr). An exception that escapes
-    ``main`` is written to the captured stderr as a traceback (and fails the case)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(argv)
-        except SystemExit as e:
-            rc = e.code if isinstance(e.code, int) else 1
-        except Exception:  # anything escaping main is the bug we look for
-            traceback.print_exc(file=err)
-            rc = -1
-    return rc, out.getvalue(), err.getvalue()
+    ``main`` becomes a traceback on stderr and exit code -1 (and fails the case)."""
+    try:
+        r = cli(*argv)
+    except Exception:  # anything escaping main is the bug we look for
+        return -1, "", traceback.format_exc()
+    return r.code, r.out, r.err
 
 
 def problems(argv: list[str]) -> list[str]:
@@ -461,11 +460,52 @@ def _mark(cases: list[Case], known: dict[str, tuple[str, ...]]) -> list[object]:
 # ---------------------------------------------------------------- tests
 
 
+# Damage to the bytes of one data file (its description starts with the file's name). Such
+# damage breaks a CRC, the framing or the order of offsets, so whenever it changes /image the
+# reader can tell, and must: the other damages can be silent by nature (a deleted last segment,
+# CRC-valid garbage that still decodes, a timestamp rewritten with its CRC).
+REPORTED = {"flip-bits", "truncate", "insert-garbage", "append-garbage", "zero-range",
+            "huge-length", "base-offset"}
+_OFFSET = re.compile(r"\boffsets? -?\d")
+_UNDAMAGED: dict[tuple[str, ...], str] = {}
+
+
+def undamaged_image(source: list[str]) -> str:
+    """``tree /image`` of an undamaged fixture or file (``-d DIR`` / ``-s FILE``), once."""
+    key = tuple(source)
+    if key not in _UNDAMAGED:
+        _, out, _ = run([*source, "tree", "/image"])
+        _UNDAMAGED[key] = out
+    return _UNDAMAGED[key]
+
+
+def unreported(original: list[str], argv: list[str], damaged: str) -> list[str]:
+    """What is missing when damage to the file ``damaged`` made /image differ from what
+    ``original`` (the same source undamaged) gives: a warning that names the file and an
+    offset (or, when nothing can be shown, an error naming the file), and exit code 1 with
+    ``--strict``."""
+    rc, image, err = run([*argv, "tree", "/image"])
+    if image == undamaged_image(original):
+        return []
+    bad = []
+    warnings = [line for line in err.splitlines() if line.startswith("mdshell: warning:")]
+    failed = rc == 1 and not image and damaged in err
+    if not failed and not any(damaged in w and _OFFSET.search(w) for w in warnings):
+        bad.append(f"/image changed but no warning names {damaged} and an offset: {warnings}")
+    strict, _, _ = run(["--strict", *argv, "ls", "/"])
+    if strict != 1:
+        bad.append(f"/image changed but --strict exits {strict}")
+    return [f"mdshell {' '.join(argv)}: {b}" for b in bad]
+
+
 def _check_directory(case: Case, tmp_path: Path) -> None:
     log_dir, what = build_case(case, tmp_path)
     bad: list[str] = []
     for cmd in COMMANDS:
         bad += problems(["-d", str(log_dir), *cmd])
+    if case.damage in REPORTED:
+        bad += unreported(["-d", str(FIXTURES / case.fixture)], ["-d", str(log_dir)],
+                          what.split()[0])
     assert not bad, f"damage: {what}\n" + "\n".join(bad)
 
 
@@ -506,6 +546,9 @@ def test_damaged_file(case: Case, tmp_path: Path) -> None:
     bad: list[str] = []
     for cmd in FILE_COMMANDS:
         bad += problems(["-s", str(changed[0]), *cmd])
+    if case.damage in REPORTED and (original / changed[0].name).is_file():
+        bad += unreported(["-s", str(original / changed[0].name)], ["-s", str(changed[0])],
+                          changed[0].name)
     assert not bad, f"damage: {what}\n" + "\n".join(bad)
 
 

@@ -10,24 +10,30 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CORPUS, ROOT, need_corpus
+from .conftest import CORPUS, FIXTURES, ROOT, need_corpus, run_cli
 
 HEAVY = ("textual", "prompt_toolkit", "pyspark")
+# Each rule is checked on a generated fixture (always there) and on a small real directory
+# (skipped when the corpus is absent).
+SOURCES = ["fixture", "corpus"]
 
 
-def _small_dir() -> Path:
+def _small_dir(which: str) -> Path:
+    if which == "fixture":
+        return FIXTURES / "cluster-basic"
     need_corpus()
     return CORPUS / "13LAckHEart__kafka"
 
 
+@pytest.mark.parametrize("which", SOURCES)
 @pytest.mark.parametrize("command", [["ls", "/image"], ["tree", "/image/cluster"],
                                      ["cat", "/image/provenance"], ["find", "/image"]])
-def test_one_shot_imports_no_front_end(command: list[str]) -> None:
+def test_one_shot_imports_no_front_end(command: list[str], which: str) -> None:
     code = textwrap.dedent(f"""
         import sys, io, contextlib
         from mdshell.cli import main
         with contextlib.redirect_stdout(io.StringIO()):
-            rc = main(["-d", {str(_small_dir())!r}, *{command!r}])
+            rc = main(["-d", {str(_small_dir(which))!r}, *{command!r}])
         heavy = [m for m in sys.modules if m.split(".")[0] in {HEAVY!r}]
         print(rc, heavy)
     """)
@@ -44,7 +50,8 @@ def test_library_imports_no_front_end() -> None:
     assert out.stdout.strip() == "[]", out.stderr
 
 
-def test_loading_never_writes_or_locks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("which", SOURCES)
+def test_loading_never_writes_or_locks(tmp_path: Path, which: str) -> None:
     """Every file is opened read-only; nothing in the directory changes."""
     import builtins
     import shutil
@@ -52,7 +59,7 @@ def test_loading_never_writes_or_locks(tmp_path: Path) -> None:
     from mdshell.session import load
     from mdshell.source import DirectorySource
 
-    src = _small_dir()
+    src = _small_dir(which)
     copy = tmp_path / "copy"
     shutil.copytree(src, copy)
     (copy / ".lock").write_bytes(b"")
@@ -75,22 +82,24 @@ def test_loading_never_writes_or_locks(tmp_path: Path) -> None:
     assert after == before
 
 
-def test_read_only_directory_loads(tmp_path: Path) -> None:
+@pytest.mark.parametrize("which", SOURCES)
+def test_read_only_directory_loads(tmp_path: Path, which: str) -> None:
     """A directory we may read but not write (as for a copy owned by kafka) still loads."""
     import shutil
 
     if os.geteuid() == 0:
         pytest.skip("root ignores directory permissions")
     copy = tmp_path / "ro"
-    shutil.copytree(_small_dir(), copy)
+    shutil.copytree(_small_dir(which), copy)
+    expected = run_cli("-d", str(_small_dir(which)), "cat", "/image/features/metadataVersion")
     for p in [copy, *copy.rglob("*")]:
         if p.is_dir():
             p.chmod(0o555)
     try:
-        from .conftest import run_cli
-
         out = run_cli("-d", str(copy), "cat", "/image/features/metadataVersion")
-        assert out.returncode == 0 and out.stdout.strip() == "3.5-IV2"
+        assert out.returncode == 0 and out.stdout == expected.stdout
+        if which == "corpus":
+            assert out.stdout.strip() == "3.5-IV2"
     finally:
         for p in [copy, *copy.rglob("*")]:
             if p.is_dir():

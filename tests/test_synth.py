@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import hmac
-import io
 import itertools
 import json
 import os
@@ -14,7 +12,6 @@ import random
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +40,16 @@ from mdshell.wire.batch import (
 from mdshell.wire.primitives import uuid_str
 from mdshell.wire.records import METADATA
 
-from .conftest import batches_of
+from .conftest import batches_of, cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # ---------------------------------------------------------------- helpers
+
+# 100k partitions in one zstd snapshot (bench/synth.py times the same scenario).
+BIG = Scenario(brokers=30, controllers=3, topics=100, partitions_per_topic=1000, rf=3,
+               history_changes=20, snapshot_at=["setup"], log_from="snapshot",
+               compression=["zstd"], seed=3)
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -57,13 +59,9 @@ def files_of(root: Path) -> dict[str, bytes]:
 
 def image_text(path: Path) -> list[str]:
     """`tree /image` through the real CLI (in-process), without the provenance leaf."""
-    from mdshell.cli import main
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(["-d", str(path), "--show-secrets", "tree", "/image"])
-    assert rc == 0
-    lines = buf.getvalue().splitlines()
+    r = cli("-d", str(path), "--show-secrets", "tree", "/image")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
     i = lines.index("provenance:")
     return lines[:i] + lines[i + 2:]
 
@@ -417,17 +415,13 @@ def test_cli_refuses_a_non_empty_output_dir(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == ["keep.txt"]
 
 
-# ---------------------------------------------------------------- speed
+# ---------------------------------------------------------------- scale
+# How fast this goes is measured by bench/synth.py (figures in the README), not asserted here.
 
 
-def test_hundred_thousand_partitions_snapshot_is_fast(tmp_path: Path) -> None:
-    t0 = time.perf_counter()
-    r = generate(Scenario(brokers=30, controllers=3, topics=100, partitions_per_topic=1000,
-                          rf=3, history_changes=20, snapshot_at=["setup"], log_from="snapshot",
-                          compression=["zstd"], seed=3), str(tmp_path / "big"))
-    elapsed = time.perf_counter() - t0
+def test_hundred_thousand_partitions_snapshot(tmp_path: Path) -> None:
+    r = generate(BIG, str(tmp_path / "big"))
     assert r.partitions >= 100_000  # history may create a few more
-    assert elapsed < 8, f"100k partitions took {elapsed:.1f} s (1M must stay well under 60 s)"
     loaded = load(DirectorySource(str(tmp_path / "big")))
     assert loaded.problems == []
     assert sum(len(t.partitions) for t in loaded.image.topics_by_id.values()) == r.partitions

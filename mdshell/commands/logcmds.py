@@ -284,23 +284,33 @@ def _topic_config_path(shell: Shell, comps: list[str]) -> list[str] | None:
     return None
 
 
-def _partition_filter(pattern: list[Matcher]) -> Wants:
-    """Which partition records can touch ``pattern``: decided once per topic (and per
-    partition id when the pattern names one), so that the others stay undecoded."""
-    topic_level: dict[tuple[bytes, str | None], bool] = {}
-    head, pid_test = pattern[:4], (pattern[4] if len(pattern) > 4 else None)
+class _PartitionFilter:
+    """Which partition records can touch a pattern: decided once per topic (and per
+    partition id when the pattern names one), so that the others stay undecoded. ``topic``
+    answers for a whole topic (a replay of kept partitions skips the others at once)."""
 
-    def wants(b: ImageBuilder, tid: bytes, pid: int) -> bool:
+    def __init__(self, pattern: list[Matcher]) -> None:
+        self.topic_level: dict[tuple[bytes, str | None], bool] = {}
+        self.head = pattern[:4]
+        self.pid_test = pattern[4] if len(pattern) > 4 else None
+
+    def topic(self, b: ImageBuilder, tid: bytes) -> bool:
         topic = b.image.topics_by_id.get(tid)
         key = (tid, topic.name if topic is not None else None)
-        hit = topic_level.get(key)
+        hit = self.topic_level.get(key)
         if hit is None:
             paths = paths_for(K.TOPIC, {"name": key[1], "topicId": tid}, b.image) if topic else [
                 f"/image/topics/byId/{uuid_str(tid)}"]
-            hit = topic_level[key] = any(related(head, p.split("/")[1:5]) for p in paths)
-        return hit and (pid_test is None or pid_test(str(pid)))
+            hit = self.topic_level[key] = any(related(self.head, p.split("/")[1:5])
+                                              for p in paths)
+        return hit
 
-    return wants
+    def __call__(self, b: ImageBuilder, tid: bytes, pid: int) -> bool:
+        return self.topic(b, tid) and (self.pid_test is None or self.pid_test(str(pid)))
+
+
+def _partition_filter(pattern: list[Matcher]) -> Wants:
+    return _PartitionFilter(pattern)
 
 
 def _partition_after(b: ImageBuilder, key: int, d: dict[str, Any]) -> Partition | None:

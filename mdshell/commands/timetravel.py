@@ -169,9 +169,16 @@ def at(shell: Shell, args: list[str]) -> Result:
                                                   prov.time_ms, asked, how, moved))
 
 
+# id(ident a), id(ident b) -> (ident a, ident b, the path diffed, its changes): the same pair
+# of image objects under another path (a topic under byId and byName) is diffed once.
+DiffMemo = dict[tuple[int, int], tuple[object, object, str, list[DiffEntry]]]
+
+
 def diff_nodes(a: Node | None, b: Node | None, path: str,
-               opts: RenderOptions) -> Iterator[DiffEntry]:
+               opts: RenderOptions, memo: DiffMemo | None = None) -> Iterator[DiffEntry]:
     """Differences between two trees, top-most added/removed nodes and changed leaves."""
+    if memo is None:
+        memo = {}
     if a is None and b is None:
         return
     if a is None:
@@ -181,18 +188,24 @@ def diff_nodes(a: Node | None, b: Node | None, path: str,
     if b is None:
         yield DiffEntry("removed", path, before=tree_data(a, opts), before_text=_text(a, opts))
         return
-    same = a.ident()
-    if same is not None and same is b.ident():
+    same, other = a.ident(), b.ident()
+    if same is not None and same is other:
         return  # images share what did not change
+    if a.is_dir and b.is_dir and same is not None and other is not None:
+        seen = memo.get((id(same), id(other)))
+        if seen is not None and seen[0] is same and seen[1] is other:
+            done = len(seen[2])
+            for c in seen[3]:
+                yield c._replace(path=path + c.path[done:])
+            return
+        found: list[DiffEntry] = []
+        memo[(id(same), id(other))] = (same, other, path, found)
+        for c in _diff_dirs(a, b, path, opts, memo):
+            found.append(c)
+            yield c
+        return
     if a.is_dir and b.is_dir:
-        names = sorted(set(a.names()) | set(b.names()))
-        for name in names:
-            same = a.child_ident(name)
-            if same is not None and same is b.child_ident(name):
-                continue  # shared by both images: unchanged
-            ca, cb = a.child(name), b.child(name)
-            sub = path + name if path.endswith("/") else f"{path}/{name}"
-            yield from diff_nodes(ca, cb, sub, opts)
+        yield from _diff_dirs(a, b, path, opts, memo)
         return
     if not a.is_dir and not b.is_dir:
         ka, kb = a.key(), b.key()
@@ -205,6 +218,19 @@ def diff_nodes(a: Node | None, b: Node | None, path: str,
         return
     yield DiffEntry("changed", path, tree_data(a, opts), tree_data(b, opts), _text(a, opts),
                  _text(b, opts))
+
+
+def _diff_dirs(a: Node, b: Node, path: str, opts: RenderOptions,
+               memo: DiffMemo) -> Iterator[DiffEntry]:
+    changed = a.changed_names(b)  # known cheaply: no need to look at every child
+    names = sorted(set(a.names()) | set(b.names())) if changed is None else sorted(changed)
+    for name in names:
+        same = a.child_ident(name) if changed is None else None
+        if same is not None and same is b.child_ident(name):
+            continue  # shared by both images: unchanged
+        ca, cb = a.child(name), b.child(name)
+        sub = path + name if path.endswith("/") else f"{path}/{name}"
+        yield from diff_nodes(ca, cb, sub, opts, memo)
 
 
 _REVEAL = RenderOptions(show_secrets=True)  # compare real values; print per the user's choice

@@ -13,7 +13,7 @@ from ..wire.batch import Batch
 from . import model as m
 from .replay import ImageBuilder
 
-CHECKPOINT_RECORDS = 2000  # records between checkpoints: the most an `at` replays
+CHECKPOINT_RECORDS = 1000  # records between checkpoints: the most an `at` replays
 
 
 class History:

@@ -148,46 +148,53 @@ class ImageBuilder:
         last = -1
         prefix = frames.partition_prefix
         last_tid: bytes | None = None
-        last_parts: dict[int, m.Partition | m.LazyPartition] | None = None
-        for off, vpos, vend, key, ver, body in recs:
-            if off < skip_below:
-                continue
-            if stop is not None and off > stop:
-                break
-            last = off
-            if vend < 0:
-                self._warn("null-value", f"record at offset {off} has no value; skipped", off)
-                continue
-            if key < 0:
+        last_parts: dict[int, m.Partition | m.LazyPartition] = {}
+        hi = stop if stop is not None else 1 << 63
+        applied = 0  # lazily stored partitions, added to records_applied at the end
+        try:
+            for off, vpos, vend, key, ver, body in recs:
+                if off < skip_below:
+                    continue
+                if off > hi:
+                    break
+                last = off
+                # A PartitionRecord (most records of a large snapshot) comes first; its key
+                # was read from a well-formed frame, so its value is there.
+                if key == _PARTITION and ver <= 2 and lazy_ok:
+                    pid, tid = prefix(buf, body)
+                    if not observed or (wants is not None and not wants(self, tid, pid)):
+                        lazy = (buf, body, vend, ver)
+                        if self.txn is not None:
+                            self.txn.append((key, ver, lazy, off))
+                            continue
+                        # Fast path: consecutive partitions of one topic, stored undecoded.
+                        if tid != last_tid:
+                            topic = self.topic(tid)
+                            if topic is None:
+                                self._put_lazy_partition(lazy, off)  # reports the unknown id
+                                continue
+                            last_tid, last_parts = tid, topic.partitions
+                        last_parts[pid] = lazy
+                        applied += 1
+                        continue
+                if vend < 0:
+                    self._warn("null-value", f"record at offset {off} has no value; skipped",
+                               off)
+                    continue
+                if key < 0:
+                    self._pos = vpos
+                    key, ver, value = frames.decode_metadata(buf, vpos, vend)
+                    self._dispatch(key, ver, value, off)
+                    last_tid = None
+                    continue
+                if key == _NO_OP:
+                    continue
                 self._pos = vpos
                 key, ver, value = frames.decode_metadata(buf, vpos, vend)
                 self._dispatch(key, ver, value, off)
-                last_tid = None
-                continue
-            if key == _NO_OP:
-                continue
-            if key == _PARTITION and ver <= 2 and lazy_ok:
-                pid, tid = prefix(buf, body)
-                if not observed or (wants is not None and not wants(self, tid, pid)):
-                    lazy = (buf, body, vend, ver)
-                    if self.txn is not None:
-                        self.txn.append((key, ver, lazy, off))
-                        continue
-                    # Fast path: consecutive partitions of one topic, stored undecoded.
-                    if tid != last_tid:
-                        topic = self.topic(tid)
-                        if topic is None:
-                            self._put_lazy_partition(lazy, off)  # reports the unknown topic
-                            continue
-                        last_tid, last_parts = tid, topic.partitions
-                    assert last_parts is not None
-                    last_parts[pid] = lazy
-                    self.records_applied += 1
-                    continue
-            self._pos = vpos
-            key, ver, value = frames.decode_metadata(buf, vpos, vend)
-            self._dispatch(key, ver, value, off)
-            last_tid = None  # a topic may have been replaced or removed
+                last_tid = None  # a topic may have been replaced or removed
+        finally:
+            self.records_applied += applied
         if last >= 0 and self.txn is None:
             prov = self.image.provenance
             prov.offset = batch.last_offset if stop is None or stop >= batch.last_offset else last

@@ -311,7 +311,10 @@ def _snapshot_records(base: Image, latest: Loaded, observer: Observer, wants: Wa
     found: list[tuple[int, int, int, int, dict[str, Any], int]] = [
         e for e in index.records if e[2] not in _PARTITION_RECORDS
         or wants(builder, e[4]["topicId"], e[4]["partitionId"])]
+    whole_topic = getattr(wants, "topic", None)  # a filter may answer for a whole topic
     for topic in base.topics_by_id.values():
+        if whole_topic is not None and not whole_topic(builder, topic.id):
+            continue
         for pid, p in topic.partitions.items():
             if not wants(builder, topic.id, pid):
                 continue

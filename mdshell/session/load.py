@@ -13,7 +13,7 @@ import contextlib
 import os
 from dataclasses import dataclass, field
 
-from ..image.history import History, Replayer
+from ..image.history import CHECKPOINT_RECORDS, History, Replayer
 from ..image.index import SnapshotIndex
 from ..image.model import Image
 from ..image.replay import ImageBuilder, Observer, Wants
@@ -104,7 +104,7 @@ class _Make:
 
     def _every(self) -> int:
         return self.every if self.every is not None else (
-            NO_CHECKPOINTS if self.observer is not None else 2000)
+            NO_CHECKPOINTS if self.observer is not None else CHECKPOINT_RECORDS)
 
     def from_snapshot(self, cp: Checkpoint, problems: list[Problem]) -> _Run | None:
         """Load a snapshot; None (with a warning) when it is damaged or incomplete."""

@@ -116,7 +116,23 @@ def topic_node(topic: m.Topic) -> Node:
     def child_ident(name: str) -> object | None:
         return topic.partitions.get(int(name)) if name.isdigit() else None
 
-    return Dir(lambda: ["name", "id", *map(str, topic.partitions)], child, topic, child_ident)
+    def changed(other: object) -> list[str] | None:
+        if not isinstance(other, m.Topic):
+            return None
+        return ["name", "id", *(_changed_keys(topic.partitions, other.partitions, str) or ())]
+
+    return Dir(lambda: ["name", "id", *map(str, topic.partitions)], child, topic, child_ident,
+               changed)
+
+
+def _changed_keys(mine: dict[Any, Any], other: object,
+                  name: Callable[[Any], str]) -> list[str] | None:
+    """The names of the entries of two maps that are not the same object on both sides."""
+    if not isinstance(other, dict):
+        return None  # not comparable: look at every child
+    get = other.get
+    return [*(name(k) for k, v in mine.items() if get(k) is not v),
+            *(name(k) for k in other.keys() - mine.keys())]
 
 
 class PartitionLeaf(Node):
@@ -168,7 +184,8 @@ def _topics_by_name(img: m.Image) -> Node:
     def child(name: str) -> Node | None:
         t = img.topics_by_name.get(name)
         return None if t is None else topic_node(t)
-    return Dir(lambda: img.topics_by_name.keys(), child, img.topics_by_name)
+    return Dir(lambda: img.topics_by_name.keys(), child, img.topics_by_name,
+               changed=lambda other: _changed_keys(img.topics_by_name, other, str))
 
 
 def _topics_by_id(img: m.Image) -> Node:
@@ -178,7 +195,8 @@ def _topics_by_id(img: m.Image) -> Node:
         except ValueError:
             return None
         return None if t is None else topic_node(t)
-    return Dir(lambda: [uuid_str(k) for k in img.topics_by_id], child, img.topics_by_id)
+    return Dir(lambda: [uuid_str(k) for k in img.topics_by_id], child, img.topics_by_id,
+               changed=lambda other: _changed_keys(img.topics_by_id, other, uuid_str))
 
 
 def config_resource_name(resource: m.ConfigResource) -> str:

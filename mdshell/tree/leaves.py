@@ -25,11 +25,28 @@ SHORT_MAX = 32767
 
 
 def _ints(values: list[int]) -> str:
+    if type(values) is list:  # a list of ints prints as Java's List.toString (and faster)
+        return repr(values)
     return "[" + ", ".join(map(str, values)) + "]"
 
 
+# Directory ids repeat across every partition of a broker: their text is kept (bounded).
+_UUID_TEXT: dict[bytes, str] = {}
+
+
+def _uuid_text(raw: bytes) -> str:
+    if type(raw) is not bytes:  # a slice of a bytearray or memoryview: not a dict key
+        return uuid_str(raw)
+    text = _UUID_TEXT.get(raw)
+    if text is None:
+        if len(_UUID_TEXT) >= 4096:
+            _UUID_TEXT.clear()
+        text = _UUID_TEXT[raw] = uuid_str(raw)
+    return text
+
+
 def _uuids(values: list[bytes]) -> str:
-    return "[" + ", ".join(map(uuid_str, values)) + "]"
+    return "[" + ", ".join(map(_uuid_text, values)) + "]"
 
 
 def version_range(lo: int, hi: int) -> str:

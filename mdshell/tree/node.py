@@ -52,22 +52,36 @@ class Node:
         child = self.child(name)
         return None if child is None else child.ident()
 
+    def changed_names(self, other: Node) -> list[str] | None:
+        """The names of the children that may differ from ``other``'s (the same directory
+        in another image): every name whose ``child_ident`` is not the same object on both
+        sides. None: not known cheaply (compare every name)."""
+        return None
+
 
 class Dir(Node):
     """A directory whose children come from two functions."""
 
-    __slots__ = ("_child", "_child_ident", "_ident", "_names")
+    __slots__ = ("_changed", "_child", "_child_ident", "_ident", "_names")
 
     def __init__(self, names: Callable[[], Iterable[str]],
                  child: Callable[[str], Node | None], ident: object | None = None,
-                 child_ident: Callable[[str], object | None] | None = None) -> None:
+                 child_ident: Callable[[str], object | None] | None = None,
+                 changed: Callable[[object], list[str] | None] | None = None) -> None:
         self._names = names
         self._child = child
         self._ident = ident
         self._child_ident = child_ident
+        self._changed = changed  # given the other side's ident: see changed_names
 
     def ident(self) -> object | None:
         return self._ident
+
+    def changed_names(self, other: Node) -> list[str] | None:
+        other_ident = other.ident()
+        if self._changed is None or other_ident is None:
+            return None
+        return self._changed(other_ident)
 
     def child_ident(self, name: str) -> object | None:
         if self._child_ident is not None:

@@ -16,6 +16,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from .codecache import compiled
 from .primitives import DecodeError, read_uvarint, uvarint_bytes
 from .schema import Field, Message
 
@@ -61,9 +62,11 @@ class _Gen:
 
     def array_structs(self, fmt: str) -> str:
         """A table of Structs for arrays of 0.._SMALL-1 items of ``fmt`` (no format parsing)."""
-        name = f"_A_{fmt}"
+        name = f"_A_{fmt}".replace("16s", "uuid")
         if name not in self.env:
-            self.env[name] = [struct.Struct(f">{i}{fmt}") for i in range(_SMALL)]
+            # "3i" is three ints but "316s" one string: a uuid run is "16s" repeated
+            each = (lambda i: fmt * i) if fmt == "16s" else (lambda i: f"{i}{fmt}")
+            self.env[name] = [struct.Struct(">" + each(i)) for i in range(_SMALL)]
         return name
 
     def null_or(self, f: Field, ind: str, target: str, what: str) -> str:
@@ -126,7 +129,11 @@ class _Gen:
             L.append(f"{ind2}else: {target} = list(_unpack('>%d{fmt}' % {n}, buf, pos))")
             L.append(f"{ind2}pos += {n} * {size}")
         elif f.type == "uuid":
-            L.append(f"{ind2}{target} = [buf[p:p + 16] for p in range(pos, pos + 16 * {n}, 16)]")
+            table = self.array_structs("16s")  # bytes items, like a slice of the buffer
+            L.append(f"{ind2}if {n} < {_SMALL}: "
+                     f"{target} = list({table}[{n}].unpack_from(buf, pos))")
+            L.append(f"{ind2}else: "
+                     f"{target} = [buf[p:p + 16] for p in range(pos, pos + 16 * {n}, 16)]")
             L.append(f"{ind2}pos += 16 * {n}")
         else:
             item = self.tmp("x")
@@ -145,7 +152,7 @@ class _Gen:
         sub.version = self.version
         sub.body(name, members, absent)
         ns: dict[str, Any] = dict(sub.env)
-        exec("\n".join(sub.lines), ns)
+        exec(compiled("\n".join(sub.lines), "<mdshell decoder>"), ns)
         self.env[name] = ns[name]
         return name
 
@@ -248,7 +255,7 @@ def decoder_for(msg: Message, version: int) -> Decoder:
     gen = _Gen(version)
     gen.body("_decode", present, absent)
     ns: dict[str, Any] = dict(gen.env)
-    exec("\n".join(gen.lines), ns)
+    exec(compiled("\n".join(gen.lines), "<mdshell decoder>"), ns)
     dec = ns["_decode"]
     _DECODERS[cache_key] = dec
     return dec
