@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Input, Static, Tree
+from textual.widgets import DataTable, Input, Static, Tree
 
+from mdshell.commands import results
+from mdshell.commands.render import cell
 from mdshell.tui.app import MdshellApp, make_app
 from mdshell.tui.browser import MORE, PAGE, BrowserScreen, ImageTree
 from mdshell.tui.detail import DetailPane
@@ -208,6 +210,53 @@ async def test_command_bar_runs_commands_with_completion() -> None:
         await until(pilot, lambda: "1 check failed" in detail_text(app, "output"), "health")
         await pilot.press(*"nosuch", "enter")
         await until(pilot, lambda: "unknown command" in detail_text(app, "output"), "error")
+
+
+@aio
+async def test_command_tables_show_as_a_sortable_data_table() -> None:
+    """``:topics`` and ``:brokers`` fill the DataTable with the command's own table; a header
+    sorts (numbers as numbers); ``x`` gives the text form and back."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("colon")
+        await browser_tree(pilot)
+        await until(pilot, lambda: isinstance(app.screen.focused, Input), "the command bar")
+        table = app.screen.query_one("#sql-table", DataTable)
+        status = app.screen.query_one("#sql-status", Static)
+        for line in ("topics", "brokers"):
+            want = app.engine.run(line).value
+            assert isinstance(want, results.Table) and len(want.cells) >= 3
+            await pilot.press(*line, "enter")
+            await until(pilot, lambda w=want: table.display and table.row_count == len(w.cells)
+                        and [str(c.label) for c in table.columns.values()] == w.columns,
+                        f"the {line} table")
+            assert [list(table.get_row_at(i)) for i in range(table.row_count)] == \
+                [[cell(v) for v in row] for row in want.cells]
+            assert f"{len(want.cells)} rows" in text_of(status)
+            assert app.screen.query_one(DetailPane).active == "output"
+        # brokers' epochs (9, 10, 112 here) sort as numbers: twice on EPOCH is descending.
+        epoch = want.columns.index("EPOCH")
+        cols = list(table.columns.values())
+        x = sum(c.get_render_width(table) for c in cols[:epoch]) + 1
+        for _ in range(2):
+            await pilot.click("#sql-table", offset=(x, 0))
+            await pilot.pause()
+        got = [int(table.get_row_at(i)[epoch]) for i in range(table.row_count)]
+        assert got == sorted((int(r[epoch]) for r in want.cells), reverse=True)
+        assert sorted(map(str, got)) != [str(e) for e in sorted(got, reverse=True)]
+        # x: Kafka's text form of the same result, then the table again.
+        await pilot.press("x")
+        text = list(app.engine.run("brokers").lines)
+        await until(pilot, lambda: not table.display and all(
+            ln.rstrip() in detail_text(app, "output") for ln in text), "the text form")
+        await pilot.press("x")
+        await until(pilot, lambda: bool(table.display), "the table again")
+        assert app.screen.query_one(DetailPane).active == "output"
+        # A result that is not a table stays text.
+        app.screen.query_one(DetailPane).active = "view"
+        await pilot.press("colon", *"pwd", "enter")
+        await until(pilot, lambda: not table.display and "/" in detail_text(app, "output")
+                    and app.screen.query_one(DetailPane).active == "output", "pwd as text")
 
 
 @aio

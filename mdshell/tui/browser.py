@@ -246,7 +246,10 @@ class BrowserScreen(DataScreen):
             detail.show_path(node.data)
 
     def action_tab(self, tab: str) -> None:
-        self.query_one(DetailPane).active = tab
+        detail = self.query_one(DetailPane)
+        if tab == "text" and detail.toggle_text():
+            return  # a command's table: its text form (and back)
+        detail.active = tab
 
     def open_command_bar(self) -> None:
         self.query_one(CommandBar).open()
@@ -270,5 +273,8 @@ class BrowserScreen(DataScreen):
     def _ran(self, event: CommandBar.Ran) -> None:
         if event.line.split()[:1] == ["at"] and not event.errors:
             self.mdapp.image_changed()
-        self.query_one(DetailPane).show_output(event.line, event.lines, event.errors,
-                                               event.finished)
+        detail = self.query_one(DetailPane)
+        if event.table is not None:
+            detail.show_table(event.line, event.table, event.lines, event.errors)
+            return
+        detail.show_output(event.line, event.lines, event.errors, event.finished)

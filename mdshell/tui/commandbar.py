@@ -18,6 +18,7 @@ from textual.worker import get_current_worker
 from ..commands.base import CommandError
 from .engine import Engine, run_lines
 from .sqlrun import Cancelled, SqlRun, SqlTable, wants_table
+from .tabular import command_table
 
 
 class ShellSuggester(Suggester):
@@ -54,6 +55,7 @@ class CommandBar(Input):
         lines: list[str]
         errors: list[str]
         finished: bool
+        table: SqlTable | None = None  # the result is a table (topics, brokers...)
 
     @dataclass
     class SqlStarted(Message):
@@ -182,8 +184,9 @@ class CommandBar(Input):
         result = engine.run(line)
         lines, finished = run_lines(result, lambda: worker.is_cancelled)
         errors = list(result.errors) + [f"warning: {w}" for w in result.warnings]
-        self.app.call_from_thread(self._done, line, lines, errors, finished)
+        table = command_table(result.value) if finished else None
+        self.app.call_from_thread(self._done, self.Ran(line, lines, errors, finished, table))
 
-    def _done(self, line: str, lines: list[str], errors: list[str], finished: bool) -> None:
+    def _done(self, message: Ran) -> None:
         self.running = False
-        self.post_message(self.Ran(line, lines, errors, finished))
+        self.post_message(message)

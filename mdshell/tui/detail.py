@@ -47,6 +47,8 @@ class DetailPane(Vertical):
         self.path: str | None = None
         self._rendered: set[str] = set()
         self._sql_timer: Timer | None = None
+        # A command's table shown (not sql): its title, text form and errors, for ``x``.
+        self._command: tuple[str, list[str], list[str]] | None = None
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="view"):
@@ -119,6 +121,7 @@ class DetailPane(Vertical):
 
     def show_sql_running(self, line: str, run: SqlRun) -> None:
         """A query under way: its phase, tasks done of the running stages, Esc to cancel."""
+        self._command = None
         if self._sql_timer is not None:
             self._sql_timer.stop()
         self._sql_mode(True, running=True)
@@ -154,14 +157,47 @@ class DetailPane(Vertical):
                 t.append(f" (the first {len(table.rows):,} shown; --csv FILE writes them all)",
                          style="dim")
         t.append(f"  {seconds:.1f} s", style="dim")
+        self._command = None
         self._sql_mode(True, table=table is not None and not cancelled and error is None)
         self.query_one("#sql-status", Static).update(t)
         if table is not None and error is None and not cancelled:
-            dt = self.query_one("#sql-table", DataTable)
-            dt.clear(columns=True)
-            dt.add_columns(*table.columns)
-            dt.add_rows(table.rows)
+            self._fill(table)
         self.active = "output"
+
+    def show_table(self, line: str, table: SqlTable, lines: list[str],
+                   errors: list[str]) -> None:
+        """A command whose result is a table (``topics``, ``brokers``...): the same DataTable
+        as ``sql`` (headers sort), its text form a key away (``x``)."""
+        self._command = (line, lines, errors)
+        t = Text(f"{line}\n", style="bold reverse")
+        t.append(f"{table.total:,} rows", style="bold")
+        if table.total > len(table.rows):
+            t.append(f" (the first {len(table.rows):,} shown)", style="dim")
+        t.append("  (x: the text form; a header sorts)", style="dim")
+        if errors:
+            t.append("\n" + "\n".join(errors), style="bold red")
+        self._sql_mode(True, table=True)
+        self.query_one("#sql-status", Static).update(t)
+        self._fill(table)
+        self.active = "output"
+
+    def toggle_text(self) -> bool:
+        """``x`` on a command's table: its text form, and back; False when not one."""
+        if self._command is None or self.active != "output":
+            return False
+        if self.query_one("#sql-table").display:
+            line, lines, errors = self._command
+            self._text(f"{line}  (x: the table)", lines, errors, True)
+        else:
+            self._sql_mode(True, table=True)
+        return True
+
+    def _fill(self, table: SqlTable) -> None:
+        dt = self.query_one("#sql-table", DataTable)
+        dt.clear(columns=True)
+        self._sorted_by = None
+        dt.add_columns(*table.columns)
+        dt.add_rows(table.rows)
 
     _sorted_by: tuple[object, bool] | None = None
 
@@ -177,6 +213,10 @@ class DetailPane(Vertical):
 
     def show_output(self, title: str, lines: list[str], errors: list[str],
                     finished: bool = True) -> None:
+        self._command = None
+        self._text(title, lines, errors, finished)
+
+    def _text(self, title: str, lines: list[str], errors: list[str], finished: bool) -> None:
         self._sql_mode(False)
         t = Text()
         t.append(f"{title}\n", style="bold reverse")
