@@ -222,7 +222,8 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
     from .commands.render import emit
 
     result = shell.run(words)
-    code = emit(result, out, output=output, width=width, notes=shell.new_notes)
+    said = {p.message for p in shell.session.latest.problems}  # printed at load
+    code = emit(result, out, output=output, width=width, notes=shell.new_notes, said=said)
     if strict and result.warnings and code == EXIT_OK:
         return EXIT_FAIL
     return code

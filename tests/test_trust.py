@@ -21,7 +21,7 @@ from mdshell.source import DirectorySource
 from mdshell.tree.node import RenderOptions
 from mdshell.wire.batch import RecordSpec, encode_batch
 
-from .conftest import FIXTURES, ROOT, run_cli
+from .conftest import FIXTURES, ROOT, cli, run_cli
 from .test_fuzz import Case, build_case, problems, random_cases
 
 MD = "__cluster_metadata-0"
@@ -616,3 +616,11 @@ def test_new_commands_on_damaged_copies(case: Case, tmp_path: Path) -> None:
     for cmd in NEW_COMMANDS:
         bad += problems(["-d", str(log_dir), *cmd])
     assert not bad, f"damage: {what}\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_one_shot_says_a_load_warning_once(fmt: str) -> None:
+    """The load and `records` read the same empty segment: the warning is printed once."""
+    run = cli("-d", str(FIXTURES / "bad-empty-log"), "-o", fmt, "records")
+    assert run.code == 0
+    assert run.err.count("empty segment (nothing written yet)") == 1, run.err

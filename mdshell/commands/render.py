@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..tree.printer import tree_data, tree_lines
@@ -375,10 +375,11 @@ def json_text(data: object) -> str:
 
 def emit(result: Result, out: TextIO, err: TextIO | None = None, *, output: str = "text",
          width: int | None = None, notes: Notes | None = None,
-         show_errors: bool = True) -> int:
+         show_errors: bool = True, said: Collection[str] = ()) -> int:
     """Print a result (text or JSON) on ``out``, then its warnings, the ``notes`` found while
     rendering (records decoded on first use) and, with ``show_errors``, its errors on
-    ``err``; return its exit code. Errors are read after the output: a lazy command adds
+    ``err``; return its exit code. Warnings in ``said`` (printed at load) are not repeated.
+    Errors are read after the output: a lazy command adds
     them as it goes."""
     if output == "json":
         data = json_value(result.value)
@@ -391,7 +392,10 @@ def emit(result: Result, out: TextIO, err: TextIO | None = None, *, output: str 
             out.write("\n")
     out.flush()
     err = err or sys.stderr
-    for w in [*result.warnings, *(notes() if notes else ())]:
+    # A load and a command reading the same file find the same problem: say it once.
+    for w in dict.fromkeys([*result.warnings, *(notes() if notes else ())]):
+        if w in said:
+            continue
         print(f"mdshell: warning: {w}", file=err)
     if show_errors:
         for e in result.errors:
