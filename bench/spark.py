@@ -39,6 +39,7 @@ import sys, time
 start = time.perf_counter()
 sys.path.insert(0, "bench")
 from cputime import cpu_since, tree
+cpu0 = tree()
 from mdshell.spark.settings import SETTINGS
 SETTINGS.master = sys.argv[1]
 from mdshell.spark.session import get_session
