@@ -30,28 +30,14 @@ from ..source import DirectorySource
 from ..source.logscan import LogRecord
 from ..source.walker import MAX_BATCH_LENGTH
 from ..wire import compression, frames
-from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, UNDECODABLE
+from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, UNDECODABLE, records_in
 from ..wire.crc import crc32c
-from ..wire.primitives import DecodeError, read_uvarint
 
 _CONTROL, _CODEC = 0x20, 0x07
 
 
 class _Unclean(Exception):
     """Something the fast path does not handle: read the file the shell's way."""
-
-
-def _varint(buf: bytes, p: int) -> tuple[int, int]:
-    """A zigzag varint (records' framing); one and two bytes inline."""
-    b = buf[p]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), p + 1
-    b2 = buf[p + 1]
-    if b2 < 0x80:
-        n = (b & 0x7F) | (b2 << 7)
-        return (n >> 1) ^ -(n & 1), p + 2
-    n, p = read_uvarint(buf, p)
-    return (n >> 1) ^ -(n & 1), p
 
 
 _LENGTH = struct.Struct(">i")
@@ -94,49 +80,18 @@ def _decode(control: bool, rkey: bytes | None, raw: bytes | None) -> LogRecord |
 
 def _records(cols: _Columns, buf: bytes, pos: int, end: int, count: int, base: int,
              base_ts: int, epoch: int, control: bool, order: int) -> None:
-    """The records of one batch, framed exactly as :func:`mdshell.wire.batch.iter_records`
-    requires (it raises where this raises)."""
+    """The records of one batch, framed by the wire layer's one loop (it raises on damage)."""
     value = cols.value
-    for i in range(count):
-        if pos >= end:
-            raise DecodeError("batch has fewer records than its count")
-        length, pos = _varint(buf, pos)
-        rec_end = pos + length
-        if length < 0 or rec_end > end:
-            raise DecodeError("record overruns its batch")
-        p = pos + 1
-        ts_delta, p = _varint(buf, p)
-        off_delta, p = _varint(buf, p)
-        klen, p = _varint(buf, p)
-        rkey = None
-        if klen >= 0:
-            rkey = bytes(buf[p:p + klen])
-            p += klen
-        vlen, p = _varint(buf, p)
-        raw = None
-        if vlen >= 0:
-            raw = bytes(buf[p:p + vlen])
-            p += vlen
-        nh, p = _varint(buf, p)
-        for _h in range(nh):
-            hk, p = _varint(buf, p)
-            p += hk  # as iter_records does, even for a negative length
-            hv, p = _varint(buf, p)
-            if hv >= 0:
-                p += hv
-        if p != rec_end:
-            raise DecodeError("record length does not match its contents")
-        pos = rec_end
-        ix = value(control, rkey, raw)
+    for i, r in enumerate(records_in(buf, pos, end, count, base, base_ts)):
+        raw = None if r.value_end < 0 else bytes(buf[r.value_pos:r.value_end])
+        ix = value(control, r.key, raw)
         if not control and raw is None:
             continue  # a null metadata value: the reader skips it
         cols.order.append(order + i)
-        cols.offsets.append(base + off_delta)
-        cols.timestamps.append(base_ts + ts_delta)
+        cols.offsets.append(r.offset)
+        cols.timestamps.append(r.timestamp)
         cols.epochs.append(epoch)
         cols.index.append(ix)
-    if pos != end:
-        raise DecodeError("bytes left after the last record of the batch")
 
 
 def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None

@@ -134,8 +134,14 @@ def _sv(buf: bytes, pos: int) -> tuple[int, int]:
 def iter_records(batch: Batch) -> Iterator[Record]:
     """Decode the record framing of a batch (values are left as byte ranges)."""
     buf, pos, end = batch.payload()
-    base_offset, base_ts = batch.base_offset, batch.base_timestamp
-    for _ in range(batch.count):
+    return records_in(buf, pos, end, batch.count, batch.base_offset, batch.base_timestamp)
+
+
+def records_in(buf: bytes, pos: int, end: int, count: int, base_offset: int,
+               base_ts: int) -> Iterator[Record]:
+    """The records framed in ``buf[pos:end]`` (a batch's decompressed payload): the one
+    framing loop, so every reader accepts and refuses exactly the same bytes."""
+    for _ in range(count):
         if pos >= end:
             raise DecodeError("batch has fewer records than its count")
         length, pos = _sv(buf, pos)
