@@ -154,7 +154,8 @@ def rows(table: pa.Table) -> list[dict[str, Any]]:
     return [{k: json_value(v) for k, v in row.items()} for row in table.to_pylist()]
 
 
-def _cell(v: Any) -> str:
+def cell(v: Any) -> str:
+    """One value as the text table (and the TUI's DataTable) shows it."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -167,7 +168,7 @@ def _cell(v: Any) -> str:
 def text_lines(table: pa.Table) -> Iterator[str]:
     """An aligned table, then the row count."""
     names = table.column_names
-    cells = [[_cell(v) for v in row.values()] for row in table.to_pylist()]
+    cells = [[cell(v) for v in row.values()] for row in table.to_pylist()]
     widths = [max([len(n), *(len(r[i]) for r in cells)]) for i, n in enumerate(names)]
     yield "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()
     yield "  ".join("-" * w for w in widths)

@@ -7,7 +7,6 @@ No textual here, and pyspark only once a query runs (through the ``sql`` command
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -89,7 +88,7 @@ class SqlRun:
             raise
         finally:
             spark.sparkContext.setJobGroup("", "")  # later jobs of this thread: no group
-        rows = [[_cell(q.json_value(v)) for v in r.values()]
+        rows = [[q.cell(v) for v in r.values()]
                 for r in table.slice(0, MAX_ROWS).to_pylist()]
         return SqlTable(list(table.column_names), rows, table.num_rows)
 
@@ -130,12 +129,3 @@ class SqlRun:
             if self._ended.wait(RECANCEL_S):
                 return
 
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, list | dict):
-        return json.dumps(v, ensure_ascii=False)
-    return str(v)
