@@ -156,16 +156,18 @@ def _main(args: argparse.Namespace) -> int:
             session = Session(LiveSource(args.bootstrap_controller, args.config,
                                          eager=args.strict), layout=args.layout)
         else:
+            # One command: load when the command needs the image (``changes`` may not).
+            lazy = bool(args.command) and not args.strict and args.at is None
             session = Session.open(args.directory, args.snapshot, eager=args.strict,
-                                   layout=args.layout)
+                                   layout=args.layout, lazy=lazy)
+        # What reading found, said when the load runs (at once unless lazy).
+        session.when_loaded(lambda loaded: _warn(loaded.problems, args.strict))
     except SourceError as e:
         if args.debug:
             raise
         _err(str(e))
         return EXIT_FAIL
-    problems = session.latest.problems
-    _warn(problems, args.strict)
-    if args.strict and problems:
+    if args.strict and session.latest.problems:
         return EXIT_FAIL
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     shell = Shell(session, opts=RenderOptions(show_secrets=args.show_secrets))
@@ -183,7 +185,15 @@ def _main(args: argparse.Namespace) -> int:
         if args.strict and moved.warnings:
             return EXIT_FAIL
     if args.command:
-        return run_one(shell, args.command, sys.stdout, args.output, width, args.strict)
+        from .session import LoadFailed
+
+        try:
+            return run_one(shell, args.command, sys.stdout, args.output, width, args.strict)
+        except LoadFailed as e:  # a lazy session's load: the same as a failed open
+            if args.debug:
+                raise
+            _err(str(e))
+            return EXIT_FAIL
     source = session.source
     try:
         follow = getattr(source, "follow", None)
@@ -221,8 +231,11 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
     """Run one command; with ``strict``, a warning about the data makes it fail (exit 1)."""
     from .commands.render import emit
 
+    session = shell.session
     result = shell.run(words)
-    said = {p.message for p in shell.session.latest.problems}  # printed at load
+    if not session.is_loaded and not session.spared:
+        session.latest  # noqa: B018  (load now: its warnings are due whatever the command)
+    said = {p.message for p in session.latest.problems} if session.is_loaded else set()
     code = emit(result, out, output=output, width=width, notes=shell.new_notes, said=said)
     if strict and result.warnings and code == EXIT_OK:
         return EXIT_FAIL

@@ -10,13 +10,13 @@ from ..image.model import Partition, partition_from_record
 from ..image.names import TOPIC_CONFIG
 from ..image.replay import ImageBuilder, Wants, merge_partition
 from ..problems import Problem
-from ..session import replay_history
+from ..session import replay_history, replay_sieved
 from ..source.logscan import LogRecord, iter_log
 from ..tree.leaves import partition_data
 from ..tree.logrecord import record_json
 from ..tree.paths import GlobError, Matcher, absolute, join, matchers, related
 from ..tree.recordjson import record_data
-from ..tree.touched import paths_for, touches
+from ..tree.touched import paths_for, topic_sieve, touches
 from ..wire.control import CONTROL
 from ..wire.kinds import RecordKind as K
 from ..wire.primitives import uuid_str
@@ -241,34 +241,65 @@ def changes(shell: Shell, args: list[str]) -> Result:
             patterns.append(matchers(config))
     except GlobError as e:
         raise CommandError(str(e)) from None
-    found: list[dict[str, Any]] = []
-    show = shell.opts.show_secrets
-    names = topic_names(shell)
+    sieve = topic_sieve(comps)
+    wants = _partition_filter(patterns[0])
+    session = shell.session
+    if sieve is not None and not session.is_loaded:
+        # A one-shot `changes` of a topic or partition: step over the rest of the data.
+        fast = _Collect(shell, patterns, {}, strict=True)
+        try:
+            if replay_sieved(session, fast.observe, wants, sieve):
+                return Result(value=res.Changes(target, fast.found))
+        except _Unsure:
+            pass
+    found = _Collect(shell, patterns, topic_names(shell))
+    replay_history(session, found.observe, _partition_filter(patterns[0]), shell.loaded.upto)
+    return Result(value=res.Changes(target, found.found))
 
-    def observe(b: ImageBuilder, key: int, ver: int, d: dict[str, Any], off: int) -> None:
+
+class _Unsure(Exception):
+    """A record of the topic came before the topic's own record: its name would come from
+    the latest image, which a sieved replay does not build."""
+
+
+class _Collect:
+    """The observer of ``changes``: the records whose paths touch one of ``patterns``.
+    ``names`` (topic id -> name) starts from the images at hand and follows TopicRecords;
+    ``strict``: refuse (``_Unsure``) a record whose topic name only the latest image knows."""
+
+    def __init__(self, shell: Shell, patterns: list[list[Matcher]], names: dict[str, str],
+                 strict: bool = False) -> None:
+        self.patterns = patterns
+        self.show = shell.opts.show_secrets
+        self.names = names
+        self.strict = strict
+        self.found: list[dict[str, Any]] = []
+
+    def observe(self, b: ImageBuilder, key: int, ver: int, d: dict[str, Any],
+                off: int) -> None:
+        names = self.names
         if key == K.TOPIC:
             names[uuid_str(d["topicId"])] = d["name"]
         paths = paths_for(key, d, b.image)
-        if not any(touches(paths, pattern) for pattern in patterns):
+        if not any(touches(paths, pattern) for pattern in self.patterns):
             return
         batch, msg = b.batch, METADATA[key]
+        if self.strict and "topicId" in d and uuid_str(d["topicId"]) not in names:
+            raise _Unsure
         entry: dict[str, Any] = {
             "offset": None if b.origin else off, "origin": b.origin or "log",
             "epoch": batch.epoch if batch else None,
             "timestamp": batch.max_timestamp if batch else None,
             "type": msg.name, "version": ver,
             # records that hold secrets print in full, redacted; the others what they set
-            "data": record_data(msg, ver, d, show_secrets=show)
+            "data": record_data(msg, ver, d, show_secrets=self.show)
             if msg.holds_secrets else with_topic_name(_summary(key, d), names),
             "paths": paths,
         }
         after = _partition_after(b, key, d)
         if after is not None:
             entry["after"] = partition_data(after)
-        found.append(entry)
-
-    replay_history(shell.session, observe, _partition_filter(patterns[0]), shell.loaded.upto)
-    return Result(value=res.Changes(target, found))
+        self.found.append(entry)
 
 
 def _topic_config_path(shell: Shell, comps: list[str]) -> list[str] | None:

@@ -35,6 +35,8 @@ Observer = Callable[["ImageBuilder", int, int, dict[str, Any], int], None]
 # Asked before a partition record is decoded for an observer: (builder, topic id, partition
 # id) -> wanted? The others stay undecoded and unobserved.
 Wants = Callable[["ImageBuilder", bytes, int], bool]
+# Picks the records of a batch to apply: (buffer, framed records) as metadata_ranges.
+Sieve = Callable[[Batch], "tuple[bytes, list[tuple[int, int, int, int, int, int]]]"]
 Pending = tuple[int, int, "dict[str, Any] | m.LazyPartition", int]
 
 
@@ -50,7 +52,8 @@ class ImageBuilder:
     skipped and why."""
 
     def __init__(self, image: m.Image | None = None, observer: Observer | None = None,
-                 eager: bool = False, wants: Wants | None = None) -> None:
+                 eager: bool = False, wants: Wants | None = None,
+                 sieve: Sieve | None = None) -> None:
         self._owned: set[int] = set()
         if image is None:
             self.image = m.Image()
@@ -59,6 +62,9 @@ class ImageBuilder:
             self.image = _shallow(image)  # ``image`` itself stays as it is
         self.observer = observer
         self.wants = wants  # with an observer: which PartitionRecords to decode for it
+        # Which records of a batch to apply (None: all). Only for an observer that follows
+        # a few nodes (``changes``): the image then holds only what those records build.
+        self.sieve = sieve
         self.eager = eager  # decode every record now (no undecoded partitions)
         self.origin = ""  # what is being replayed, for observers: "" (the log) or a snapshot
         self.batch: Batch | None = None
@@ -138,7 +144,7 @@ class ImageBuilder:
 
     def apply_batch(self, batch: Batch, stop: int | None = None, skip_below: int = -1) -> None:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
-        buf, recs = metadata_ranges(batch)
+        buf, recs = metadata_ranges(batch) if self.sieve is None else self.sieve(batch)
         self.batch = batch
         if self.index is not None and recs:
             self._ordinal = self.index.add_batch(batch, buf, recs[0][1])

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..image.history import History
 from ..image.model import Image, Notes
-from ..image.replay import ImageBuilder, Observer, Wants
-from ..problems import STOPS, Problem
+from ..image.replay import ImageBuilder, Observer, Sieve, Wants
+from ..problems import STOPS, Problem, SourceError
 from ..source import Located, Source, open_source
 from ..source.info import LogInfo, QuorumInfo
 from ..source.loginfo import quorum_info
@@ -30,31 +30,91 @@ from .load import Loaded, load
 
 _PARTITION_RECORDS = (RecordKind.PARTITION, RecordKind.PARTITION_CHANGE)
 
-__all__ = ["Advanced", "Loaded", "Session", "load", "replay_history"]
+__all__ = ["Advanced", "LoadFailed", "Loaded", "Session", "load", "replay_history", "replay_sieved"]
 
 Advanced = Callable[["Session", Loaded], None]
+
+
+class LoadFailed(Exception):
+    """A lazy session's first load could not read the source (its ``SourceError`` is the
+    cause): front ends report it as the failed open it is, not as the command's error."""
+
+
+def _first_load(source: Source, **kwargs: Any) -> Loaded:
+    try:
+        return load(source, **kwargs)
+    except SourceError as e:
+        raise LoadFailed(str(e)) from e
 
 
 class Session:
     """Source, images and working directory; ``subscribe`` to hear when the image advances."""
 
     def __init__(self, source: Source, loaded: Loaded | None = None,
-                 layout: str = "3.7") -> None:
+                 layout: str = "3.7", lazy: bool = False) -> None:
         self.source = source
         self.layout = layout  # how /image is laid out: "3.7" or "4.x" (tree.node.LAYOUTS)
-        self.latest: Loaded = loaded if loaded is not None else load(source)
-        self.loaded: Loaded = self.latest
         self.cwd = "/"
         self._subscribers: list[Advanced] = []
+        self._when_loaded: list[Callable[[Loaded], None]] = []
         self._notes_key: Notes | None = None
         self._notes_shown = 0
         self._range: tuple[int | None, int | None] | None = None
-        self.root: Node = self._build_root()
+        self._latest: Loaded | None = loaded
+        self._loaded: Loaded | None = None
+        self._root: Node | None = None
+        # True once a partial replay answered a command (``changes``) without a full load.
+        self.spared = False
+        if loaded is None and not lazy:
+            self._latest = load(source)
 
     @classmethod
     def open(cls, directory: str | None = None, file: str | None = None, *,
-             eager: bool = False, layout: str = "3.7") -> Session:
-        return cls(open_source(directory, file, eager=eager), layout=layout)
+             eager: bool = False, layout: str = "3.7", lazy: bool = False) -> Session:
+        """A session over a directory or a file; ``lazy`` loads on first use (a one-shot
+        command that the source alone answers never replays it)."""
+        return cls(open_source(directory, file, eager=eager), layout=layout, lazy=lazy)
+
+    # ------------------------------------------------------------ loading on first use
+
+    @property
+    def latest(self) -> Loaded:
+        """The image at the end of what was read (loaded now if it was not yet)."""
+        if self._latest is None:
+            self._latest = _first_load(self.source)
+            for callback in self._when_loaded:
+                callback(self._latest)
+        return self._latest
+
+    @latest.setter
+    def latest(self, value: Loaded) -> None:
+        self._latest = value
+
+    @property
+    def loaded(self) -> Loaded:
+        """The image being shown: ``latest`` unless time travel chose another."""
+        return self._loaded if self._loaded is not None else self.latest
+
+    @loaded.setter
+    def loaded(self, value: Loaded) -> None:
+        self._loaded = value
+
+    @property
+    def root(self) -> Node:
+        if self._root is None:
+            self._root = self._build_root()
+        return self._root
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._latest is not None
+
+    def when_loaded(self, callback: Callable[[Loaded], None]) -> None:
+        """Call ``callback(latest)`` once the session has loaded (now, if it has)."""
+        if self._latest is not None:
+            callback(self._latest)
+        else:
+            self._when_loaded.append(callback)
 
     # ------------------------------------------------------------ what is shown
 
@@ -85,8 +145,8 @@ class Session:
     def set_loaded(self, loaded: Loaded) -> str | None:
         """Show another image; returns the new working directory when the old one does not
         exist in it (the nearest ancestor that does)."""
-        self.loaded = loaded
-        self.root = self._build_root()
+        self._loaded = loaded
+        self._root = self._build_root()
         comps = split_path(self.cwd)
         while comps and lookup(self.root, comps) is None:
             comps.pop()
@@ -98,6 +158,8 @@ class Session:
     def new_notes(self) -> list[str]:
         """Problems found since the last call while reading the image (records decoded on
         first use), so that front ends report each once."""
+        if not self.is_loaded:
+            return []  # nothing read into an image yet
         notes = self.loaded.image.notes
         if self._notes_key is not notes:
             self._notes_key, self._notes_shown = notes, 0
@@ -299,6 +361,24 @@ def replay_history(session: Session, observer: Observer, wants: Wants,
             builder.apply_batch(loc.batch, upto, latest.base + 1)
         except UNDECODABLE:
             break  # the load reported it
+
+
+def replay_sieved(session: Session, observer: Observer, wants: Wants, sieve: Sieve) -> bool:
+    """``replay_history`` for a session that has not loaded yet (a one-shot ``changes``):
+    replay every change but apply only the records ``sieve`` picks, so the rest of a large
+    snapshot is stepped over rather than framed. False (and nothing to keep) when the session
+    has loaded already (its index serves better), or when reading found a problem: then the
+    full load must run, to report it as it always does."""
+    if session.is_loaded:
+        return False
+    loaded = _first_load(session.source, observer=observer, history=True, wants=wants,
+                         sieve=sieve)
+    replayer = loaded.replayer
+    mine = replayer.builder.problems if replayer is not None else []
+    if any(p not in mine for p in loaded.problems):
+        return False
+    session.spared = True
+    return True
 
 
 def _snapshot_records(base: Image, latest: Loaded, observer: Observer, wants: Wants) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..image.history import CHECKPOINT_RECORDS, History, Replayer
 from ..image.index import SnapshotIndex
 from ..image.model import Image
-from ..image.replay import ImageBuilder, Observer, Wants
+from ..image.replay import ImageBuilder, Observer, Sieve, Wants
 from ..problems import STOPS, Problem, SourceError
 from ..source import (
     BatchStream,
@@ -53,13 +53,14 @@ class Loaded:
 
 def load(source: Source, upto: int | None = None, observer: Observer | None = None,
          history: bool = False, wants: Wants | None = None,
-         every: int | None = None) -> Loaded:
+         every: int | None = None, sieve: Sieve | None = None) -> Loaded:
     """The image as of ``upto`` (None: the end); ``observer`` sees every applied record
     (``wants`` narrows the PartitionRecords it sees, so the others stay undecoded).
 
     ``history`` starts from as far back as the data goes (the log from offset 0 when it is
     there, else the oldest usable snapshot) so that an observer sees every change.
     ``every`` sets how many records lie between the images kept for time travel.
+    ``sieve`` (with an observer) applies only the records it picks: the image is partial.
     """
     problems: list[Problem] = source.layout_problems()
     candidates = [c for c in reversed(source.snapshots())
@@ -68,7 +69,7 @@ def load(source: Source, upto: int | None = None, observer: Observer | None = No
         start = source.history_start()
         candidates = [] if start is None else [c for c in reversed(candidates)]
     bootstrap = _bootstrap_controls(source)
-    make = _Make(source, observer, wants, every)
+    make = _Make(source, observer, wants, every, sieve)
     for cp in candidates:
         run = make.from_snapshot(cp, problems)
         if run is not None:
@@ -95,9 +96,11 @@ class _Make:
     observer: Observer | None
     wants: Wants | None
     every: int | None
+    sieve: Sieve | None = None
 
     def builder(self) -> ImageBuilder:
-        return ImageBuilder(observer=self.observer, eager=self.source.eager, wants=self.wants)
+        return ImageBuilder(observer=self.observer, eager=self.source.eager, wants=self.wants,
+                            sieve=self.sieve)
 
     def empty(self) -> _Run:
         return _Run(Replayer(self.builder(), History(), self._every()))

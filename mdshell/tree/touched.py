@@ -11,10 +11,12 @@ from typing import Any
 
 from ..image import model as m
 from ..image.names import SCRAM_MECHANISMS, TOPIC_CONFIG
+from ..wire import frames
 from ..wire.kinds import RecordKind as K
-from ..wire.primitives import uuid_str
+from ..wire.primitives import uuid_from_str, uuid_str
+from ..wire.sieve import Sieve, frame_key
 from .image_tree import config_resource_name, quota_entity_name
-from .paths import Matcher, related
+from .paths import Matcher, compile_glob, related, unescape
 
 IMG = "/image"
 
@@ -138,3 +140,39 @@ def touches(record_paths: list[str], pattern: list[Matcher]) -> bool:
     """True when a record path is the node ``pattern`` names (see ``paths.matchers``), below
     it, or above it (removing a topic touches its partitions)."""
     return any(related(pattern, p.split("/")[1:]) for p in record_paths)
+
+
+# Kinds whose records may touch any topic without naming it in their bytes (ClearElr with no
+# topic name), and the transaction markers that decide when the others apply.
+_ALWAYS = (K.CLEAR_ELR, K.BEGIN_TRANSACTION, K.END_TRANSACTION, K.ABORT_TRANSACTION)
+
+
+def topic_sieve(comps: list[str]) -> Sieve | None:
+    """For ``/image/topics/byName/NAME[/P]`` or ``/image/topics/byId/ID/P`` (no globs): a
+    sieve that picks every record that can touch it (``changes``). The kinds of ``PATHS``
+    that reach a topic name it by id or by name: its TopicRecord, partitions, partition
+    changes, removal, its config resource (by name); ClearElr and the transaction markers are
+    always picked. A name follows each id a TopicRecord gives it (a topic made again). None
+    for any other path."""
+    if len(comps) not in (4, 5) or comps[:2] != ["image", "topics"] or any(
+            compile_glob(c) is not None for c in comps):
+        return None
+    name = unescape(comps[3])
+    always = [frame_key(k) for k in _ALWAYS]
+    if comps[2] == "byId" and len(comps) == 5:
+        try:
+            return Sieve([uuid_from_str(name), *always])
+        except ValueError:
+            return None
+    if comps[2] != "byName":
+        return None
+
+    def learn(key: int, ver: int, buf: bytes, pos: int, end: int) -> list[bytes]:
+        if key != K.TOPIC:
+            return []
+        d = frames.decode_metadata(buf, pos, end)[2]
+        if isinstance(d, dict) and d.get("name") == name:
+            return [d["topicId"]]
+        return []
+
+    return Sieve([name.encode(), *always], learn)

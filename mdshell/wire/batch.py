@@ -199,13 +199,17 @@ def metadata_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int, int,
 
 
 def _ranges(batch: Batch, frame: bool) -> tuple[bytes, list[tuple[int, ...]]]:
-    """One loop over the records' framing; varints of one or two bytes (almost all of
-    them) are decoded inline."""
     buf, pos, end = batch.payload()
-    base = batch.base_offset
+    return buf, ranges_in(buf, pos, end, batch.count, batch.base_offset, frame)
+
+
+def ranges_in(buf: bytes, pos: int, end: int, count: int, base: int,
+              frame: bool) -> list[tuple[int, ...]]:
+    """One loop over the records' framing (``count`` records in ``buf[pos:end]``, offsets
+    from ``base``); varints of one or two bytes (almost all of them) are decoded inline."""
     out: list[tuple[int, ...]] = []
     append = out.append
-    for _ in range(batch.count):
+    for _ in range(count):
         # record length
         b = buf[pos]
         if b < 0x80:
@@ -275,7 +279,7 @@ def _ranges(batch: Batch, frame: bool) -> tuple[bytes, list[tuple[int, ...]]]:
         pos = rec_end
     if pos != end:
         raise DecodeError("batch record framing does not add up")
-    return buf, out
+    return out
 
 
 # ---------------------------------------------------------------- writing

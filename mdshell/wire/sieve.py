@@ -1,0 +1,108 @@
+"""Frame only the records of a batch that hold one of a few byte strings (``changes``).
+
+Framing every record of a 100k-partition snapshot costs more than everything else a one-shot
+``changes`` does. A record that touches one topic holds that topic's id or name bytes, so the
+records worth framing are found with ``bytes.find`` (C speed); the others are stepped over by
+their length alone. Finding a needle is a superset test: records picked by chance are framed
+and applied like the others, records without any needle are never looked at.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+
+from .batch import Batch, metadata_ranges, ranges_in
+from .primitives import DecodeError, read_uvarint
+
+Framed = tuple[int, int, int, int, int, int]  # as ``batch.metadata_ranges`` gives them
+# Called for each picked record (api key, version, buffer, value position, value end): byte
+# strings that later records must be picked for too (a topic's id once its name is seen).
+Learn = Callable[[int, int, bytes, int, int], Iterable[bytes]]
+
+
+def frame_key(key: int) -> bytes:
+    """The first bytes of every value of metadata record kind ``key`` (frame version 1)."""
+    return bytes([1, key])
+
+
+class Sieve:
+    """``sieve(batch) -> (buffer, framed records)``: the records holding a needle."""
+
+    def __init__(self, needles: Iterable[bytes], learn: Learn | None = None) -> None:
+        self.needles = list(dict.fromkeys(n for n in needles if n))
+        self.learn = learn
+
+    def __call__(self, batch: Batch) -> tuple[bytes, list[Framed]]:
+        buf, start, end = batch.payload()
+        find = buf.find
+        hits: list[int] = []
+        for needle in self.needles:
+            i = find(needle, start, end)
+            while i >= 0:
+                hits.append(i)
+                i = find(needle, i + 1, end)
+        if not hits:
+            return buf, []
+        if len(hits) * 8 > batch.count:  # most records picked: frame them all
+            return self._all(batch)
+        hits = sorted(set(hits))
+        out: list[Framed] = []
+        pos, left = start, batch.count
+        while hits:
+            target = hits.pop(0)
+            while True:  # step to the record that holds ``target``, by lengths alone
+                if left <= 0 or pos >= end:
+                    raise DecodeError("record overruns its batch")
+                rec = pos
+                b = buf[pos]
+                if b < 0x80:
+                    n = b
+                    pos += 1
+                else:
+                    b2 = buf[pos + 1]
+                    if b2 < 0x80:
+                        n = (b & 0x7F) | (b2 << 7)
+                        pos += 2
+                    else:
+                        n, pos = read_uvarint(buf, pos)
+                pos += (n >> 1) ^ -(n & 1)
+                left -= 1
+                if pos > target:
+                    break
+            if pos > end:
+                raise DecodeError("record overruns its batch")
+            framed = _frame(buf, rec, pos, batch.base_offset)
+            out.append(framed)
+            for needle in self._learned(buf, framed):
+                for h in _finds(buf, needle, pos, end):
+                    bisect.insort(hits, h)
+            while hits and hits[0] < pos:
+                hits.pop(0)
+        return buf, out
+
+    def _all(self, batch: Batch) -> tuple[bytes, list[Framed]]:
+        buf, recs = metadata_ranges(batch)
+        for framed in recs:
+            self._learned(buf, framed)
+        return buf, recs
+
+    def _learned(self, buf: bytes, framed: Framed) -> list[bytes]:
+        if self.learn is None or framed[3] < 0 or framed[2] < 0:
+            return []
+        new = [n for n in self.learn(framed[3], framed[4], buf, framed[1], framed[2])
+               if n and n not in self.needles]
+        self.needles.extend(new)
+        return new
+
+
+def _finds(buf: bytes, needle: bytes, start: int, end: int) -> Iterable[int]:
+    i = buf.find(needle, start, end)
+    while i >= 0:
+        yield i
+        i = buf.find(needle, i + 1, end)
+
+
+def _frame(buf: bytes, rec: int, rec_end: int, base: int) -> Framed:
+    """One record's framing, by the loop that frames whole batches (the same checks)."""
+    return ranges_in(buf, rec, rec_end, 1, base, True)[0]  # type: ignore[return-value]

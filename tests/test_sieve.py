@@ -1,0 +1,115 @@
+"""The one-shot ``changes`` of a topic or partition replays only the records that can touch it
+(``wire.sieve``, ``session.replay_sieved``): its output must equal the full path's, text and
+JSON, on every fixture and corpus directory, for partitions, topics and other nodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES, cli, corpus_dirs, open_shell
+from mdshell.commands.render import emit
+from mdshell.session import Session
+from mdshell.source import DirectorySource
+from mdshell.tree.touched import topic_sieve
+from mdshell.wire.batch import metadata_ranges
+from mdshell.wire.primitives import uuid_str
+
+DIRS = sorted(p for p in FIXTURES.iterdir() if p.is_dir()) + corpus_dirs()
+
+
+def _paths(shell_dir: Path) -> list[str]:
+    """Topics by name and id, two partitions each, and other kinds of nodes."""
+    img = open_shell(shell_dir).latest.image
+    out = ["/image/cluster/brokers", "/image/configs", "/image/features/metadataVersion"]
+    for topic in sorted(img.topics_by_name.values(), key=lambda t: t.name)[:4]:
+        tid = uuid_str(topic.id)
+        out += [f"/image/topics/byName/{topic.name}", f"/image/topics/byId/{tid}",
+                f"/image/topics/byName/{topic.name}/0", f"/image/topics/byId/{tid}/0",
+                f"/image/topics/byName/{topic.name}/1", f"/image/topics/byName/{topic.name}/*"]
+    out += ["/image/topics/byName/no-such-topic/0", "/image/topics/byName/no-such-topic"]
+    return out
+
+
+def _full(directory: Path, path: str, output: str) -> str:
+    """``changes`` on a session loaded before the command (the path REPL and TUI take)."""
+    import io
+
+    shell = open_shell(directory)
+    out = io.StringIO()
+    emit(shell.run(["changes", path]), out, output=output)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("directory", DIRS, ids=[p.name for p in DIRS])
+def test_one_shot_changes_equal_the_full_path(directory: Path) -> None:
+    from mdshell.problems import SourceError
+
+    try:
+        open_shell(directory)
+    except SourceError:
+        pytest.skip("not a loadable directory (its own tests check the message)")
+    for path in _paths(directory):
+        for output in ("text", "json"):
+            run = cli("-d", str(directory), "-o", output, "changes", path)
+            assert run.out == _full(directory, path, output), (path, output)
+
+
+def test_the_sieve_is_taken_and_skips_the_load() -> None:
+    """On a directory with many topics the one-shot path answers without loading."""
+    session = Session.open(str(FIXTURES / "cluster-basic"), lazy=True)
+    from mdshell.commands import Shell
+
+    shell = Shell(session)
+    name = "orders" if "orders" in _names(FIXTURES / "cluster-basic") else \
+        _names(FIXTURES / "cluster-basic")[0]
+    result = shell.run(["changes", f"/image/topics/byName/{name}/0"])
+    assert result.code == 0
+    assert session.spared and not session.is_loaded
+    assert result.value is not None and result.value.rows
+
+
+def _names(directory: Path) -> list[str]:
+    return sorted(open_shell(directory).latest.image.topics_by_name)
+
+
+def test_sieve_picks_every_record_of_the_topic() -> None:
+    """Every record whose bytes hold the topic id is picked; a partition record of another
+    topic in the same batch is not."""
+    directory = FIXTURES / "cluster-basic"
+    img = open_shell(directory).latest.image
+    topic = sorted(img.topics_by_name.values(), key=lambda t: t.name)[0]
+    sieve = topic_sieve(["image", "topics", "byName", topic.name])
+    assert sieve is not None
+    src = DirectorySource(str(directory))
+    picked = total = holding = 0
+    streams = [src.snapshot_stream(c) for c in src.snapshots()[:1]] + [src.log_stream(0)]
+    for stream in streams:
+        for loc in stream:
+            if loc.batch.is_control:
+                continue
+            buf, framed = sieve(loc.batch)
+            _, every = metadata_ranges(loc.batch)
+            total += len(every)
+            picked += len(framed)
+            holding += sum(1 for r in every if topic.id in bytes(buf[r[1]:r[2]]))
+            assert set(framed) <= set(every)
+    assert holding > 0 and picked >= holding
+
+
+def test_only_topic_and_partition_paths_are_sieved() -> None:
+    assert topic_sieve(["image", "topics", "byName", "t"]) is not None
+    assert topic_sieve(["image", "topics", "byName", "t", "0"]) is not None
+    assert topic_sieve(["image", "topics", "byName", "t*"]) is None
+    assert topic_sieve(["image", "topics", "byId", "not-an-id", "0"]) is None
+    assert topic_sieve(["image", "cluster", "brokers"]) is None
+
+
+def test_warnings_of_a_damaged_directory_still_come() -> None:
+    """Where reading finds damage, the full load runs and says so, as before."""
+    directory = FIXTURES / "bad-crc"
+    names = _names(directory)
+    run = cli("-d", str(directory), "changes", f"/image/topics/byName/{names[0]}")
+    assert "warning" in run.err
+    assert run.out == _full(directory, f"/image/topics/byName/{names[0]}", "text")
