@@ -153,11 +153,14 @@ def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) ->
     """Feed a stream to the run's replay; control records go to ``run.controls``."""
     replayer = run.replayer
     builder = replayer.builder
+    path = None
     for loc in stream:
         if stream.below:
             _below(stream, run.controls)
         batch = loc.batch
-        builder.file = os.path.basename(loc.file)
+        if loc.file is not path:  # thousands of batches a file: name it once
+            path = loc.file
+            builder.file = os.path.basename(path)
         try:
             if batch.is_control:
                 control_entries(batch, loc.file, run.controls)

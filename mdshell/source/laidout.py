@@ -215,8 +215,15 @@ class _Continuity:
 
     def follows(self, batch: Batch, path: str) -> bool:
         """Record what breaks continuity; False to skip a batch already read."""
-        name = os.path.basename(path)
         problems = self.problems
+        last = batch.last_offset
+        expected = self.expected
+        if (batch.epoch >= self.epoch and (expected is None or (
+                last >= expected and batch.base_offset <= expected))):
+            self.epoch = batch.epoch
+            self.expected = last + 1
+            return True  # the usual case: nothing to say
+        name = os.path.basename(path)
         if batch.epoch < self.epoch:
             problems.append(Problem(
                 "epoch", f"{name}: the batch at offset {batch.base_offset} has leader epoch "

@@ -154,12 +154,13 @@ def topic_sieve(comps: list[str]) -> Sieve | None:
     changes, removal, its config resource (by name); ClearElr and the transaction markers are
     always picked. A name follows each id a TopicRecord gives it (a topic made again). None
     for any other path."""
-    if len(comps) not in (4, 5) or comps[:2] != ["image", "topics"] or any(
+    depth = len(comps)  # 4: a topic, 5: a partition
+    if not 4 <= depth <= 5 or comps[:2] != ["image", "topics"] or any(
             compile_glob(c) is not None for c in comps):
         return None
     name = unescape(comps[3])
     always = [frame_key(k) for k in _ALWAYS]
-    if comps[2] == "byId" and len(comps) == 5:
+    if comps[2] == "byId" and depth == 5:
         try:
             return Sieve([uuid_from_str(name), *always])
         except ValueError:
