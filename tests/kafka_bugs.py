@@ -19,6 +19,12 @@ compared byte for byte.
    inside an append it never does: 3.7.2 hangs (checked: no output within 60 s). The
    ``kafka37-snapshot`` fixture ends with a batch begun on an append's first record, which
    3.7.2 and 4.3.1 load.
+
+3. FetchSnapshot errors (4.3.1, seen by ``tests/test_live_protocol.py``): an answer with a
+   partition error (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, FENCED_LEADER_EPOCH...) has no
+   ``UnalignedRecords``; serializing it throws a NullPointerException ("Cannot invoke
+   BaseRecords.sizeInBytes() because this.unalignedRecords is null", logged by
+   ControllerApis), so the client gets a top-level UNKNOWN_SERVER_ERROR instead.
 """
 
 from __future__ import annotations
