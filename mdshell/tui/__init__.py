@@ -23,6 +23,7 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
     except SourceError as e:
         print(f"mdshell: {e}", file=sys.stderr)
         return 1
+    engine.start_load()  # reads while Textual is imported below
     from .app import make_app
 
     app = make_app(engine, at=at)

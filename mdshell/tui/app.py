@@ -85,7 +85,7 @@ class MdshellApp(App[int]):
     def load_source(self) -> None:
         start = time.perf_counter()
         try:
-            self.engine.load()
+            self.engine.finish_load()
             if self.start_at is not None:
                 res = self.engine.run(f"at {self.start_at}")
                 if res.errors:
