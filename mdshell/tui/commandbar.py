@@ -57,6 +57,9 @@ class CommandBar(Input):
         finished: bool
         table: SqlTable | None = None  # the result is a table (topics, brokers...)
 
+    class Closed(Message):
+        """Esc closed the bar: the screen moves the focus (to a table on show, or on)."""
+
     @dataclass
     class SqlStarted(Message):
         line: str
@@ -103,7 +106,7 @@ class CommandBar(Input):
             return
         self.remove_class("open")
         self.disabled = True
-        self.screen.focus_next()
+        self.post_message(self.Closed())
 
     def action_complete(self) -> None:
         engine: Engine = self.app.engine  # type: ignore[attr-defined]
