@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Static
 
 from . import sqlrun
 from .app import MdshellApp, make_app
 from .engine import Engine
+from .rows import LiveRow
+from .widgets import StatusBar
 
 SIZE = (120, 36)
 
@@ -59,6 +62,36 @@ SQL_SCENE = Scene("sql", "cluster-basic", command=(
     'topics, min(size(p.isr)) as min_isr from partitions p join brokers b on b.id = p.leader '
     'group by p.leader, b.rack order by p.leader"'))
 SQL_SECONDS = 2.5  # the query time a scene shows (a steady clock: the pixels repeat)
+
+
+def live_header_app() -> App[None]:
+    """The header of a live view (``-q``) in its three states, over a fixture's image: caught
+    up (green), behind (yellow), following stopped (red, with the reason). The figures are
+    fixed so that the pixels repeat; ``scripts/screenshots.py --live`` shows a real quorum."""
+    engine = Engine.open("fixtures/cluster-basic", None)
+    engine.load()
+    base = replace(engine.header(), kind="quorum", source="live:127.0.0.1:9093")
+    off = base.offset
+    states = [
+        ("caught up", LiveRow(off + 1, off + 1, off, 0.3)),
+        ("behind", LiveRow(off + 1, off + 1_250, off, 0.4)),
+        ("stopped", LiveRow(off + 1, off + 40, off, 12.0, error="controller 127.0.0.1:9093: "
+                            "connection refused")),
+    ]
+
+    class LiveHeaders(App[None]):
+        CSS = "StatusBar { dock: none; margin-bottom: 1; } .what { color: $text-muted; }"
+
+        def compose(self) -> ComposeResult:
+            for what, _row in states:
+                yield Static(f"live header, {what}:", classes="what")
+                yield StatusBar()
+
+        def on_mount(self) -> None:
+            for bar, (_, row) in zip(self.query(StatusBar), states, strict=True):
+                bar.refresh_header(replace(base, live=row))
+
+    return LiveHeaders()
 
 
 async def _run_table_command(pilot: Pilot[None], line: str) -> None:
