@@ -62,6 +62,8 @@ class Engine:
         self.lock = threading.Lock()
         self._early: threading.Thread | None = None
         self._early_error: BaseException | None = None
+        # The overview a forked child read (prefetch.py), shown until load() is done.
+        self.preview: Overview | None = None
 
     @classmethod
     def open(cls, directory: str | None, file: str | None,
@@ -134,6 +136,11 @@ class Engine:
     # ---------------------------------------------------------------- live
 
     @property
+    def on_disk(self) -> bool:
+        """A directory or a file (not a quorum, reached or still to reach)."""
+        return self._source is not None and not self.live
+
+    @property
     def live(self) -> bool:
         return self._source is not None and hasattr(self._source, "poll")
 
@@ -186,6 +193,8 @@ class Engine:
                 or "unknown")
 
     def overview(self) -> Overview:
+        if self.shell is None and self.preview is not None:
+            return self.preview
         img = self.loaded.image
         return Overview(self.header(), self._controllers(img), self._brokers(img),
                         self._features(img), len(img.topics_by_name),
