@@ -256,7 +256,9 @@ async def test_wide_table_columns_scroll_sideways_at_80x24() -> None:
         await until(pilot, lambda: bool(box.display) and box.max_scroll_x > 0, "the text form")
         box.focus()
         await pilot.press("right", "right")
-        await until(pilot, lambda: box.scroll_x == 2, "the text form scrolled")
+        await until(pilot, lambda: box.scroll_x == 2 * STEP, "the text form scrolled")
+        await pilot.press("shift+left")
+        await until(pilot, lambda: box.scroll_x == 0, "the text form back")
 
 
 @aio

@@ -12,12 +12,12 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import ScrollableContainer, Vertical
+from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from .engine import Engine
-from .resulttable import ResultTable
+from .resulttable import ResultTable, TextScroll
 from .widgets import state_text
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class DetailPane(Vertical):
 
     DEFAULT_CSS = """
     DetailPane { height: 1fr; width: 1fr; }
-    DetailPane ScrollableContainer { height: 1fr; }
+    DetailPane TextScroll { height: 1fr; }
     DetailPane Static { width: auto; }
     DetailPane #sql-status { width: 1fr; height: auto; display: none; }
     DetailPane #sql-progress { display: none; }
@@ -56,7 +56,7 @@ class DetailPane(Vertical):
             for tab, title in zip(TABS, ("View", "Text", "JSON", "Changes", "Output"),
                                   strict=True):
                 with TabPane(title, id=tab):
-                    with ScrollableContainer(id=f"{tab}-scroll"):
+                    with TextScroll(id=f"{tab}-scroll"):
                         yield Static(id=f"{tab}-body")
                     if tab == "output":  # sql: status line, progress, result table
                         yield Static(id="sql-status")
@@ -157,7 +157,7 @@ class DetailPane(Vertical):
             if table.total > len(table.rows):
                 t.append(f" (the first {len(table.rows):,} shown; --csv FILE writes them all)",
                          style="dim")
-            t.append("  (a header sorts; Tab to the table, ←→ scroll)", style="dim")
+            t.append("  (a header sorts · ←→ scroll)", style="dim")
         t.append(f"  {seconds:.1f} s", style="dim")
         self._command = None
         self._sql_mode(True, table=table is not None and not cancelled and error is None)
@@ -175,8 +175,7 @@ class DetailPane(Vertical):
         t.append(f"{table.total:,} rows", style="bold")
         if table.total > len(table.rows):
             t.append(f" (the first {len(table.rows):,} shown)", style="dim")
-        t.append("  (x: the text form; a header sorts; Tab to the table, ←→ scroll)",
-                 style="dim")
+        t.append("  (x: text form · a header sorts · ←→ scroll)", style="dim")
         if errors:
             t.append("\n" + "\n".join(errors), style="bold red")
         self._sql_mode(True, table=True)
