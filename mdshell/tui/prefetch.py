@@ -20,9 +20,10 @@ if TYPE_CHECKING:
     from .engine import Engine
     from .rows import Overview
 
-# Above this much to read, the load takes long enough that its progress bar matters more
-# than the start-up: the program loads in a thread as before (the loading screen counts).
-MAX_BYTES = 48_000_000
+# Above this much to read (a load of about 0.3 s), the load is long enough for its progress
+# bar to matter more than the start-up: the program loads in a thread as before, and the
+# loading screen counts its bytes (the child's progress is not shown).
+MAX_BYTES = 16_000_000
 
 
 class Prefetch:
