@@ -40,6 +40,8 @@ class Prefetch:
         try:
             while chunk := os.read(self.fd, 1 << 16):
                 chunks.append(chunk)
+        except OSError:  # closed under us: the user quit first
+            return None
         finally:
             self.close()
         try:
