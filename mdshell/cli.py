@@ -21,6 +21,7 @@ from .problems import Problem, SourceError
 
 if TYPE_CHECKING:
     from .commands.shell import Shell
+    from .session import Loaded
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # What writing to stdout fails with: a full disk or quota, a closed or broken output.
@@ -160,17 +161,22 @@ def _main(args: argparse.Namespace) -> int:
             lazy = bool(args.command) and not args.strict and args.at is None
             session = Session.open(args.directory, args.snapshot, eager=args.strict,
                                    layout=args.layout, lazy=lazy)
-        # What reading found, said when the load runs (at once unless lazy).
-        session.when_loaded(lambda loaded: _warn(loaded.problems, args.strict))
     except SourceError as e:
         if args.debug:
             raise
         _err(str(e))
         return EXIT_FAIL
-    if args.strict and session.latest.problems:
-        return EXIT_FAIL
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     shell = Shell(session, opts=RenderOptions(show_secrets=args.show_secrets))
+
+    def said(loaded: Loaded) -> None:
+        """What reading found, said when the load runs (at once unless lazy)."""
+        _warn(loaded.problems, args.strict)
+        shell.said.update(p.message for p in loaded.problems)
+
+    session.when_loaded(said)
+    if args.strict and session.latest.problems:
+        return EXIT_FAIL
     if args.at is not None:
         from .commands.timetravel import is_position
 
@@ -182,6 +188,7 @@ def _main(args: argparse.Namespace) -> int:
         label = "error" if args.strict else "warning"
         for w in moved.warnings:  # what only the older data shows
             print(f"mdshell: {label}: {w}", file=sys.stderr)
+        shell.said.update(moved.warnings)
         if args.strict and moved.warnings:
             return EXIT_FAIL
     if args.command:
@@ -235,8 +242,8 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
     result = shell.run(words)
     if not session.is_loaded and not session.spared:
         session.latest  # noqa: B018  (load now: its warnings are due whatever the command)
-    said = {p.message for p in session.latest.problems} if session.is_loaded else set()
-    code = emit(result, out, output=output, width=width, notes=shell.new_notes, said=said)
+    code = emit(result, out, output=output, width=width, notes=shell.new_notes,
+                said=shell.said)
     if strict and result.warnings and code == EXIT_OK:
         return EXIT_FAIL
     return code
