@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..tree.printer import tree_data, tree_lines
+from ..tree.printer import tree_chunks, tree_data, tree_lines
 from . import results as r
 from .columns import layout
 
@@ -386,6 +386,11 @@ def emit(result: Result, out: TextIO, err: TextIO | None = None, *, output: str 
         if data is not None:
             out.write(json_text(data))
             out.write("\n")
+    elif isinstance(result.value, r.Tree):  # 400k lines for 100k partitions: write runs
+        for root in result.value.roots:
+            for lines in tree_chunks(root.node, result.value.opts):
+                out.write("\n".join(lines))
+                out.write("\n")
     else:
         for line in text_lines(result.value, width):
             out.write(line)

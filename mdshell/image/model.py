@@ -103,6 +103,16 @@ def _decode_fast(buf: bytes, body: int, end: int, version: int) -> dict[str, Any
     return d if pos == end else None
 
 
+def decode_clean(lazy: LazyPartition) -> Partition | None:
+    """The partition of an undecoded record when it decodes with nothing to report (the
+    same bytes then always give the same partition); None: let :meth:`Topic.partition` say
+    what is wrong."""
+    d = _decode_fast(*lazy)
+    if d is None or UNKNOWN_TAGS in d:
+        return None
+    return partition_from_record(d)
+
+
 @dataclass(slots=True)
 class Topic:
     name: str
@@ -121,10 +131,10 @@ class Topic:
         return p
 
     def _decode(self, pid: int, lazy: LazyPartition) -> Partition | None:
+        p = decode_clean(lazy)
+        if p is not None:
+            return p
         buf, body, end, version = lazy
-        d = _decode_fast(buf, body, end, version)
-        if d is not None and UNKNOWN_TAGS not in d:
-            return partition_from_record(d)
         try:
             d = codec.decode(METADATA[RecordKind.PARTITION], version, buf, body, end)
         except DecodeError as e:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # How a Kafka release lays ``/image`` out: 3.7 (the default) or 4.x (Kafka 4.3: ACLs under
 # ``acls/byId``, no ``zkMigrationState``, ``Optional[...]`` metadata version, Java-record ACLs,
@@ -19,6 +19,15 @@ LAYOUTS = ("3.7", "4.x")
 @dataclass(frozen=True, slots=True)
 class RenderOptions:
     show_secrets: bool = False
+
+
+class Subtree(NamedTuple):
+    """A directory's ``tree`` lines made in one go (see :meth:`Node.subtree`)."""
+
+    lines: list[str]
+    # Worth keeping to print again (``byId`` and ``byName`` hold the same topics), rather
+    # than made again: most of it was not found ready-made.
+    costly: bool
 
 
 class Node:
@@ -45,6 +54,12 @@ class Node:
     def ident(self) -> object | None:
         """The image object behind the node, when there is one: images share what did not
         change, so the same object (``is``) means the same subtree (``diff`` skips it)."""
+        return None
+
+    def subtree(self, opts: RenderOptions, indent: int) -> Subtree | None:
+        """What ``tree`` prints below this directory at ``indent`` levels, when the node
+        makes it faster than child by child (a topic's partitions); None: walk the
+        children."""
         return None
 
     def child_ident(self, name: str) -> object | None:

@@ -22,11 +22,21 @@ MEMO_LINES = 300_000
 
 def tree_lines(node: Node, opts: RenderOptions, indent: int = 0) -> Iterator[str]:
     """Kafka's ShellNodePrinter: a directory prints its children, sorted, two spaces a level."""
-    if not node.is_dir:
-        yield "  " * indent + node.text(opts)
-        return
-    for chunk in _Walk(opts).chunks(node, indent):
+    for chunk in tree_chunks(node, opts, indent):
         yield from chunk
+
+
+def tree_chunks(node: Node, opts: RenderOptions, indent: int = 0) -> Iterator[list[str]]:
+    """:func:`tree_lines` in runs of lines (never empty), to be written a run at a time."""
+    if not node.is_dir:
+        yield ["  " * indent + node.text(opts)]
+        return
+    made = node.subtree(opts, indent)
+    if made is not None:
+        if made.lines:
+            yield made.lines
+        return
+    yield from _Walk(opts).chunks(node, indent)
 
 
 class _Walk:
@@ -40,6 +50,9 @@ class _Walk:
         # its id from being reused while the walk runs.
         self.memo: dict[int, tuple[object, int, list[str]]] = {}
         self.budget = MEMO_LINES
+        # How many cheap subtrees were made in one go: what holds one is not kept (making it
+        # again costs little, keeping 100k partitions' text 40 MiB).
+        self.remade = 0
 
     def chunks(self, node: Node, indent: int) -> Iterator[list[str]]:
         pad = "  " * indent
@@ -54,33 +67,51 @@ class _Walk:
             if not child.is_dir:
                 out.append(inner + child.text(opts))
                 continue
-            yield out
-            out = []
+            if out:
+                yield out
+                out = []
             ident = child.ident()
-            if ident is None:
+            if ident is not None:
+                seen = self.memo.get(id(ident))
+                if seen is not None and seen[0] is ident and seen[1] == indent + 1:
+                    if seen[2]:
+                        yield seen[2]
+                    continue
+            made = child.subtree(opts, indent + 1)
+            if made is not None:
+                if ident is not None and made.costly:
+                    self._keep(ident, indent + 1, made.lines)
+                else:
+                    self.remade += 1
+                if made.lines:
+                    yield made.lines
+            elif ident is None:
                 yield from self.chunks(child, indent + 1)
-                continue
-            seen = self.memo.get(id(ident))
-            if seen is not None and seen[0] is ident and seen[1] == indent + 1:
-                yield seen[2]
-                continue
-            yield from self._recorded(child, ident, indent + 1)
+            else:
+                yield from self._recorded(child, ident, indent + 1)
         if out:
             yield out
 
     def _recorded(self, node: Node, ident: object, indent: int) -> Iterator[list[str]]:
         """The chunks of ``node`` as they are made, kept for reuse while within the budget."""
         kept: list[str] | None = []
+        remade = self.remade
         for chunk in self.chunks(node, indent):
-            if kept is not None:
+            if self.remade != remade:
+                kept = None
+            elif kept is not None:
                 if len(kept) + len(chunk) <= self.budget:
                     kept += chunk
                 else:
                     kept = None
             yield chunk
         if kept is not None:
-            self.budget -= len(kept)
-            self.memo[id(ident)] = (ident, indent, kept)
+            self._keep(ident, indent, kept)
+
+    def _keep(self, ident: object, indent: int, lines: list[str]) -> None:
+        if len(lines) <= self.budget:
+            self.budget -= len(lines)
+            self.memo[id(ident)] = (ident, indent, lines)
 
 
 def tree_data(node: Node, opts: RenderOptions) -> Any:
