@@ -8,7 +8,6 @@ JSON; front ends decide where each goes.
 from __future__ import annotations
 
 import argparse
-import difflib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -86,6 +85,8 @@ Runner = Callable[["Shell", list[str]], Result]
 
 @dataclass
 class Command:
+    """A registered command: what help and completion show, and its runner."""
+
     name: str
     summary: str
     usage: str
@@ -114,6 +115,8 @@ def command(name: str, summary: str, usage: str, **kw: Any) -> Callable[[Runner]
 
 
 def closest(name: str) -> str | None:
+    import difflib  # only for a mistyped command
+
     match = difflib.get_close_matches(name, sorted(REGISTRY), n=1, cutoff=0.5)
     if match:
         return match[0]

@@ -9,7 +9,6 @@ state (the output format, the terminal width) is given by the caller.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -79,6 +78,8 @@ def _moved_text(v: r.Moved) -> Iterator[str]:
 
 
 def _compact(data: Any) -> str:
+    import json  # here, not at the top: a one-shot command in text does not need it
+
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -366,6 +367,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def json_text(data: object) -> str:
     """JSON that is valid UTF-8 whatever the data: a file name's undecodable bytes (held as
     lone surrogates) are written as ``\\udcXX`` escapes."""
+    import json
+
     text = json.dumps(data, indent=2, ensure_ascii=False)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 # How a Kafka release lays ``/image`` out: 3.7 (the default) or 4.x (Kafka 4.3: ACLs under
 # ``acls/byId``, no ``zkMigrationState``, ``Optional[...]`` metadata version, Java-record ACLs,
@@ -18,16 +18,22 @@ LAYOUTS = ("3.7", "4.x")
 
 @dataclass(frozen=True, slots=True)
 class RenderOptions:
+    """How leaves render: secrets shown or redacted."""
+
     show_secrets: bool = False
 
 
-class Subtree(NamedTuple):
-    """A directory's ``tree`` lines made in one go (see :meth:`Node.subtree`)."""
+class Subtree:
+    """A directory's ``tree`` lines made in one go (see :meth:`Node.subtree`). A plain class:
+    a NamedTuple costs a one-shot command more to define than this is used."""
 
-    lines: list[str]
-    # Worth keeping to print again (``byId`` and ``byName`` hold the same topics), rather
-    # than made again: most of it was not found ready-made.
-    costly: bool
+    __slots__ = ("costly", "lines")
+
+    def __init__(self, lines: list[str], costly: bool) -> None:
+        self.lines = lines
+        # Worth keeping to print again (``byId`` and ``byName`` hold the same topics), rather
+        # than made again: most of it was not found ready-made.
+        self.costly = costly
 
 
 class Node:
