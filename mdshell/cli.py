@@ -11,12 +11,12 @@ import argparse
 import contextlib
 import errno
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from . import __version__
+from .commands.base import HelpLayout, terminal_columns
 from .problems import Problem, SourceError
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="mdshell",
+        formatter_class=HelpLayout,
         description="Explore the metadata of an Apache Kafka KRaft cluster: a "
                     "__cluster_metadata-0 directory, one snapshot or log file, or (soon) the "
                     "live controller quorum.",
@@ -167,7 +168,7 @@ def _main(args: argparse.Namespace) -> int:
     _warn(problems, args.strict)
     if args.strict and problems:
         return EXIT_FAIL
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    width = terminal_columns() if sys.stdout.isatty() else None
     shell = Shell(session, opts=RenderOptions(show_secrets=args.show_secrets))
     if args.at is not None:
         from .commands.timetravel import is_position

@@ -43,8 +43,9 @@ def test_one_shot_imports_no_front_end(command: list[str], which: str) -> None:
 
 
 # Imported only where they are needed, off the one-shot path (each costs a start-up 1-2 ms):
-# JSON output and quorum-state, compressed batches, a mistyped command's suggestion, health.
-LAZY = ("json", "cramjam", "difflib", "mdshell.image.health")
+# JSON output and quorum-state, compressed batches, a mistyped command's suggestion, shutil
+# (argparse imports it for the terminal width; zlib, bz2, lzma with it), health.
+LAZY = ("json", "cramjam", "difflib", "shutil", "mdshell.image.health")
 
 
 @pytest.mark.parametrize("which", SOURCES)
