@@ -1,11 +1,13 @@
 """A subtree as Kafka's shell prints it (``tree``), and as nested JSON.
 
 ``tree`` is fast enough for 100k partitions because leaves are rendered inline (no generator
-per leaf), lines travel in chunks, and a directory whose image object was already rendered at
-the same depth is not rendered again. Images share what did not change, and
-``/image/topics/byName/X`` and ``/image/topics/byId/Y`` are the same topic object: the
-contract of :meth:`Node.ident` (same object, same subtree) makes the second rendering a copy
-of the first.
+per leaf), lines travel in chunks (written a chunk at a time), and a directory that can make
+its lines in one go does (:meth:`Node.subtree`: a topic looks its partitions' text up by
+their record bytes, so 100k partitions print without being decoded). Images share what did
+not change, and ``/image/topics/byName/X`` and ``/image/topics/byId/Y`` are the same topic
+object: the contract of :meth:`Node.ident` (same object, same subtree) lets a subtree that
+was costly to render be printed again from its lines; a cheap one is made again instead of
+held (the text of 100k partitions is 40 MiB).
 """
 
 from __future__ import annotations
