@@ -13,10 +13,9 @@ import errno
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from .commands.base import HelpLayout, terminal_columns
 from .problems import Problem, SourceError
 
 if TYPE_CHECKING:
@@ -26,6 +25,31 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # What writing to stdout fails with: a full disk or quota, a closed or broken output.
 _WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EIO,
                  errno.EPIPE}
+
+
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (which imports zlib,
+    bz2 and lzma: 2 ms of every start): ``COLUMNS``, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _HelpLayout(argparse.HelpFormatter):
+    """argparse's own help layout; only the width is read without shutil (argparse makes a
+    formatter for every ``add_argument``, and its own imports shutil to get the width)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None, **kw: Any) -> None:
+        width = terminal_columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width, **kw)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,7 +62,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="mdshell",
-        formatter_class=HelpLayout,
+        formatter_class=_HelpLayout,
         description="Explore the metadata of an Apache Kafka KRaft cluster: a "
                     "__cluster_metadata-0 directory, one snapshot or log file, or (soon) the "
                     "live controller quorum.",

@@ -8,8 +8,6 @@ JSON; front ends decide where each goes.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -126,29 +124,14 @@ def closest(name: str) -> str | None:
     return prefixed[0] if prefixed else None
 
 
-def terminal_columns() -> int:
-    """``shutil.get_terminal_size().columns`` without importing shutil (which imports zlib,
-    bz2 and lzma: 2 ms of every start): ``COLUMNS``, else the terminal's, else 80."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
-
-
-class HelpLayout(argparse.HelpFormatter):
-    """argparse's own help layout; only the width is read without shutil (argparse makes a
-    formatter for every ``add_argument``, and its own imports shutil to get the width)."""
+class _NoHelpLayout(argparse.HelpFormatter):
+    """A command's parser never prints help (its errors give the usage line), so no terminal
+    width is read: argparse's default would import shutil for it (with zlib, bz2 and lzma: 2
+    ms of every start), once per ``add_argument``."""
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
                  width: int | None = None, **kw: Any) -> None:
-        width = terminal_columns() - 2 if width is None else width
-        super().__init__(prog, indent_increment, max_help_position, width, **kw)
+        super().__init__(prog, indent_increment, max_help_position, width or 80, **kw)
 
 
 class ArgParser(argparse.ArgumentParser):
@@ -156,7 +139,7 @@ class ArgParser(argparse.ArgumentParser):
 
     def __init__(self, name: str, usage: str) -> None:
         super().__init__(prog=name, usage=usage, add_help=False, allow_abbrev=False,
-                         formatter_class=HelpLayout)
+                         formatter_class=_NoHelpLayout)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (usage: {self.usage})")
