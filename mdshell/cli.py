@@ -194,6 +194,7 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     width = terminal_columns() if sys.stdout.isatty() else None
     shell = Shell(session, opts=RenderOptions(show_secrets=args.show_secrets))
+    shell.said.update(p.message for p in problems)
     if args.at is not None:
         from .commands.timetravel import is_position
 
@@ -205,6 +206,7 @@ def _main(args: argparse.Namespace) -> int:
         label = "error" if args.strict else "warning"
         for w in moved.warnings:  # what only the older data shows
             print(f"mdshell: {label}: {w}", file=sys.stderr)
+        shell.said.update(moved.warnings)
         if args.strict and moved.warnings:
             return EXIT_FAIL
     if args.command:
@@ -247,8 +249,8 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
     from .commands.render import emit
 
     result = shell.run(words)
-    said = {p.message for p in shell.session.latest.problems}  # printed at load
-    code = emit(result, out, output=output, width=width, notes=shell.new_notes, said=said)
+    code = emit(result, out, output=output, width=width, notes=shell.new_notes,
+                said=shell.said)
     if strict and result.warnings and code == EXIT_OK:
         return EXIT_FAIL
     return code

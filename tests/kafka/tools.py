@@ -200,13 +200,15 @@ def dump(version: str, paths: Sequence[Path]) -> dict[Path, Run]:
             run = _java(version, "dump", main, ["--cluster-metadata-decoder", "--files",
                                                 ",".join(map(str, copies))])
         sections = _split_sections(run.out, copies)
+        notes = _non_consecutive(run.err)
         done = 0
         for i, p in enumerate(todo):
             if i not in sections:
                 break
             last = i == len(sections) - 1
             ok = run.rc == 0 or not last
-            result[p] = Run(0 if ok else run.rc, sections[i], "" if ok else run.err)
+            result[p] = Run(0 if ok else run.rc, sections[i],
+                            notes.get(str(copies[i]), "") if ok else run.err)
             _store(dump_key(version, p), result[p])
             done = i + 1
         if done == 0:  # the tool failed before dumping anything: every file shares it
@@ -215,6 +217,21 @@ def dump(version: str, paths: Sequence[Path]) -> dict[Path, Run]:
             break
         todo = todo[done:]
     return result
+
+
+def _non_consecutive(err: str) -> dict[str, str]:
+    """The tool's closing "Non-consecutive offsets in FILE" reports (on stderr), by file."""
+    found: dict[str, str] = {}
+    current = None
+    for line in err.splitlines(keepends=True):
+        if line.startswith("Non-consecutive offsets in "):
+            current = line[len("Non-consecutive offsets in "):].strip()
+            found[current] = line
+        elif current is not None and line.startswith("  "):
+            found[current] += line
+        else:
+            current = None
+    return found
 
 
 def _split_sections(out: str, copies: Sequence[Path]) -> dict[int, str]:
