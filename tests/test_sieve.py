@@ -122,3 +122,20 @@ def test_warnings_of_a_damaged_directory_still_come() -> None:
     run = cli("-d", str(directory), "changes", f"/image/topics/byName/{names[0]}")
     assert "warning" in run.err
     assert run.out == _full(directory, f"/image/topics/byName/{names[0]}", "text")
+
+
+def test_a_picked_record_that_cannot_be_applied_takes_the_full_path() -> None:
+    """bad-unknown-records holds a TopicRecord v7 (unknown version) naming
+    ``from-the-future``: the sieve picks it by its name, cannot apply it, so the full load
+    runs and warns, as before. A topic whose records are all known is answered by the sieve
+    without the warnings about the records it stepped over."""
+    directory = FIXTURES / "bad-unknown-records"
+    path = "/image/topics/byName/from-the-future"
+    run = cli("-d", str(directory), "changes", path)
+    assert "unknown version 7 of TopicRecord" in run.err
+    assert run.out == _full(directory, path, "text")
+    session = Session.open(str(directory), lazy=True)
+    from mdshell.commands import Shell
+
+    result = Shell(session).run(["changes", "/image/topics/byName/after-unknown"])
+    assert result.code == 0 and session.spared and not session.is_loaded

@@ -367,8 +367,10 @@ def replay_sieved(session: Session, observer: Observer, wants: Wants, sieve: Sie
     """``replay_history`` for a session that has not loaded yet (a one-shot ``changes``):
     replay every change but apply only the records ``sieve`` picks, so the rest of a large
     snapshot is stepped over rather than framed. False (and nothing to keep) when the session
-    has loaded already (its index serves better), or when reading found a problem: then the
-    full load must run, to report it as it always does."""
+    has loaded already (its index serves better), or when reading found a problem, or when a
+    picked record could not be applied (an unknown type or version holding the topic's bytes
+    may be the topic's own record): then the full load must run, to report it as it always
+    does. Problems of records the sieve stepped over go unreported: they are not framed."""
     if session.is_loaded:
         return False
     source = session.source
@@ -381,10 +383,16 @@ def replay_sieved(session: Session, observer: Observer, wants: Wants, sieve: Sie
     for loaded in loads:
         replayer = loaded.replayer
         mine = replayer.builder.problems if replayer is not None else []
-        if any(p not in mine for p in loaded.problems):
+        # What the partial image lacks (a topic another record names) is the sieve's doing;
+        # a picked record that is itself unreadable is not.
+        if any(p not in mine or p.code in _RECORD_ITSELF for p in loaded.problems):
             return False
     session.spared = True
     return True
+
+
+# Replay problems about the record itself, whatever image it is applied to.
+_RECORD_ITSELF = frozenset({"unknown-record", "unknown-tag", "bad-value", "null-value"})
 
 
 def _NOTHING(batch: Batch) -> tuple[bytes, list[tuple[int, int, int, int, int, int]]]:
