@@ -248,7 +248,8 @@ def _simple(data: bytes, cols: _Columns, heads: _Heads) -> tuple[np.ndarray, ...
     value = np.frombuffer(distinct.value, np.int32)[which] if n else np.zeros(0, np.int32)
     off_d = np.frombuffer(distinct.offset_delta, np.int64)[which] if n else which
     ts_d = np.frombuffer(distinct.ts_delta, np.int64)[which] if n else which
-    out = (heads.pos << _ORDER, heads.base + off_d, heads.base_ts + ts_d, heads.epoch, value)
+    out: tuple[np.ndarray, ...] = (heads.pos << _ORDER, heads.base + off_d,
+                                   heads.base_ts + ts_d, heads.epoch, value)
     if n and (value < 0).any():
         keep = value >= 0
         out = tuple(x[keep] for x in out)
