@@ -24,6 +24,7 @@ base offset, so segments after a damaged one are read too (the shell stops there
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import logging
@@ -217,12 +218,18 @@ def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
         if warnings:
             yield _empty_with(schema, part, warnings)
         return
-    n = table.num_rows
-    extra = [fastlog.constant(part.directory, pa.string(), n),
-             fastlog.constant(part.cluster_id, pa.string(), n),
-             fastlog.constant(warnings or None, tables.STRS, n)]
-    full = pa.Table.from_arrays([*extra, *table.columns], schema=schema)
-    yield from full.to_batches(max_chunksize=BATCH_ROWS)
+    for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+        extra = _constants(part.directory, part.cluster_id, tuple(warnings), batch.num_rows)
+        yield pa.RecordBatch.from_arrays([*extra, *batch.columns], schema=schema)
+
+
+@functools.lru_cache(maxsize=4)
+def _constants(directory: str, cluster_id: str | None, warnings: tuple[str, ...],
+               n: int) -> tuple[pa.Array, ...]:
+    """The columns every row of a batch shares (made once for the many full batches)."""
+    return (fastlog.constant(directory, pa.string(), n),
+            fastlog.constant(cluster_id, pa.string(), n),
+            fastlog.constant(list(warnings) or None, tables.STRS, n))
 
 
 def _empty_with(schema: pa.Schema, part: FilePart, warnings: list[str]) -> pa.RecordBatch:
