@@ -75,7 +75,8 @@ def first_paint(d: Path) -> float:
 
 def first_paint_tmux(d: Path, bytecode: bool = True) -> tuple[float, float] | None:
     """(wall, CPU) seconds from starting the program in tmux to the overview on screen; CPU
-    is the process's user+system time then (less swayed by other jobs than wall time)."""
+    is the process's user+system time then, its reaped children's included (less swayed by
+    other jobs than wall time)."""
     tmux = shutil.which("tmux")
     if tmux is None:
         return None
@@ -105,12 +106,13 @@ def first_paint_tmux(d: Path, bytecode: bool = True) -> tuple[float, float] | No
 
 
 def _cpu_of_child(shell_pid: str) -> float:
-    """User+system seconds of the python process the pane's shell started."""
+    """User+system seconds of the python process the pane's shell started, with those of
+    its children it has reaped (the child that reads the overview at start)."""
     tick = os.sysconf("SC_CLK_TCK")
     for task in Path(f"/proc/{shell_pid}/task").iterdir():
         for child in (task / "children").read_text().split():
             fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / tick
+            return sum(int(f) for f in fields[11:15]) / tick
     return float("nan")
 
 

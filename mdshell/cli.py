@@ -11,10 +11,9 @@ import argparse
 import contextlib
 import errno
 import os
-import shutil
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
 from .problems import Problem, SourceError
@@ -28,6 +27,31 @@ _WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EIO
                  errno.EPIPE}
 
 
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` without importing shutil (which imports zlib,
+    bz2 and lzma: 2 ms of every start): ``COLUMNS``, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _HelpLayout(argparse.HelpFormatter):
+    """argparse's own help layout; only the width is read without shutil (argparse makes a
+    formatter for every ``add_argument``, and its own imports shutil to get the width)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None, **kw: Any) -> None:
+        width = terminal_columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width, **kw)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -38,6 +62,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="mdshell",
+        formatter_class=_HelpLayout,
         description="Explore the metadata of an Apache Kafka KRaft cluster: a "
                     "__cluster_metadata-0 directory, one snapshot or log file, or (soon) the "
                     "live controller quorum.",
@@ -167,8 +192,9 @@ def _main(args: argparse.Namespace) -> int:
     _warn(problems, args.strict)
     if args.strict and problems:
         return EXIT_FAIL
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    width = terminal_columns() if sys.stdout.isatty() else None
     shell = Shell(session, opts=RenderOptions(show_secrets=args.show_secrets))
+    shell.said.update(p.message for p in problems)
     if args.at is not None:
         from .commands.timetravel import is_position
 
@@ -180,6 +206,7 @@ def _main(args: argparse.Namespace) -> int:
         label = "error" if args.strict else "warning"
         for w in moved.warnings:  # what only the older data shows
             print(f"mdshell: {label}: {w}", file=sys.stderr)
+        shell.said.update(moved.warnings)
         if args.strict and moved.warnings:
             return EXIT_FAIL
     if args.command:
@@ -222,8 +249,8 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
     from .commands.render import emit
 
     result = shell.run(words)
-    said = {p.message for p in shell.session.latest.problems}  # printed at load
-    code = emit(result, out, output=output, width=width, notes=shell.new_notes, said=said)
+    code = emit(result, out, output=output, width=width, notes=shell.new_notes,
+                said=shell.said)
     if strict and result.warnings and code == EXIT_OK:
         return EXIT_FAIL
     return code

@@ -11,6 +11,7 @@ are generated, never edited by hand: change this script and run it again.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import sys
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from mdshell.problems import Problem  # noqa: E402
+from mdshell.source.walker import iter_batches  # noqa: E402
 from mdshell.synth import ClusterBuilder, Scenario  # noqa: E402
 from mdshell.synth import generate as synth  # noqa: E402
 from mdshell.synth.batches import CODECS  # noqa: E402
@@ -275,14 +278,25 @@ def make_segments_snapshots(out: str) -> None:
 
 
 def make_kafka37_snapshot(out: str) -> None:
-    """A 3.7.x snapshot whose batches overlap, and a log that starts where it ends."""
+    """A snapshot as Kafka 3.7's writer lays it out (non-atomic chunks of 10 records, batches
+    of at most 700 bytes), and a log that starts where it ends."""
     b = ClusterBuilder(out, seed=108, metadata_version=19)
     with b.log_suppressed():  # those segments were deleted once the snapshot covered them
         base(b, brokers=5)
         for i in range(4):
             b.create_topic(f"topic-{i}", 10, 3)
         b.set_config("BROKER", "", "log.retention.ms", "604800000")
-        b.snapshot(overlap=1, max_batch_bytes=1024, chunk_records=8)
+        snap = b.snapshot(non_atomic=True, max_batch_bytes=700, chunk_records=10)
+    problems: list[Problem] = []
+    with open(snap, "rb") as f:
+        *data, footer = list(iter_batches(snap, f.read(), problems))[1:]
+    assert not problems and not any(x.is_control for x in data) and footer.is_control
+    # A batch wholly inside offsets already used: a reader that skipped repeated offsets, as
+    # in a log, would lose its records.
+    assert any(x.last_offset <= w.last_offset for w, x in itertools.pairwise(data))
+    # The last batch starts at a chunk's start, so its last offset is the footer's minus one:
+    # Kafka's shell (-s) waits until a batch's base + count - 1 reaches that.
+    assert data[-1].last_offset == footer.base_offset - 1
     b.elect_leader("topic-0", 0, b.partition("topic-0", 0).replicas[1])
     b.create_topic("after-snapshot", 2, 3)
     b.noop(3)
@@ -391,8 +405,10 @@ FIXTURES = [
             "`.snapshot` files (ignored), snapshots: a `.checkpoint.deleted`, an older and the "
             "newest usable one, a truncated `.checkpoint.part`, the bootstrap 0-0 checkpoint; "
             "`<topic>-<n>/partition.metadata` dirs", make_segments_snapshots),
-    Fixture("kafka37-snapshot", "3.7-IV4: a snapshot whose batch base offsets overlap the "
-            "previous batch (Kafka 3.7 writer), and a log that starts at the snapshot's end offset",
+    Fixture("kafka37-snapshot", "3.7-IV4: a snapshot laid out by Kafka 3.7's writer (non-atomic "
+            "appends): a batch begun inside an append starts at that append's first offset, with "
+            "offset deltas from 0, so its offsets repeat earlier ones; a log that starts at the "
+            "snapshot's end offset",
             make_kafka37_snapshot),
     Fixture("health-fenced", "`health` fails `fenced brokers`: broker 4 fenced, broker 5 in "
             "controlled shutdown (warning); neither hosts a partition", make_health_fenced),

@@ -10,6 +10,21 @@ compared byte for byte.
    - 3.7.x: ``tree`` prints the empty name, then stops with a NullPointerException on the
      missing child (exit 1): everything after it is lost.
    - 4.3.1: ``tree`` prints the name with nothing below it and goes on.
+
+2. A snapshot written by Kafka 3.7.x itself (``BatchAccumulator`` appends non-atomically: a
+   batch begun inside an append starts at that append's first offset, with offset deltas
+   from 0), read with ``-s``: the shell's ``SnapshotFileReader`` hands each batch to the
+   ``MetadataLoader`` as ``base offset + count - 1``, and the loader waits until that reaches
+   the high water mark (the footer's offset) minus one. When the last metadata batch began
+   inside an append it never does: 3.7.2 hangs (checked: no output within 60 s). The
+   ``kafka37-snapshot`` fixture ends with a batch begun on an append's first record, which
+   3.7.2 and 4.3.1 load.
+
+3. FetchSnapshot errors (4.3.1, seen by ``tests/test_live_protocol.py``): an answer with a
+   partition error (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, FENCED_LEADER_EPOCH...) has no
+   ``UnalignedRecords``; serializing it throws a NullPointerException ("Cannot invoke
+   BaseRecords.sizeInBytes() because this.unalignedRecords is null", logged by
+   ControllerApis), so the client gets a top-level UNKNOWN_SERVER_ERROR instead.
 """
 
 from __future__ import annotations

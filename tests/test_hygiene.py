@@ -42,6 +42,31 @@ def test_one_shot_imports_no_front_end(command: list[str], which: str) -> None:
     assert out.stdout.strip() == "0 []", out.stderr
 
 
+# Imported only where they are needed, off the one-shot path (each costs a start-up 1-2 ms):
+# JSON output and quorum-state, compressed batches, a mistyped command's suggestion, shutil
+# (argparse imports it for the terminal width; zlib, bz2, lzma with it), health.
+LAZY = ("json", "cramjam", "difflib", "shutil", "mdshell.image.health")
+
+
+@pytest.mark.parametrize("which", SOURCES)
+@pytest.mark.parametrize("command", [["ls", "/"], ["tree", "/image/cluster"],
+                                     ["cat", "/image/provenance"]])
+def test_one_shot_leaves_lazy_imports_alone(command: list[str], which: str) -> None:
+    """Uncompressed data shown as text needs none of LAZY: moving one of them back to a
+    module's top (where every start pays for it) fails here."""
+    code = textwrap.dedent(f"""
+        import sys, io, contextlib
+        from mdshell.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = main(["-d", {str(_small_dir(which))!r}, *{command!r}])
+        lazy = [m for m in {LAZY!r} if m in sys.modules]
+        print(rc, lazy)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert out.stdout.strip() == "0 []", out.stderr
+
+
 def test_library_imports_no_front_end() -> None:
     code = ("import sys, mdshell.session, mdshell.commands, mdshell.tree.image_tree;"
             f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])")

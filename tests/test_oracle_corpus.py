@@ -44,7 +44,10 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
 # Kafka bug (3.7.x, 4.3.1): the shell prints once its loader has published, and the loader
 # publishes as soon as it is one offset short of the file's end (SnapshotFileReader's high
 # water mark is the last offset, not the next one): when the last batch is one record,
-# the shell may print the image without it. Either outcome is accepted.
+# the shell may print the image without it. Any file can lose that race on a busy machine:
+# a run one offset short is run again (RACE_TRIES times) until Kafka prints the whole file.
+# On the files below Kafka loses it most of the time, so either outcome is accepted.
+RACE_TRIES = 4
 RACES = {
     ("tiagoiwamoto__collection-of-images", "00000000000000000000.log", K4),
 }
@@ -102,11 +105,16 @@ def effective_level(path: Path) -> int | None:
 
 
 def verdict(j: Judged, version: str) -> str | None:
-    """None when Kafka ``version`` prints what mdshell prints, else what differs."""
+    """None when Kafka ``version`` prints what mdshell prints, else what differs. A run that
+    lost Kafka's load race (see RACES) is run again."""
+    expected, rc = as_buggy_kafka_prints(mdshell_tree(j.path, layout_of(version)), version)
     run = tools.shell_tree(version, list(j.unit.files))
+    for _ in range(RACE_TRIES):
+        if not (tools.loaded(run) and _one_short(run.out, expected)):
+            break
+        run = tools.shell_tree(version, list(j.unit.files), fresh=True)
     if tools.NOT_LOADED in run.out or run.rc == -1:
         return f"Kafka {version} never loaded it ({run.err.strip()[:200]})"
-    expected, rc = as_buggy_kafka_prints(mdshell_tree(j.path, layout_of(version)), version)
     if (run.out, run.rc) == (expected, rc):
         return None
     theirs, ours = run.out.splitlines(), expected.splitlines()
@@ -115,6 +123,12 @@ def verdict(j: Judged, version: str) -> str | None:
     return (f"exit {run.rc}, line {first + 1}: Kafka "
             f"{theirs[first] if first < len(theirs) else '<end>'!r} / mdshell "
             f"{ours[first] if first < len(ours) else '<end>'!r}")
+
+
+def _one_short(theirs: str, ours: str) -> bool:
+    """Kafka's image stops one offset before ours: the signature of its load race."""
+    found = [re.search(r"^provenance:\n  offset (-?\d+),", t, re.M) for t in (theirs, ours)]
+    return all(found) and int(found[0][1]) == int(found[1][1]) - 1  # type: ignore[index]
 
 
 def _provenance(tree: str) -> int:

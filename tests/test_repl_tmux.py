@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import FIXTURES, ROOT
 from .test_repl import tiny_dir
 
 TMUX = shutil.which("tmux")
@@ -71,7 +71,11 @@ class Pane:
 
 @pytest.fixture
 def pane(tmp_path: Path) -> Iterator[Pane]:
-    logs = tiny_dir(tmp_path / "logs")
+    yield from _pane(tmp_path, tiny_dir(tmp_path / "logs"))
+
+
+def _pane(tmp_path: Path, logs: Path) -> Iterator[Pane]:
+    """mdshell --repl on ``logs`` in a tmux pane, killed afterwards."""
     env = {"MDSHELL_HISTORY": str(tmp_path / "history"), "TERM": "xterm-256color",
            "PYTHONPATH": str(ROOT)}
     mdshell = " ".join([
@@ -80,7 +84,7 @@ def pane(tmp_path: Path) -> Iterator[Pane]:
     # The wrapper shows the exit status on the screen (tmux's own dead-pane status proved
     # unreliable) and keeps the pane open until the server is killed.
     command = "sh -c " + shlex.quote(mdshell + '; echo "[exit $?]"; sleep 60')
-    p = Pane(f"mdshell-test-{os.getpid()}", command)
+    p = Pane(f"mdshell-test-{os.getpid()}-{os.urandom(3).hex()}", command)
     try:
         yield p
     finally:
@@ -125,3 +129,21 @@ def test_repl_in_a_terminal(pane: Pane, tmp_path: Path) -> None:
     saved = (tmp_path / "history").read_text()
     assert [line[1:] for line in saved.splitlines() if line.startswith("+")] == [
         "ls /image/", "cd /image/topics/", "pwd", "lss"]
+
+
+def test_repl_says_a_load_warning_once(tmp_path: Path) -> None:
+    """The load's warning is printed before the banner; `records`, reading the same empty
+    segment, does not say it again."""
+    warning = "empty segment (nothing written yet)"
+    prompt = "mdshell:bad-empty-log:/> "
+    for pane in _pane(tmp_path, FIXTURES / "bad-empty-log"):
+        screen = pane.wait_last(prompt)
+        assert screen.count(warning) == 1, screen
+        for n in (1, 2):
+            pane.type("records")
+            pane.send("Enter")
+            screen = pane.wait(lambda s, n=n: s.count(prompt.rstrip()) == n + 1,
+                               f"records #{n} done")
+            assert screen.count(warning) == 1, screen
+        pane.send("C-d")
+        pane.wait(lambda s: "\n[exit 0]\n" in s, "exit status 0 after Ctrl-D")

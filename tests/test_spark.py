@@ -280,6 +280,16 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
     asyncio.run(drive())
 
 
+def test_sql_screen_snapshot(spark: Any, snap_compare: Any,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """SVG snapshot of the sql result screen (the README's scene): a real query on the local
+    Spark, its table focused; the query time comes from the scene's steady clock."""
+    from mdshell.tui.scenes import SIZE, SQL_SCENE
+
+    monkeypatch.chdir(ROOT)
+    assert snap_compare(SQL_SCENE.app(), terminal_size=SIZE, run_before=SQL_SCENE.before())
+
+
 def test_tables_lists_every_table() -> None:
     from .conftest import run_cli
 

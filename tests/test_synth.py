@@ -145,18 +145,15 @@ def test_fast_record_framing_equals_encode_record(values: list[bytes], first: in
 
 
 @pytest.mark.parametrize("codec_name", sorted(CODECS))
-@pytest.mark.parametrize("first_delta", [0, 3])
-def test_metadata_batch_equals_generic_batch(codec_name: str, first_delta: int) -> None:
+def test_metadata_batch_equals_generic_batch(codec_name: str) -> None:
     rng = random.Random(7)
     values = [rng.randbytes(rng.randint(0, 200)) for _ in range(50)]
     c = CODECS[codec_name]
-    fast = metadata_batch(1234, values, epoch=5, timestamp=1_700_000_000_123, codec=c,
-                          first_delta=first_delta)
+    fast = metadata_batch(1234, values, epoch=5, timestamp=1_700_000_000_123, codec=c)
     assert fast == generic_metadata_batch(1234, values, epoch=5, timestamp=1_700_000_000_123,
-                                          codec=c, first_delta=first_delta)
+                                          codec=c)
     b = parse_header(fast, 0)
-    assert (b.base_offset, b.last_offset, b.count, b.epoch) == (1234, 1234 + first_delta + 49,
-                                                                 50, 5)
+    assert (b.base_offset, b.last_offset, b.count, b.epoch) == (1234, 1234 + 49, 50, 5)
     assert b.compression == c.code and b.crc_ok()
     assert [r.value for r in iter_records(b)] == values
     if codec_name == "snappy":
@@ -196,15 +193,44 @@ def test_decode_and_reencode_reproduces_every_file(rich_dir: Path) -> None:
         assert reencode(path) == path.read_bytes(), path.name
 
 
-def test_overlapping_snapshot_batches_round_trip(tmp_path: Path) -> None:
+def test_non_atomic_snapshot_batches_as_kafka_37_lays_them_out(tmp_path: Path) -> None:
+    """Kafka 3.7's ``BatchAccumulator.append(isAtomic=false)``: a batch begun inside a chunk
+    starts at that chunk's first offset with deltas from 0, so offsets repeat; the records and
+    their order are those of the atomic layout, and the image is the same."""
     b = small_cluster(tmp_path / "o", metadata_version=19)
     b.create_topic("t", 30, 3)
-    snap = Path(b.snapshot(overlap=1, max_batch_bytes=600, chunk_records=5))
     b.finish()
-    data = [x for x in batches_of(snap) if not x.is_control]
-    assert len(data) > 3
-    for prev, cur in itertools.pairwise(data):
-        assert cur.base_offset == prev.last_offset  # one offset of overlap
+    snap = Path(b.snapshot(max_batch_bytes=600, chunk_records=5))
+    atomic = batches_of(snap)
+
+    def images() -> tuple[list[str], list[str]]:
+        loaded = load(DirectorySource(str(tmp_path / "o")))
+        assert loaded.snapshot is not None and loaded.snapshot.name == snap.name
+        alone = cli("-s", str(snap), "--show-secrets", "tree", "/image")
+        assert alone.code == 0 and alone.err == ""
+        lines = alone.out.splitlines()
+        i = lines.index("provenance:")
+        return image_text(tmp_path / "o"), lines[:i] + lines[i + 2:]
+
+    atomic_images = images()
+    assert Path(b.snapshot(non_atomic=True, max_batch_bytes=600, chunk_records=5)) == snap
+    split = batches_of(snap)
+    header = atomic[0].last_offset + 1
+    data = [x for x in split if not x.is_control]
+    assert len(data) > 3 and len(data) >= len(atomic) - 2
+    assert all((x.base_offset - header) % 5 == 0 for x in data)  # a chunk's first offset
+    assert all(x.last_offset - x.base_offset + 1 == x.count for x in data)  # deltas from 0
+    assert any(x.base_offset <= w.last_offset for w, x in itertools.pairwise(data))
+    assert any(x.last_offset <= w.last_offset for w, x in itertools.pairwise(data))
+    assert split[-1].base_offset == atomic[-1].base_offset  # the footer: the true end
+
+    def values(batches: list[Any]) -> list[bytes]:
+        return [r.value for x in batches for r in iter_records(x)]
+
+    assert values(split) == values(atomic)
+    assert [r.offset for x in data for r in iter_records(x)] != list(
+        range(header, atomic[-1].base_offset))
+    assert images() == atomic_images
     assert reencode(snap) == snap.read_bytes()
 
 

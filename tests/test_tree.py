@@ -7,11 +7,15 @@ import pytest
 from mdshell.commands.columns import layout
 from mdshell.image import model as m
 from mdshell.tree import leaves
-from mdshell.tree.image_tree import quota_entity_name
+from mdshell.tree.image_tree import UNDECODABLE_PARTITION, TopicDir, quota_entity_name
 from mdshell.tree.javafmt import iso_zoned_utc, java_double
-from mdshell.tree.node import StaticDir, Value
+from mdshell.tree.node import Node, RenderOptions, StaticDir, Value
 from mdshell.tree.paths import GlobError, absolute, compile_glob, resolve
+from mdshell.tree.printer import tree_lines
 from mdshell.tree.redact import is_sensitive_config
+from mdshell.wire.primitives import uuid_str
+
+from .conftest import open_shell
 
 
 @pytest.mark.parametrize(("x", "text"), [
@@ -129,3 +133,51 @@ def test_layout_4x_is_kafka_43s() -> None:
     assert [line.replace(", cordonedDirectories=null)", ")") for line in rest_4] == rest_37
     assert sum(", cordonedDirectories=null)" in line for line in rest_4) == 3
     assert old[old.index("producerIds:"):] == new[new.index("producerIds:"):]
+
+
+def _walked(node: Node, opts: RenderOptions, pad: str) -> list[str]:
+    """A topic's lines made child by child, the way every other directory prints."""
+    out: list[str] = []
+    for name in sorted(node.names()):
+        child = node.child(name)
+        assert child is not None and not child.is_dir
+        out += [f"{pad}{name}:", f"{pad}  {child.text(opts)}"]
+    return out
+
+
+def test_topic_made_in_one_go_matches_child_by_child() -> None:
+    """A topic's ``subtree`` (partition text looked up by record bytes) prints exactly what
+    its children print: lazy and decoded partitions, numbers sorted as names (-1, 10 before
+    2), and a record that does not decode (its text and the note both ways)."""
+    img = open_shell("kafka37-snapshot").session.latest.image
+    source = max(img.topics_by_name.values(), key=lambda t: len(t.partitions))
+    lazy = [p for p in source.partitions.values() if isinstance(p, tuple)]
+    decoded = next(t.partition(pid) for t in img.topics_by_name.values()
+                   for pid, p in t.partitions.items() if not isinstance(p, tuple))
+    buf, body, end, version = lazy[0]
+    damaged = (buf, body, end - 3, version)
+    opts = RenderOptions()
+    for attempt in range(2):  # texts found afresh, then ready-made
+        notes = m.Notes()
+        topic = m.Topic("t", source.id, {-1: lazy[0], 2: lazy[1], 10: decoded, 3: damaged,
+                                         **{100 + i: p for i, p in enumerate(lazy)}}, notes)
+        made = TopicDir(topic).subtree(opts, 2)
+        assert made.lines == _walked(TopicDir(topic), opts, "    "), attempt
+        assert made.lines[:6] == ["    -1:", made.lines[1], "    10:", made.lines[3], "    100:",
+                                  made.lines[5]]
+        assert made.lines[-4:] == ["    id:", f"      {uuid_str(source.id)}", "    name:",
+                                   "      t"]
+        assert f"      {UNDECODABLE_PARTITION}" in made.lines
+        assert any("t-3 does not decode" in n for n in notes.messages), attempt
+
+
+def test_tree_prints_a_topic_twice_the_same() -> None:
+    """byId and byName hold the same topic objects: printed once each, identical below."""
+    shell = open_shell("kafka37-snapshot")
+    lines = "\n".join(tree_lines(shell.root.child("image").child("topics"), RenderOptions()))
+    by_id, by_name = lines.split("\nbyName:\n")
+    topic = max(shell.session.latest.image.topics_by_name.values(),
+                key=lambda t: len(t.partitions))
+    body = "\n".join(TopicDir(topic).subtree(RenderOptions(), 2).lines)
+    assert f"  {topic.name}:\n{body}" in by_name
+    assert f"  {uuid_str(topic.id)}:\n{body}" in by_id

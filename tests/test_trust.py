@@ -624,3 +624,17 @@ def test_one_shot_says_a_load_warning_once(fmt: str) -> None:
     run = cli("-d", str(FIXTURES / "bad-empty-log"), "-o", fmt, "records")
     assert run.code == 0
     assert run.err.count("empty segment (nothing written yet)") == 1, run.err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_script_says_a_load_warning_once(fmt: str) -> None:
+    """Commands read line by line (stdin not a terminal): the load's warning is not said
+    again by `records`, however often it runs; a warning the load did not give still is."""
+    run = run_cli("-d", str(FIXTURES / "bad-empty-log"), "-o", fmt,
+                  stdin="records\nls /\nrecords\n")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("empty segment (nothing written yet)") == 1, run.stderr
+    run = run_cli("-d", str(FIXTURES / "bad-truncated-tail"), "-o", fmt,
+                  stdin="records --batches\nrecords --batches\n")
+    assert run.stderr.count("is incomplete (171 of 343 bytes)") == 1, run.stderr
+    assert run.stderr.count("the listing stops there") == 2, run.stderr  # each listing's own

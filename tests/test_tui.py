@@ -12,6 +12,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from textual.containers import ScrollableContainer
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static, Tree
 
@@ -25,6 +26,7 @@ from mdshell.tui.health import HealthScreen
 from mdshell.tui.history import HistoryScreen
 from mdshell.tui.loading import ErrorScreen, TooSmallScreen
 from mdshell.tui.overview import OverviewScreen
+from mdshell.tui.resulttable import STEP
 
 from .conftest import CORPUS, FIXTURES, ROOT, need_corpus
 
@@ -210,6 +212,53 @@ async def test_command_bar_runs_commands_with_completion() -> None:
         await until(pilot, lambda: "1 check failed" in detail_text(app, "output"), "health")
         await pilot.press(*"nosuch", "enter")
         await until(pilot, lambda: "unknown command" in detail_text(app, "output"), "error")
+
+
+@aio
+async def test_wide_table_columns_scroll_sideways_at_80x24() -> None:
+    """At 80x24 the brokers table (ENDPOINTS, FEATURES) is wider than the detail pane: Esc
+    closes the bar onto the table, whose Left/Right/End/Home scroll it sideways until the
+    last column's end shows; the text form (x) scrolls sideways too."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("colon")
+        await browser_tree(pilot)
+        await until(pilot, lambda: isinstance(app.screen.focused, Input), "the command bar")
+        table = app.screen.query_one("#sql-table", DataTable)
+        await pilot.press(*"brokers", "enter")
+        await until(pilot, lambda: table.display and table.row_count == 3, "the table")
+        await pilot.pause()
+        want = app.engine.run("brokers").value
+        assert isinstance(want, results.Table)
+        features = cell(want.cells[0][want.columns.index("FEATURES")])
+        assert len(features) > 80  # wider than the whole terminal
+
+        def shown(y: int) -> str:
+            return table.render_line(y).text
+
+        assert table.max_scroll_x > len(features) - table.size.width
+        assert features not in shown(1) and "FEATURES" not in shown(0)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen.focused is table, "the table focused")
+        await pilot.press("right")
+        await until(pilot, lambda: table.scroll_x == STEP, "a step right")
+        await pilot.press("end")
+        await until(pilot, lambda: table.scroll_x == table.max_scroll_x, "the right edge")
+        assert shown(1).rstrip().endswith(features[-40:])
+        await pilot.press("left")
+        await until(pilot, lambda: table.scroll_x == table.max_scroll_x - STEP, "a step back")
+        await pilot.press("home")
+        await until(pilot, lambda: table.scroll_x == 0, "the left edge")
+        assert shown(0).split()[:2] == ["ID", "STATE"]
+        # x: the text form, in a container that scrolls sideways as well.
+        await pilot.press("x")
+        box = app.screen.query_one("#output-scroll", ScrollableContainer)
+        await until(pilot, lambda: bool(box.display) and box.max_scroll_x > 0, "the text form")
+        box.focus()
+        await pilot.press("right", "right")
+        await until(pilot, lambda: box.scroll_x == 2 * STEP, "the text form scrolled")
+        await pilot.press("shift+left")
+        await until(pilot, lambda: box.scroll_x == 0, "the text form back")
 
 
 @aio

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mdshell.tui.scenes import SCENES, SIZE, Scene
+from mdshell.tui.scenes import SCENES, SIZE, Scene, live_header_app
 
 from .conftest import ROOT
 
@@ -16,3 +16,10 @@ from .conftest import ROOT
 def test_screen(scene: Scene, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     assert snap_compare(scene.app(), terminal_size=SIZE, run_before=scene.before())
+
+
+def test_live_header(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live header's three states (caught up, behind, stopped) as the status bar draws
+    them; the figures are fixed (a real quorum's test is in test_live.py)."""
+    monkeypatch.chdir(ROOT)
+    assert snap_compare(live_header_app(), terminal_size=(120, 14))

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from .conftest import FIXTURES, ROOT
+from .conftest import CORPUS, FIXTURES, ROOT, need_corpus
 
 TMUX = shutil.which("tmux")
 
@@ -87,3 +87,19 @@ def test_real_program_in_tmux(pane_factory: Callable[[str], Pane]) -> None:
     assert "MDSHELL-EXIT=0" in screen
     # The terminal is restored: the alternate screen is gone, the shell line is visible.
     assert "Health:" not in screen
+
+
+def test_a_key_pressed_as_the_overview_paints(pane_factory: Callable[[str], Pane]) -> None:
+    """The overview paints from the child's reading while the program loads the image itself;
+    `t` pressed at once opens the tree (kept until the load is done, if it is not yet)."""
+    need_corpus()
+    d = CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
+    cmd = (f"cd {shlex.quote(str(ROOT))} && {shlex.quote(sys.executable)} -m mdshell -d "
+           f"{shlex.quote(str(d))}; echo MDSHELL-EXIT=$?; sleep 30")
+    pane = pane_factory(cmd)
+    pane.wait(lambda s: "Brokers (1)" in s, "the overview")
+    pane.send("t")
+    screen = pane.wait(lambda s: "▶ Controllers" in s and "All paths /" in s, "the tree")
+    assert "vMU9WXlhQmGVG2yPKIhI9g" in screen
+    pane.send("q")
+    assert "MDSHELL-EXIT=0" in pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the exit")

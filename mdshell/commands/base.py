@@ -8,7 +8,6 @@ JSON; front ends decide where each goes.
 from __future__ import annotations
 
 import argparse
-import difflib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -86,6 +85,8 @@ Runner = Callable[["Shell", list[str]], Result]
 
 @dataclass
 class Command:
+    """A registered command: what help and completion show, and its runner."""
+
     name: str
     summary: str
     usage: str
@@ -114,6 +115,8 @@ def command(name: str, summary: str, usage: str, **kw: Any) -> Callable[[Runner]
 
 
 def closest(name: str) -> str | None:
+    import difflib  # only for a mistyped command
+
     match = difflib.get_close_matches(name, sorted(REGISTRY), n=1, cutoff=0.5)
     if match:
         return match[0]
@@ -121,11 +124,22 @@ def closest(name: str) -> str | None:
     return prefixed[0] if prefixed else None
 
 
+class _NoHelpLayout(argparse.HelpFormatter):
+    """A command's parser never prints help (its errors give the usage line), so no terminal
+    width is read: argparse's default would import shutil for it (with zlib, bz2 and lzma: 2
+    ms of every start), once per ``add_argument``."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None, **kw: Any) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width or 80, **kw)
+
+
 class ArgParser(argparse.ArgumentParser):
     """argparse that raises :class:`UsageError` with the usage line instead of exiting."""
 
     def __init__(self, name: str, usage: str) -> None:
-        super().__init__(prog=name, usage=usage, add_help=False, allow_abbrev=False)
+        super().__init__(prog=name, usage=usage, add_help=False, allow_abbrev=False,
+                         formatter_class=_NoHelpLayout)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (usage: {self.usage})")

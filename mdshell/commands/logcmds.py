@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,6 +69,8 @@ def field_values(data: Any) -> Iterator[str]:
     elif isinstance(data, str):
         yield data
     else:
+        import json  # here: one-shot commands that never grep do not import it
+
         yield json.dumps(data)
 
 

@@ -9,13 +9,12 @@ state (the output format, the terminal width) is given by the caller.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..tree.printer import tree_data, tree_lines
+from ..tree.printer import tree_chunks, tree_data, tree_lines
 from . import results as r
 from .columns import layout
 
@@ -79,6 +78,8 @@ def _moved_text(v: r.Moved) -> Iterator[str]:
 
 
 def _compact(data: Any) -> str:
+    import json  # here, not at the top: a one-shot command in text does not need it
+
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -366,6 +367,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def json_text(data: object) -> str:
     """JSON that is valid UTF-8 whatever the data: a file name's undecodable bytes (held as
     lone surrogates) are written as ``\\udcXX`` escapes."""
+    import json
+
     text = json.dumps(data, indent=2, ensure_ascii=False)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
@@ -386,6 +389,11 @@ def emit(result: Result, out: TextIO, err: TextIO | None = None, *, output: str 
         if data is not None:
             out.write(json_text(data))
             out.write("\n")
+    elif isinstance(result.value, r.Tree):  # 400k lines for 100k partitions: write runs
+        for root in result.value.roots:
+            for lines in tree_chunks(root.node, result.value.opts):
+                out.write("\n".join(lines))
+                out.write("\n")
     else:
         for line in text_lines(result.value, width):
             out.write(line)

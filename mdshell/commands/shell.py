@@ -26,6 +26,9 @@ class Shell:
         self.session = session if isinstance(session, Session) else Session(session, loaded)
         self.opts = opts or RenderOptions()
         self.interactive = interactive
+        # Warnings the front end printed when it opened the source: a command that reads the
+        # same file finds the same problem, and renderers do not say it again.
+        self.said: set[str] = set()
 
     # The session's state, as commands see it.
     @property

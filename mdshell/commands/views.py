@@ -14,7 +14,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..image import model as m
-from ..image.health import min_isr
 from ..image.names import (
     METADATA_VERSION_FEATURE,
     SECURITY_PROTOCOLS,
@@ -139,6 +138,8 @@ def _partition_row(img: m.Image, t: m.Topic, pid: int, p: m.Partition) -> dict[s
     target = [r for r in p.replicas if r not in p.adding_replicas]
     leader_ok = p.leader != m.NO_LEADER and (
         (reg := img.brokers.get(p.leader)) is not None and not reg.fenced)
+    from ..image.health import min_isr
+
     need, _ = min_isr(img, t.name)
     return {"topic": t.name, "topicId": uuid_str(t.id), "partition": pid,
             "leader": None if p.leader == m.NO_LEADER else p.leader,

@@ -44,6 +44,8 @@ def _are(n: int) -> str:
 
 @dataclass
 class Check:
+    """One health check: its status and the items at fault."""
+
     name: str
     status: str
     summary: str

@@ -17,6 +17,8 @@ Entry = tuple[int, int, int, int, dict[str, Any], int]
 
 @dataclass
 class SnapshotIndex:
+    """The records and batches of a snapshot, by offset."""
+
     records: list[Entry] = field(default_factory=list)
     batches: list[Batch] = field(default_factory=list)
     _starts: dict[int, list[tuple[int, int]]] = field(default_factory=dict)

@@ -24,6 +24,8 @@ NO_LEADER = -1
 
 @dataclass(slots=True)
 class Endpoint:
+    """A listener of a broker or controller registration."""
+
     name: str
     host: str
     port: int
@@ -32,6 +34,8 @@ class Endpoint:
 
 @dataclass(slots=True)
 class BrokerRegistration:
+    """A registered broker (RegisterBrokerRecord and its changes)."""
+
     id: int
     epoch: int
     incarnation_id: bytes
@@ -47,6 +51,8 @@ class BrokerRegistration:
 
 @dataclass(slots=True)
 class ControllerRegistration:
+    """A registered controller (RegisterControllerRecord)."""
+
     id: int
     incarnation_id: bytes
     zk_migration_ready: bool
@@ -56,6 +62,8 @@ class ControllerRegistration:
 
 @dataclass(slots=True)
 class Partition:
+    """A decoded partition (PartitionRecord and its PartitionChangeRecords)."""
+
     replicas: list[int]
     directories: list[bytes]
     isr: list[int]
@@ -103,8 +111,20 @@ def _decode_fast(buf: bytes, body: int, end: int, version: int) -> dict[str, Any
     return d if pos == end else None
 
 
+def decode_clean(lazy: LazyPartition) -> Partition | None:
+    """The partition of an undecoded record when it decodes with nothing to report (the
+    same bytes then always give the same partition); None: let :meth:`Topic.partition` say
+    what is wrong."""
+    d = _decode_fast(*lazy)
+    if d is None or UNKNOWN_TAGS in d:
+        return None
+    return partition_from_record(d)
+
+
 @dataclass(slots=True)
 class Topic:
+    """A topic and its partitions, decoded or held as undecoded records."""
+
     name: str
     id: bytes
     partitions: dict[int, Partition | LazyPartition] = field(default_factory=dict)
@@ -121,10 +141,10 @@ class Topic:
         return p
 
     def _decode(self, pid: int, lazy: LazyPartition) -> Partition | None:
+        p = decode_clean(lazy)
+        if p is not None:
+            return p
         buf, body, end, version = lazy
-        d = _decode_fast(buf, body, end, version)
-        if d is not None and UNKNOWN_TAGS not in d:
-            return partition_from_record(d)
         try:
             d = codec.decode(METADATA[RecordKind.PARTITION], version, buf, body, end)
         except DecodeError as e:
@@ -157,6 +177,8 @@ class Notes:
 
 @dataclass(slots=True)
 class Acl:
+    """A StandardAcl (AccessControlEntryRecord)."""
+
     resource_type: int
     resource_name: str
     pattern_type: int
@@ -168,6 +190,8 @@ class Acl:
 
 @dataclass(slots=True)
 class ScramCredential:
+    """A SCRAM credential of a user (UserScramCredentialRecord)."""
+
     salt: bytes
     stored_key: bytes
     server_key: bytes
@@ -176,6 +200,8 @@ class ScramCredential:
 
 @dataclass(slots=True)
 class DelegationToken:
+    """A delegation token (DelegationTokenRecord)."""
+
     token_id: str
     owner: str
     requester: str
@@ -187,6 +213,8 @@ class DelegationToken:
 
 @dataclass(slots=True)
 class Provenance:
+    """Where the image was read up to: the last applied offset, epoch and time."""
+
     offset: int = -1
     epoch: int = -1
     time_ms: int = -1

@@ -301,20 +301,21 @@ def banner(shell: Shell) -> str:
 
 
 def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError,
-            output: str = "text", width: int | None = None) -> int:
-    """Run one line and print its result; an unexpected exception becomes one error line."""
+            output: str = "text", width: int | None = None, err: TextIO | None = None) -> int:
+    """Run one line and print its result; an unexpected exception becomes one error line.
+    Warnings go to ``err``, except those already printed at load (``shell.said``)."""
     try:
         result = shell.run_line(line)
         # Errors go through show_error (colour, line numbers); emit prints the output.
-        emit(result, out, output=output, width=width, notes=shell.new_notes,
-             show_errors=False)
+        emit(result, out, err, output=output, width=width, notes=shell.new_notes,
+             show_errors=False, said=shell.said)
     except (ExitShell, KeyboardInterrupt):
         raise
     except Exception as e:
         show_error(f"mdshell: internal error: {type(e).__name__}: {e}")
         return 1
-    for err in result.errors:  # read after the output: lazy commands add errors as they go
-        show_error(err)
+    for error in result.errors:  # read after the output: lazy commands add errors as they go
+        show_error(error)
     return result.code
 
 
@@ -339,7 +340,7 @@ def run_script(shell: Shell, lines: Iterable[str], out: TextIO, err: TextIO | No
         def show(msg: str, number: int = number) -> None:
             print(f"line {number}: {msg}", file=err or sys.stderr)
         try:
-            rc = execute(shell, line, out, show, output)
+            rc = execute(shell, line, out, show, output, err=err)
         except ExitShell:
             break
         code = rc or code
@@ -412,7 +413,7 @@ def run_repl(shell: Shell, *, history_path: Path | None = None,
         if line.strip() == "quit":
             return 0
         try:
-            execute(shell, line, out, show_error, output, width)
+            execute(shell, line, out, show_error, output, width, err)
         except ExitShell:
             return 0
         except KeyboardInterrupt:  # Ctrl-C while a command prints

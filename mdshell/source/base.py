@@ -56,6 +56,8 @@ def control_entries(batch: Batch, file: str, out: list[ControlEntry]) -> None:
 
 @dataclass(slots=True)
 class FileRead:
+    """A file a source read, and in what role."""
+
     path: str
     role: str  # "snapshot", "segment" or "file"
     size: int

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 @dataclass(slots=True)
 class VoterInfo:
+    """A voter of the quorum, with its directory id when known."""
+
     id: int
     directory_id: bytes | None = None
     endpoints: list[tuple[str, str, int]] = field(default_factory=list)
@@ -19,6 +21,8 @@ class VoterInfo:
 
 @dataclass(slots=True)
 class LeaderChangeInfo:
+    """A LeaderChangeMessage of the log: who led from which offset."""
+
     offset: int
     epoch: int
     timestamp: int
@@ -53,6 +57,8 @@ class QuorumInfo:
 
 @dataclass(slots=True)
 class SegmentInfo:
+    """What a log segment holds (offsets, epochs, times, damage)."""
+
     name: str
     base_offset: int
     size: int
@@ -67,6 +73,8 @@ class SegmentInfo:
 
 @dataclass(slots=True)
 class SnapshotInfo:
+    """What a snapshot file holds."""
+
     name: str
     end_offset: int
     epoch: int
@@ -76,6 +84,8 @@ class SnapshotInfo:
 
 @dataclass(slots=True)
 class LogInfo:
+    """The log of a directory: its segments and snapshots."""
+
     directory: str
     segments: list[SegmentInfo] = field(default_factory=list)
     snapshots: list[SnapshotInfo] = field(default_factory=list)

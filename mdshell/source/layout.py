@@ -28,6 +28,8 @@ _LOOKS_LIKE_DATA = re.compile(r"\.(log|checkpoint)", re.IGNORECASE)
 
 @dataclass(frozen=True, slots=True)
 class Segment:
+    """A log segment file and its base offset."""
+
     path: str
     base_offset: int
     size: int
@@ -35,6 +37,8 @@ class Segment:
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
+    """A snapshot file and the offset it ends before."""
+
     path: str
     end_offset: int  # the snapshot holds offsets < end_offset
     epoch: int

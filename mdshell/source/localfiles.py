@@ -5,7 +5,6 @@ Both are read only if present; a malformed file gives a :class:`Problem`, never 
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -17,6 +16,8 @@ def read_quorum_state(directory: str, problems: list[Problem]) -> dict[str, Any]
     path = os.path.join(directory, "quorum-state")
     if not os.path.exists(path):
         return None
+    import json  # here: only the quorum view and health read it, not every start
+
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)

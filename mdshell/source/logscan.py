@@ -18,6 +18,8 @@ from .layout import Checkpoint
 
 @dataclass(slots=True)
 class LogRecord:
+    """One record of the log as ``records`` lists it."""
+
     offset: int
     epoch: int
     timestamp: int

@@ -46,18 +46,14 @@ def codec_named(name: str) -> Codec:
 
 
 def metadata_batch(base_offset: int, values: Sequence[bytes], *, epoch: int,
-                   timestamp: int, codec: Codec = NONE, first_delta: int = 0) -> bytes:
-    """A data batch of metadata record values at offsets ``base_offset + first_delta ...``.
-
-    ``first_delta`` > 0 only for Kafka 3.7's overlapping snapshot batches, where the base offset
-    lies below the first record's offset.
-    """
-    raw, count = frame_values(values, first_delta)
+                   timestamp: int, codec: Codec = NONE) -> bytes:
+    """A data batch of metadata record values at offsets ``base_offset ...``."""
+    raw, count = frame_values(values)
     payload = compression.compress(codec.code, raw, xerial=codec.xerial)
     # encode_batch takes the payload as it is; the records list only gives the count.
     return encode_batch(base_offset, [_COUNT_ONLY] * count, epoch=epoch,
                         base_timestamp=timestamp, max_timestamp=timestamp,
-                        attributes=codec.code, last_offset_delta=first_delta + count - 1,
+                        attributes=codec.code, last_offset_delta=count - 1,
                         payload=payload, xerial=codec.xerial)
 
 
@@ -70,12 +66,12 @@ def control_batch(base_offset: int, records: Sequence[ControlRec], *, epoch: int
 
 
 def generic_metadata_batch(base_offset: int, values: Sequence[bytes], *, epoch: int,
-                           timestamp: int, codec: Codec = NONE, first_delta: int = 0) -> bytes:
+                           timestamp: int, codec: Codec = NONE) -> bytes:
     """The same batch as :func:`metadata_batch`, through the generic record encoder only.
 
     Slow; it exists so that tests (and doubters) can compare the two paths.
     """
-    specs = [RecordSpec(first_delta + i, 0, v) for i, v in enumerate(values)]
+    specs = [RecordSpec(i, 0, v) for i, v in enumerate(values)]
     return encode_batch(base_offset, specs, epoch=epoch, base_timestamp=timestamp,
                         attributes=codec.code, xerial=codec.xerial)
 

@@ -4,13 +4,21 @@ Layout (offsets start at 0 inside the file): a control batch with the SnapshotHe
 KRaftVersion and Voters when kraft.version >= 1), the metadata batches, a control batch with
 the SnapshotFooter. Records are appended in chunks (Kafka's snapshot emitter hands over 1024 at
 a time) and a batch is closed when the next chunk would take it past ``max_batch_bytes``.
+
+Kafka 3.7 and 3.8 appended a snapshot's chunks non-atomically (``RecordsSnapshotWriter.append``
+calls ``BatchAccumulator.append(..., isAtomic=false)``): a batch is closed at the first *record*
+that does not fit, and the next batch starts at ``nextOffset``, which ``append`` only moves
+once the whole chunk is in. So a chunk that crosses a batch boundary starts its new batch at
+the offset where that chunk began, with offset deltas from 0: its records repeat offsets the
+previous batch already used, and every later record of that batch is shifted by as much.
+Kafka's snapshot loader replays every record in file order and never looks at those offsets.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,14 +65,14 @@ def kraft_records(kraft_version: int, voters: Sequence[Voter]) -> list[ControlRe
 class SnapshotOptions:
     """How to lay out a snapshot file.
 
-    ``overlap`` > 0 imitates Kafka 3.7's writer: each metadata batch after the first gets a
-    base offset that many offsets below where the previous batch ended.
+    ``non_atomic`` imitates Kafka 3.7/3.8's writer (see the module docstring): batches are
+    filled record by record, and one begun inside a chunk has that chunk's first offset.
     """
 
     codec: Codec = NONE
     max_batch_bytes: int = MAX_BATCH_BYTES
     chunk_records: int = CHUNK_RECORDS
-    overlap: int = 0
+    non_atomic: bool = False
     kraft_version: int = 0
     voters: Sequence[Voter] = field(default_factory=tuple)
 
@@ -82,33 +90,53 @@ def write_snapshot(directory: str, records: Iterable[Record], *, end_offset: int
     with open(path, "wb") as f:
         f.write(control_batch(0, header, epoch=epoch, timestamp=timestamp))
         offset = len(header)
-        for values in _batches(records, opts):
-            base = offset
-            delta = 0
-            if opts.overlap and base > len(header):
-                base, delta = offset - opts.overlap, opts.overlap
+        batches = _non_atomic_batches if opts.non_atomic else _batches
+        for base, values in batches(records, opts, offset):
             f.write(metadata_batch(base, values, epoch=epoch, timestamp=timestamp,
-                                   codec=opts.codec, first_delta=delta))
+                                   codec=opts.codec))
             offset += len(values)
         footer = [ControlRec(ctl.SNAPSHOT_FOOTER, {"version": 0})]
         f.write(control_batch(offset, footer, epoch=epoch, timestamp=timestamp))
     return path
 
 
-def _batches(records: Iterable[Record], opts: SnapshotOptions) -> Iterable[list[bytes]]:
-    """Group record values into batches of whole chunks, each within ``max_batch_bytes``."""
+def _chunks(records: Iterable[Record], opts: SnapshotOptions) -> Iterator[list[bytes]]:
     it = iter(records)
+    while chunk := [r.value() for r in itertools.islice(it, opts.chunk_records)]:
+        yield chunk
+
+
+def _batches(records: Iterable[Record], opts: SnapshotOptions,
+             offset: int) -> Iterator[tuple[int, list[bytes]]]:
+    """(base offset, values): whole chunks per batch, each within ``max_batch_bytes``."""
     batch: list[bytes] = []
     size = 0
-    while True:
-        chunk = [r.value() for r in itertools.islice(it, opts.chunk_records)]
-        if not chunk:
-            break
+    for chunk in _chunks(records, opts):
         chunk_size = sum(map(len, chunk)) + _RECORD_OVERHEAD * len(chunk)
         if batch and size + chunk_size > opts.max_batch_bytes:
-            yield batch
+            yield offset, batch
+            offset += len(batch)
             batch, size = [], 0
         batch.extend(chunk)
         size += chunk_size
     if batch:
-        yield batch
+        yield offset, batch
+
+
+def _non_atomic_batches(records: Iterable[Record], opts: SnapshotOptions,
+                        offset: int) -> Iterator[tuple[int, list[bytes]]]:
+    """(base offset, values) as Kafka 3.7's ``BatchAccumulator`` lays out non-atomic appends:
+    a new batch starts at the offset where the current chunk began."""
+    base, size = offset, 0
+    batch: list[bytes] = []
+    for chunk in _chunks(records, opts):
+        for value in chunk:
+            need = len(value) + _RECORD_OVERHEAD
+            if batch and size + need > opts.max_batch_bytes:
+                yield base, batch
+                base, batch, size = offset, [], 0
+            batch.append(value)
+            size += need
+        offset += len(chunk)
+    if batch:
+        yield base, batch

@@ -18,7 +18,22 @@ LAYOUTS = ("3.7", "4.x")
 
 @dataclass(frozen=True, slots=True)
 class RenderOptions:
+    """How leaves render: secrets shown or redacted."""
+
     show_secrets: bool = False
+
+
+class Subtree:
+    """A directory's ``tree`` lines made in one go (see :meth:`Node.subtree`). A plain class:
+    a NamedTuple costs a one-shot command more to define than this is used."""
+
+    __slots__ = ("costly", "lines")
+
+    def __init__(self, lines: list[str], costly: bool) -> None:
+        self.lines = lines
+        # Worth keeping to print again (``byId`` and ``byName`` hold the same topics), rather
+        # than made again: most of it was not found ready-made.
+        self.costly = costly
 
 
 class Node:
@@ -45,6 +60,12 @@ class Node:
     def ident(self) -> object | None:
         """The image object behind the node, when there is one: images share what did not
         change, so the same object (``is``) means the same subtree (``diff`` skips it)."""
+        return None
+
+    def subtree(self, opts: RenderOptions, indent: int) -> Subtree | None:
+        """What ``tree`` prints below this directory at ``indent`` levels, when the node
+        makes it faster than child by child (a topic's partitions); None: walk the
+        children."""
         return None
 
     def child_ident(self, name: str) -> object | None:

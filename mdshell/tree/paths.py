@@ -126,6 +126,8 @@ def has_glob(path: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Match:
+    """A path a glob matched, and its node."""
+
     components: tuple[str, ...]
     node: Node
 

@@ -23,12 +23,21 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
     except SourceError as e:
         print(f"mdshell: {e}", file=sys.stderr)
         return 1
-    from .app import make_app
+    from .prefetch import start
 
-    app = make_app(engine, at=at)
+    # The overview is read by a child on another core while Textual is imported below; when
+    # there is no child (live, --at, no fork), the load starts in a thread meanwhile.
+    prefetch = start(engine) if at is None else None
+    if prefetch is None:
+        engine.start_load()
     try:
+        from .app import make_app
+
+        app = make_app(engine, at=at, prefetch=prefetch)
         app.run()
     finally:
+        if prefetch is not None:
+            prefetch.close()
         engine.close()  # live: stop following the quorum
     code: Any = app.return_code
     if app.fatal:

@@ -22,6 +22,7 @@ from textual.timer import Timer
 
 from .engine import CheckRow, Engine
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
+from .prefetch import Prefetch
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
@@ -49,11 +50,15 @@ class MdshellApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, engine: Engine, at: str | None = None) -> None:
+    def __init__(self, engine: Engine, at: str | None = None,
+                 prefetch: Prefetch | None = None) -> None:
         super().__init__()
         self.engine = engine
         self.start_at = at
+        self.prefetch = prefetch if at is None else None
         self.loaded = False
+        self._modes_added = False
+        self._after_load: Callable[[], None] | None = None  # a key pressed before it ended
         self.fatal: str | None = None  # a load error: shown, then printed on exit
         self.generation = 0  # bumped when the image changes (time travel)
         self.checks: list[CheckRow] | None = None
@@ -71,21 +76,68 @@ class MdshellApp(App[int]):
         # Loads run in threads: a short switch interval lets the UI thread take the GIL
         # back within a millisecond, so keys are answered while a load runs.
         sys.setswitchinterval(SWITCH_INTERVAL)
-        self.load_source()
+        if self.prefetch is not None:
+            self.await_preview()
+        else:
+            self.load_source()
         self._loading_timer = self.set_timer(LOADING_DELAY, self._show_loading)
 
     def _show_loading(self) -> None:
-        if not self.loaded and self.fatal is None:
+        if not self.loaded and self.fatal is None and self.engine.preview is None:
             self.push_screen(LoadingScreen(self.engine.label, self.engine.progress))
             self._switched()
 
     # ---------------------------------------------------------------- loading
 
+    @work(thread=True, group="preview")
+    def await_preview(self) -> None:
+        """The overview from the child forked at start (prefetch.py); then the real load."""
+        assert self.prefetch is not None
+        preview = self.prefetch.result()
+        if preview is None:
+            self.call_from_thread(self.load_source)
+            return
+        self.engine.preview = preview
+        self.call_from_thread(self._previewed)
+
+    def _previewed(self) -> None:
+        if self._loading_timer is not None:
+            self._loading_timer.stop()
+        if self.fatal is None and not self.exiting:
+            self._show_overview()  # the real load starts once it has painted
+
+    def overview_painted(self) -> None:
+        """The overview screen's first paint is done: a preview's real load starts now (not
+        sharing the interpreter with that paint)."""
+        if self.engine.preview is not None and not self._loading:
+            self.load_source()
+
+    def delay_update(self, delay: float = 0.05) -> None:
+        """Textual holds updates for 50 ms when switching modes, to mask the transition;
+        the first switch (to the overview, from a blank screen) has none to mask."""
+        if self._modes_added:
+            super().delay_update(delay)
+
+    def _show_overview(self) -> None:
+        if not self._modes_added:
+            # Each screen's module is imported when the screen is first shown: the first
+            # paint imports only the overview's.
+            self.add_mode("overview", _lazy("overview", "OverviewScreen"))
+            self.add_mode("tree", _lazy("browser", "BrowserScreen"))
+            self.add_mode("health", _lazy("health", "HealthScreen"))
+            self.add_mode("history", _lazy("history", "HistoryScreen"))
+            self.switch_mode("overview")
+            self._modes_added = True
+            self._switched()
+
+    _loading = False
+
     @work(thread=True, exclusive=True, group="load")
     def load_source(self) -> None:
+        self._loading = True
         start = time.perf_counter()
         try:
-            self.engine.load()
+            self.engine.finish_load()
             if self.start_at is not None:
                 res = self.engine.run(f"at {self.start_at}")
                 if res.errors:
@@ -109,14 +161,15 @@ class MdshellApp(App[int]):
         self.loaded = True
         if self._loading_timer is not None:
             self._loading_timer.stop()
-        # Each screen's module is imported when the screen is first shown: the first paint
-        # imports only the overview's.
-        self.add_mode("overview", _lazy("overview", "OverviewScreen"))
-        self.add_mode("tree", _lazy("browser", "BrowserScreen"))
-        self.add_mode("health", _lazy("health", "HealthScreen"))
-        self.add_mode("history", _lazy("history", "HistoryScreen"))
-        self.switch_mode("overview")
-        self._switched()
+        preview, self.engine.preview = self.engine.preview, None
+        if self._modes_added:  # the preview is up: redraw only if the image says otherwise
+            if self.engine.overview() != preview:
+                self.refresh_screens()
+        else:
+            self._show_overview()
+        if self._after_load is not None:
+            then, self._after_load = self._after_load, None
+            then()
         # run_tui starts with the cyclic GC off (imports and the load allocate a lot and
         # keep all of it): what exists now is frozen, collections resume for what follows.
         gc.freeze()
@@ -218,19 +271,28 @@ class MdshellApp(App[int]):
         """q was pressed: keys typed after it must not mount screens on the way out."""
         return bool(getattr(self, "_exit", False))
 
+    def _now(self, action: Callable[[], None]) -> bool:
+        """Whether a key's action can run now; one pressed while the preview is up (the
+        load not yet done) runs when the load ends."""
+        if self.exiting:
+            return False
+        if not self.loaded and self._modes_added:
+            self._after_load = action
+        return self.loaded
+
     def action_mode(self, mode: str) -> None:
-        if self.loaded and not self.exiting:
+        if self._now(partial(self.action_mode, mode)):
             self.switch_mode(mode)
             self._switched()
 
     def action_search(self) -> None:
-        if self.loaded and not self.exiting:
+        if self._now(self.action_search):
             from .search import SearchScreen
 
             self.push_screen(SearchScreen())
 
     def action_command_bar(self) -> None:
-        if self.loaded and not self.exiting:
+        if self._now(self.action_command_bar):
             self.switch_mode("tree")
             self.call_after_refresh(self._focus_bar)
 
@@ -298,10 +360,15 @@ def _lazy(module: str, name: str) -> Callable[[], Screen[None]]:
     def make() -> Screen[None]:
         screen: Screen[None] = getattr(importlib.import_module(f".{module}", __package__),
                                        name)()
+        # A new screen is styled as it mounts; without this, Textual re-parses every CSS
+        # source of the app twice when switching to it (~10 ms each time).
+        from textual._context import active_app
+        screen._css_update_count = active_app.get()._css_update_count
         return screen
     return make
 
 
-def make_app(engine: Engine, at: str | None = None) -> MdshellApp:
+def make_app(engine: Engine, at: str | None = None,
+             prefetch: Prefetch | None = None) -> MdshellApp:
     """The app over a source; the program and the tests both start here."""
-    return MdshellApp(engine, at)
+    return MdshellApp(engine, at, prefetch)

@@ -254,6 +254,11 @@ class BrowserScreen(DataScreen):
     def open_command_bar(self) -> None:
         self.query_one(CommandBar).open()
 
+    @on(CommandBar.Closed)
+    def _bar_closed(self) -> None:
+        if not self.query_one(DetailPane).focus_table():
+            self.focus_next()
+
     @on(CommandBar.SqlStarted)
     def _sql_started(self, event: CommandBar.SqlStarted) -> None:
         self.query_one(DetailPane).show_sql_running(event.line, event.run)

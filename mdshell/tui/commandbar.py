@@ -4,7 +4,6 @@ worker (Esc cancels), its output shown in the detail pane."""
 from __future__ import annotations
 
 import shlex
-import time
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -57,6 +56,9 @@ class CommandBar(Input):
         finished: bool
         table: SqlTable | None = None  # the result is a table (topics, brokers...)
 
+    class Closed(Message):
+        """Esc closed the bar: the screen moves the focus (to a table on show, or on)."""
+
     @dataclass
     class SqlStarted(Message):
         line: str
@@ -103,7 +105,7 @@ class CommandBar(Input):
             return
         self.remove_class("open")
         self.disabled = True
-        self.screen.focus_next()
+        self.post_message(self.Closed())
 
     def action_complete(self) -> None:
         engine: Engine = self.app.engine  # type: ignore[attr-defined]
@@ -157,7 +159,6 @@ class CommandBar(Input):
 
     @work(thread=True, exclusive=True, group="command")
     def run_sql(self, line: str, run: SqlRun) -> None:
-        start = run.started
         table, error = None, None
         try:
             table = run.run()
@@ -168,7 +169,7 @@ class CommandBar(Input):
         except Exception as e:  # one line on screen, never a traceback
             error = f"sql: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}"
         self.app.call_from_thread(self._sql_done, run, self.SqlDone(
-            line, table, error, run.cancelled, time.perf_counter() - start))
+            line, table, error, run.cancelled, run.seconds()))
 
     def _sql_done(self, run: SqlRun, message: SqlDone) -> None:
         if run is not self.sql:

@@ -12,11 +12,12 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import ScrollableContainer, Vertical
+from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from .engine import Engine
+from .resulttable import ResultTable, TextScroll
 from .widgets import state_text
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ class DetailPane(Vertical):
 
     DEFAULT_CSS = """
     DetailPane { height: 1fr; width: 1fr; }
-    DetailPane ScrollableContainer { height: 1fr; }
+    DetailPane TextScroll { height: 1fr; }
     DetailPane Static { width: auto; }
     DetailPane #sql-status { width: 1fr; height: auto; display: none; }
     DetailPane #sql-progress { display: none; }
@@ -55,12 +56,12 @@ class DetailPane(Vertical):
             for tab, title in zip(TABS, ("View", "Text", "JSON", "Changes", "Output"),
                                   strict=True):
                 with TabPane(title, id=tab):
-                    with ScrollableContainer(id=f"{tab}-scroll"):
+                    with TextScroll(id=f"{tab}-scroll"):
                         yield Static(id=f"{tab}-body")
                     if tab == "output":  # sql: status line, progress, result table
                         yield Static(id="sql-status")
                         yield ProgressBar(id="sql-progress", show_eta=False)
-                        yield DataTable(id="sql-table", zebra_stripes=True)
+                        yield ResultTable(id="sql-table")
 
     @property
     def active(self) -> str:
@@ -156,6 +157,7 @@ class DetailPane(Vertical):
             if table.total > len(table.rows):
                 t.append(f" (the first {len(table.rows):,} shown; --csv FILE writes them all)",
                          style="dim")
+            t.append("  (a header sorts · ←→ scroll)", style="dim")
         t.append(f"  {seconds:.1f} s", style="dim")
         self._command = None
         self._sql_mode(True, table=table is not None and not cancelled and error is None)
@@ -173,7 +175,7 @@ class DetailPane(Vertical):
         t.append(f"{table.total:,} rows", style="bold")
         if table.total > len(table.rows):
             t.append(f" (the first {len(table.rows):,} shown)", style="dim")
-        t.append("  (x: the text form; a header sorts)", style="dim")
+        t.append("  (x: text form · a header sorts · ←→ scroll)", style="dim")
         if errors:
             t.append("\n" + "\n".join(errors), style="bold red")
         self._sql_mode(True, table=True)
@@ -191,6 +193,14 @@ class DetailPane(Vertical):
         else:
             self._sql_mode(True, table=True)
         return True
+
+    def focus_table(self) -> bool:
+        """Focus the result table if one is on show (the command bar closing); False if not."""
+        dt = self.query_one("#sql-table", ResultTable)
+        if self.active == "output" and dt.display:
+            dt.focus()
+            return True
+        return False
 
     def _fill(self, table: SqlTable) -> None:
         dt = self.query_one("#sql-table", DataTable)

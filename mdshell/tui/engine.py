@@ -60,6 +60,10 @@ class Engine:
         self.progress = LoadProgress()
         # Commands and live polls both move the session: one at a time.
         self.lock = threading.Lock()
+        self._early: threading.Thread | None = None
+        self._early_error: BaseException | None = None
+        # The overview a forked child read (prefetch.py), shown until load() is done.
+        self.preview: Overview | None = None
 
     @classmethod
     def open(cls, directory: str | None, file: str | None,
@@ -100,6 +104,29 @@ class Engine:
         if follow is not None:
             follow()
 
+    def start_load(self) -> None:
+        """Start :meth:`load` in a thread now, before the UI is even imported; the app's
+        load worker then waits for it (:meth:`finish_load`). The load and Textual's import
+        share the GIL, so this saves no CPU, but a load that ends before the app mounts
+        needs no loading screen and the overview paints at the first chance."""
+        def run() -> None:
+            try:
+                self.load()
+            except BaseException as e:  # handed to finish_load, which raises it
+                self._early_error = e
+
+        self._early = threading.Thread(target=run, name="mdshell-load", daemon=True)
+        self._early.start()
+
+    def finish_load(self) -> None:
+        """Wait for the load :meth:`start_load` began (or load now if none was)."""
+        if self._early is None:
+            self.load()
+            return
+        self._early.join()
+        if self._early_error is not None:
+            raise self._early_error
+
     def close(self) -> None:
         """Stop following (live); nothing to do for files."""
         close = getattr(self._source, "close", None)
@@ -107,6 +134,11 @@ class Engine:
             close()
 
     # ---------------------------------------------------------------- live
+
+    @property
+    def on_disk(self) -> bool:
+        """A directory or a file (not a quorum, reached or still to reach)."""
+        return self._source is not None and not self.live
 
     @property
     def live(self) -> bool:
@@ -161,6 +193,8 @@ class Engine:
                 or "unknown")
 
     def overview(self) -> Overview:
+        if self.shell is None and self.preview is not None:
+            return self.preview
         img = self.loaded.image
         return Overview(self.header(), self._controllers(img), self._brokers(img),
                         self._features(img), len(img.topics_by_name),

@@ -42,6 +42,19 @@ class OverviewScreen(DataScreen):
 
     def on_mount(self) -> None:
         self.refresh_data()
+        self.call_after_refresh(self._painted)
+
+    def _painted(self, laid_out: bool = False) -> None:
+        """Tell the app once the panels are drawn: the refresh after the one that laid them
+        out (show_health lays the column out again; a refresh while updates are held draws
+        nothing)."""
+        if not self.is_attached:
+            return
+        if not laid_out:
+            laid_out = self.query_one("#brokers").region.height > 0
+            self.call_after_refresh(self._painted, laid_out)
+            return
+        self.mdapp.overview_painted()
 
     def refresh_data(self) -> None:
         super().refresh_data()

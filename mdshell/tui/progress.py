@@ -39,12 +39,7 @@ class LoadProgress:
 
     def watch(self, source: Source) -> Callable[[], None]:
         """Count what ``source``'s streams hand out from now on; returns the undo."""
-        snaps = [c for c in source.snapshots() if c.state == "ready"]
-        segments = source.segments()
-        self._sizes = {c.path: c.size for c in snaps} | {s.path: s.size for s in segments}
-        self.total = (snaps[-1].size if snaps else 0) + sum(s.size for s in segments)
-        if not self.total:  # a single file (-s): the file itself
-            self.total = sum(self._sizes.values())
+        self._sizes, self.total = _sizes(source)
         originals = source.snapshot_stream, source.log_stream
 
         def snapshot_stream(cp: Any) -> BatchStream:
@@ -74,3 +69,18 @@ class LoadProgress:
             self._pos = loc.position + loc.batch.size
             self.batches += 1
             yield loc
+
+
+def bytes_to_read(source: Source) -> int:
+    """What a load reads: the newest snapshot plus the segments (-s: the file)."""
+    return _sizes(source)[1]
+
+
+def _sizes(source: Source) -> tuple[dict[str, int], int]:
+    snaps = [c for c in source.snapshots() if c.state == "ready"]
+    segments = source.segments()
+    sizes = {c.path: c.size for c in snaps} | {s.path: s.size for s in segments}
+    total = (snaps[-1].size if snaps else 0) + sum(s.size for s in segments)
+    if not total:  # a single file (-s): the file itself
+        total = sum(sizes.values())
+    return sizes, total

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,9 @@ MAX_ROWS = 10_000  # rows put in the table; beyond, the count says how many ther
 # would start anyway, so a cancelled query is cancelled again this often until it ends.
 RECANCEL_S, RECANCEL_FOR_S = 0.5, 300.0
 _IDS = itertools.count(1)
+# A query's start and end times are read here: scenes (screenshots, snapshots) swap in a
+# steady clock so that the time shown repeats from run to run.
+clock: Callable[[], float] = time.perf_counter
 
 
 @dataclass
@@ -46,7 +50,7 @@ class SqlRun:
         self.engine = engine
         self.query = query
         self.line = line or f"sql {query}"
-        self.started = time.perf_counter()
+        self.started = clock()
         self.group = f"mdshell-tui-sql-{next(_IDS)}"
         self.phase = "starting Spark (the first query takes 10-20 s)"
         self.cancelled = False
@@ -93,7 +97,7 @@ class SqlRun:
         return SqlTable(list(table.column_names), rows, table.num_rows)
 
     def seconds(self) -> float:
-        return time.perf_counter() - self.started
+        return clock() - self.started
 
     def progress(self) -> tuple[int, int] | None:
         """(tasks done, tasks) over the query's running stages; None before they start."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import struct
 
-import cramjam
+# cramjam is imported where a payload is (de)compressed: most metadata batches are not, and a
+# one-shot command on them does not pay for the import.
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -34,6 +35,8 @@ class CompressionError(ValueError):
 
 
 def _xerial_decompress(data: bytes) -> bytes:
+    import cramjam
+
     pos = _XERIAL_HEADER.size
     out = bytearray()
     while pos < len(data):
@@ -49,6 +52,8 @@ def _xerial_decompress(data: bytes) -> bytes:
 
 
 def _lz4_compress(data: bytes) -> bytes:
+    import cramjam
+
     out = bytearray(_LZ4_HEADER)
     for i in range(0, len(data), _LZ4_BLOCK):
         chunk = data[i:i + _LZ4_BLOCK]
@@ -62,9 +67,11 @@ def _lz4_compress(data: bytes) -> bytes:
 
 
 def decompress(codec: int, data: bytes) -> bytes:
+    if codec == NONE:
+        return data
+    import cramjam
+
     try:
-        if codec == NONE:
-            return data
         if codec == GZIP:
             return bytes(cramjam.gzip.decompress(data))
         if codec == SNAPPY:
@@ -86,6 +93,8 @@ def compress(codec: int, data: bytes, *, xerial: bool = True) -> bytes:
     """Compress a payload the way Java Kafka does (xerial framing for snappy by default)."""
     if codec == NONE:
         return data
+    import cramjam
+
     if codec == GZIP:
         return bytes(cramjam.gzip.compress(data))
     if codec == SNAPPY:

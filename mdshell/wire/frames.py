@@ -53,6 +53,8 @@ def peek_frame(buf: bytes, pos: int) -> tuple[int, int, int]:
 # ``(partitionId, topicId)`` at a body position: the fixed prefix of PartitionRecord and
 # PartitionChangeRecord bodies (every version), read without decoding the record.
 partition_prefix = _PARTITION_PREFIX.unpack_from
+# Its size: a PartitionRecord's body past it holds everything but which partition it is.
+PARTITION_PREFIX_SIZE = _PARTITION_PREFIX.size
 
 
 def decode_metadata(buf: bytes, pos: int, end: int) -> tuple[int, int, dict[str, Any] | Unknown]:

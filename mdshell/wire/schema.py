@@ -32,6 +32,8 @@ PRIMITIVES = {
 
 @dataclass(frozen=True)
 class Versions:
+    """A version range of a message or field (``high`` None: open-ended)."""
+
     low: int
     high: int | None  # None: open-ended
 
@@ -54,6 +56,8 @@ ALWAYS = "always"  # the ``secret`` marker without a policy
 
 @dataclass
 class Field:
+    """One field of a record schema, as the schema language declares it."""
+
     name: str
     type: str  # primitive name or struct name (element type for arrays)
     is_array: bool = False
@@ -96,6 +100,8 @@ class Field:
 
 @dataclass
 class Message:
+    """One record type of the schemas: its key, versions and fields."""
+
     key: int
     name: str
     valid: Versions

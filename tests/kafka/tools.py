@@ -35,6 +35,10 @@ MAX_LEVEL = {jars.KAFKA_37: 19, jars.KAFKA_4: 31}
 MIN_LEVEL = {jars.KAFKA_37: 1, jars.KAFKA_4: 7}
 NOT_LOADED = "offset -1, epoch -1"  # provenance of a shell that printed before loading
 SHELL_TRIES = 8  # MetadataShell may print before its loader published: bounded retries
+# Kafka's shell also hangs now and then on files it reads fine on other runs (seen on a
+# 607-byte 3.4 log with 3.7.2: 1 run in 4 never ends). A time-out is retried this many times
+# and never kept, so one unlucky run cannot stick in the cache.
+SHELL_TIMEOUT_TRIES = 4
 # Seconds a run may take: a Kafka that cannot read a file hangs forever; big files take a
 # few seconds, many more on a busy machine.
 TIMEOUT, TIMEOUT_PER_MB = 45, 20
@@ -140,13 +144,14 @@ def shell_key(version: str, files: Sequence[Path]) -> str:
     return f"shell/{version}/{joined_sha(files)}"
 
 
-def shell_tree(version: str, files: Sequence[Path]) -> Run:
+def shell_tree(version: str, files: Sequence[Path], fresh: bool = False) -> Run:
     """``MetadataShell -s FILE tree /image`` of the file (log segments given together are
-    joined into one file, as one log). A run whose provenance says it had not loaded yet is
-    retried; the result says so if it never did."""
+    joined into one file, as one log). A run whose provenance says it had not loaded yet, or
+    that timed out, is retried; the result says so if it never did. ``fresh`` ignores a
+    cached run (Kafka's load race: see ``forget``)."""
     key = shell_key(version, files)
-    found = _cached(key)
-    if found is not None:
+    found = None if fresh else _cached(key)
+    if found is not None and found.rc != -1:  # time-outs kept by older versions: try again
         return found
     with tempfile.TemporaryDirectory(prefix="mdshell-oracle-") as tmp:
         target = _copy(files, Path(tmp))
@@ -155,14 +160,12 @@ def shell_tree(version: str, files: Sequence[Path]) -> Run:
             run = _java(version, "shell", SHELL_MAIN, ["-s", str(target), "tree", "/image"],
                         TIMEOUT + TIMEOUT_PER_MB * target.stat().st_size // 1_000_000)
             timeouts += run.rc == -1
-            if run.rc == -1 and timeouts < 2:
-                continue  # once more: the machine may have been busy
+            if run.rc == -1 and timeouts < SHELL_TIMEOUT_TRIES:
+                continue  # Kafka's intermittent hang, or a busy machine
             if run.rc != 0 or NOT_LOADED not in run.out:
                 break
-    if run.rc == 0 and NOT_LOADED in run.out:
-        return run  # lost every race: not kept, the next run tries again
-    # A time-out is kept: Kafka's shell hangs for good on some files (its loader never
-    # catches up). Delete the cache entry to try again.
+    if run.rc == -1 or (run.rc == 0 and NOT_LOADED in run.out):
+        return run  # never loaded or hung every time: not kept, the next run tries again
     return _store(key, run)
 
 
@@ -197,13 +200,15 @@ def dump(version: str, paths: Sequence[Path]) -> dict[Path, Run]:
             run = _java(version, "dump", main, ["--cluster-metadata-decoder", "--files",
                                                 ",".join(map(str, copies))])
         sections = _split_sections(run.out, copies)
+        notes = _non_consecutive(run.err)
         done = 0
         for i, p in enumerate(todo):
             if i not in sections:
                 break
             last = i == len(sections) - 1
             ok = run.rc == 0 or not last
-            result[p] = Run(0 if ok else run.rc, sections[i], "" if ok else run.err)
+            result[p] = Run(0 if ok else run.rc, sections[i],
+                            notes.get(str(copies[i]), "") if ok else run.err)
             _store(dump_key(version, p), result[p])
             done = i + 1
         if done == 0:  # the tool failed before dumping anything: every file shares it
@@ -212,6 +217,21 @@ def dump(version: str, paths: Sequence[Path]) -> dict[Path, Run]:
             break
         todo = todo[done:]
     return result
+
+
+def _non_consecutive(err: str) -> dict[str, str]:
+    """The tool's closing "Non-consecutive offsets in FILE" reports (on stderr), by file."""
+    found: dict[str, str] = {}
+    current = None
+    for line in err.splitlines(keepends=True):
+        if line.startswith("Non-consecutive offsets in "):
+            current = line[len("Non-consecutive offsets in "):].strip()
+            found[current] = line
+        elif current is not None and line.startswith("  "):
+            found[current] += line
+        else:
+            current = None
+    return found
 
 
 def _split_sections(out: str, copies: Sequence[Path]) -> dict[int, str]:

@@ -227,9 +227,7 @@ class Observer:
             # A node that answers without error at our epoch is the leader.
             assert self._asked is not None
             self.leader = (self._asked.host, self._asked.port)
-        if int(leader.leader_epoch) > self.leader_epoch:
-            self.leader_epoch = int(leader.leader_epoch)
-            self.leader_id = int(leader.leader_id)
+        self._leader_is(int(leader.leader_id), int(leader.leader_epoch))
         sid = part.snapshot_id
         if int(sid.end_offset) >= 0 and int(sid.epoch) >= 0:
             self._download_snapshot(int(sid.end_offset), int(sid.epoch))
@@ -267,7 +265,7 @@ class Observer:
     def _where(self) -> str:
         return self._asked.endpoint if self._asked else "the controller"
 
-    def _top_error(self, code: int) -> None:
+    def _top_error(self, code: int, rpc: str = "Fetch") -> None:
         where = self._where
         if code == e.CLUSTER_AUTHORIZATION_FAILED:
             raise AuthorizationError(
@@ -283,13 +281,24 @@ class Observer:
         if code == e.UNKNOWN_TOPIC_OR_PARTITION or code == 100:
             raise LiveError(f"{where}: has no __cluster_metadata partition; it is a broker or "
                             "not KRaft — -q wants the controllers' listener (KIP-919)")
-        raise RetriableError(f"{where}: Fetch failed ({e.code_name(code)})")
+        raise RetriableError(f"{where}: {rpc} failed ({e.code_name(code)})")
 
-    def _follow_leader(self, leader_id: int, epoch: int, code: int) -> None:
+    def _leader_is(self, leader_id: int, epoch: int) -> None:
+        """What an answer without error says of the leader. At our own epoch too: we may
+        know the epoch (from a node amid an election) before the leader's id."""
         if epoch > self.leader_epoch or (epoch == self.leader_epoch and leader_id >= 0):
             if leader_id != self.leader_id and self.leader_id >= 0:
                 self.progress.leader_changes += 1
-            self.leader_epoch, self.leader_id = max(epoch, self.leader_epoch), leader_id
+            self.leader_epoch, self.leader_id = epoch, leader_id
+
+    def _follow_leader(self, leader_id: int, epoch: int, code: int) -> None:
+        if code == e.UNKNOWN_LEADER_EPOCH or epoch < self.leader_epoch:
+            # The node has not heard of our epoch yet: its leader is stale (Kafka's observer
+            # ignores such answers). Ask again after a backoff, anywhere; never spin on it.
+            self.leader = None
+            raise RetriableError(f"{self._where}: knows leader epoch {epoch} only, older than "
+                                 f"{self.leader_epoch} ({e.code_name(code)}); retrying")
+        self._leader_is(leader_id, epoch)
         if leader_id < 0:
             # An election is running: ask again later, anywhere.
             self.leader = None
@@ -341,8 +350,10 @@ class Observer:
                                                          epoch, held))
             code = int(resp.error_code)
             if code != e.NONE:
+                # Kafka 4.3.1 answers every partition error (SNAPSHOT_NOT_FOUND, a fenced
+                # epoch...) this way: UNKNOWN_SERVER_ERROR. Retried: the next Fetch decides.
                 self._asked = self.client.connect(*self.leader)
-                self._top_error(code)
+                self._top_error(code, "FetchSnapshot")
             part = resp.topics[0].partitions[0]
             pcode = int(part.error_code)
             if pcode == e.SNAPSHOT_NOT_FOUND or int(part.snapshot_id.end_offset) < 0:

@@ -1,0 +1,70 @@
+"""What scrolls sideways in the detail pane: the table a command or ``sql`` fills (rows are
+selected whole, so the arrows left and right scroll) and the text of each tab. An ENDPOINTS or
+FEATURES cell, or a line of Kafka's text form, is wider than an 80-column terminal leaves the
+pane; Left/Right move by STEP columns, Shift+Left/Right by a page, at once (no animation:
+held keys do not queue up)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.containers import ScrollableContainer
+from textual.widget import Widget
+from textual.widgets import DataTable
+
+STEP = 8  # columns scrolled per Left/Right press
+PAGE_KEYS: list[BindingType] = [
+    Binding("shift+right", "page_right", "Page right", show=False),
+    Binding("shift+left", "page_left", "Page left", show=False),
+]
+
+
+def _by(widget: Widget, columns: int) -> None:
+    widget.scroll_to(x=widget.scroll_target_x + columns, animate=False)
+
+
+class ResultTable(DataTable[str]):
+    """Up/Down move over rows; Left/Right scroll by STEP columns, Shift+Left/Right by a
+    page, Home/End to either edge; a header click sorts (the detail pane handles it)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = PAGE_KEYS
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, zebra_stripes=True, cursor_type="row")
+
+    def action_cursor_right(self) -> None:
+        _by(self, STEP)
+
+    def action_cursor_left(self) -> None:
+        _by(self, -STEP)
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(x=0, animate=False)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(x=self.max_scroll_x, animate=False)
+
+    def action_page_right(self) -> None:
+        _by(self, self.scrollable_content_region.width)
+
+    def action_page_left(self) -> None:
+        _by(self, -self.scrollable_content_region.width)
+
+
+class TextScroll(ScrollableContainer):
+    """A tab's text: Up/Down/PageUp/PageDown as usual; Left/Right by STEP columns."""
+
+    BINDINGS: ClassVar[list[BindingType]] = PAGE_KEYS
+
+    def action_scroll_right(self) -> None:
+        _by(self, STEP)
+
+    def action_scroll_left(self) -> None:
+        _by(self, -STEP)
+
+    def action_page_right(self) -> None:
+        _by(self, self.scrollable_content_region.width)
+
+    def action_page_left(self) -> None:
+        _by(self, -self.scrollable_content_region.width)
