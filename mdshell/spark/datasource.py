@@ -186,7 +186,8 @@ class KraftReader(DataSourceReader):
         return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, Pack)
+        if not isinstance(partition, Pack):
+            return  # Spark's stand-in when there is nothing to read (no file at all)
         schema = arrow_schema(self.table)
         for part in partition.parts:
             yield from self._read(part, schema)
