@@ -29,7 +29,8 @@ def _spark_modules() -> Any:
                  "sql \"select leader, count(*) from partitions group by leader\". The first "
                  "query starts Spark (local[*], or --spark-master URL / "
                  "$MDSHELL_SPARK_MASTER; spark.* keys of --config are its settings); its log "
-                 "goes to ~/.cache/mdshell/spark.log ($MDSHELL_SPARK_LOG). --csv FILE writes "
+                 "goes to ~/.cache/mdshell/spark/spark-PID.log ($MDSHELL_SPARK_LOG). --csv "
+                 "FILE writes "
                  "the result as CSV, --parquet DIR as Parquet (written by Spark).",
          completes_paths=False, options=("--csv", "--parquet"))
 def sql(shell: Shell, args: list[str]) -> Result:

@@ -2,12 +2,16 @@
 
 PATH is a metadata directory (or the log dir holding it), a glob matching many, or a list.
 Without a ``table`` option the rows are the ``records`` table of every segment and snapshot,
-one Spark partition per file, so a fleet of directories is read in parallel. With
+each file read by one task, so a fleet of directories is read in parallel. With
 ``.option("table", "partitions")`` (or any image table) each directory gives its image as of
-its end, or as of ``.option("at", OFFSET)``, one Spark partition per directory. Other
-options: ``showSecrets`` (default false: secrets redacted as in the shell) and ``payload``
-(default true; false leaves the JSON payload null, for queries that need only key columns:
-it saves the JSON of each distinct record value, so little on a quiet log).
+its end, or as of ``.option("at", OFFSET)``, each directory read by one task. Small files (or
+directories) are packed into one Spark partition the way Spark packs small files of its own
+file sources: largest first, up to ``maxPartitionBytes`` (default 128 MiB) per partition, each
+file counting ``openCostInBytes`` (default 4 MiB) more than its size; a file is never split.
+``.option("maxPartitionBytes", 1)`` gives one partition per file. Other options:
+``showSecrets`` (default false: secrets redacted as in the shell) and ``payload`` (default
+true; false leaves the JSON payload null, for queries that need only key columns: it saves
+the JSON of each distinct record value, so little on a quiet log).
 
 Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's own warnings
 for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
@@ -20,6 +24,7 @@ base offset, so segments after a damaged one are read too (the shell stops there
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import logging
@@ -40,6 +45,8 @@ EXTRA = pa.schema([("directory", pa.string()), ("cluster_id", pa.string()),
                    ("warnings", tables.STRS)])
 _TRUE = {"true", "1", "yes"}
 BATCH_ROWS = 65536  # rows per Arrow batch handed to Spark
+MAX_PARTITION_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes
+OPEN_COST_BYTES = 4 << 20  # Spark's spark.sql.files.openCostInBytes
 
 
 def arrow_schema(table: str) -> pa.Schema:
@@ -80,6 +87,44 @@ class FilePart(InputPartition):
         self.file = file
 
 
+class Pack(InputPartition):
+    """The files (or directories) one task reads, one after the other."""
+
+    def __init__(self, parts: list[FilePart]) -> None:
+        self.parts = parts
+
+
+def pack(parts: list[FilePart], sizes: list[int], max_bytes: int, open_cost: int
+         ) -> list[Pack]:
+    """Spark's packing of small files: by size, largest first, into partitions of at most
+    ``max_bytes`` (each file costing ``open_cost`` more than its size)."""
+    packs: list[Pack] = []
+    current: list[FilePart] = []
+    filled = 0
+    for size, part in sorted(zip(sizes, parts, strict=True), key=lambda x: -x[0]):
+        if current and filled + size > max_bytes:
+            packs.append(Pack(current))
+            current, filled = [], 0
+        current.append(part)
+        filled += size + open_cost
+    if current:
+        packs.append(Pack(current))
+    return packs
+
+
+def _size(part: FilePart) -> int:
+    """Bytes a task reads for a file, or for a directory's image (its segments and
+    snapshots); 0 when they cannot be listed (the task reports why)."""
+    try:
+        if part.path is not None:
+            return os.path.getsize(part.path)
+        if part.error is None:
+            return sum(os.path.getsize(f.path) for f in tables.log_files(part.directory))
+    except (OSError, SourceError):
+        pass
+    return 0
+
+
 class KraftDataSource(DataSource):
     """Kafka KRaft metadata logs as a Spark table."""
 
@@ -102,23 +147,31 @@ class KraftDataSource(DataSource):
         return KraftReader(expand_paths(dict(self.options)), self._table(),
                            int(at) if at not in (None, "") else None,
                            _flag(self.options.get("showSecrets"), False),
-                           _flag(self.options.get("payload"), True))
+                           _flag(self.options.get("payload"), True),
+                           _bytes(self.options.get("maxPartitionBytes"), MAX_PARTITION_BYTES),
+                           _bytes(self.options.get("openCostInBytes"), OPEN_COST_BYTES))
 
 
 def _flag(value: str | None, default: bool) -> bool:
     return default if value in (None, "") else str(value).lower() in _TRUE
 
 
+def _bytes(value: str | None, default: int) -> int:
+    return default if value in (None, "") else int(str(value))
+
+
 class KraftReader(DataSourceReader):
     def __init__(self, paths: list[str], table: str, at: int | None, show_secrets: bool,
-                 payload: bool) -> None:
+                 payload: bool, max_bytes: int = MAX_PARTITION_BYTES,
+                 open_cost: int = OPEN_COST_BYTES) -> None:
         self.paths, self.table, self.at = paths, table, at
         self.show_secrets, self.payload = show_secrets, payload
+        self.max_bytes, self.open_cost = max_bytes, open_cost
 
     def partitions(self) -> list[InputPartition]:
         if not self.paths:
             raise ValueError("kraft: give a path: .load(DIR), a glob, or a list of directories")
-        parts: list[InputPartition] = []
+        parts: list[FilePart] = []
         for d in self.paths:
             try:
                 d, cid = tables.identify(d)
@@ -130,11 +183,16 @@ class KraftReader(DataSourceReader):
                 parts.append(FilePart(d, None, None, str(e)))
                 continue
             parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
-        return parts
+        return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, FilePart)
+        if not isinstance(partition, Pack):
+            return  # Spark's stand-in when there is nothing to read (no file at all)
         schema = arrow_schema(self.table)
+        for part in partition.parts:
+            yield from self._read(part, schema)
+
+    def _read(self, partition: FilePart, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         if partition.error is not None:
             yield _empty_with(schema, partition, [partition.error])
             return
@@ -161,12 +219,18 @@ def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
         if warnings:
             yield _empty_with(schema, part, warnings)
         return
-    n = table.num_rows
-    extra = [fastlog.constant(part.directory, pa.string(), n),
-             fastlog.constant(part.cluster_id, pa.string(), n),
-             fastlog.constant(warnings or None, tables.STRS, n)]
-    full = pa.Table.from_arrays([*extra, *table.columns], schema=schema)
-    yield from full.to_batches(max_chunksize=BATCH_ROWS)
+    for batch in table.to_batches(max_chunksize=BATCH_ROWS):
+        extra = _constants(part.directory, part.cluster_id, tuple(warnings), batch.num_rows)
+        yield pa.RecordBatch.from_arrays([*extra, *batch.columns], schema=schema)
+
+
+@functools.lru_cache(maxsize=4)
+def _constants(directory: str, cluster_id: str | None, warnings: tuple[str, ...],
+               n: int) -> tuple[pa.Array, ...]:
+    """The columns every row of a batch shares (made once for the many full batches)."""
+    return (fastlog.constant(directory, pa.string(), n),
+            fastlog.constant(cluster_id, pa.string(), n),
+            fastlog.constant(list(warnings) or None, tables.STRS, n))
 
 
 def _empty_with(schema: pa.Schema, part: FilePart, warnings: list[str]) -> pa.RecordBatch:

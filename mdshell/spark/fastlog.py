@@ -94,41 +94,58 @@ def _records(cols: _Columns, buf: bytes, pos: int, end: int, count: int, base: i
         cols.index.append(ix)
 
 
-def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None
-          ) -> tuple[np.ndarray, tuple[int, int, int] | None]:
-    """Check every batch of a file and decode those that are not simple; the positions of
-    the simple ones (one uncompressed metadata record) are returned for :func:`_simple`.
-    ``first`` (a segment): offsets must start there and follow on, up to ``last``; then the
-    span is returned too: (first epoch, highest epoch, last offset).
+class _Heads:
+    """Header fields of the simple batches (one uncompressed metadata record each)."""
 
-    The loop only follows batch lengths and computes CRCs; the headers are checked together
-    afterwards with numpy."""
+    def __init__(self, pos: np.ndarray, end: np.ndarray, base: np.ndarray, epoch: np.ndarray,
+                 base_ts: np.ndarray) -> None:
+        self.pos, self.end, self.base, self.epoch, self.base_ts = pos, end, base, epoch, base_ts
+
+
+def _starts(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Where each batch starts, and its computed CRC: the one Python loop over a file (it
+    only follows batch lengths; a batch running past the end, or a file ending inside a
+    header, makes the file unclean)."""
     view = memoryview(data)
     size = len(data)
     length_at = _LENGTH.unpack_from
     starts, crcs = array("q"), array("q")
     add_start, add_crc = starts.append, crcs.append
     pos = 0
-    while pos < size:
-        if size - pos < HEADER_SIZE:
-            raise _Unclean
-        length = length_at(data, pos + 8)[0]
-        if length < MIN_BATCH_LENGTH:
-            raise _Unclean
-        add_start(pos)
-        pos += LOG_OVERHEAD + length
-        add_crc(crc32c(view[starts[-1] + 21:pos]))
+    try:
+        while pos < size:
+            length = length_at(data, pos + 8)[0]
+            if length < MIN_BATCH_LENGTH:
+                raise _Unclean
+            end = pos + LOG_OVERHEAD + length
+            add_start(pos)
+            add_crc(crc32c(view[pos + 21:end]))
+            pos = end
+    except struct.error:
+        raise _Unclean from None  # fewer than 12 bytes left: a cut header
     if pos != size:
-        raise _Unclean  # the last batch runs past the end
+        raise _Unclean  # the last batch runs past the end (or its header is cut)
+    return np.frombuffer(starts, np.int64), np.frombuffer(crcs, np.int64)
+
+
+def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None
+          ) -> tuple[_Heads, tuple[int, int, int] | None]:
+    """Check every batch of a file and decode those that are not simple; the headers of
+    the simple ones (one uncompressed metadata record) are returned for :func:`_simple`.
+    ``first`` (a segment): offsets must start there and follow on, up to ``last``; then the
+    span is returned too: (first epoch, highest epoch, last offset).
+
+    The loop only follows batch lengths and computes CRCs; the headers are checked together
+    afterwards with numpy."""
+    at, crcs = _starts(data)
     a = np.frombuffer(data, np.uint8)
-    at = np.frombuffer(starts, np.int64)
     lengths = _be(a, at + 8, ">i4")
     if len(at) and (lengths.max() > MAX_BATCH_LENGTH or (a[at + 16] != 2).any()
-                    or (_be(a, at + 17, ">u4") != np.frombuffer(crcs, np.int64)).any()):
+                    or (_be(a, at + 17, ">u4") != crcs).any()):
         raise _Unclean
+    base, epochs = _be(a, at, ">i8"), _be(a, at + 12, ">i4")
     span = None
     if first is not None and len(at):
-        base, epochs = _be(a, at, ">i8"), _be(a, at + 12, ">i4")
         deltas = _be(a, at + 23, ">i4")
         after = base + deltas
         # the reader's continuity rules, where breaking one means a warning or a skip
@@ -139,11 +156,14 @@ def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None
         span = int(epochs[0]), int(epochs.max()), int(after[-1])
     attrs, counts = _be(a, at + 21, ">i2"), _be(a, at + 57, ">i4")
     simple = ((attrs & _SIMPLE) == 0) & (counts == 1)
+    view = memoryview(data)
     for i in np.flatnonzero(~simple).tolist():
         p = int(at[i])
         _batch(cols, data, view, p, p + LOG_OVERHEAD + int(lengths[i]), int(attrs[i]),
                int(counts[i]))
-    return at[simple], span
+    pos = at[simple]
+    return _Heads(pos, pos + LOG_OVERHEAD + lengths[simple], base[simple], epochs[simple],
+                  _be(a, pos + 27, ">i8")), span
 
 
 def _batch(cols: _Columns, data: bytes, view: memoryview, pos: int, end: int, attrs: int,
@@ -170,54 +190,70 @@ def _be(a: np.ndarray, at: np.ndarray, dtype: str) -> np.ndarray:
     return rows.view(dtype).ravel().astype(dtype[1:])
 
 
-def _zzv(n: np.ndarray) -> np.ndarray:
-    return (n >> 1) ^ -(n & 1)
+class _Distinct:
+    """The distinct record sections of simple batches, each framed once by the wire
+    layer's loop: its offset and timestamp deltas and its value's index (-1: a null
+    metadata value, which gives no row)."""
+
+    def __init__(self, cols: _Columns) -> None:
+        self.cols = cols
+        self.offset_delta, self.ts_delta, self.value = array("q"), array("q"), array("i")
+
+    def add(self, section: bytes) -> None:
+        try:
+            (r,) = records_in(section, 0, len(section), 1, 0, 0)
+        except UNDECODABLE as e:
+            raise _Unclean from e
+        raw = None if r.value_end < 0 else section[r.value_pos:r.value_end]
+        ix = self.cols.value(False, r.key, raw)
+        self.offset_delta.append(r.offset)
+        self.ts_delta.append(r.timestamp)
+        self.value.append(-1 if raw is None else ix)
 
 
-def _simple(data: bytes, cols: _Columns, pos: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The simple batches all at once with numpy: their single record's framing is checked
-    the way :func:`_records` checks it when every varint is short, the rest (rare) go through
-    :func:`_records`. ``(order, offsets, timestamps, epochs, index)``."""
+def _simple(data: bytes, cols: _Columns, heads: _Heads) -> tuple[np.ndarray, ...]:
+    """The simple batches all at once: their record sections (the bytes after the header)
+    are grouped by length, each group's distinct sections found with Arrow's hashing and
+    framed once (a quiet log repeats a few sections millions of times; their deltas are
+    usually 0), then spread back with numpy. ``(order, offsets, timestamps, epochs,
+    index)``."""
     a = np.frombuffer(data, np.uint8)
-    top = len(a) - 1
-    base, epoch, base_ts = _be(a, pos, ">i8"), _be(a, pos + 12, ">i4"), _be(a, pos + 27, ">i8")
-    end = pos + LOG_OVERHEAD + _be(a, pos + 8, ">i4").astype(np.int64)
-
-    def at(i: np.ndarray) -> np.ndarray:
-        return a[np.minimum(i, top)].astype(np.int64)
-
-    r = pos + HEADER_SIZE
-    ok = end - r >= 7
-    b0, b1 = at(r), at(r + 1)
-    two = b0 >= 0x80
-    ok &= ~two | (b1 < 0x80)
-    q = r + 1 + two
-    ok &= q + _zzv(np.where(two, (b0 & 0x7F) | (b1 << 7), b0)) == end
-    ts, off, k = at(q + 1), at(q + 2), at(q + 3)
-    ok &= (ts < 0x80) & (off < 0x80) & (k == 1)
-    v0, v1 = at(q + 4), at(q + 5)
-    vtwo = v0 >= 0x80
-    ok &= ~vtwo | (v1 < 0x80)
-    vlen = _zzv(np.where(vtwo, (v0 & 0x7F) | (v1 << 7), v0))
-    vs = q + 5 + vtwo
-    ve = vs + vlen
-    ok &= (vlen >= 0) & (ve + 1 == end) & (at(ve) == 0)
-    for i in np.flatnonzero(~ok).tolist():  # long varints, keys, headers, damage: one by one
-        p = int(pos[i])
-        _records(cols, data, p + HEADER_SIZE, int(end[i]), 1, int(base[i]), int(base_ts[i]),
-                 int(epoch[i]), False, p << _ORDER)
-    vs, vlen = vs[ok], vlen[ok]
-    bounds = np.zeros(len(vs) + 1, np.int64)
-    np.cumsum(vlen, out=bounds[1:])
-    gather = np.arange(int(bounds[-1]), dtype=np.int64) - np.repeat(bounds[:-1] - vs, vlen)
-    values = pa.Array.from_buffers(pa.large_binary(), len(vs), [
-        None, pa.py_buffer(bounds), pa.py_buffer(a[gather])]).dictionary_encode()
-    known = np.array([cols.value(False, None, v) for v in values.dictionary.to_pylist()],
-                     np.int32)
-    index = known[values.indices.to_numpy(zero_copy_only=False)] if len(known) else (
-        np.zeros(0, np.int32))
-    return (pos[ok] << _ORDER, base[ok] + _zzv(off[ok]), base_ts[ok] + _zzv(ts[ok]),
-            epoch[ok], index)
+    starts = heads.pos + HEADER_SIZE
+    lens = heads.end - starts
+    n = len(starts)
+    which = np.empty(n, np.int64)  # each batch's distinct section
+    distinct = _Distinct(cols)
+    # group by length: a stable radix sort on 16 bits, longer sections grouped by numpy's
+    # general sort (rare)
+    short = n == 0 or int(lens.max()) < 1 << 15
+    order = np.argsort(lens.astype(np.int16 if short else np.int64), kind="stable")
+    sorted_lens = lens[order]
+    cuts = (np.flatnonzero(np.diff(sorted_lens)) + 1).tolist()
+    for lo, hi in zip([0, *cuts], [*cuts, n], strict=True) if n else ():
+        length = int(sorted_lens[lo])
+        rows = order[lo:hi]
+        if length == 0:
+            raise _Unclean  # no room for the record the count promises
+        block = np.lib.stride_tricks.sliding_window_view(a, length)[starts[rows]]
+        known = len(distinct.value)
+        if hi - lo == 1:
+            distinct.add(block.tobytes())
+            which[rows] = known
+            continue
+        enc = pa.Array.from_buffers(pa.binary(length), hi - lo,
+                                    [None, pa.py_buffer(block)]).dictionary_encode()
+        for section in enc.dictionary.to_pylist():
+            distinct.add(section)
+        which[rows] = known + enc.indices.to_numpy(zero_copy_only=False)
+    value = np.frombuffer(distinct.value, np.int32)[which] if n else np.zeros(0, np.int32)
+    off_d = np.frombuffer(distinct.offset_delta, np.int64)[which] if n else which
+    ts_d = np.frombuffer(distinct.ts_delta, np.int64)[which] if n else which
+    out: tuple[np.ndarray, ...] = (heads.pos << _ORDER, heads.base + off_d,
+                                   heads.base_ts + ts_d, heads.epoch, value)
+    if n and (value < 0).any():
+        keep = value >= 0
+        out = tuple(x[keep] for x in out)
+    return out
 
 
 def read_file(directory: str, path: str, role: str, first: int, last: int | None,
@@ -236,8 +272,8 @@ def read_file(directory: str, path: str, role: str, first: int, last: int | None
         data = source.data(path)
         if not data:
             return None  # an empty file may deserve a warning: the reader knows
-        simple, span = _walk(data, cols, first if segment else None, last if segment else None)
-        fast = _simple(data, cols, simple)
+        heads, span = _walk(data, cols, first if segment else None, last if segment else None)
+        fast = _simple(data, cols, heads)
         general = (np.frombuffer(cols.order, np.int64), np.frombuffer(cols.offsets, np.int64),
                    np.frombuffer(cols.timestamps, np.int64),
                    np.frombuffer(cols.epochs, np.int32), np.frombuffer(cols.index, np.int32))

@@ -30,6 +30,8 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # name -> (the Loaded it was built from, show_secrets): a view stays valid while both hold.
 _REGISTERED: dict[str, tuple[object, bool]] = {}
 _SCRATCH: str | None = None  # where local tables are written as Parquet (removed at exit)
+_FOLDERS: dict[str, str] = {}  # table name -> its current scratch folder
+_STALE: list[str] = []  # scratch folders of replaced tables, removed once no view names them
 
 
 def named_tables(query: str) -> list[str]:
@@ -46,6 +48,14 @@ def register(spark: SparkSession, view: tables.View, names: list[str]) -> None:
             continue
         frame(spark, name, tables.build(name, view)).createOrReplaceTempView(name)
         _REGISTERED[name] = key
+        _drop_stale()
+
+
+def _drop_stale() -> None:
+    """Remove the scratch files of a table's previous version once the view names the new
+    one (a long session that moves in time would otherwise fill its scratch folder)."""
+    while _STALE:
+        shutil.rmtree(_STALE.pop(), ignore_errors=True)
 
 
 def frame(spark: SparkSession, name: str, table: pa.Table) -> DataFrame:
@@ -63,6 +73,9 @@ def frame(spark: SparkSession, name: str, table: pa.Table) -> DataFrame:
         _SCRATCH = tempfile.mkdtemp(prefix="mdshell-spark-")
         atexit.register(shutil.rmtree, _SCRATCH, True)
     folder = tempfile.mkdtemp(prefix=f"{name}-", dir=_SCRATCH)
+    if name in _FOLDERS:  # removed by register once the view names the new folder
+        _STALE.append(_FOLDERS[name])
+    _FOLDERS[name] = folder
     pq.write_table(table, os.path.join(folder, "part-0.parquet"))
     return spark.read.parquet(folder)
 

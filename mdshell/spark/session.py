@@ -14,7 +14,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..problems import CommandError
-from .settings import SETTINGS, SparkSettings, log_path
+from . import classarchive
+from .settings import LOG_ENV, SETTINGS, SparkSettings, log_path, prune_logs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -76,11 +77,18 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     conf = SparkConf().setMaster(settings.resolved_master()).setAppName("mdshell")
     for key, value in {**DEFAULT_CONF, **settings.conf}.items():
         conf.set(key, value)
+    archive = classarchive.plan()
+    if archive.options:  # beside any options of the user's (theirs come after, and win)
+        key = "spark.driver.defaultJavaOptions"
+        conf.set(key, " ".join(x for x in (archive.options, settings.conf.get(key)) if x))
     path = log_path()
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if LOG_ENV not in os.environ:
+        prune_logs()
     with open(path, "ab") as log:
         try:
             gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+            archive.started(getattr(getattr(gateway, "proc", None), "pid", None))
             sc = SparkContext(conf=conf, gateway=gateway)
         except PySparkException as e:
             raise SparkUnavailable(f"Spark did not start ({_first_line(str(e))}); see its log "

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 MASTER_ENV = "MDSHELL_SPARK_MASTER"
 LOG_ENV = "MDSHELL_SPARK_LOG"
+CDS_ENV = "MDSHELL_SPARK_CDS"  # "0": no archive of Spark's classes (see classarchive.py)
+KEEP_LOGS = 10  # the most recent per-process logs kept in the cache folder
 DEFAULT_MASTER = "local[*]"
 
 
@@ -36,10 +38,29 @@ def configure(master: str | None, properties: dict[str, str] | None) -> list[str
     return others
 
 
+def cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "mdshell")
+
+
 def log_path() -> str:
-    """The file the JVM writes its log lines to (never the terminal: it would corrupt a TUI)."""
+    """The file the JVM writes its log lines to (never the terminal: it would corrupt a TUI):
+    ``$MDSHELL_SPARK_LOG``, else one file per process, ``~/.cache/mdshell/spark/spark-PID.log``
+    (two sessions at once never mix their lines; only the most recent few are kept)."""
     path = os.environ.get(LOG_ENV)
     if path:
         return path
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "mdshell", "spark.log")
+    return os.path.join(cache_dir(), "spark", f"spark-{os.getpid()}.log")
+
+
+def prune_logs(keep: int = KEEP_LOGS) -> None:
+    """Remove the per-process logs beyond the ``keep`` most recent (this one is the newest)."""
+    folder = os.path.join(cache_dir(), "spark")
+    try:
+        logs = [e for e in os.scandir(folder) if e.name.startswith("spark-")
+                and e.name.endswith(".log")]
+        logs.sort(key=lambda e: e.stat().st_mtime, reverse=True)
+        for e in logs[keep:]:
+            os.remove(e.path)
+    except OSError:
+        pass
