@@ -497,3 +497,25 @@ async def test_keys_typed_after_quit_do_not_crash_the_exit() -> None:
         app.action_search()
         await pilot.pause()
     assert app.return_code == 0
+
+
+@aio
+async def test_a_wide_partition_table_scrolls_rather_than_folds_at_80x24() -> None:
+    """A topic's partitions at 80x24: each partition is one line on screen (its replica list
+    whole), and the view tab scrolls sideways to the table's last column."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        await browser_tree(pilot)
+        pane = app.screen.query_one(DetailPane)
+        pane.show_path("/image/topics/byName/topic-0")
+        await until(pilot, lambda: "leaderEpoch" in detail_text(app, "view"), "the table")
+        await pilot.pause()
+        body = app.screen.query_one("#view-body", Static)
+        box = app.screen.query_one("#view-scroll", ScrollableContainer)
+        assert body.size.width > box.size.width and box.max_scroll_x > 0
+        lines = [body.render_line(y).text for y in range(body.size.height)]
+        header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["name", "leader"])
+        rows = [r for r in lines[header + 1:] if r.strip()]
+        assert rows and all(r.split()[0].isdigit() for r in rows), rows
+        assert all(r.count("[") == r.count("]") > 0 for r in rows), rows

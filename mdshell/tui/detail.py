@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
+from rich.measure import Measurement
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 MAX_LINES = 5000  # beyond this a command's output is cut (with a note): refine the command
 TABLE_ROWS = 200  # a directory's table shows this many children
+WIDEST = 1000  # a view table wider than this folds its cells
 BROKER_LISTS = ("replicas", "isr", "elr", "lastKnownElr", "addingReplicas", "removingReplicas")
 COLUMNS = ("leader", "replicas", "isr", "elr", "leaderRecoveryState", "leaderEpoch", "epoch",
            "fenced", "inControlledShutdown", "rack", "listeners", "name", "id")
@@ -93,7 +95,18 @@ class DetailPane(Vertical):
             return
         self._rendered.add(tab)
         body = self.query_one(f"#{tab}-body", Static)
-        body.update(self._render_tab(tab, self.path))
+        shown = self._render_tab(tab, self.path)
+        if tab == "view":
+            self._natural_width(body, shown)
+        body.update(shown)
+
+    def _natural_width(self, body: Static, shown: RenderableType) -> None:
+        """A table as wide as its rows (the tab scrolls sideways), not folded into the pane:
+        a Static measures a rich Table against the pane's width, and a partition's replica
+        list cut over three lines is hard to read."""
+        console = self.app.console
+        wide = Measurement.get(console, console.options.update_width(WIDEST), shown).maximum
+        body.styles.width = wide if wide > self.size.width else "auto"
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.render_active()
@@ -275,9 +288,9 @@ def readable(eng: Engine, path: str) -> RenderableType:
         parts.append(f)
     if tabled:
         t = Table(box=None, header_style="bold dim", pad_edge=False)
-        t.add_column("name")
+        t.add_column("name", no_wrap=True)
         for c in cols:
-            t.add_column(c, overflow="fold")
+            t.add_column(c, overflow="fold", no_wrap=c in BROKER_LISTS)
         for e, d in tabled:
             t.add_row(e.name, *(_cell(c, d.get(c), states) for c in cols))
         parts.append(t)
