@@ -157,6 +157,9 @@ def groupby(spark: Any, directory: Path) -> None:
 
 
 def fleet(master: str) -> None:
+    if not any(CORPUS.glob("*/__cluster_metadata-0")):
+        raise SystemExit(f"bench/spark.py: no corpus in {CORPUS} (the fleet query reads every "
+                         "directory there): put ../shared beside the checkout, or --skip fleet")
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", FLEET_CODE, master, str(CORPUS / "*")],
                          capture_output=True, text=True, check=True, cwd=ROOT)
