@@ -39,18 +39,13 @@ SNAPSHOT_OFTEN = {
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
-    try:
-        jars.jars(VERSION)
-    except jars.KafkaUnavailable as e:
-        pytest.fail(str(e))
     cluster = KraftCluster(VERSION, tmp_path_factory.mktemp("kraft"),
                            controller_extra=dict(SNAPSHOT_OFTEN))
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        _ADMINS.pop(cluster.broker.endpoint, None)  # before its broker goes away
-        cluster.stop()
+    with cluster.running():
+        try:
+            yield cluster
+        finally:
+            _ADMINS.pop(cluster.broker.endpoint, None)  # before its broker goes away
 
 
 def admin(cluster: KraftCluster):  # type: ignore[no-untyped-def]

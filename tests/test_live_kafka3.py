@@ -33,19 +33,12 @@ SNAPSHOT_OFTEN = {
 def kafka3(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
     version = request.param
-    try:
-        jars.jars(version)
-    except jars.KafkaUnavailable as e:
-        pytest.fail(str(e))
     old = version == jars.KAFKA_37
     cluster = KraftCluster(version, tmp_path_factory.mktemp(f"kraft{version}"),
                            with_broker=False, controller_extra=dict(SNAPSHOT_OFTEN),
                            format_args=("--release-version", OLD_MV) if old else ())
-    try:
-        cluster.start()
+    with cluster.running():
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def _registered(kafka3: KraftCluster) -> LiveSource:

@@ -69,25 +69,14 @@ SNAPSHOT_ERROR = -1000 + e.UNKNOWN_SERVER_ERROR
 
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
-    try:
-        jars.jars(VERSION)
-    except jars.KafkaUnavailable as err:
-        pytest.fail(str(err))
     cluster = KraftCluster(VERSION, tmp_path_factory.mktemp("kraft-protocol"),
                            controller_extra=dict(SETTINGS), with_broker=False)
-    try:
-        cluster.start()
+    with cluster.running():  # SIGKILL stops a node a test paused (SIGSTOP) as well
         # A fresh observer then always starts from a snapshot (as on any long-lived quorum).
         wait_until(lambda: any(not p.name.startswith("0" * 20) for p in
                                cluster.node(cluster.leader_id()).metadata_dir.glob(
                                    "*.checkpoint")), 60, "the first snapshot")
         yield cluster
-    finally:
-        for n in cluster.nodes:  # a test may have paused one
-            if n.proc is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(n.proc.pid, signal.SIGCONT)
-        cluster.stop()
 
 
 # --------------------------------------------------------------------------- helpers

@@ -39,10 +39,6 @@ class Secure:
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
-    try:
-        jars.jars(VERSION)
-    except jars.KafkaUnavailable as e:
-        pytest.fail(str(e))
     tmp = tmp_path_factory.mktemp("secure")
     certs = write_pem_set(tmp / "certs")
     ports = free_ports(9)
@@ -84,12 +80,9 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
             "listener.security.protocol.map":
                 "CONTROLLER:PLAINTEXT,SASL:SASL_PLAINTEXT,SSL:SSL,SASLSSL:SASL_SSL",
         })
-    try:
-        cluster.start()
+    with cluster.running():
         _grant(cluster, "carol", "Describe", "Alter")  # everything but ClusterAction
         yield Secure(cluster, sasl, ssl, sasl_ssl, certs, tmp)
-    finally:
-        cluster.stop()
 
 
 def _grant(cluster: KraftCluster, user: str, *operations: str) -> None:

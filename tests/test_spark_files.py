@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,8 +41,8 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_class_archive_is_written_once_and_promoted_when_its_jvm_is_gone(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _archive_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``spark.classarchive`` with its cache under ``tmp_path`` and the archive on."""
     pytest.importorskip("pyspark")
     from mdshell.spark import classarchive
 
@@ -49,6 +50,12 @@ def test_class_archive_is_written_once_and_promoted_when_its_jvm_is_gone(
     monkeypatch.delenv(settings.CDS_ENV, raising=False)
     if classarchive._key() is None:
         pytest.skip("no java here")
+    return classarchive
+
+
+def test_class_archive_is_written_once_and_promoted_when_its_jvm_is_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    classarchive = _archive_module(tmp_path, monkeypatch)
     first = classarchive.plan()
     assert first.options.startswith("-XX:ArchiveClassesAtExit=") and first.pidfile
     part = first.options.split("=", 1)[1]
@@ -70,13 +77,7 @@ def test_class_archive_is_written_once_and_promoted_when_its_jvm_is_gone(
 
 def test_a_jvm_that_wrote_nothing_leaves_nothing(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("pyspark")
-    from mdshell.spark import classarchive
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.delenv(settings.CDS_ENV, raising=False)
-    if classarchive._key() is None:
-        pytest.skip("no java here")
+    classarchive = _archive_module(tmp_path, monkeypatch)
     first = classarchive.plan()
     first.started(_dead_pid())  # it died before writing (killed, say)
     again = classarchive.plan()  # the claim is cleared and this start writes instead

@@ -35,13 +35,7 @@ class Sieve:
 
     def __call__(self, batch: Batch) -> tuple[bytes, list[Framed]]:
         buf, start, end = batch.payload()
-        find = buf.find
-        hits: list[int] = []
-        for needle in self.needles:
-            i = find(needle, start, end)
-            while i >= 0:
-                hits.append(i)
-                i = find(needle, i + 1, end)
+        hits = [i for needle in self.needles for i in _finds(buf, needle, start, end)]
         if not hits:
             return buf, []
         if len(hits) * 8 > batch.count:  # most records picked: frame them all

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -246,6 +247,22 @@ class KraftCluster:
     def stop(self) -> None:
         for n in self.nodes:
             self.stop_node(n)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[KraftCluster]:
+        """Started, and stopped whatever happens (a start that fails half-way included);
+        the tests fail, never skip, without Kafka's jars."""
+        try:
+            jars.jars(self.version)
+        except jars.KafkaUnavailable as e:
+            import pytest
+
+            pytest.fail(str(e))
+        try:
+            self.start()
+            yield self
+        finally:
+            self.stop()
 
     def wait_ready(self, timeout: float = 150.0) -> None:
         """Until every port accepts and the quorum has a leader (and the broker registered)."""
