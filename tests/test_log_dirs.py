@@ -72,9 +72,14 @@ def test_log_dirs_of_real_directories(directory: Path | None) -> None:
 
 
 def test_old_and_new_corpus_directories_text() -> None:
-    """A Kafka 3.8 broker at metadata.version 3.5-IV2 (meta.properties has a directory.id, the
-    registration has none) shows "-"; a 3.7-IV4 cluster shows its one registered dir."""
+    """A Kafka 3.4 broker (metadata.version 1-8) and a Kafka 3.8 broker at metadata.version
+    3.5-IV2 (meta.properties has a directory.id, the registration has none) show "-"; a
+    3.7-IV4 cluster shows its one registered dir."""
     need_corpus()
+    rows, data = brokers("-d", str(CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-"
+                                   "Prediction-with-Apache-Kafka"))
+    assert rows[1][-1] == "metadata.version=1-8"  # supported by Kafka 3.4 only
+    assert log_dirs_cells(rows) == ["-"] and data[0]["logDirs"] is None
     old = CORPUS / "13LAckHEart__kafka"
     assert "directory.id" in meta_properties(old)
     assert cli("-d", str(old), "brokers").out.splitlines() == [
