@@ -238,7 +238,7 @@ class Engine:
 
     def _brokers(self, img: m.Image) -> list[NodeRow]:
         return [NodeRow(b.id, broker_state(b), endpoint_texts(b.listeners), b.rack or "",
-                        len(b.directories)) for b in sorted(img.brokers.values(),
+                        b.log_dir_count) for b in sorted(img.brokers.values(),
                                                             key=lambda b: b.id)]
 
     def _features(self, img: m.Image) -> list[tuple[str, str, str]]:
