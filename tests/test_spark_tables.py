@@ -9,6 +9,7 @@ directories (compressed batches, many-record batches, partitions changed after a
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -273,3 +274,25 @@ def test_next_segment_is_judged_on_its_first_batch_as_on_the_whole_file(
                             == _reader_passes_clean(f.directory, f.last)), f.path
                     seen += 1
     assert seen >= 10
+
+
+def test_batch_starts_equal_the_walkers_one_by_one(generated: list[Path]) -> None:
+    """The start of every batch (found by runs of one length where batches repeat one),
+    as following lengths one by one finds them; a file cut anywhere is unclean."""
+    runs = 0
+    for d in [*_dirs(), *generated]:
+        for path in sorted(d.glob("**/*.log")) + sorted(d.glob("**/*.checkpoint")):
+            data = path.read_bytes()
+            ranges = _batch_ranges(data)
+            whole = bool(ranges) and ranges[-1][0] + ranges[-1][1] == len(data)
+            for cut in (len(data), len(data) - 1, len(data) - 30):
+                if cut <= 0:
+                    continue
+                try:
+                    got: Any = fastlog._starts(data[:cut]).tolist()
+                except fastlog._Unclean:
+                    got = None
+                want = [s - 21 for s, _, _ in ranges] if whole and cut == len(data) else None
+                assert got == want, (path, cut)
+            runs += sum(a[1] == b[1] for a, b in itertools.pairwise(ranges))
+    assert runs > 1000  # batches following one of the same length: the run path is taken
