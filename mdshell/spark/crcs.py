@@ -20,7 +20,7 @@ from ..wire.crc import crc32c
 
 _TOGETHER = 1 << 14  # fewer ranges of one length are computed one by one
 _WIDEST = 4096  # and so are longer ranges (a few big batches)
-_ROWS = 1 << 16  # ranges compared at once (bounds the memory: rows x length bytes)
+_CHUNK = 4 << 20  # bytes of ranges compared at once (bounds the memory)
 
 
 def crcs(data: bytes, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -55,9 +55,10 @@ def _same_length(a: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
         words = width // 8  # the last range ends the buffer: its tail bytes one by one
     ref = a[first:first + 8 * words].view(np.uint64)
     windows = np.lib.stride_tricks.sliding_window_view(a, 8 * words) if words else None
-    for lo in range(0, len(starts), _ROWS):
-        part = out[lo:lo + _ROWS]
-        rows = starts[lo:lo + _ROWS]
+    chunk = max(1, _CHUNK // max(width, 1))
+    for lo in range(0, len(starts), chunk):
+        part = out[lo:lo + chunk]
+        rows = starts[lo:lo + chunk]
         if windows is not None:
             diff = windows[rows].view(np.uint64) ^ ref
             seen = np.bitwise_or.reduce(diff, axis=0).tolist()  # where any range differs
