@@ -6,6 +6,7 @@ fixture and corpus directory, with secrets shown and hidden, in both layouts."""
 from __future__ import annotations
 
 import io
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -83,12 +84,19 @@ def test_a_topic_in_one_go_is_its_children_as_dicts() -> None:
                    if not isinstance(p, tuple))
     buf, body, end, version = lazy[0]
     damaged = (buf, body, end - 3, version)
+    # The decoded partition with each field changed in turn: none may share its JSON.
+    changed = {}
+    for i, f in enumerate(fields(m.Partition)):
+        v = getattr(decoded, f.name)
+        more = bytes(range(16)) if f.name == "directories" else 7
+        changed[20 + i] = replace(decoded, **{f.name: v + 1 if isinstance(v, int)
+                                               else [*v, more]})
     opts = RenderOptions()
     for attempt in range(2):
         for level in (1, 4):
             notes = m.Notes()
             topic = m.Topic("t\u00e9\"", source.id, {
-                -1: lazy[0], 2: lazy[1], 10: decoded, 3: damaged,
+                -1: lazy[0], 2: lazy[1], 10: decoded, 3: damaged, **changed,
                 **{100 + i: p for i, p in enumerate(lazy)}}, notes)
             node = TopicDir(topic)
             made = "".join(node.subtree_json(opts, level) or [])
