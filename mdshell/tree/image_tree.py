@@ -170,9 +170,7 @@ class TopicDir(Dir):
         parts = topic.partitions
         pad = "  " * (level + 1)
         skip = PARTITION_PREFIX_SIZE
-        cached = _LAZY_JSON.get(level + 1)  # the partitions' level
-        if cached is None:
-            cached = _LAZY_JSON[level + 1] = {}
+        cached = _at_level(_LAZY_JSON, level + 1)  # the partitions' level
         out: list[str] = []
         add = out.append
         for pid in sorted(parts, key=str):  # as names: numbers (even "-1") before "id"
@@ -278,15 +276,13 @@ def _part_data(topic: m.Topic, pid: int) -> Any:
 
 # The JSON of an undecoded PartitionRecord placed ``level`` deep, by level, then as
 # _LAZY_TEXT by the record bytes the data depends on. Bounded: emptied when full.
-_LAZY_JSON: dict[int, dict[tuple[int, bytes], str]] = {}
+_LAZY_JSON: dict[int, dict[Any, str]] = {}
 
 
 def _lazy_json(topic: m.Topic, pid: int, lazy: m.LazyPartition, level: int) -> str:
     buf, body, end, version = lazy
     key = (version, bytes(buf[body + PARTITION_PREFIX_SIZE:end]))
-    cached = _LAZY_JSON.get(level)
-    if cached is None:
-        cached = _LAZY_JSON[level] = {}
+    cached = _at_level(_LAZY_JSON, level)
     text = cached.get(key)
     if text is None:
         p = m.decode_clean(lazy)
@@ -307,9 +303,7 @@ def _part_json(topic: m.Topic, pid: int, level: int) -> str:
     key = (tuple(p.replicas), tuple(p.directories), tuple(p.isr), tuple(p.removing_replicas),
            tuple(p.adding_replicas), tuple(p.elr), tuple(p.last_known_elr), p.leader,
            p.leader_recovery_state, p.leader_epoch, p.partition_epoch)
-    cached = _DECODED_JSON.get(level)
-    if cached is None:
-        cached = _DECODED_JSON[level] = {}
+    cached = _at_level(_DECODED_JSON, level)
     text = cached.get(key)
     if text is None:
         if len(cached) >= LAZY_TEXT_MAX:
@@ -319,7 +313,15 @@ def _part_json(topic: m.Topic, pid: int, level: int) -> str:
 
 
 # The JSON of a decoded partition by level, then by its fields. Bounded: emptied when full.
-_DECODED_JSON: dict[int, dict[tuple[Any, ...], str]] = {}
+_DECODED_JSON: dict[int, dict[Any, str]] = {}
+
+
+def _at_level(store: dict[int, dict[Any, str]], level: int) -> dict[Any, str]:
+    """The texts of ``store`` placed ``level`` deep (JSON's indentation is in them)."""
+    cached = store.get(level)
+    if cached is None:
+        cached = store[level] = {}
+    return cached
 
 
 def _topics_by_name(img: m.Image) -> Node:

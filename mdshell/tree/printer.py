@@ -8,6 +8,11 @@ not change, and ``/image/topics/byName/X`` and ``/image/topics/byId/Y`` are the 
 object: the contract of :meth:`Node.ident` (same object, same subtree) lets a subtree that
 was costly to render be printed again from its lines; a cheap one is made again instead of
 held (the text of 100k partitions is 40 MiB).
+
+``-o json`` goes the same way (:func:`tree_json`): the text ``json.dumps`` would make of
+:func:`tree_data`, written a piece at a time, a topic in one go with its partitions' JSON
+looked up by their record bytes; nothing holds the whole tree as dicts or as one string
+(130 MB for 100k partitions).
 """
 
 from __future__ import annotations
