@@ -38,3 +38,18 @@ def cpu_since(before: Snapshot) -> float:
     counted after its last snapshot: a lower bound, never negative)."""
     now = tree()
     return sum(max(0.0, t - before.get(pid, 0.0)) for pid, t in now.items())
+
+
+def cpu_by_kind(before: Snapshot) -> dict[str, float]:
+    """:func:`cpu_since` split between Java processes (Spark's JVM) and the others (the
+    driver and the Python workers)."""
+    out = {"jvm": 0.0, "python": 0.0}
+    for pid, t in tree().items():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                program = f.read().split(b"\0")[0]
+        except OSError:
+            continue
+        kind = "jvm" if os.path.basename(program) == b"java" else "python"
+        out[kind] += max(0.0, t - before.get(pid, 0.0))
+    return {k: round(v, 2) for k, v in out.items()}

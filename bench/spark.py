@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cputime import cpu_since, tree
+from cputime import cpu_by_kind, cpu_since, tree
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -100,10 +100,11 @@ def throughput(spark: Any, directory: Path) -> None:
         start, cpu = time.perf_counter(), tree()
         row = df.agg(F.count("*").alias("n"),
                      F.sum(F.length("payload")).alias("bytes")).collect()[0]
-        took, cpu = time.perf_counter() - start, cpu_since(cpu)
+        took, kinds = time.perf_counter() - start, cpu_by_kind(cpu)
         report(bench=f"throughput ({run} run)", records=row["n"],
                files=df.rdd.getNumPartitions(), seconds=round(took, 2),
-               records_per_s=round(row["n"] / took), cpu_s=round(cpu, 2))
+               records_per_s=round(row["n"] / took), cpu_s=round(sum(kinds.values()), 2),
+               cpu_jvm_s=kinds["jvm"], cpu_python_s=kinds["python"])
     df = spark.read.format("kraft").option("payload", "false").load(str(directory))
     start, cpu = time.perf_counter(), tree()
     n = df.agg(F.count("*").alias("n")).collect()[0]["n"]

@@ -290,6 +290,38 @@ def test_sql_screen_snapshot(spark: Any, snap_compare: Any,
     assert snap_compare(SQL_SCENE.app(), terminal_size=SIZE, run_before=SQL_SCENE.before())
 
 
+def test_local_workers_use_the_installed_pyspark_not_its_zip(spark: Any) -> None:
+    """A local session's Python workers import pyspark from the install (cached bytecode),
+    not from the zip archive Spark puts first on their path; the zip is still there."""
+    import pyspark
+
+    def where(_: Any) -> Iterator[tuple[str, list[str]]]:
+        import sys
+
+        import pyspark
+
+        yield pyspark.__file__, list(sys.path)
+
+    (file, path), = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
+    assert file == pyspark.__file__ and ".zip" not in file
+    assert any(p.endswith("pyspark.zip") for p in path)
+
+
+def test_daemon_puts_an_installed_pyspark_before_its_own_zip_only(tmp_path: Path) -> None:
+    from mdshell.spark.daemon import installed_first
+
+    package = tmp_path / "site" / "pyspark"
+    (package / "python" / "lib").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    zipped = str(package / "python" / "lib" / "pyspark.zip")
+    path = ["/cwd", zipped, "/other"]
+    installed_first(path)
+    assert path == ["/cwd", str(tmp_path / "site"), zipped, "/other"]
+    elsewhere = ["/opt/spark/python/lib/pyspark.zip", "/site"]  # a Spark distribution's
+    installed_first(elsewhere)
+    assert elsewhere == ["/opt/spark/python/lib/pyspark.zip", "/site"]
+
+
 def test_tables_lists_every_table() -> None:
     from .conftest import run_cli
 

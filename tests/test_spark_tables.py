@@ -9,6 +9,7 @@ directories (compressed batches, many-record batches, partitions changed after a
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,127 @@ def test_shell_records_table_equals_the_reader(generated: list[Path]) -> None:
         if isinstance(source, tables.DirectorySource):
             fast += tables._fast_log(source, False) is not None
     assert fast >= 10
+
+
+def _batch_ranges(data: bytes) -> list[tuple[int, int, int]]:
+    """(CRC start, CRC length, stored CRC) of each whole batch of a file, by the walker's
+    one loop (a damaged tail ends the list)."""
+    import struct
+
+    out, pos = [], 0
+    while pos + 61 <= len(data):
+        length = struct.unpack_from(">i", data, pos + 8)[0]
+        if length < 49 or pos + 12 + length > len(data):
+            break
+        out.append((pos + 21, length - 9, struct.unpack_from(">I", data, pos + 17)[0]))
+        pos += 12 + length
+    return out
+
+
+def test_many_crcs_at_once_equal_one_by_one(generated: list[Path],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch CRC of the fixtures, corpus spread and generated logs, computed together
+    (also with every run of one length done the vector way), equals crc32c one by one and
+    the CRC Kafka stored (bad-crc's damaged batch aside)."""
+    np = pytest.importorskip("numpy")
+    from mdshell.spark import crcs
+    from mdshell.wire.crc import crc32c
+
+    checked = mismatched = 0
+    for together in (crcs._TOGETHER, 2):
+        monkeypatch.setattr(crcs, "_TOGETHER", together)
+        for d in [*_dirs(), *generated]:
+            for path in sorted(d.glob("**/*.log")) + sorted(d.glob("**/*.checkpoint")):
+                data = path.read_bytes()
+                ranges = _batch_ranges(data)
+                if not ranges:
+                    continue
+                starts, sizes, stored = (np.array(x) for x in zip(*ranges, strict=True))
+                got = crcs.crcs(data, starts, sizes)
+                assert got.tolist() == [crc32c(data[s:s + n]) for s, n, _ in ranges], path
+                checked += len(ranges)
+                mismatched += int((got != stored).sum())
+    assert checked > 2000 and mismatched == 2  # bad-crc's flipped CRC, in each pass
+
+
+def test_many_crcs_where_ranges_differ_in_a_few_bytes_and_end_the_buffer() -> None:
+    """Ranges of one length that differ in a few bytes (the quiet log's case), one of them
+    ending the buffer (its tail is not read as a whole word), among other lengths."""
+    np = pytest.importorskip("numpy")
+    from mdshell.spark import crcs
+    from mdshell.wire.crc import crc32c
+
+    rng = np.random.default_rng(7)
+    for width in (9, 51, 64, 77):
+        n = crcs._TOGETHER + 100
+        block = np.tile(rng.integers(0, 256, width, dtype=np.uint8), (n, 1))
+        block[:, width // 2] = rng.integers(0, 256, n)
+        block[rng.integers(0, n, 50), -1] = 0xAB
+        data = block.tobytes() + bytes(rng.integers(0, 256, 300, dtype=np.uint8))
+        starts = np.arange(n) * width
+        sizes = np.full(n, width)
+        starts = np.append(starts, [len(data) - width, 7])
+        sizes = np.append(sizes, [width, 300])
+        want = [crc32c(data[s:s + k]) for s, k in zip(starts.tolist(), sizes.tolist(),
+                                                       strict=True)]
+        assert crcs.crcs(data, starts, sizes).tolist() == want, width
+
+
+def _reader_passes_clean(directory: str, last: int) -> bool:
+    """What the shell's reader says passing into the next segment, on whole files."""
+    from mdshell.source import DirectorySource
+
+    stream = DirectorySource(directory).log_stream(last + 1, last)
+    return not list(stream) and not stream.problems
+
+
+def test_next_segment_is_judged_on_its_first_batch_as_on_the_whole_file(
+        generated: list[Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The fast path reads only the head of the next segment; the answer is the reader's on
+    the whole file, also when the first batch is longer than the head read first, and when
+    that batch is damaged (a copy with a byte flipped in it)."""
+    src = generated[0] / "__cluster_metadata-0"
+    damaged = tmp_path / "__cluster_metadata-0"
+    damaged.mkdir()
+    for i, p in enumerate(sorted(src.iterdir())):
+        data = bytearray(p.read_bytes())
+        if i == 1:  # the second segment
+            data[40] ^= 0xFF
+        (damaged / p.name).write_bytes(bytes(data))
+    assert not _reader_passes_clean(str(damaged), tables.log_files(str(damaged))[0].last or 0)
+    seen = 0
+    for head in (fastlog._FirstBatches._HEAD, 16):
+        monkeypatch.setattr(fastlog._FirstBatches, "_HEAD", head)
+        for d in [*_dirs(), *generated, damaged.parent]:
+            try:
+                files = tables.log_files(tables.identify(str(d))[0])
+            except SourceError:
+                continue
+            for f in files:
+                if f.role == "segment" and f.last is not None:
+                    assert (fastlog._later_clean(f.directory, f.last)
+                            == _reader_passes_clean(f.directory, f.last)), f.path
+                    seen += 1
+    assert seen >= 10
+
+
+def test_batch_starts_equal_the_walkers_one_by_one(generated: list[Path]) -> None:
+    """The start of every batch (found by runs of one length where batches repeat one),
+    as following lengths one by one finds them; a file cut anywhere is unclean."""
+    runs = 0
+    for d in [*_dirs(), *generated]:
+        for path in sorted(d.glob("**/*.log")) + sorted(d.glob("**/*.checkpoint")):
+            data = path.read_bytes()
+            ranges = _batch_ranges(data)
+            whole = bool(ranges) and ranges[-1][0] + ranges[-1][1] == len(data)
+            for cut in (len(data), len(data) - 1, len(data) - 30):
+                if cut <= 0:
+                    continue
+                try:
+                    got: Any = fastlog._starts(data[:cut]).tolist()
+                except fastlog._Unclean:
+                    got = None
+                want = [s - 21 for s, _, _ in ranges] if whole and cut == len(data) else None
+                assert got == want, (path, cut)
+            runs += sum(a[1] == b[1] for a, b in itertools.pairwise(ranges))
+    assert runs > 1000  # batches following one of the same length: the run path is taken

@@ -80,6 +80,13 @@ def text_of(widget: Static) -> str:
     return console.export_text()
 
 
+def log_dirs_column(brokers: str) -> list[str]:
+    """The overview's "log dirs" cells, one per broker (the last column of the table)."""
+    header, *rows = brokers.splitlines()
+    at = header.index("log dirs")
+    return [r[at:].strip() for r in rows if r[:1].isdigit()]
+
+
 def detail_text(app: MdshellApp, tab: str) -> str:
     return text_of(app.screen.query_one(f"#{tab}-body", Static))
 
@@ -96,6 +103,7 @@ async def test_overview_shows_what_is_wrong() -> None:
         assert "3 partitions" in counts and "1 offline" in counts
         brokers = text_of(screen.query_one("#brokers", Static))
         assert "PLAINTEXT://broker-1.kafka.internal:9092 (PLAINTEXT)" in brokers
+        assert log_dirs_column(brokers) == ["1", "1", "1"]  # 3.9-IV0: one registered dir each
         controllers = text_of(screen.query_one("#controllers", Static))
         assert "leader" in controllers and "voter" in controllers
         bar = text_of(screen.query_one("StatusBar", Static))
@@ -111,6 +119,8 @@ async def test_corpus_directory_opens() -> None:
         app = await ready(pilot)
         counts = text_of(app.screen.query_one("#counts", Static))
         assert "53 partitions" in counts and "0 offline" in counts
+        brokers = text_of(app.screen.query_one("#brokers", Static))
+        assert log_dirs_column(brokers) == ["-"]  # 3.4-IV0 registrations carry no log dirs
         assert "healthy" in (app.screen.query_one("#health", Static).border_title or "")
 
 

@@ -162,6 +162,9 @@ def _broker_state(b: m.BrokerRegistration) -> str:
 @command("brokers", "Registered brokers: state, endpoints, rack, supported features.",
          "brokers", completes_paths=False,
          details="STATE is fenced, unfenced or shutting-down (in controlled shutdown). "
+                 "LOG DIRS counts the log directories the broker registered (KIP-858, "
+                 "metadata.version 3.7-IV2+); - (null in JSON) when it registered none: an "
+                 "older metadata.version, or a broker not re-registered since the upgrade. "
                  "ENDPOINTS are NAME://host:port; FEATURES the range of each feature the "
                  "broker supports.")
 def brokers(shell: Shell, args: list[str]) -> Result:
@@ -169,7 +172,7 @@ def brokers(shell: Shell, args: list[str]) -> Result:
     img = shell.loaded.image
     rows: list[dict[str, Any]] = [{"id": b.id, "state": _broker_state(b), "epoch": b.epoch,
              "endpoints": endpoints(b.listeners), "rack": b.rack,
-             "logDirs": len(b.directories), "incarnationId": uuid_str(b.incarnation_id),
+             "logDirs": b.log_dir_count, "incarnationId": uuid_str(b.incarnation_id),
              "listeners": _endpoint_data(b.listeners),
              "supportedFeatures": _range_data(b.supported_features)}
             for b in (img.brokers[i] for i in sorted(img.brokers))]

@@ -48,6 +48,18 @@ class BrokerRegistration:
     directories: list[bytes]
     cordoned_directories: list[bytes] | None = None  # 4.3+ (KIP-1066); None: not reported
 
+    @property
+    def log_dir_count(self) -> int | None:
+        """How many log dirs the broker registered (KIP-858), or None when it registered none.
+
+        Empty is never a real count: before metadata.version 3.7-IV2 registrations carry no
+        LogDirs; from 3.7-IV2 the controller refuses a registration without directories, and
+        a broker registered before the upgrade (snapshots then write it as v3 with an empty
+        list) re-registers to add them (Kafka's ClusterControlManager.registerBroker and
+        BrokerRegistrationTracker). A change record's empty list means "no change".
+        """
+        return len(self.directories) or None
+
 
 @dataclass(slots=True)
 class ControllerRegistration:

@@ -29,6 +29,9 @@ DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
 }
+# A local session's Python workers are this interpreter: its daemon reads pyspark's cached
+# bytecode (see :mod:`.daemon`). A cluster's workers keep Spark's own.
+DAEMON_KEY = "spark.python.daemon.module"
 
 
 class SparkUnavailable(CommandError):
@@ -74,8 +77,10 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    conf = SparkConf().setMaster(settings.resolved_master()).setAppName("mdshell")
-    for key, value in {**DEFAULT_CONF, **settings.conf}.items():
+    master = settings.resolved_master()
+    conf = SparkConf().setMaster(master).setAppName("mdshell")
+    local = {DAEMON_KEY: "mdshell.spark.daemon"} if master.startswith("local") else {}
+    for key, value in {**DEFAULT_CONF, **local, **settings.conf}.items():
         conf.set(key, value)
     archive = classarchive.plan()
     if archive.options:  # beside any options of the user's (theirs come after, and win)

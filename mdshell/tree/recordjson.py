@@ -8,6 +8,7 @@ never written to the log).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..wire.codec import UNKNOWN_TAGS
@@ -15,25 +16,44 @@ from ..wire.primitives import uuid_str
 from ..wire.schema import Field, Message
 from .redact import REDACTED, is_secret
 
+Convert = Callable[[Any], Any] | None  # None: the value as it is
 
-def _value(f: Field, v: Any, version: int) -> Any:
-    if v is None:
-        return None
+# (fields, version) -> which fields to write, and how: made once per schema and version, as
+# a log repeats a few record types millions of times. Keyed by the list's id, which the
+# entry keeps alive (schemas are loaded once and never freed).
+_PLANS: dict[tuple[int, int], tuple[list[Field], list[tuple[str, Convert]]]] = {}
+
+
+def _plan(fields: list[Field], version: int) -> list[tuple[str, Convert]]:
+    entry = _PLANS.get((id(fields), version))
+    if entry is None or entry[0] is not fields:
+        entry = _PLANS[(id(fields), version)] = (fields, [
+            (f.key, _convert(f, version)) for f in fields if f.versions.contains(version)])
+    return entry[1]
+
+
+def _convert(f: Field, version: int) -> Convert:
+    """How a field's non-null value becomes JSON-ready."""
     if f.is_array:
-        elem = Field(f.name, f.type, fields=f.fields)
-        return [_value(elem, x, version) for x in v]
+        each = _convert(Field(f.name, f.type, fields=f.fields), version)
+        if each is None:
+            return list
+        return lambda v: [None if x is None else each(x) for x in v]
     if f.type == "uuid":
-        return uuid_str(v)
+        return uuid_str
     if f.type == "bytes":
-        return v.hex()
+        return lambda v: v.hex()
     if f.is_struct:
-        return _fields(f.fields, v, version)
-    return v
+        return lambda v: _fields(f.fields, v, version)
+    return None
 
 
 def _fields(fields: list[Field], d: dict[str, Any], version: int) -> dict[str, Any]:
-    out = {f.key: _value(f, d.get(f.key), version) for f in fields
-           if f.versions.contains(version)}
+    get = d.get
+    out = {}
+    for key, convert in _plan(fields, version):
+        v = get(key)
+        out[key] = v if v is None or convert is None else convert(v)
     if d.get(UNKNOWN_TAGS):
         out[UNKNOWN_TAGS] = {str(t): raw.hex() for t, raw in d[UNKNOWN_TAGS].items()}
     return out

@@ -1,17 +1,17 @@
 """The TUI's one door into the core: every call the screens make goes through :class:`Engine`.
 
-Screens speak in paths and plain rows; only this module knows about ``Shell``, ``Loaded``,
-tree nodes, health checks and the loader. When the core gains a ``Session`` and typed
-results, this module is the one to re-plug. No textual import here: tests and benchmarks
+Screens speak in paths and plain rows; only this module (with the state-free builders it
+calls: overviewrows, healthrows, timeline, plain, liveinfo) knows about ``Shell``,
+``Loaded``, tree nodes, health checks and the loader. When the core gains a ``Session`` and
+typed results, these are the modules to re-plug. No textual import here: tests and benchmarks
 drive the engine on its own.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..commands import Shell
 from ..commands.base import Result
@@ -23,13 +23,13 @@ from ..tree.javafmt import iso_zoned_utc
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
+from . import timeline as tl
+from .healthrows import check_rows
 from .liveinfo import live_leader, live_observers, live_row, live_voters
-from .plain import broker_state, endpoint_texts, quiet_gc, run_lines, sorted_names
+from .overviewrows import broker_rows, controller_rows, feature_rows
+from .plain import broker_state, quiet_gc, run_lines, sorted_names
 from .progress import LoadProgress
 from .rows import CheckRow, Entry, Header, Item, LiveRow, NodeRow, Overview, Timeline
-
-if TYPE_CHECKING:
-    from ..image.health import Check
 
 __all__ = ["SECTIONS", "CheckRow", "Engine", "Entry", "Header", "Item", "NodeRow", "Overview",
            "Timeline", "quiet_gc", "run_lines"]
@@ -43,7 +43,6 @@ SECTIONS = [
     ("Delegation tokens", "/image/delegationToken"), ("Producer ids", "/image/producerIds"),
     ("Quorum", "/quorum"), ("Log", "/log"), ("All paths /", "/"),
 ]
-STATUS_ORDER = {"fail": 0, "warn": 1, "info": 2, "ok": 3}
 
 
 class Engine:
@@ -196,8 +195,8 @@ class Engine:
         if self.shell is None and self.preview is not None:
             return self.preview
         img = self.loaded.image
-        return Overview(self.header(), self._controllers(img), self._brokers(img),
-                        self._features(img), len(img.topics_by_name),
+        return Overview(self.header(), self._controllers(img), broker_rows(img),
+                        feature_rows(img), len(img.topics_by_name),
                         sum(len(t.partitions) for t in img.topics_by_name.values()),
                         [p.message for p in self.loaded.problems] + self.sh.new_notes())
 
@@ -215,47 +214,8 @@ class Engine:
         return leader if leader is not None else self.sh.session.quorum_info().leader_id
 
     def _controllers(self, img: m.Image) -> list[NodeRow]:
-        voters = set(self.voter_ids() or [])
-        observers = set(live_observers(self._source))
-        leader = self.leader_id()
-        rows = []
-        for cid in sorted(set(img.controllers) | voters):
-            c = img.controllers.get(cid)
-            if cid == leader:
-                role = "leader"
-            elif cid in voters:
-                role = "voter"
-            elif cid in observers:
-                role = "observer"  # live: fetching, not voting (e.g. being added, KIP-853)
-            else:
-                role = "registered, not a voter"
-            if c is None:
-                rows.append(NodeRow(cid, role + " (unregistered)", []))
-                continue
-            rows.append(NodeRow(cid, role, endpoint_texts(c.listeners),
-                                incarnation=uuid_str(c.incarnation_id)))
-        return rows
-
-    def _brokers(self, img: m.Image) -> list[NodeRow]:
-        return [NodeRow(b.id, broker_state(b), endpoint_texts(b.listeners), b.rack or "",
-                        len(b.directories)) for b in sorted(img.brokers.values(),
-                                                            key=lambda b: b.id)]
-
-    def _features(self, img: m.Image) -> list[tuple[str, str, str]]:
-        levels = dict(img.finalized_features)
-        if img.metadata_version is not None:
-            levels["metadata.version"] = img.metadata_version
-        nodes = ([b.supported_features for b in img.brokers.values()]
-                 + [c.supported_features for c in img.controllers.values()])
-        out = []
-        for name, level in sorted(levels.items()):
-            ranges = [n.get(name, (0, 0)) for n in nodes]
-            common = (f"{max(r[0] for r in ranges)}-{min(r[1] for r in ranges)}" if ranges
-                      else "-")
-            shown = (f"{level} ({metadata_version_name(level)})"
-                     if name == "metadata.version" else str(level))
-            out.append((name, shown, common))
-        return out
+        return controller_rows(img, set(self.voter_ids() or []),
+                               set(live_observers(self._source)), self.leader_id())
 
     def broker_states(self) -> dict[int, str]:
         return {b.id: broker_state(b) for b in self.loaded.image.brokers.values()}
@@ -324,26 +284,7 @@ class Engine:
     # ---------------------------------------------------------------- health
 
     def checks(self) -> list[CheckRow]:
-        from ..image.health import run_checks
-
-        checks: list[Check] = run_checks(self.loaded.image, self.voter_ids())
-        rows = [CheckRow(c.name, c.status, c.summary, [Item(t, self.item_path(t))
-                                                        for t in c.items]) for c in checks]
-        return sorted(rows, key=lambda r: STATUS_ORDER.get(r.status, 9))
-
-    def item_path(self, text: str) -> str | None:
-        """The node a health item is about: a broker, a controller, a partition, the quorum."""
-        if mt := re.match(r"broker (\d+)", text):
-            return f"/image/cluster/brokers/{mt[1]}"
-        if mt := re.match(r"controller (\d+)", text):
-            return f"/image/cluster/controllers/{mt[1]}"
-        if text.startswith("voter "):
-            return "/quorum/voters"
-        if (mt := re.match(r"(.+)-(\d+): ", text)) and mt[1] in self.loaded.image.topics_by_name:
-            return join(["image", "topics", "byName", mt[1], mt[2]])
-        if mt := re.match(r"([\w.]+): finalized", text):
-            return "/image/features"
-        return None
+        return check_rows(self.loaded.image, self.voter_ids())
 
     # ---------------------------------------------------------------- search
 
@@ -372,49 +313,16 @@ class Engine:
         return self._timeline
 
     def _scan_timeline(self) -> Timeline:
-        from ..source.batchscan import iter_batch_infos, snapshot_points
-        from ..wire import control as ctl
-
-        first, last = self.sh.session.offset_range()  # cut where damage stops a load
-        batches = []
-        for b in iter_batch_infos(self.source):
-            if not b.crc_valid:
-                break  # what the loader can use ends here
-            batches.append((b.base_offset, b.last_offset, b.count, b.max_timestamp))
-        snaps = sorted(p.offset for p in snapshot_points(self.source))
-        leaders = [(c.offset, c.value["leaderId"], c.epoch) for c in self.sh.latest.controls
-                   if c.ctype == ctl.LEADER_CHANGE and isinstance(c.value, dict)]
-        return Timeline(first, last, batches, snaps, leaders)
+        return tl.scan_timeline(self.source, self.sh)
 
     def time_at(self, offset: int) -> str:
         """The timestamp of the batch holding ``offset`` (for the history cursor)."""
-        for base, last, _n, t in self.timeline().batches:
-            if base <= offset <= last:
-                return iso_zoned_utc(t)
-        return "-"
+        return tl.time_at(self.timeline(), offset)
 
     def offset_for(self, text: str) -> int | None:
-        """An offset typed by the user: a number, 'latest', or a UTC time (ISO 8601, prefix
-        allowed: 2024-04-24T23:06) meaning the last offset written at or before it."""
-        from datetime import UTC, datetime
-
-        text = text.strip()
-        if text.lower() in ("latest", "end", "now", ""):
-            return None
-        if text.lstrip("-").isdigit():
-            return int(text)
-        try:
-            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"{text!r} is neither an offset nor a time like "
-                             "2024-04-24T23:06") from None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        ms = int(when.timestamp() * 1000)
-        before = [last for _b, last, _n, t in self.timeline().batches if t <= ms]
-        if not before:
-            raise ValueError(f"nothing was written at or before {text}")
-        return max(before)
+        """An offset typed by the user: a number, 'latest', or a UTC time (last offset
+        written at or before it); raises ValueError with one clear line."""
+        return tl.offset_for(text, self.timeline)
 
     def at(self, offset: int | None) -> Result:
         """Move the whole UI to the image as of ``offset`` (None: the end of the log)."""

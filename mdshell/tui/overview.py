@@ -155,7 +155,7 @@ def _brokers(rows: list[NodeRow]) -> Table | Text:
     t = _table("id", "state", "rack", "endpoints", "log dirs")
     for r in rows:
         t.add_row(str(r.id), state_text(r.state), r.rack or "-", "\n".join(r.endpoints),
-                  str(r.dirs))
+                  "-" if r.dirs is None else str(r.dirs))
     return t
 
 

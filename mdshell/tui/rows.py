@@ -20,7 +20,7 @@ class NodeRow:
     state: str  # broker: active/fenced/shutting down; controller: leader/voter/observer/...
     endpoints: list[str]
     rack: str = ""
-    dirs: int = 0
+    dirs: int | None = None  # registered log dirs; None: none registered (before 3.7-IV2)
     incarnation: str = ""
 
 
