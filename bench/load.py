@@ -154,6 +154,8 @@ def main() -> None:
             snap_end, middle = offsets(d)
             measure(f"{name}: tree /image (all partitions)", ["-d", str(d), "tree", "/image"],
                     runs)
+            measure(f"{name}: tree -o json /image (all partitions)",
+                    ["-d", str(d), "-o", "json", "tree", "/image"], runs)
             measure(f"{name}: at {middle} (middle of the log tail)",
                     ["-d", str(d), "at", str(middle)], runs)
             measure(f"{name}: diff {snap_end} latest (snapshot end to end)",

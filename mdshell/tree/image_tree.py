@@ -24,6 +24,7 @@ from ..wire.frames import PARTITION_PREFIX_SIZE
 from ..wire.primitives import uuid_from_str, uuid_str
 from . import leaves as lv
 from .javafmt import java_double
+from .jsontext import dumps, string
 from .node import Dir, Leaf, Node, RenderOptions, StaticDir, Subtree, Value
 from .redact import REDACTED, is_sensitive_config
 
@@ -164,6 +165,28 @@ class TopicDir(Dir):
         lines += (f"{pad}id:", inner + uuid_str(topic.id), f"{pad}name:", inner + topic.name)
         return Subtree(lines, made * 4 > len(parts))
 
+    def subtree_json(self, opts: RenderOptions, level: int) -> list[str]:
+        topic = self.topic
+        parts = topic.partitions
+        pad = "  " * (level + 1)
+        skip = PARTITION_PREFIX_SIZE
+        cached = _at_level(_LAZY_JSON, level + 1)  # the partitions' level
+        out: list[str] = []
+        add = out.append
+        for pid in sorted(parts, key=str):  # as names: numbers (even "-1") before "id"
+            p = parts[pid]
+            if type(p) is tuple:
+                buf, body, end, version = p
+                text = cached.get((version, bytes(buf[body + skip:end])))
+                if text is None:
+                    text = _lazy_json(topic, pid, p, level + 1)
+            else:
+                text = _part_json(topic, pid, level + 1)
+            add(f'{pad}"{pid}": {text}')
+        add(f"{pad}\"id\": {string(uuid_str(topic.id))}")
+        add(f"{pad}\"name\": {string(topic.name)}")
+        return ["{\n", ",\n".join(out), "\n" + "  " * level + "}"]
+
 
 def _changed_keys(mine: dict[Any, Any], other: object,
                   name: Callable[[Any], str]) -> list[str] | None:
@@ -190,6 +213,12 @@ class PartitionLeaf(Node):
 
     def data(self, opts: RenderOptions) -> Any:
         return _part_data(self.topic, self.pid)
+
+    def data_json(self, opts: RenderOptions, level: int) -> str:
+        p = self.topic.partitions.get(self.pid)
+        if type(p) is tuple:
+            return _lazy_json(self.topic, self.pid, p, level)
+        return _part_json(self.topic, self.pid, level)
 
     def key(self) -> Any:
         return _part_key(self.topic, self.pid)
@@ -243,6 +272,56 @@ def _lazy_text(topic: m.Topic, pid: int, lazy: m.LazyPartition) -> str:
 def _part_data(topic: m.Topic, pid: int) -> Any:
     p = topic.partition(pid)
     return {"error": UNDECODABLE_PARTITION} if p is None else lv.partition_data(p)
+
+
+# The JSON of an undecoded PartitionRecord placed ``level`` deep, by level, then as
+# _LAZY_TEXT by the record bytes the data depends on. Bounded: emptied when full.
+_LAZY_JSON: dict[int, dict[Any, str]] = {}
+
+
+def _lazy_json(topic: m.Topic, pid: int, lazy: m.LazyPartition, level: int) -> str:
+    buf, body, end, version = lazy
+    key = (version, bytes(buf[body + PARTITION_PREFIX_SIZE:end]))
+    cached = _at_level(_LAZY_JSON, level)
+    text = cached.get(key)
+    if text is None:
+        p = m.decode_clean(lazy)
+        if p is None:  # damaged, or from a newer Kafka: the topic decodes it and says what
+            return _part_json(topic, pid, level)
+        if len(cached) >= LAZY_TEXT_MAX:
+            cached.clear()
+        text = cached[key] = dumps(lv.partition_data(p), level)
+    return text
+
+
+def _part_json(topic: m.Topic, pid: int, level: int) -> str:
+    """A partition's JSON; a decoded one (changed in the log after the snapshot) looked up
+    by its fields, which repeat like the records' bytes."""
+    p = topic.partitions.get(pid)
+    if type(p) is not m.Partition:
+        return dumps(_part_data(topic, pid), level)
+    key = (tuple(p.replicas), tuple(p.directories), tuple(p.isr), tuple(p.removing_replicas),
+           tuple(p.adding_replicas), tuple(p.elr), tuple(p.last_known_elr), p.leader,
+           p.leader_recovery_state, p.leader_epoch, p.partition_epoch)
+    cached = _at_level(_DECODED_JSON, level)
+    text = cached.get(key)
+    if text is None:
+        if len(cached) >= LAZY_TEXT_MAX:
+            cached.clear()
+        text = cached[key] = dumps(lv.partition_data(p), level)
+    return text
+
+
+# The JSON of a decoded partition by level, then by its fields. Bounded: emptied when full.
+_DECODED_JSON: dict[int, dict[Any, str]] = {}
+
+
+def _at_level(store: dict[int, dict[Any, str]], level: int) -> dict[Any, str]:
+    """The texts of ``store`` placed ``level`` deep (JSON's indentation is in them)."""
+    cached = store.get(level)
+    if cached is None:
+        cached = store[level] = {}
+    return cached
 
 
 def _topics_by_name(img: m.Image) -> Node:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .jsontext import dumps
+
 # How a Kafka release lays ``/image`` out: 3.7 (the default) or 4.x (Kafka 4.3: ACLs under
 # ``acls/byId``, no ``zkMigrationState``, ``Optional[...]`` metadata version, Java-record ACLs,
 # brokers' cordoned directories).
@@ -53,6 +55,11 @@ class Node:
     def data(self, opts: RenderOptions) -> Any:
         return None
 
+    def data_json(self, opts: RenderOptions, level: int) -> str:
+        """``data`` as JSON text placed ``level`` deep (see :mod:`.jsontext`); a leaf made
+        by the hundred thousand answers from its own cache."""
+        return dumps(self.data(opts), level)
+
     def key(self) -> Any:
         """A cheap fingerprint: equal keys mean equal leaves (None: compare the text)."""
         return None
@@ -65,6 +72,12 @@ class Node:
     def subtree(self, opts: RenderOptions, indent: int) -> Subtree | None:
         """What ``tree`` prints below this directory at ``indent`` levels, when the node
         makes it faster than child by child (a topic's partitions); None: walk the
+        children."""
+        return None
+
+    def subtree_json(self, opts: RenderOptions, level: int) -> list[str] | None:
+        """The JSON text of this directory's data placed ``level`` deep, in pieces to be
+        joined, when the node makes it faster than child by child; None: walk the
         children."""
         return None
 

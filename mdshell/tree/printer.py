@@ -8,6 +8,11 @@ not change, and ``/image/topics/byName/X`` and ``/image/topics/byId/Y`` are the 
 object: the contract of :meth:`Node.ident` (same object, same subtree) lets a subtree that
 was costly to render be printed again from its lines; a cheap one is made again instead of
 held (the text of 100k partitions is 40 MiB).
+
+``-o json`` goes the same way (:func:`tree_json`): the text ``json.dumps`` would make of
+:func:`tree_data`, written a piece at a time, a topic in one go with its partitions' JSON
+looked up by their record bytes; nothing holds the whole tree as dicts or as one string
+(130 MB for 100k partitions).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from .jsontext import string
 from .node import Node, RenderOptions
 
 # How many rendered lines are kept for reuse at most (~300 bytes each): beyond it, subtrees
@@ -117,6 +123,7 @@ class _Walk:
 
 
 def tree_data(node: Node, opts: RenderOptions) -> Any:
+    """A subtree as nested dicts: the straightforward form of :func:`tree_json`."""
     if not node.is_dir:
         return node.data(opts)
     out: dict[str, Any] = {}
@@ -125,3 +132,43 @@ def tree_data(node: Node, opts: RenderOptions) -> Any:
         if child is not None:
             out[name] = tree_data(child, opts)
     return out
+
+
+def tree_json(node: Node, opts: RenderOptions, level: int = 0) -> Iterator[str]:
+    """The text of ``json.dumps(tree_data(node, opts), indent=2, ensure_ascii=False)``
+    placed ``level`` deep, in pieces to be written as they come, without the dicts: a
+    directory that can make its JSON in one go does (a topic looks its partitions' JSON up
+    by their record bytes, so 100k partitions are written without being decoded)."""
+    if not node.is_dir:
+        yield node.data_json(opts, level)
+        return
+    made = node.subtree_json(opts, level)
+    if made is not None:
+        yield "".join(made)
+        return
+    yield from _dir_json(node, opts, level)
+
+
+def _dir_json(node: Node, opts: RenderOptions, level: int) -> Iterator[str]:
+    pad = "  " * (level + 1)
+    out: list[str] = []
+    sep = "{\n"
+    # Sorted as tree_data sorts them; a name listed twice is one key, where it first came.
+    for name in dict.fromkeys(sorted(node.names())):
+        child = node.child(name)
+        if child is None:
+            continue
+        out.append(f"{sep}{pad}{string(name)}: ")
+        sep = ",\n"
+        if not child.is_dir:
+            out.append(child.data_json(opts, level + 1))
+            continue
+        made = child.subtree_json(opts, level + 1)
+        yield "".join(out)  # a topic's JSON is a chunk: written before the next is made
+        out = []
+        if made is not None:
+            yield "".join(made)
+        else:
+            yield from _dir_json(child, opts, level + 1)
+    out.append("{}" if sep == "{\n" else "\n" + "  " * level + "}")
+    yield "".join(out)

@@ -1,0 +1,129 @@
+"""``-o json`` of ``tree`` and ``cat`` is written in pieces, partitions' JSON looked up by
+their record bytes (:func:`mdshell.commands.render.json_chunks`); it must be the very text
+of the straightforward path (the whole result as dicts, then ``json.dumps``) on every
+fixture and corpus directory, with secrets shown and hidden, in both layouts."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import fields, replace
+from pathlib import Path
+
+import pytest
+
+from mdshell.commands import Shell
+from mdshell.commands.render import emit, json_chunks, json_text, json_value
+from mdshell.image import model as m
+from mdshell.tree.image_tree import UNDECODABLE_PARTITION, PartitionLeaf, TopicDir
+from mdshell.tree.jsontext import dumps
+from mdshell.tree.node import RenderOptions
+from mdshell.tree.printer import tree_data
+
+from .conftest import FIXTURES, corpus_dirs, open_shell
+
+# Subtrees at several depths: the partitions' JSON is kept by the depth it is placed at.
+COMMANDS = [
+    ["tree", "/image"], ["tree", "/"], ["tree", "/image/topics/byName/*"],
+    ["tree", "/image/topics/byId", "/image/cluster"], ["cat", "/image/topics/byName/*/*"],
+    ["cat", "/image/topics/byId/*/0"], ["cat", "/image/provenance", "/local/version"],
+]
+
+# The fixtures that hold a metadata log or snapshot (one holds neither, on purpose).
+DIRS = sorted(p for p in FIXTURES.iterdir()
+              if any((p / "__cluster_metadata-0").glob("*.log"))
+              or any((p / "__cluster_metadata-0").glob("*.checkpoint")))
+
+
+def _straight(sh: Shell, words: list[str]) -> tuple[str, list[str]]:
+    """The straightforward JSON text and the notes the rendering added."""
+    value = sh.run(words).value
+    return json_text(json_value(value)), sh.new_notes()
+
+
+def _streamed(sh: Shell, words: list[str]) -> tuple[str, list[str]]:
+    chunks = json_chunks(sh.run(words).value)
+    assert chunks is not None, words
+    return "".join(chunks), sh.new_notes()
+
+
+def _check(path: Path, layouts: tuple[str, ...] = ("3.7", "4.x"),
+           commands: list[list[str]] = COMMANDS) -> None:
+    for secrets in (False, True):
+        for layout in layouts:
+            straight = open_shell(path, secrets=secrets, layout=layout)
+            streamed = open_shell(path, secrets=secrets, layout=layout)
+            for words in commands:
+                want = _straight(straight, words)
+                # Twice: the second time from what the first kept.
+                assert _streamed(streamed, words) == want, (path.name, secrets, layout, words)
+                assert _streamed(streamed, words)[0] == want[0], (path.name, words)
+
+
+@pytest.mark.parametrize("path", DIRS, ids=[p.name for p in DIRS])
+def test_streamed_json_is_the_straightforward_json_on_fixtures(path: Path) -> None:
+    _check(path)
+
+
+def test_streamed_json_is_the_straightforward_json_on_the_corpus() -> None:
+    dirs = corpus_dirs()
+    if not dirs:
+        pytest.skip("the shared corpus is absent")
+    for path in dirs:  # the layouts differ in ACLs and features only: the fixtures have them
+        _check(path, ("3.7",), [["tree", "/"], ["cat", "/image/topics/byName/*/*"]])
+
+
+def test_a_topic_in_one_go_is_its_children_as_dicts() -> None:
+    """A topic's ``subtree_json`` and a partition leaf's ``data_json`` (looked up by record
+    bytes or decoded fields) are the JSON of their data: undecoded, decoded and damaged
+    records (the note said both ways), numbers sorted as names (-1, 10 before 2), at two
+    depths, found afresh then ready-made."""
+    img = open_shell("kafka37-snapshot").session.latest.image
+    source = max(img.topics_by_name.values(), key=lambda t: len(t.partitions))
+    lazy = [p for p in source.partitions.values() if isinstance(p, tuple)]
+    decoded = next(p for t in img.topics_by_name.values() for p in t.partitions.values()
+                   if not isinstance(p, tuple))
+    buf, body, end, version = lazy[0]
+    damaged = (buf, body, end - 3, version)
+    # The decoded partition with each field changed in turn: none may share its JSON.
+    changed = {}
+    for i, f in enumerate(fields(m.Partition)):
+        v = getattr(decoded, f.name)
+        more = bytes(range(16)) if f.name == "directories" else 7
+        changed[20 + i] = replace(decoded, **{f.name: v + 1 if isinstance(v, int)
+                                               else [*v, more]})
+    opts = RenderOptions()
+    for attempt in range(2):
+        for level in (1, 4):
+            notes = m.Notes()
+            topic = m.Topic("t\u00e9\"", source.id, {
+                -1: lazy[0], 2: lazy[1], 10: decoded, 3: damaged, **changed,
+                **{100 + i: p for i, p in enumerate(lazy)}}, notes)
+            node = TopicDir(topic)
+            made = "".join(node.subtree_json(opts, level) or [])
+            assert made == dumps(tree_data(node, opts), level), (attempt, level)
+            assert UNDECODABLE_PARTITION in made
+            assert any("-3 does not decode" in n for n in notes.messages), attempt
+            for pid in topic.partitions:
+                leaf = PartitionLeaf(topic, pid)
+                assert leaf.data_json(opts, level) == dumps(leaf.data(opts), level), pid
+
+
+def test_the_fixtures_reach_the_partitions_ways() -> None:
+    """Undecoded records (by their bytes) and partitions changed after the snapshot
+    (decoded, by their fields) are both among the fixtures compared above."""
+    kinds: set[str] = set()
+    for path in DIRS:
+        img = open_shell(path).session.latest.image
+        for topic in img.topics_by_name.values():
+            kinds |= {type(p).__name__ for p in topic.partitions.values()}
+    assert {"tuple", "Partition"} <= kinds, kinds
+
+
+def test_emit_writes_the_streamed_json() -> None:
+    sh = open_shell("cluster-basic")
+    out = io.StringIO()
+    assert emit(sh.run(["tree", "/image"]), out, output="json") == 0
+    assert out.getvalue() == json_text(json_value(sh.run(["tree", "/image"]).value)) + "\n"
+    empty = io.StringIO()
+    assert emit(sh.run(["cat", "/image/nothing"]), empty, io.StringIO(), output="json") == 1
+    assert empty.getvalue() == "[]\n"
