@@ -460,6 +460,22 @@ async def test_goto_box_keeps_bad_input_and_escape_closes_it() -> None:
 
 
 @aio
+async def test_search_over_history_takes_its_own_enter() -> None:
+    """The history screen's priority keys stay with it: Enter in the search box opened
+    over it jumps to the node found, not to a time travel."""
+    async with app_for(FIXTURES / "segments-snapshots").run_test(size=SIZE) as pilot:
+        screen = await history_of(pilot)
+        app = screen.mdapp
+        await pilot.press("left", "left", "slash")  # the cursor off the latest offset
+        await until(pilot, lambda: app.screen.query("#query"), "the search box")
+        await pilot.press(*"broker 2", "left", "enter")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/cluster/brokers/2", "broker 2")
+        assert app.engine.header().at is None
+
+
+@aio
 async def test_too_small_terminal_gets_a_message() -> None:
     async with app_for(FIXTURES / "health-offline").run_test(size=(50, 12)) as pilot:
         app = pilot.app
