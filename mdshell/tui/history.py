@@ -1,6 +1,7 @@
 """History and time travel: records per offset interval as a sparkline with snapshots (S)
 and leader changes (L) marked; step with arrows, Enter travels there (the whole UI follows),
-m marks a point and d shows the diff from the mark to the cursor."""
+g goes to an offset or a UTC time, m marks a point and d shows the diff from the mark to the
+cursor."""
 
 from __future__ import annotations
 
@@ -38,7 +39,11 @@ class HistoryScreen(DataScreen):
         Binding("m", "mark", "Mark"),
         Binding("d", "diff", "Diff mark→here"),
         Binding("g", "goto", "Go to offset/time"),
+        Binding("escape", "close_goto", "Close"),
     ]
+    # While the goto box has the focus these screen keys step aside (check_action): the
+    # priority ones would otherwise take Enter and the arrows from the box.
+    TYPING_OFF: ClassVar[frozenset[str]] = frozenset({"step", "travel"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -183,23 +188,38 @@ class HistoryScreen(DataScreen):
             return
         self._diff(self.mark, self.target)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        typing = self._typing()
+        if action in self.TYPING_OFF:
+            return not typing
+        if action == "close_goto":
+            return typing
+        return True
+
+    def _typing(self) -> bool:
+        return self.is_mounted and self.focused is self.query_one("#goto", Input)
+
     def action_goto(self) -> None:
         box = self.query_one("#goto", Input)
         box.disabled = False
         box.add_class("open")
         box.focus()
 
+    def action_close_goto(self) -> None:
+        box = self.query_one("#goto", Input)
+        box.remove_class("open")
+        box.value = ""
+        box.disabled = True
+        self.query_one(DataTable).focus()
+
     @on(Input.Submitted, "#goto")
     def _goto(self, event: Input.Submitted) -> None:
-        event.input.remove_class("open")
-        event.input.value = ""
-        event.input.disabled = True
-        self.query_one(DataTable).focus()
         try:
             offset = self.mdapp.engine.offset_for(event.value)
         except ValueError as e:
-            self.notify(str(e), severity="error")
+            self.notify(str(e), severity="error")  # the box stays open, the text kept
             return
+        self.action_close_goto()
         self._travel(offset)
 
     def _show(self, title: str, lines: list[str], errors: list[str]) -> None:
