@@ -637,3 +637,30 @@ async def test_a_wide_partition_table_scrolls_rather_than_folds_at_80x24() -> No
         rows = [r for r in lines[header + 1:] if r.strip()]
         assert rows and all(r.split()[0].isdigit() for r in rows), rows
         assert all(r.count("[") == r.count("]") > 0 for r in rows), rows
+
+
+@aio
+async def test_history_cursor_counts_the_records_of_its_own_range() -> None:
+    """With more sparkline columns than the log has offsets (107 offsets, 116 columns), the
+    cursor's range is the one its offset is counted in: offset 50 holds a record, so its
+    range is not empty; stepping goes through ranges that hold offsets only."""
+    async with app_for(FIXTURES / "segments-snapshots").run_test(size=SIZE) as pilot:
+        screen = await history_of(pilot)
+        tl = screen.timeline
+        assert tl.last is not None and len(screen.starts) > tl.last - (tl.first or 0) + 1
+        await travel_via_goto(pilot, screen, "50", 50)
+
+        def records_in(i: int) -> int:  # counted from the ranges' starts, not bucket()
+            end = screen.starts[i + 1] if i + 1 < len(screen.starts) else tl.last + 1
+            return sum(r for base, _l, r, _t in tl.batches if screen.starts[i] <= base < end)
+
+        assert any(base <= 50 <= last for base, last, _r, _t in tl.batches)
+        assert screen.starts[screen.cursor] <= 50 and records_in(screen.cursor) > 0
+        assert screen.counts[screen.cursor] == records_in(screen.cursor)
+        assert f"({records_in(screen.cursor):,} records in this interval)" in str(
+            screen.query_one("#where", Static).render())
+        for _ in range(len(screen.starts)):
+            await pilot.press("right")
+            target = screen.target
+            assert target is not None and screen.starts[screen.cursor] <= target
+            assert screen.counts[screen.cursor] == records_in(screen.cursor)

@@ -104,17 +104,16 @@ class HistoryScreen(DataScreen):
             table.add_row(label, str(off), epoch, detail, key=f"{kind}{off}")
 
     def _bucket_of(self, offset: int) -> int:
-        idx = 0
-        for i, s in enumerate(self.starts):
-            if s <= offset:
-                idx = i
-        return idx
+        return self.timeline.bucket(offset, len(self.starts))
 
     def _bucket_end(self, i: int) -> int | None:
         tl = self.timeline
         if not self.starts or tl.last is None:
             return None
         return self.starts[i + 1] - 1 if i + 1 < len(self.starts) else tl.last
+
+    def _empty(self, i: int) -> bool:
+        return (self._bucket_end(i) or 0) < self.starts[i]
 
     def _place(self, offset: int | None) -> None:
         if offset is None or not self.starts:
@@ -154,10 +153,18 @@ class HistoryScreen(DataScreen):
         self.query_one("#where", Static).update(where)
 
     def action_step(self, step: int) -> None:
+        """Move the cursor by ``step`` ranges, past those that hold no offset (when the
+        sparkline has more columns than the log has offsets)."""
         if not self.starts:
             return
-        self.cursor = max(0, min(len(self.starts) - 1, self.cursor + step))
-        self.target = self._bucket_end(self.cursor)
+        last = len(self.starts) - 1
+        i = max(0, min(last, self.cursor + step))
+        way = 1 if step > 0 else -1
+        for d in (way, -way):  # on, then back from an end that holds no offset
+            while self._empty(i) and 0 <= i + d <= last:
+                i += d
+        self.cursor = i
+        self.target = self._bucket_end(i)
         self._draw()
 
     @on(DataTable.RowHighlighted)
