@@ -15,10 +15,11 @@ from mdshell.commands import Shell
 from mdshell.commands.jsonform import json_chunks, json_text, json_value
 from mdshell.commands.render import emit
 from mdshell.image import model as m
-from mdshell.tree.image_tree import UNDECODABLE_PARTITION, PartitionLeaf, TopicDir
 from mdshell.tree.jsontext import dumps
 from mdshell.tree.node import RenderOptions
+from mdshell.tree.partitions import UNDECODABLE_PARTITION
 from mdshell.tree.printer import tree_data
+from mdshell.tree.topic_tree import PartitionLeaf, TopicDir
 
 from .conftest import FIXTURES, corpus_dirs, open_shell
 
