@@ -355,6 +355,27 @@ def test_missing_java_or_pyspark_is_one_clear_line(tmp_path: Path) -> None:
                                   "pip install 'mdshell[spark]'")
 
 
+def test_only_local_sessions_get_the_worker_daemon_and_arrow_options() -> None:
+    """A local session's workers and JVM are ours to tune; a cluster's are not. The user's
+    settings win either way."""
+    pytest.importorskip("pyspark")
+    from pyspark import SparkConf
+
+    from mdshell.spark.session import DAEMON_KEY, LOCAL_JVM, _conf
+    from mdshell.spark.settings import SparkSettings
+
+    key = "spark.driver.defaultJavaOptions"
+    local = _conf(SparkConf(loadDefaults=False), SparkSettings("local[2]"), "-Xshare:auto")
+    assert local.get(DAEMON_KEY) == "mdshell.spark.daemon"
+    assert local.get(key) == f"-Xshare:auto {LOCAL_JVM}"
+    cluster = _conf(SparkConf(loadDefaults=False), SparkSettings("spark://h:7077"), None)
+    assert cluster.get(DAEMON_KEY) is None and cluster.get(key) is None
+    mine = SparkSettings("local[2]", {DAEMON_KEY: "pyspark.daemon", key: "-Dx=1"})
+    theirs = _conf(SparkConf(loadDefaults=False), mine, None)
+    assert theirs.get(DAEMON_KEY) == "pyspark.daemon"
+    assert theirs.get(key) == f"{LOCAL_JVM} -Dx=1"
+
+
 def test_spark_options_do_not_start_spark() -> None:
     """--spark-master and spark.* settings alone import nothing of Spark."""
     code = ("import sys, io, contextlib\nfrom mdshell.cli import main\n"

@@ -367,6 +367,114 @@ async def test_time_travel_and_diff() -> None:
         await until(pilot, lambda: app.engine.header().at is None, "back to latest")
 
 
+async def history_of(pilot: Pilot[int]) -> HistoryScreen:
+    app = await ready(pilot)
+    await pilot.press("l")
+    await until(pilot, lambda: isinstance(app.screen, HistoryScreen)
+                and app.screen.target is not None, "history")
+    screen = app.screen
+    assert isinstance(screen, HistoryScreen)
+    return screen
+
+
+def toasts(app: MdshellApp) -> list[str]:
+    """The notifications on show (run_test(notifications=True)), as plain text."""
+    from rich.console import Console
+
+    console = Console(width=1000, color_system=None, record=True, file=io.StringIO())
+    for toast in app.screen.query("Toast"):
+        console.print(toast.render())
+    return [line.strip() for line in console.export_text().splitlines() if line.strip()]
+
+
+async def travel_via_goto(pilot: Pilot[int], screen: HistoryScreen, typed: str,
+                          offset: int) -> None:
+    """g, type, Enter: the image, the cursor and the header land on ``offset``."""
+    app = screen.mdapp
+    box = screen.query_one("#goto", Input)
+    await pilot.press("g")
+    assert screen.focused is box and box.display
+    await pilot.press(*typed)
+    assert box.value == typed
+    await pilot.press("enter")
+    await until(pilot, lambda: app.engine.header().at == offset, f"travel to {offset}")
+    await until(pilot, lambda: screen.target == offset, "the cursor")
+    await until(pilot, lambda: f"TIME TRAVEL: as of offset {offset}"
+                in text_of(screen.query_one("StatusBar", Static)), "the header")
+    assert not box.display and box.value == "" and box.disabled
+    assert isinstance(screen.focused, DataTable)
+
+
+@aio
+async def test_goto_an_offset_or_a_time() -> None:
+    """The README's `g`: an offset or a UTC time, Enter travels there (the screen's own
+    Enter, a priority key, must not take it from the box)."""
+    from mdshell.commands.timetravel import parse_offset
+
+    async with app_for(FIXTURES / "segments-snapshots").run_test(size=SIZE) as pilot:
+        screen = await history_of(pilot)
+        app = screen.mdapp
+        last = app.engine.timeline().last
+        assert last is not None and last > 50
+        await travel_via_goto(pilot, screen, "50", 50)
+        # A UTC time means the last offset written at or before it, as for the shell's `at`.
+        when = "2024-04-24T23:06:45"
+        expected = parse_offset(app.engine.sh, when)
+        assert expected is not None and expected not in (50, last)
+        await travel_via_goto(pilot, screen, when, expected)
+
+
+@aio
+async def test_goto_box_keeps_bad_input_and_escape_closes_it() -> None:
+    source = app_for(FIXTURES / "segments-snapshots")
+    async with source.run_test(size=SIZE, notifications=True) as pilot:
+        screen = await history_of(pilot)
+        app = screen.mdapp
+        box = screen.query_one("#goto", Input)
+        start = screen.target
+        cases = [("soon", "'soon' is neither an offset nor a time like 2024-04-24T23:06"),
+                 ("999", "offset 999 is after the end of the log (the last is 107)"),
+                 ("2024-04-24T23:06", "nothing was written at or before 2024-04-24T23:06")]
+        for typed, message in cases:
+            await pilot.press("g", *typed, "enter")
+            await until(pilot, lambda m=message: m in toasts(app), f"the message for {typed}")
+            assert box.display and screen.focused is box and box.value == typed
+            assert app.engine.header().at is None and screen.target == start
+            app.clear_notifications()
+            await pilot.press("escape")
+            assert not box.display and box.value == "" and box.disabled
+            assert isinstance(screen.focused, DataTable)
+        # Arrows move in the box while it is open, and the cursor again once it is closed.
+        await pilot.press("g", "1", "2", "left", "3", "escape")
+        assert screen.target == start
+        await pilot.press("left")
+        assert screen.target is not None and start is not None and screen.target < start
+        await pilot.press("g", "1", "2", "left", "3")
+        assert box.value == "132"
+        await pilot.press("escape", "o")  # a screen key again once the box is closed
+        await until(pilot, lambda: isinstance(app.screen, OverviewScreen), "overview")
+        await pilot.press("l", "g", "q")  # typed into the box, not quitting
+        assert box.value == "q" and app.is_running
+        await pilot.press("escape", "q")
+        await until(pilot, lambda: not app.is_running, "quit")
+
+
+@aio
+async def test_search_over_history_takes_its_own_enter() -> None:
+    """The history screen's priority keys stay with it: Enter in the search box opened
+    over it jumps to the node found, not to a time travel."""
+    async with app_for(FIXTURES / "segments-snapshots").run_test(size=SIZE) as pilot:
+        screen = await history_of(pilot)
+        app = screen.mdapp
+        await pilot.press("left", "left", "slash")  # the cursor off the latest offset
+        await until(pilot, lambda: app.screen.query("#query"), "the search box")
+        await pilot.press(*"broker 2", "left", "enter")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/cluster/brokers/2", "broker 2")
+        assert app.engine.header().at is None
+
+
 @aio
 async def test_too_small_terminal_gets_a_message() -> None:
     async with app_for(FIXTURES / "health-offline").run_test(size=(50, 12)) as pilot:
@@ -529,3 +637,30 @@ async def test_a_wide_partition_table_scrolls_rather_than_folds_at_80x24() -> No
         rows = [r for r in lines[header + 1:] if r.strip()]
         assert rows and all(r.split()[0].isdigit() for r in rows), rows
         assert all(r.count("[") == r.count("]") > 0 for r in rows), rows
+
+
+@aio
+async def test_history_cursor_counts_the_records_of_its_own_range() -> None:
+    """With more sparkline columns than the log has offsets (107 offsets, 116 columns), the
+    cursor's range is the one its offset is counted in: offset 50 holds a record, so its
+    range is not empty; stepping goes through ranges that hold offsets only."""
+    async with app_for(FIXTURES / "segments-snapshots").run_test(size=SIZE) as pilot:
+        screen = await history_of(pilot)
+        tl = screen.timeline
+        assert tl.last is not None and len(screen.starts) > tl.last - (tl.first or 0) + 1
+        await travel_via_goto(pilot, screen, "50", 50)
+
+        def records_in(i: int) -> int:  # counted from the ranges' starts, not bucket()
+            end = screen.starts[i + 1] if i + 1 < len(screen.starts) else tl.last + 1
+            return sum(r for base, _l, r, _t in tl.batches if screen.starts[i] <= base < end)
+
+        assert any(base <= 50 <= last for base, last, _r, _t in tl.batches)
+        assert screen.starts[screen.cursor] <= 50 and records_in(screen.cursor) > 0
+        assert screen.counts[screen.cursor] == records_in(screen.cursor)
+        assert f"({records_in(screen.cursor):,} records in this interval)" in str(
+            screen.query_one("#where", Static).render())
+        for _ in range(len(screen.starts)):
+            await pilot.press("right")
+            target = screen.target
+            assert target is not None and screen.starts[screen.cursor] <= target
+            assert screen.counts[screen.cursor] == records_in(screen.cursor)

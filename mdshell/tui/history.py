@@ -1,6 +1,7 @@
 """History and time travel: records per offset interval as a sparkline with snapshots (S)
 and leader changes (L) marked; step with arrows, Enter travels there (the whole UI follows),
-m marks a point and d shows the diff from the mark to the cursor."""
+g goes to an offset or a UTC time, m marks a point and d shows the diff from the mark to the
+cursor."""
 
 from __future__ import annotations
 
@@ -38,7 +39,11 @@ class HistoryScreen(DataScreen):
         Binding("m", "mark", "Mark"),
         Binding("d", "diff", "Diff mark→here"),
         Binding("g", "goto", "Go to offset/time"),
+        Binding("escape", "close_goto", "Close"),
     ]
+    # While the goto box has the focus these screen keys step aside (check_action): the
+    # priority ones would otherwise take Enter and the arrows from the box.
+    TYPING_OFF: ClassVar[frozenset[str]] = frozenset({"step", "travel"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -99,17 +104,16 @@ class HistoryScreen(DataScreen):
             table.add_row(label, str(off), epoch, detail, key=f"{kind}{off}")
 
     def _bucket_of(self, offset: int) -> int:
-        idx = 0
-        for i, s in enumerate(self.starts):
-            if s <= offset:
-                idx = i
-        return idx
+        return self.timeline.bucket(offset, len(self.starts))
 
     def _bucket_end(self, i: int) -> int | None:
         tl = self.timeline
         if not self.starts or tl.last is None:
             return None
         return self.starts[i + 1] - 1 if i + 1 < len(self.starts) else tl.last
+
+    def _empty(self, i: int) -> bool:
+        return (self._bucket_end(i) or 0) < self.starts[i]
 
     def _place(self, offset: int | None) -> None:
         if offset is None or not self.starts:
@@ -149,10 +153,18 @@ class HistoryScreen(DataScreen):
         self.query_one("#where", Static).update(where)
 
     def action_step(self, step: int) -> None:
+        """Move the cursor by ``step`` ranges, past those that hold no offset (when the
+        sparkline has more columns than the log has offsets)."""
         if not self.starts:
             return
-        self.cursor = max(0, min(len(self.starts) - 1, self.cursor + step))
-        self.target = self._bucket_end(self.cursor)
+        last = len(self.starts) - 1
+        i = max(0, min(last, self.cursor + step))
+        way = 1 if step > 0 else -1
+        for d in (way, -way):  # on, then back from an end that holds no offset
+            while self._empty(i) and 0 <= i + d <= last:
+                i += d
+        self.cursor = i
+        self.target = self._bucket_end(i)
         self._draw()
 
     @on(DataTable.RowHighlighted)
@@ -183,23 +195,38 @@ class HistoryScreen(DataScreen):
             return
         self._diff(self.mark, self.target)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        typing = self._typing()
+        if action in self.TYPING_OFF:
+            return not typing
+        if action == "close_goto":
+            return typing
+        return True
+
+    def _typing(self) -> bool:
+        return self.is_mounted and self.focused is self.query_one("#goto", Input)
+
     def action_goto(self) -> None:
         box = self.query_one("#goto", Input)
         box.disabled = False
         box.add_class("open")
         box.focus()
 
+    def action_close_goto(self) -> None:
+        box = self.query_one("#goto", Input)
+        box.remove_class("open")
+        box.value = ""
+        box.disabled = True
+        self.query_one(DataTable).focus()
+
     @on(Input.Submitted, "#goto")
     def _goto(self, event: Input.Submitted) -> None:
-        event.input.remove_class("open")
-        event.input.value = ""
-        event.input.disabled = True
-        self.query_one(DataTable).focus()
         try:
             offset = self.mdapp.engine.offset_for(event.value)
         except ValueError as e:
-            self.notify(str(e), severity="error")
+            self.notify(str(e), severity="error")  # the box stays open, the text kept
             return
+        self.action_close_goto()
         self._travel(offset)
 
     def _show(self, title: str, lines: list[str], errors: list[str]) -> None:

@@ -89,6 +89,13 @@ class Timeline:
     snapshots: list[int]  # last offsets covered by each snapshot
     leader_changes: list[tuple[int, int, int]]  # offset, leader id, epoch
 
+    def bucket(self, offset: int, n: int) -> int:
+        """Which of ``n`` equal offset ranges holds ``offset`` (what :meth:`buckets` counts
+        it in; with more ranges than offsets, some ranges hold none)."""
+        first, last = self.first or 0, self.last or 0
+        span = max(last - first + 1, 1)
+        return min(max(offset - first, 0) * n // span, n - 1)
+
     def buckets(self, n: int) -> tuple[list[int], list[int]]:
         """Records per bucket and each bucket's first offset, ``n`` equal offset ranges."""
         if self.first is None or self.last is None or n <= 0:
@@ -96,6 +103,7 @@ class Timeline:
         span = max(self.last - self.first + 1, 1)
         counts = [0] * n
         for base, _last, records, _t in self.batches:
-            counts[min((max(base, self.first) - self.first) * n // span, n - 1)] += records
-        starts = [self.first + i * span // n for i in range(n)]
+            counts[self.bucket(base, n)] += records
+        # the least offset each range holds: i*span/n rounded up
+        starts = [self.first + -(-i * span // n) for i in range(n)]
         return counts, starts

@@ -42,12 +42,21 @@ def time_at(timeline: Timeline, offset: int) -> str:
 def offset_for(text: str, timeline: Callable[[], Timeline]) -> int | None:
     """An offset typed by the user: a number, 'latest', or a UTC time (ISO 8601, prefix
     allowed: 2024-04-24T23:06) meaning the last offset written at or before it.
-    ``timeline`` is called only for a time (scanning the log is slow)."""
+    An offset past the log's end is refused here, so the box that asked stays open; ``at``
+    checks the rest (below the log). ``timeline`` is not called for 'latest' (a scan of the
+    log is slow; the history screen that asks has made it)."""
     text = text.strip()
     if text.lower() in ("latest", "end", "now", ""):
         return None
     if text.lstrip("-").isdigit():
-        return int(text)
+        offset = int(text)
+        if offset < 0:
+            raise ValueError(f"offset {offset}: offsets are 0 or more")
+        last = timeline().last
+        if last is not None and offset > last:
+            raise ValueError(f"offset {offset} is after the end of the log "
+                             f"(the last is {last})")
+        return offset
     ms = _epoch_ms(text)
     before = [last for _b, last, _n, t in timeline().batches if t <= ms]
     if not before:
