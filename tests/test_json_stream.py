@@ -1,5 +1,5 @@
 """``-o json`` of ``tree`` and ``cat`` is written in pieces, partitions' JSON looked up by
-their record bytes (:func:`mdshell.commands.render.json_chunks`); it must be the very text
+their record bytes (:func:`mdshell.commands.jsonform.json_chunks`); it must be the very text
 of the straightforward path (the whole result as dicts, then ``json.dumps``) on every
 fixture and corpus directory, with secrets shown and hidden, in both layouts."""
 
@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from mdshell.commands import Shell
-from mdshell.commands.render import emit, json_chunks, json_text, json_value
+from mdshell.commands.jsonform import json_chunks, json_text, json_value
+from mdshell.commands.render import emit
 from mdshell.image import model as m
-from mdshell.tree.image_tree import UNDECODABLE_PARTITION, PartitionLeaf, TopicDir
 from mdshell.tree.jsontext import dumps
 from mdshell.tree.node import RenderOptions
+from mdshell.tree.partitions import UNDECODABLE_PARTITION
 from mdshell.tree.printer import tree_data
+from mdshell.tree.topic_tree import PartitionLeaf, TopicDir
 
 from .conftest import FIXTURES, corpus_dirs, open_shell
 

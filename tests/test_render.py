@@ -1,6 +1,6 @@
-"""Typed results and the one renderer: commands return data, ``commands.render`` makes the
-text and the JSON; ``records --grep`` matches decoded field values; usage errors are 2 in the
-shell too."""
+"""Typed results and the one renderer: commands return data, ``commands.textform`` and
+``commands.jsonform`` make the text and the JSON; ``records --grep`` matches decoded field
+values; usage errors are 2 in the shell too."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import json
 
 from mdshell.commands import Result, Shell
 from mdshell.commands import results as r
-from mdshell.commands.render import emit, json_value, text_lines
+from mdshell.commands.jsonform import json_value
+from mdshell.commands.render import emit
+from mdshell.commands.textform import text_lines
 from mdshell.repl import run_script
 
 from .conftest import FIXTURES, run_cli

@@ -22,8 +22,8 @@ pa = pytest.importorskip("pyarrow")
 from mdshell.image.names import LEADER_RECOVERY_STATES, name_of  # noqa: E402
 from mdshell.problems import Problem, SourceError  # noqa: E402
 from mdshell.session import load  # noqa: E402
-from mdshell.source import open_source  # noqa: E402
-from mdshell.spark import fastlog, tables  # noqa: E402
+from mdshell.source import DirectorySource, open_source  # noqa: E402
+from mdshell.spark import fastlog, imagetables, recordtable, tables  # noqa: E402
 from mdshell.wire.primitives import uuid_str  # noqa: E402
 
 from .conftest import CORPUS, FIXTURES  # noqa: E402
@@ -148,7 +148,7 @@ def test_partitions_table_equals_the_image(generated: list[Path]) -> None:
             source = open_source(str(d))
         except SourceError:
             continue
-        table = tables.partitions(tables.View(source, load(source)))
+        table = imagetables.partitions(tables.View(source, load(source)))
         want = _partition_rows(d)
         assert table.to_pylist() == want, d
         total += len(want)
@@ -169,8 +169,8 @@ def test_shell_records_table_equals_the_reader(generated: list[Path]) -> None:
         got = tables.log_records(tables.View(source, load(source)))
         want = tables.records_table(iter_log(open_source(str(d))), False)
         assert got.equals(want), d
-        if isinstance(source, tables.DirectorySource):
-            fast += tables._fast_log(source, False) is not None
+        if isinstance(source, DirectorySource):
+            fast += recordtable._fast_log(source, False) is not None
     assert fast >= 10
 
 
@@ -240,8 +240,6 @@ def test_many_crcs_where_ranges_differ_in_a_few_bytes_and_end_the_buffer() -> No
 
 def _reader_passes_clean(directory: str, last: int) -> bool:
     """What the shell's reader says passing into the next segment, on whole files."""
-    from mdshell.source import DirectorySource
-
     stream = DirectorySource(directory).log_stream(last + 1, last)
     return not list(stream) and not stream.problems
 

@@ -7,12 +7,14 @@ import pytest
 from mdshell.commands.columns import layout
 from mdshell.image import model as m
 from mdshell.tree import leaves
-from mdshell.tree.image_tree import UNDECODABLE_PARTITION, TopicDir, quota_entity_name
+from mdshell.tree.image_tree import quota_entity_name
 from mdshell.tree.javafmt import iso_zoned_utc, java_double
 from mdshell.tree.node import Node, RenderOptions, StaticDir, Value
+from mdshell.tree.partitions import UNDECODABLE_PARTITION
 from mdshell.tree.paths import GlobError, absolute, compile_glob, resolve
 from mdshell.tree.printer import tree_lines
 from mdshell.tree.redact import is_sensitive_config
+from mdshell.tree.topic_tree import TopicDir
 from mdshell.wire.primitives import uuid_str
 
 from .conftest import open_shell

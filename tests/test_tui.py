@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static, Tree
 
 from mdshell.commands import results
-from mdshell.commands.render import cell
+from mdshell.commands.textform import cell
 from mdshell.tui.app import MdshellApp, make_app
 from mdshell.tui.browser import MORE, PAGE, BrowserScreen, ImageTree
 from mdshell.tui.detail import DetailPane

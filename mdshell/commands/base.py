@@ -53,7 +53,7 @@ class Result:
     @property
     def lines(self) -> Iterator[str]:
         """The text form (rendered anew at each access)."""
-        from .render import text_lines
+        from .textform import text_lines
 
         return text_lines(self.value)
 
@@ -69,7 +69,7 @@ class Result:
 
     def json(self) -> Any:
         """The JSON form (computed now when the command made it lazy)."""
-        from .render import json_value
+        from .jsonform import json_value
 
         return json_value(self.value)
 

@@ -25,8 +25,8 @@ from ..tree.redact import REDACTED, is_sensitive_config
 from ..wire.primitives import uuid_str
 from . import results as res
 from .base import ArgParser, CommandError, Result, command
-from .render import NONE
 from .shell import Shell
+from .textform import NONE
 
 
 def table(columns: Sequence[str], cells: Iterable[Sequence[object]], rows: Any,

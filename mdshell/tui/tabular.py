@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..commands import results as res
-from ..commands.render import cell
+from ..commands.textform import cell
 from .sqlrun import MAX_ROWS, SqlTable
 
 

@@ -1,0 +1,274 @@
+"""The text form of every command result: the lines Kafka's shell (or kafka-dump-log) would
+print, made lazily so that a ``tree`` of a million partitions streams. The one-line formats
+(records, batches, history entries, table cells) are here too, for the views that reuse them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from ..tree.printer import tree_lines
+from . import results as r
+from .columns import layout
+
+
+def text_lines(value: Any, width: int | None = None) -> Iterator[str]:
+    """The text form of a result value (``width``: terminal columns for ``ls``; None: one
+    name a line)."""
+    if value is None:
+        return iter(())
+    if isinstance(value, r.Listing):
+        return _listing_text(value, width)
+    render = _TEXT.get(type(value))
+    if render is None:
+        raise TypeError(f"no text form for {type(value).__name__}")
+    return render(value)
+
+
+def _listing_text(v: r.Listing, width: int | None) -> Iterator[str]:
+    yield from layout([f.name for f in v.files], width)
+    intro = bool(v.files) or len(v.dirs) > 1
+    first = not v.files
+    for d in v.dirs:
+        if intro:
+            if not first:
+                yield ""
+            yield f"{d.name}:"
+            first = False
+        yield from layout(d.children, width)
+
+
+def _leaves_text(v: r.Leaves) -> Iterator[str]:
+    return (x.node.text(v.opts) for x in v.leaves)
+
+
+def _tree_text(v: r.Tree) -> Iterator[str]:
+    for x in v.roots:
+        yield from tree_lines(x.node, v.opts)
+
+
+def _cwd_text(v: r.WorkingDir) -> Iterator[str]:
+    if v.show:
+        yield v.cwd
+
+
+def _moved_text(v: r.Moved) -> Iterator[str]:
+    where = "latest" if v.offset is None else f"offset {v.offset}"
+    yield (f"image as of {where} (last applied: offset {v.applied_offset}, "
+           f"epoch {v.applied_epoch})")
+    if v.asked is not None:
+        yield f"{v.asked} is offset {v.offset}: {v.how}"
+    if v.moved_to is not None:
+        yield f"the working directory did not exist then: now {v.moved_to}"
+
+
+def _compact(data: Any) -> str:
+    import json  # here, not at the top: a one-shot command in text does not need it
+
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def record_line(j: dict[str, Any]) -> str:
+    """``offset=.. epoch=.. time=.. [control ]Type(vN) {json}``, like kafka-dump-log."""
+    kind = "control " if j["control"] else ""
+    return (f"offset={j['offset']} epoch={j['epoch']} time={j['time']} "
+            f"{kind}{j['type']}(v{j['version']}) {_compact(j['data'])}")
+
+
+def _b(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def batch_line(j: dict[str, Any]) -> str:
+    """Kafka's DumpLogSegments.printBatchLevel, word for word."""
+    horizon = ("OptionalLong.empty" if j["deleteHorizonMs"] is None
+               else f"OptionalLong[{j['deleteHorizonMs']}]")
+    return (f"baseOffset: {j['baseOffset']} lastOffset: {j['lastOffset']} count: {j['count']} "
+            f"baseSequence: {j['baseSequence']} lastSequence: {j['lastSequence']} "
+            f"producerId: {j['producerId']} producerEpoch: {j['producerEpoch']} "
+            f"partitionLeaderEpoch: {j['partitionLeaderEpoch']} "
+            f"isTransactional: {_b(j['isTransactional'])} isControl: {_b(j['isControl'])} "
+            f"deleteHorizonMs: {horizon} position: {j['position']} "
+            f"{j['timestampType']}: {j['maxTimestamp']} size: {j['size']} magic: {j['magic']} "
+            f"compresscodec: {j['compressCodec']} crc: {j['crc']} isvalid: {_b(j['crcValid'])}")
+
+
+def _batches_text(v: r.Batches) -> Iterator[str]:
+    """A new file starts with ``Dumping FILE``, as kafka-dump-log prints it."""
+    file = None
+    for j in v.rows():
+        if j["file"] != file:
+            file = j["file"]
+            yield f"Dumping {file}"
+        yield batch_line(j)
+
+
+def _partition_state(p: dict[str, Any]) -> str:
+    return (f"leader={p['leader']} leaderEpoch={p['leaderEpoch']} isr={p['isr']} "
+            f"replicas={p['replicas']} elr={p['elr']} lastKnownElr={p['lastKnownElr']} "
+            f"partitionEpoch={p['partitionEpoch']}")
+
+
+def _changes_text(v: r.Changes) -> Iterator[str]:
+    from ..tree.javafmt import iso_zoned_utc
+
+    if not v.rows:
+        yield f"no record touched {v.target}"
+        return
+    for e in v.rows:
+        where = (f"offset={e['offset']}" if e["offset"] is not None
+                 else f"snapshot={e['origin']}")
+        time = iso_zoned_utc(e["timestamp"]) if e["timestamp"] is not None else "?"
+        yield (f"{where} epoch={e['epoch']} time={time} {e['type']}(v{e['version']}) "
+               f"{_compact(e['data'])}")
+        if "after" in e:
+            yield f"    -> {_partition_state(e['after'])}"
+    yield f"{len(v.rows)} records"
+
+
+def field_changes(before: Any, after: Any) -> list[str]:
+    """``field: old -> new`` for dict-shaped leaves (brokers, partitions...)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = []
+        for k in sorted(set(before) | set(after), key=list({**before, **after}).index):
+            if before.get(k) != after.get(k):
+                out.append(f"{k}: {_short(before.get(k))} -> {_short(after.get(k))}")
+        return out
+    return [f"{_short(before)} -> {_short(after)}"]
+
+
+def _short(v: Any) -> str:
+    """Values as Kafka prints them: ``true``/``false``/``null``, lists in brackets."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_short(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_short(x) for x in v) + "]"
+    return str(v)
+
+
+def _label(offset: int | None) -> str:
+    return "latest" if offset is None else str(offset)
+
+
+def _diff_text(v: r.Diff) -> Iterator[str]:
+    yield f"--- offset {_label(v.from_offset)} (last applied {v.from_applied})"
+    yield f"+++ offset {_label(v.to_offset)} (last applied {v.to_applied})"
+    if not v.changes:
+        yield "no differences"
+        return
+    for c in v.changes:
+        name = "" if c.topic is None else f" (topic {c.topic})"
+        if c.kind == "added":
+            yield f"+ {c.path}" + (f"{name}: {c.after_text}" if c.after_text is not None
+                                   else f"/{name}")
+        elif c.kind == "removed":
+            yield f"- {c.path}" + (f"{name}: {c.before_text}" if c.before_text is not None
+                                   else f"/{name}")
+        elif c.secret:
+            yield f"~ {c.path}{name}"
+            yield "    a secret value changed (--show-secrets shows it)"
+        else:
+            yield f"~ {c.path}{name}"
+            for line in field_changes(c.before, c.after):
+                yield f"    {line}"
+    counts = {k: sum(1 for c in v.changes if c.kind == k)
+              for k in ("added", "removed", "changed")}
+    yield f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
+
+
+MARK = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "info": "INFO"}
+
+
+def _health_text(v: r.Health) -> Iterator[str]:
+    from ..image.health import FAIL, WARN
+
+    for c in v.checks:
+        yield f"{MARK.get(c.status, c.status)}  {c.name}: {c.summary}"
+        shown = c.items if v.limit is None else c.items[:v.limit]
+        for item in shown:
+            yield f"        {item}"
+        if len(shown) < len(c.items):
+            yield f"        ... {len(c.items) - len(shown)} more (health --all)"
+    failed = sum(1 for c in v.checks if c.status == FAIL)
+    warned = sum(1 for c in v.checks if c.status == WARN)
+    warns = f"{warned} warning{'s' if warned != 1 else ''}"
+    if failed:
+        fails = f"{failed} check{'s' if failed != 1 else ''} failed"
+        yield fails + (f", {warns}" if warned else "")
+    else:
+        yield "healthy" + (f" ({warns})" if warned else "")
+
+
+def _help_text(v: r.Help) -> Iterator[str]:
+    width = max(len(c.name) for c in v.commands)
+    yield "Commands ('man CMD' for details; paths take globs: * ? [a-z] {a,b}):"
+    for c in v.commands:
+        note = "  (interactive only)" if c.shell_only and not v.interactive else ""
+        yield f"  {c.name:<{width}}  {c.summary}{note}"
+
+
+def _manual_text(v: r.Manual) -> Iterator[str]:
+    cmd = v.command
+    yield from cmd.help_text().rstrip("\n").split("\n")
+    if cmd.options:
+        yield from ["", "options: " + " ".join(cmd.options)]
+    if cmd.shell_only:
+        yield from ["", "Only in the interactive shell (mdshell --repl, or commands piped on "
+                    "stdin)."]
+
+
+def history_line(number: int, command: str) -> str:
+    """Kafka's ``% 5d  %s``."""
+    return f"{number: 5d}  {command}"
+
+
+def _history_text(v: r.History) -> Iterator[str]:
+    return (history_line(e.number, e.command) for e in v.entries)
+
+
+NONE = "-"
+
+
+def cell(v: object) -> str:
+    """A table cell: None as ``-``, booleans as Kafka writes them, lists as ``a,b``."""
+    if v is None:
+        return NONE
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return ",".join(map(str, v)) if v else NONE
+    return str(v)
+
+
+def table_lines(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """Columns left-aligned to their widest cell, two spaces apart, no trailing blanks."""
+    cells = [[str(c) for c in columns]] + [[cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in cells]
+
+
+def _table_text(v: r.Table) -> Iterator[str]:
+    if not v.cells and not v.header_when_empty:
+        return iter(())
+    return iter(table_lines(v.columns, v.cells))
+
+
+def _fields_text(v: r.Fields) -> Iterator[str]:
+    width = max(len(k) for k, _ in v.pairs) + 2
+    return (f"{k + ':':<{width}}{cell(x)}" for k, x in v.pairs)
+
+
+_TEXT: dict[type, Callable[[Any], Iterator[str]]] = {
+    r.Leaves: _leaves_text, r.Tree: _tree_text, r.Paths: lambda v: v.paths(),
+    r.WorkingDir: _cwd_text, r.Moved: _moved_text,
+    r.Records: lambda v: (record_line(j) for j in v.rows()), r.Batches: _batches_text,
+    r.Changes: _changes_text, r.Diff: _diff_text, r.Health: _health_text, r.Help: _help_text,
+    r.Manual: _manual_text, r.History: _history_text, r.Table: _table_text,
+    r.Fields: _fields_text, r.Text: lambda v: iter(v.lines),
+}

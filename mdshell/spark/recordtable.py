@@ -1,0 +1,147 @@
+"""The ``records`` table: decoded log records, one row each, payload as JSON.
+
+A clean log is read by :mod:`.fastlog` (per-record arrays, each distinct value decoded once);
+any other by the shell's own reader (:func:`mdshell.source.logscan.iter_log`), so the damage
+rules (CRC, truncation, undecodable batches) and the warnings are the shell's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from ..problems import Problem, SourceError
+from ..source import DirectorySource
+from ..source.logscan import LogRecord, iter_log
+from ..tree.logrecord import record_payload as payload_of
+from ..wire.primitives import uuid_str
+from . import fastlog
+from .columns import TIME, View
+from .logfiles import LogFile, iter_file, segment_files
+
+RECORDS = pa.schema([
+    ("offset", pa.int64()), ("epoch", pa.int32()), ("timestamp", pa.int64()), ("time", TIME),
+    ("file", pa.string()), ("control", pa.bool_()), ("type", pa.string()),
+    ("version", pa.int32()), ("broker_id", pa.int32()), ("topic_id", pa.string()),
+    ("partition_id", pa.int32()), ("resource_type", pa.int32()),
+    ("resource_name", pa.string()), ("name", pa.string()), ("payload", pa.string()),
+])
+# Key fields lifted out of the payload into columns: broker_id, topic_id, partition_id,
+# resource_type, resource_name and name (of a config or topic), null when a record has none.
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def records_table(records: Iterable[LogRecord], show_secrets: bool,
+                  payload: bool = True) -> pa.Table:
+    """The ``records`` table of decoded log records (payload as JSON, secrets redacted;
+    without ``payload`` that column is null, which halves the cost)."""
+    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    rows: list[tuple[Any, ...]] = []
+    add = rows.append
+    for r in records:
+        v = r.value
+        raw = v if isinstance(v, dict) else {}
+        tid = raw.get("topicId")
+        if not payload:
+            text = None
+        elif isinstance(v, dict) and not v:
+            text = "{}"  # no fields (NoOpRecord, most of a quiet log): nothing to encode
+        else:
+            text = dumps(payload_of(r, show_secrets))
+        add((r.offset, r.epoch, r.timestamp, r.timestamp * 1000, r.file, r.control, r.name,
+             r.version, _int(raw.get("brokerId")),
+             uuid_str(tid) if isinstance(tid, bytes) else None, _int(raw.get("partitionId")),
+             _int(raw.get("resourceType")), _str(raw.get("resourceName")),
+             _str(raw.get("name")), text))
+    columns: list[Any] = list(zip(*rows, strict=True)) if rows else [[] for _ in RECORDS]
+    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, RECORDS,
+                                                                     strict=True)],
+                                schema=RECORDS)
+
+
+def log_records(view: View) -> pa.Table:
+    if isinstance(view.source, DirectorySource):
+        fast = _fast_log(view.source, view.show_secrets)
+        if fast is not None:
+            return fast
+    problems: list[Problem] = []
+    return records_table(iter_log(view.source, problems=problems), view.show_secrets)
+
+
+def _fast_log(source: DirectorySource, show_secrets: bool) -> pa.Table | None:
+    """The whole log through :mod:`.fastlog`, file by file, when every segment is clean and
+    each follows on from the one before (epochs included): then the shell's reader would
+    read it all without a word, and gives these rows. None otherwise."""
+    parts = []
+    top = -1
+    for f in segment_files(source.layout.directory, source.layout.segments):
+        fast = fastlog.read_file(f.directory, f.path, f.role, f.first, f.last, source)
+        if fast is None or fast[5] is None:
+            return None
+        first_epoch, max_epoch, last_offset = fast[5]
+        if first_epoch < top or (f.last is not None and last_offset != f.last):
+            return None
+        top = max(top, max_epoch)
+        parts.append(fast_table(fast, os.path.basename(f.path), show_secrets, True))
+    return pa.concat_tables(parts) if parts else None
+
+
+def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bool = True
+                 ) -> Iterator[tuple[pa.Table, list[str]]]:
+    """The records of one file in Arrow chunks, with the reader's warnings for the file (given
+    with the last chunk). A clean file is read by :mod:`.fastlog`; any other by the shell's
+    reader."""
+    fast = fastlog.read_file(f.directory, f.path, f.role, f.first, f.last)
+    if fast is not None:
+        table = fast_table(fast, os.path.basename(f.path), show_secrets, payload)
+        for start in range(0, max(table.num_rows, 1), chunk):
+            yield table.slice(start, chunk), []
+        return
+    problems: list[Problem] = []
+    try:
+        it = iter_file(f, problems)
+        while True:
+            batch = [r for _, r in zip(range(chunk), it, strict=False)]
+            if len(batch) < chunk:
+                yield (records_table(batch, show_secrets, payload),
+                       [p.message for p in problems])
+                return
+            yield records_table(batch, show_secrets, payload), []
+    except SourceError as e:
+        yield records_table([], show_secrets), [*(p.message for p in problems), str(e)]
+
+
+_NEVER_TAKEN = LogRecord(0, 0, 0, "", False, -1, -1, {})
+_VALUE_COLUMNS = ("control", "type", "version", "broker_id", "topic_id", "partition_id",
+                  "resource_type", "resource_name", "name", "payload")
+
+
+def fast_table(fast: tuple[Any, ...], name: str, show_secrets: bool,
+               payload: bool) -> pa.Table:
+    """The ``records`` table from :func:`fastlog.read_file`: per-record columns from its
+    arrays, value columns from the distinct values' rows (built by :func:`records_table`,
+    so they are the same cells)."""
+    offsets, epochs, timestamps, index, distinct = fast[:5]
+    rows = records_table([r if r is not None else _NEVER_TAKEN for r in distinct],
+                         show_secrets, payload)
+    n = len(offsets)
+    take = pa.array(index, pa.int32())
+    cols: dict[str, Any] = {
+        "offset": pa.array(offsets, pa.int64()), "epoch": pa.array(epochs, pa.int32()),
+        "timestamp": pa.array(timestamps, pa.int64()),
+        "time": pa.array(timestamps * 1000, pa.int64()).cast(TIME),
+        "file": fastlog.constant(name, pa.string(), n)}
+    for c in _VALUE_COLUMNS:
+        cols[c] = rows.column(c).take(take)
+    return pa.Table.from_arrays([cols[f.name] for f in RECORDS], schema=RECORDS)

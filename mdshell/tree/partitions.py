@@ -1,0 +1,113 @@
+"""A partition's text and JSON, looked up by its record bytes.
+
+A partition still undecoded in the image (a ``LazyPartition``: the PartitionRecord's bytes)
+prints from caches keyed by those bytes past the partition and topic ids, which are all its
+text depends on: replica sets repeat across a cluster, so most partitions print without being
+decoded. The caches are bounded (emptied when full) and shared by every image.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..image import model as m
+from ..wire.frames import PARTITION_PREFIX_SIZE
+from . import leaves as lv
+from .jsontext import dumps
+
+
+def part_key(topic: m.Topic, pid: int) -> Any:
+    """The record bytes while undecoded (cheap to compare), else the partition itself."""
+    p = topic.partitions.get(pid)
+    if isinstance(p, tuple):
+        buf, body, end, version = p
+        return (bytes(buf[body:end]), version)
+    return p
+
+
+UNDECODABLE_PARTITION = "[undecodable PartitionRecord: see the warning]"
+
+
+def part_text(topic: m.Topic, pid: int) -> str:
+    p = topic.partitions.get(pid)
+    if type(p) is tuple:
+        return lazy_text(topic, pid, p)
+    return UNDECODABLE_PARTITION if p is None else lv.partition_text(p)  # type: ignore[arg-type]
+
+
+# The text of an undecoded PartitionRecord by (version, its bytes past the partition and
+# topic ids), which is all the text depends on. Replica sets repeat across a cluster's
+# partitions (870 distinct texts among 100k generated partitions; one on a single broker), so
+# most partitions print without being decoded. Bounded: emptied when full.
+LAZY_TEXT: dict[tuple[int, bytes], str] = {}
+LAZY_TEXT_MAX = 16_384
+
+
+def lazy_text(topic: m.Topic, pid: int, lazy: m.LazyPartition) -> str:
+    buf, body, end, version = lazy
+    key = (version, bytes(buf[body + PARTITION_PREFIX_SIZE:end]))
+    text = LAZY_TEXT.get(key)
+    if text is None:
+        p = m.decode_clean(lazy)
+        if p is None:  # damaged, or from a newer Kafka: the topic decodes it and says what
+            checked = topic.partition(pid)
+            return UNDECODABLE_PARTITION if checked is None else lv.partition_text(checked)
+        if len(LAZY_TEXT) >= LAZY_TEXT_MAX:
+            LAZY_TEXT.clear()
+        text = LAZY_TEXT[key] = lv.partition_text(p)
+    return text
+
+
+def part_data(topic: m.Topic, pid: int) -> Any:
+    p = topic.partition(pid)
+    return {"error": UNDECODABLE_PARTITION} if p is None else lv.partition_data(p)
+
+
+# The JSON of an undecoded PartitionRecord placed ``level`` deep, by level, then as
+# LAZY_TEXT by the record bytes the data depends on. Bounded: emptied when full.
+LAZY_JSON: dict[int, dict[Any, str]] = {}
+
+
+def lazy_json(topic: m.Topic, pid: int, lazy: m.LazyPartition, level: int) -> str:
+    buf, body, end, version = lazy
+    key = (version, bytes(buf[body + PARTITION_PREFIX_SIZE:end]))
+    cached = at_level(LAZY_JSON, level)
+    text = cached.get(key)
+    if text is None:
+        p = m.decode_clean(lazy)
+        if p is None:  # damaged, or from a newer Kafka: the topic decodes it and says what
+            return part_json(topic, pid, level)
+        if len(cached) >= LAZY_TEXT_MAX:
+            cached.clear()
+        text = cached[key] = dumps(lv.partition_data(p), level)
+    return text
+
+
+def part_json(topic: m.Topic, pid: int, level: int) -> str:
+    """A partition's JSON; a decoded one (changed in the log after the snapshot) looked up
+    by its fields, which repeat like the records' bytes."""
+    p = topic.partitions.get(pid)
+    if type(p) is not m.Partition:
+        return dumps(part_data(topic, pid), level)
+    key = (tuple(p.replicas), tuple(p.directories), tuple(p.isr), tuple(p.removing_replicas),
+           tuple(p.adding_replicas), tuple(p.elr), tuple(p.last_known_elr), p.leader,
+           p.leader_recovery_state, p.leader_epoch, p.partition_epoch)
+    cached = at_level(_DECODED_JSON, level)
+    text = cached.get(key)
+    if text is None:
+        if len(cached) >= LAZY_TEXT_MAX:
+            cached.clear()
+        text = cached[key] = dumps(lv.partition_data(p), level)
+    return text
+
+
+# The JSON of a decoded partition by level, then by its fields. Bounded: emptied when full.
+_DECODED_JSON: dict[int, dict[Any, str]] = {}
+
+
+def at_level(store: dict[int, dict[Any, str]], level: int) -> dict[Any, str]:
+    """The texts of ``store`` placed ``level`` deep (JSON's indentation is in them)."""
+    cached = store.get(level)
+    if cached is None:
+        cached = store[level] = {}
+    return cached
