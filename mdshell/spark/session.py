@@ -35,8 +35,11 @@ DEFAULT_CONF = {
 DAEMON_KEY = "spark.python.daemon.module"
 # A local session's JVM reads Arrow batches only from its own Python workers: Arrow's checks
 # of bounds and reference counts on every access (a sixth of the JVM's time in a data source
-# read) are turned off there.
-LOCAL_JVM = "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
+# read) are turned off there. A session is short-lived, and the JIT's work is a third of the
+# JVM's CPU in its first big query: smaller inlining limits cut that by 0.7 CPU-s (9%, five
+# runs each way), and the next queries ran no slower.
+LOCAL_JVM = ("-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false "
+             "-XX:FreqInlineSize=100 -XX:MaxInlineLevel=9")
 
 
 class SparkUnavailable(CommandError):
