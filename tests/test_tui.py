@@ -650,14 +650,19 @@ async def test_history_cursor_counts_the_records_of_its_own_range() -> None:
         assert tl.last is not None and len(screen.starts) > tl.last - (tl.first or 0) + 1
         await travel_via_goto(pilot, screen, "50", 50)
 
-        def records_in(i: int) -> int:  # counted from the ranges' starts, not bucket()
+        # every offset of the fixture's batches holds one record
+        assert all(r == last - base + 1 for base, last, r, _t in tl.batches)
+
+        def records_in(i: int) -> int:  # the offsets of the range that batches hold
             end = screen.starts[i + 1] if i + 1 < len(screen.starts) else tl.last + 1
-            return sum(r for base, _l, r, _t in tl.batches if screen.starts[i] <= base < end)
+            return sum(1 for o in range(screen.starts[i], end)
+                       if any(base <= o <= last for base, last, _r, _t in tl.batches))
 
         assert any(base <= 50 <= last for base, last, _r, _t in tl.batches)
         assert screen.starts[screen.cursor] <= 50 and records_in(screen.cursor) > 0
         assert screen.counts[screen.cursor] == records_in(screen.cursor)
-        assert f"({records_in(screen.cursor):,} records in this interval)" in str(
+        n = records_in(screen.cursor)
+        assert f"({n:,} record{'' if n == 1 else 's'} in this interval)" in str(
             screen.query_one("#where", Static).render())
         for _ in range(len(screen.starts)):
             await pilot.press("right")

@@ -145,7 +145,8 @@ class HistoryScreen(DataScreen):
             where.append(str(self.target), style="bold")
             where.append(f"  {self.mdapp.engine.time_at(self.target)}")
             if self.counts:
-                where.append(f"  ({self.counts[self.cursor]:,} records in this interval)",
+                n = self.counts[self.cursor]
+                where.append(f"  ({n:,} record{'' if n == 1 else 's'} in this interval)",
                              style="dim")
         if self.mark is not None:
             where.append("   mark: ", style="dim")

@@ -101,9 +101,15 @@ class Timeline:
         if self.first is None or self.last is None or n <= 0:
             return [], []
         span = max(self.last - self.first + 1, 1)
-        counts = [0] * n
-        for base, _last, records, _t in self.batches:
-            counts[self.bucket(base, n)] += records
         # the least offset each range holds: i*span/n rounded up
         starts = [self.first + -(-i * span // n) for i in range(n)]
+        ends = [s - 1 for s in starts[1:]] + [self.last]
+        counts = [0] * n
+        for base, last, records, _t in self.batches:
+            lo, hi = self.bucket(base, n), self.bucket(last, n)
+            if lo == hi:
+                counts[lo] += records
+                continue
+            for i in range(lo, hi + 1):  # a batch over several ranges: its offsets in each
+                counts[i] += max(0, min(last, ends[i]) - max(base, starts[i]) + 1)
         return counts, starts
