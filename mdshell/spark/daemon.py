@@ -39,18 +39,17 @@ def installed_first(path: list[str]) -> None:
 SINGLE_THREADED = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
 
 
-def preload(environ: dict[str, str] | os._Environ[str]) -> bool:
+def preload(environ: dict[str, str] | os._Environ[str]) -> None:
     """Import the reader's modules now, when the settings that keep numpy and pyarrow from
-    starting threads can be had; whether it did."""
+    starting threads can be had."""
     if any(environ.get(k, v) != v for k, v in SINGLE_THREADED.items()):
-        return False
+        return
     environ.update(SINGLE_THREADED)
     import numpy  # noqa: F401
     import pandas  # type: ignore[import-untyped]  # noqa: F401
     import pyarrow  # noqa: F401
 
     from mdshell.spark import datasource  # noqa: F401
-    return True
 
 
 if __name__ == "__main__":

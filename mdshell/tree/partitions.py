@@ -43,19 +43,31 @@ LAZY_TEXT: dict[tuple[int, bytes], str] = {}
 LAZY_TEXT_MAX = 16_384
 
 
-def lazy_text(topic: m.Topic, pid: int, lazy: m.LazyPartition) -> str:
+def record_key(lazy: m.LazyPartition) -> tuple[int, bytes]:
+    """What an undecoded partition's text and JSON depend on: its record's version and bytes
+    past the partition and topic ids (the subtree loops compute it inline, per partition)."""
     buf, body, end, version = lazy
-    key = (version, bytes(buf[body + PARTITION_PREFIX_SIZE:end]))
-    text = LAZY_TEXT.get(key)
-    if text is None:
-        p = m.decode_clean(lazy)
-        if p is None:  # damaged, or from a newer Kafka: the topic decodes it and says what
-            checked = topic.partition(pid)
-            return UNDECODABLE_PARTITION if checked is None else lv.partition_text(checked)
-        if len(LAZY_TEXT) >= LAZY_TEXT_MAX:
-            LAZY_TEXT.clear()
-        text = LAZY_TEXT[key] = lv.partition_text(p)
+    return (version, bytes(buf[body + PARTITION_PREFIX_SIZE:end]))
+
+
+def remember(cache: dict[Any, str], key: Any, text: str) -> str:
+    """Keep ``text`` in a bounded cache (emptied when full)."""
+    if len(cache) >= LAZY_TEXT_MAX:
+        cache.clear()
+    cache[key] = text
     return text
+
+
+def lazy_text(topic: m.Topic, pid: int, lazy: m.LazyPartition) -> str:
+    key = record_key(lazy)
+    text = LAZY_TEXT.get(key)
+    if text is not None:
+        return text
+    p = m.decode_clean(lazy)
+    if p is None:  # damaged, or from a newer Kafka: the topic decodes it and says what
+        checked = topic.partition(pid)
+        return UNDECODABLE_PARTITION if checked is None else lv.partition_text(checked)
+    return remember(LAZY_TEXT, key, lv.partition_text(p))
 
 
 def part_data(topic: m.Topic, pid: int) -> Any:
@@ -69,18 +81,15 @@ LAZY_JSON: dict[int, dict[Any, str]] = {}
 
 
 def lazy_json(topic: m.Topic, pid: int, lazy: m.LazyPartition, level: int) -> str:
-    buf, body, end, version = lazy
-    key = (version, bytes(buf[body + PARTITION_PREFIX_SIZE:end]))
+    key = record_key(lazy)
     cached = at_level(LAZY_JSON, level)
     text = cached.get(key)
-    if text is None:
-        p = m.decode_clean(lazy)
-        if p is None:  # damaged, or from a newer Kafka: the topic decodes it and says what
-            return part_json(topic, pid, level)
-        if len(cached) >= LAZY_TEXT_MAX:
-            cached.clear()
-        text = cached[key] = dumps(lv.partition_data(p), level)
-    return text
+    if text is not None:
+        return text
+    p = m.decode_clean(lazy)
+    if p is None:  # damaged, or from a newer Kafka: the topic decodes it and says what
+        return part_json(topic, pid, level)
+    return remember(cached, key, dumps(lv.partition_data(p), level))
 
 
 def part_json(topic: m.Topic, pid: int, level: int) -> str:
@@ -94,11 +103,7 @@ def part_json(topic: m.Topic, pid: int, level: int) -> str:
            p.leader_recovery_state, p.leader_epoch, p.partition_epoch)
     cached = at_level(_DECODED_JSON, level)
     text = cached.get(key)
-    if text is None:
-        if len(cached) >= LAZY_TEXT_MAX:
-            cached.clear()
-        text = cached[key] = dumps(lv.partition_data(p), level)
-    return text
+    return text if text is not None else remember(cached, key, dumps(lv.partition_data(p), level))
 
 
 # The JSON of a decoded partition by level, then by its fields. Bounded: emptied when full.
