@@ -136,5 +136,60 @@ def kafka_records(run: tools.Run) -> tuple[list[tuple[int, str, bool]], list[str
     return out, problems
 
 
+# ---------------------------------------------------------------- Kafka's shell as judge
+
+# Kafka bug (3.7.x, 4.3.1): the shell prints once its loader has published, and the loader
+# publishes as soon as it is one offset short of the file's end (SnapshotFileReader's high
+# water mark is the last offset, not the next one): when the last batch is one record, the
+# shell may print the image without it. Any file can lose that race on a busy machine: a run
+# one offset short is run again (RACE_TRIES times) until Kafka prints the whole file.
+RACE_TRIES = 4
+
+
+@dataclass(frozen=True)
+class Unjudged:
+    """Kafka's shell gave no verdict in its retries (it hung or never loaded the file): the
+    file is counted as unjudged, not failed; mdshell itself still had to read it cleanly."""
+
+    reason: str
+
+
+def kafka_tree(version: str, files: list[Path], expected: str) -> tools.Run:
+    """Kafka's ``tree /image`` of the files, run again while it lost the load race."""
+    run = tools.shell_tree(version, files)
+    for _ in range(RACE_TRIES):
+        if not (tools.loaded(run) and one_short(run.out, expected)):
+            break
+        run = tools.shell_tree(version, files, fresh=True)
+    return run
+
+
+def compare(run: tools.Run, version: str, expected: str, rc: int) -> str | Unjudged | None:
+    """Kafka's run against mdshell's output (``expected``, ``rc``: what that Kafka would
+    print given mdshell's image, its bugs included): None when equal, :class:`Unjudged`
+    when Kafka printed nothing to compare, else the first line that differs."""
+    if tools.NOT_LOADED in run.out or run.rc == -1:
+        return Unjudged(f"Kafka {version} never loaded it ({run.err.strip()[:200]})")
+    if (run.out, run.rc) == (expected, rc):
+        return None
+    theirs, ours = run.out.splitlines(), expected.splitlines()
+    first = next((i for i, (a, b) in enumerate(zip(theirs, ours, strict=False)) if a != b),
+                 min(len(theirs), len(ours)))
+    return (f"exit {run.rc}, line {first + 1}: Kafka "
+            f"{theirs[first] if first < len(theirs) else '<end>'!r} / mdshell "
+            f"{ours[first] if first < len(ours) else '<end>'!r}")
+
+
+def one_short(theirs: str, ours: str) -> bool:
+    """Kafka's image stops one offset before ours: the signature of its load race."""
+    a, b = provenance_offset(theirs), provenance_offset(ours)
+    return a is not None and b is not None and a == b - 1
+
+
+def provenance_offset(tree: str) -> int | None:
+    m = re.search(r"^provenance:\n  offset (-?\d+),", tree, re.M)
+    return None if m is None else int(m.group(1))
+
+
 def scratch() -> Path:
     return Path(tempfile.mkdtemp(prefix="mdshell-oracle-units-"))

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,12 +25,15 @@ from mdshell.wire.batch import parse_header
 
 from .conftest import FIXTURES
 from .kafka import jars, tools
-from .kafka_bugs import as_buggy_kafka_prints
+from .kafka_bugs import as_buggy_kafka_prints, without_first_record_report
 from .oracle import (
     MD,
     Unit,
+    Unjudged,
     checkpoints,
+    compare,
     kafka_records,
+    kafka_tree,
     layout_of,
     level_of,
     mdshell_records,
@@ -162,7 +166,9 @@ def test_kafka_dumps_every_batch_as_mdshell_reads_it(name: str, synth_root: Path
     damage_seen = False
     for f in files:
         theirs, problems = kafka_records(runs[f])
-        repeats = "Non-consecutive offsets" in runs[f].err
+        notes = without_first_record_report(runs[f].err, judge,
+                                            theirs[0][0] if theirs else None)
+        repeats = "Non-consecutive offsets" in notes
         assert repeats == (NON_CONSECUTIVE.get(name) == f.name), (name, f.name)
         if name in DAMAGED and problems:
             assert any(DAMAGED[name] in p for p in problems), (f.name, problems)
@@ -180,25 +186,28 @@ def test_kafka_dumps_every_batch_as_mdshell_reads_it(name: str, synth_root: Path
 @pytest.mark.parametrize("name", NAMES)
 def test_kafka_shell_prints_the_image_mdshell_prints(name: str, synth_root: Path,
                                                     judged: dict[str, list[Case]]) -> None:
-    checked = 0
+    checked = unjudged = 0
     for c in judged[name]:
         if not _shell_judges(name, c):
             continue
-        run = tools.shell_tree(c.judge, list(c.unit.files))
-        assert tools.NOT_LOADED not in run.out, f"Kafka {c.judge} never loaded {c.unit.label}"
         expected, rc = as_buggy_kafka_prints(mdshell_tree(c.path, layout_of(c.judge)), c.judge)
-        if name == "bad-crc":
+        run = kafka_tree(c.judge, list(c.unit.files), expected)
+        got = compare(run, c.judge, expected, rc)
+        checked += 1
+        if isinstance(got, Unjudged):  # Kafka's intermittent hang: not a verdict
+            warnings.warn(f"unjudged: {c.unit.label}: {got.reason}", stacklevel=1)
+            unjudged += 1
+        elif name == "bad-crc":
             # Kafka bug (3.7.x, 4.3.1): the shell's SnapshotFileReader never checks batch
             # CRCs, so it applies the corrupt batch and all after it; mdshell stops there.
             assert "corrupt-topic" in run.out and "corrupt-topic" not in expected
             assert "next-segment-topic" in run.out and "before-crc" in expected
         else:
-            assert (run.out, run.rc) == (expected, rc), f"{c.unit.label}: {run.err[:300]}"
-        checked += 1
+            assert got is None, f"{c.unit.label}: {got}; {run.err[:300]}"
     if name in NO_KAFKA_SHELL or name in NO_METADATA_VERSION:
         assert checked == 0
     else:
-        assert checked > 0
+        assert checked > unjudged, f"Kafka judged none of {name}'s files"
 
 
 def test_lz4_batches_are_framed_as_kafka_writes_them() -> None:

@@ -12,8 +12,8 @@ outputs are cached by file hash (``tests/kafka/tools.py``), so a warm run starts
 from __future__ import annotations
 
 import json
-import re
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +25,15 @@ from .kafka_bugs import as_buggy_kafka_prints
 from .oracle import (
     MD,
     Unit,
+    Unjudged,
+    compare,
+    kafka_tree,
     layout_of,
     level_of,
     mdshell,
     mdshell_tree,
     need_kafka,
+    provenance_offset,
     scratch,
     units,
 )
@@ -41,13 +45,8 @@ KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {
     # in Kafka 4.0) of the topics that set it in this 3.6 cluster: log and snapshots.
     ("rjmfernandes__flink-on-prem", "*", K4): "drops a config removed in 4.0",
 }
-# Kafka bug (3.7.x, 4.3.1): the shell prints once its loader has published, and the loader
-# publishes as soon as it is one offset short of the file's end (SnapshotFileReader's high
-# water mark is the last offset, not the next one): when the last batch is one record,
-# the shell may print the image without it. Any file can lose that race on a busy machine:
-# a run one offset short is run again (RACE_TRIES times) until Kafka prints the whole file.
-# On the files below Kafka loses it most of the time, so either outcome is accepted.
-RACE_TRIES = 4
+# The files on which Kafka loses its load race (tests/oracle.py: RACE_TRIES) most of the
+# time: either outcome is accepted.
 RACES = {
     ("tiagoiwamoto__collection-of-images", "00000000000000000000.log", K4),
 }
@@ -104,40 +103,21 @@ def effective_level(path: Path) -> int | None:
     return 1 if whole and any(not r["control"] for r in rows) else None
 
 
-def verdict(j: Judged, version: str) -> str | None:
-    """None when Kafka ``version`` prints what mdshell prints, else what differs. A run that
-    lost Kafka's load race (see RACES) is run again."""
+# Files Kafka could not judge in this run: reported in the summary, and bounded by
+# test_kafka_judged_nearly_every_corpus_file (a judge that hangs everywhere is broken).
+UNJUDGED: list[str] = []
+MAX_UNJUDGED = 3
+
+
+def verdict(j: Judged, version: str) -> str | Unjudged | None:
+    """None when Kafka ``version`` prints what mdshell prints, :class:`Unjudged` when it
+    printed nothing to compare, else what differs."""
     expected, rc = as_buggy_kafka_prints(mdshell_tree(j.path, layout_of(version)), version)
-    run = tools.shell_tree(version, list(j.unit.files))
-    for _ in range(RACE_TRIES):
-        if not (tools.loaded(run) and _one_short(run.out, expected)):
-            break
-        run = tools.shell_tree(version, list(j.unit.files), fresh=True)
-    if tools.NOT_LOADED in run.out or run.rc == -1:
-        return f"Kafka {version} never loaded it ({run.err.strip()[:200]})"
-    if (run.out, run.rc) == (expected, rc):
-        return None
-    theirs, ours = run.out.splitlines(), expected.splitlines()
-    first = next((i for i, (a, b) in enumerate(zip(theirs, ours, strict=False)) if a != b),
-                 min(len(theirs), len(ours)))
-    return (f"exit {run.rc}, line {first + 1}: Kafka "
-            f"{theirs[first] if first < len(theirs) else '<end>'!r} / mdshell "
-            f"{ours[first] if first < len(ours) else '<end>'!r}")
-
-
-def _one_short(theirs: str, ours: str) -> bool:
-    """Kafka's image stops one offset before ours: the signature of its load race."""
-    a, b = _offset(theirs), _offset(ours)
-    return a is not None and b is not None and a == b - 1
-
-
-def _offset(tree: str) -> int | None:
-    m = re.search(r"^provenance:\n  offset (-?\d+),", tree, re.M)
-    return None if m is None else int(m.group(1))
+    return compare(kafka_tree(version, list(j.unit.files), expected), version, expected, rc)
 
 
 def _provenance(tree: str) -> int:
-    offset = _offset(tree)
+    offset = provenance_offset(tree)
     assert offset is not None
     return offset
 
@@ -156,6 +136,10 @@ def test_kafka_shell_judges_the_corpus(directory: str, version: str,
             continue
         known = KNOWN_DIFFERENCES.get(key) or KNOWN_DIFFERENCES.get((directory, "*", version))
         got = verdict(j, version)
+        if isinstance(got, Unjudged):
+            UNJUDGED.append(f"{j.unit.label} (Kafka {version}): {got.reason}")
+            warnings.warn(f"unjudged: {UNJUDGED[-1]}", stacklevel=1)
+            continue
         if key in RACES:  # identical, or Kafka's image stops one offset short
             assert got is None or _provenance(tools.shell_tree(version, list(j.unit.files)).out) \
                 == _provenance(mdshell_tree(j.path, layout_of(version))) - 1, got
@@ -163,3 +147,21 @@ def test_kafka_shell_judges_the_corpus(directory: str, version: str,
         if (got is None) != (known is None):
             unexpected.append(f"{j.unit.label}: {got or 'now identical: drop it from the list'}")
     assert unexpected == []
+
+
+def test_kafka_judged_nearly_every_corpus_file() -> None:
+    """Runs after the corpus tests above: Kafka's intermittent hang may leave a few files
+    unjudged, never many (that would be a broken judge, not bad luck)."""
+    assert len(UNJUDGED) <= MAX_UNJUDGED, UNJUDGED
+
+
+def test_a_file_kafka_never_loaded_is_unjudged_not_failed() -> None:
+    tree = "provenance:\n  offset 41, epoch 2, time 1\n"
+    hung = tools.Run(-1, "", "timed out after 83 s")
+    early = tools.Run(0, f"provenance:\n  {tools.NOT_LOADED}, time -1\n", "")
+    assert isinstance(compare(hung, K37, tree, 0), Unjudged)
+    assert isinstance(compare(early, K4, tree, 0), Unjudged)
+    assert compare(tools.Run(0, tree, ""), K4, tree, 0) is None
+    differs = compare(tools.Run(0, tree.replace("41", "40"), ""), K4, tree, 0)
+    assert isinstance(differs, str) and "line 2" in differs
+    assert compare(tools.Run(1, tree, "NullPointerException"), K37, tree, 0) is not None

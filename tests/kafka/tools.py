@@ -1,7 +1,8 @@
 """Kafka's own tools as the judge: ``MetadataShell`` and ``DumpLogSegments``, cached.
 
 Each tool starts a JVM, so every output is kept under ``cache_root()/oracle``, keyed by tool,
-Kafka version and the SHA-256 of the file it read: a warm cache starts no JVM at all. Cold,
+the version of this code (``CODE_VERSION``), Kafka version and the SHA-256 of the file it
+read: a warm cache starts no JVM at all, and a cache filled by other code is not read. Cold,
 the JVMs run in parallel (one per core), with C1 only, the serial GC and an application
 class-data archive made by the first run (about half the start-up time). ``DumpLogSegments``
 takes many files per run; ``MetadataShell`` reads one.
@@ -38,10 +39,10 @@ SHELL_TRIES = 8  # MetadataShell may print before its loader published: bounded 
 # Kafka's shell also hangs now and then on files it reads fine on other runs (seen on a
 # 607-byte 3.4 log with 3.7.2: 1 run in 4 never ends). A time-out is retried this many times
 # and never kept, so one unlucky run cannot stick in the cache.
-SHELL_TIMEOUT_TRIES = 4
+SHELL_TIMEOUT_TRIES = 3
 # Seconds a run may take: a Kafka that cannot read a file hangs forever; big files take a
 # few seconds, many more on a busy machine.
-TIMEOUT, TIMEOUT_PER_MB = 45, 20
+TIMEOUT, TIMEOUT_PER_MB = 20, 10
 JVM_FLAGS = ["-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
 
@@ -60,6 +61,19 @@ class Run:
     def from_json(text: str) -> Run:
         d = json.loads(text)
         return Run(d["rc"], d["out"], d["err"])
+
+
+def _code_version() -> str:
+    """A hash of the code that runs Kafka's tools and reads their output (this module and the
+    jar installer): part of every cache key, so a verdict stored by other code, one that read
+    Kafka's output another way, is never reused. Any edit here changes it."""
+    h = hashlib.sha256()
+    for module in (__file__, jars.__file__):
+        h.update(Path(module).read_bytes())
+    return h.hexdigest()[:16]
+
+
+CODE_VERSION = _code_version()
 
 
 def oracle_dir() -> Path:
@@ -141,7 +155,7 @@ def joined_sha(files: Sequence[Path]) -> str:
 
 
 def shell_key(version: str, files: Sequence[Path]) -> str:
-    return f"shell/{version}/{joined_sha(files)}"
+    return f"shell/{CODE_VERSION}/{version}/{joined_sha(files)}"
 
 
 def shell_tree(version: str, files: Sequence[Path], fresh: bool = False) -> Run:
@@ -177,7 +191,7 @@ def loaded(run: Run) -> bool:
 
 
 def dump_key(version: str, path: Path) -> str:
-    return f"dump/{version}/{sha256(path)}-{path.name}"
+    return f"dump/{CODE_VERSION}/{version}/{sha256(path)}-{path.name}"
 
 
 def dump(version: str, paths: Sequence[Path]) -> dict[Path, Run]:
