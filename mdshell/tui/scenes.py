@@ -14,6 +14,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
+from ..image.verdict import LIVE_STALE
 from . import sqlrun
 from .app import MdshellApp, make_app
 from .engine import Engine
@@ -89,7 +90,8 @@ def live_header_app() -> App[None]:
 
         def on_mount(self) -> None:
             for bar, (_, row) in zip(self.query(StatusBar), states, strict=True):
-                bar.refresh_header(replace(base, live=row))
+                badges = [LIVE_STALE] if row.error else []
+                bar.refresh_header(replace(base, live=row, badges=badges))
 
     return LiveHeaders()
 
