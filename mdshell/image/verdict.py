@@ -80,7 +80,8 @@ class Verdict:
     def words(self) -> str:
         """The verdict in one line, the same in every front end."""
         if self.sound:
-            text = "the image is complete"
+            text = "the image is complete" + (" and" if self._as_of().startswith("empty")
+                                              else "")
         else:
             head = ("the image may be wrong because of " if self.state == DAMAGED
                     else "the image is incomplete because of ")

@@ -293,7 +293,8 @@ def banner(shell: Shell) -> str:
             when = iso_zoned_utc(prov.time_ms)  # any value, unlike datetime
             state += f", {when[:19].replace('T', ' ')} UTC"
         state += ")"
-    warnings = len(shell.loaded.problems)
+    # As printed at load: where the damage left the image is said by the verdict line.
+    warnings = sum(1 for p in shell.loaded.problems if p.code != "image")
     if warnings:
         state += f", {warnings} warning{'s' if warnings > 1 else ''} above"
     source = shell.source.describe()

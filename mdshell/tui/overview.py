@@ -100,7 +100,7 @@ class OverviewScreen(DataScreen):
             words, status = health_title(checks)
             for each in ("fail", "warn", "ok"):
                 panel.set_class(each == status, each)
-            panel.border_title = f"Health: {words}" + (" (h for details)" if status != "ok"
+            panel.border_title = f"Health: {words}" + (" · h for details" if status != "ok"
                                                         else "")
             panel.update(_health(checks))
             by_name = {c.name: len(c.items) for c in checks}

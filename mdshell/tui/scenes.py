@@ -57,6 +57,8 @@ SCENES = [
     Scene("history", "segments-snapshots", keys=("l", "left", "left", "left", "m",
                                                  "left", "left", "d")),
 ]
+# A log cut mid-batch: the DAMAGED badge, and the health panel saying what `health` says.
+DAMAGED_SCENE = Scene("damaged", "bad-truncated-tail")
 # Needs a local Spark (pyspark and Java): the screenshot script and the Spark tests use it.
 SQL_SCENE = Scene("sql", "cluster-basic", command=(
     'sql "select p.leader as broker, b.rack, count(*) as leads, count(distinct p.topic) as '
