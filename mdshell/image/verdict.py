@@ -40,6 +40,7 @@ CAUSES = {
     "no-topic": _NOT_HELD, "no-partition": _NOT_HELD, "no-broker": _NOT_HELD,
     "no-controller": _NOT_HELD, "no-acl": _NOT_HELD,
     "incomplete": "data missing", "degraded": "a log that could not be fetched",
+    "unrecognized": "a file not read",
 }
 _FROM = frozenset({"gap", "incomplete"})  # "missing from offset N", not "at offset N"
 
@@ -121,7 +122,7 @@ def cause(p: Problem) -> str:
     if p.offset is not None and p.offset >= 0:
         text += f" {'from' if p.code in _FROM else 'at'} offset {p.offset}"
     elif p.file:
-        text += f" in {os.path.basename(p.file)}"
+        text += f" ({os.path.basename(p.file)})"
     return text
 
 
