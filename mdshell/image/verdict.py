@@ -80,19 +80,18 @@ class Verdict:
 
     def words(self) -> str:
         """The verdict in one line, the same in every front end."""
+        as_of = self._as_of()
         if self.sound:
-            text = "the image is complete" + (" and" if self._as_of().startswith("empty")
-                                              else "")
+            text = "the image is complete " + ("and " if self.offset < 0 and self.at is None
+                                               else "")
         else:
-            head = ("the image may be wrong because of " if self.state == DAMAGED
-                    else "the image is incomplete because of ")
-            text = head + cause(self.problems[0])
+            text = ("the image may be wrong because of " if self.state == DAMAGED
+                    else "the image is incomplete because of ") + cause(self.problems[0])
             more = len(self.problems) - 1
             if more:
                 text += f" (and {more} more problem{'s' if more > 1 else ''})"
-            text += ";"
-            text += " it is"
-        text += " " + self._as_of()
+            text += "; it is "
+        text += as_of
         if self.stale is not None:
             text += f"; it may be behind the quorum: {self.stale}"
         return text
