@@ -20,7 +20,7 @@ from .problems import Problem, SourceError
 
 if TYPE_CHECKING:
     from .commands.shell import Shell
-    from .session import Loaded
+    from .session import Loaded, Session
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # What writing to stdout fails with: a full disk or quota, a closed or broken output.
@@ -112,7 +112,18 @@ def _err(msg: str) -> None:
 def _warn(problems: Sequence[Problem], strict: bool) -> None:
     label = "error" if strict else "warning"
     for p in problems:
-        print(f"mdshell: {label}: {p.message}", file=sys.stderr)
+        if p.code != "image":  # where the damage left the image: the verdict says it
+            print(f"mdshell: {label}: {p.message}", file=sys.stderr)
+
+
+def _verdict(session: Session, strict: bool) -> bool:
+    """Say once what the problems above mean for the image (nothing when it is sound);
+    whether it is sound."""
+    verdict = session.verdict()
+    if not verdict.sound:
+        print(f"mdshell: {'error' if strict else 'warning'}: {verdict.words()}",
+              file=sys.stderr)
+    return verdict.sound
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -195,12 +206,15 @@ def _main(args: argparse.Namespace) -> int:
     shell = Shell(session, opts=RenderOptions(show_secrets=args.show_secrets))
 
     def said(loaded: Loaded) -> None:
-        """What reading found, said when the load runs (at once unless lazy)."""
+        """What reading found, said when the load runs (at once unless lazy), and what it
+        means for the image."""
         _warn(loaded.problems, args.strict)
         shell.said.update(p.message for p in loaded.problems)
+        if loaded.problems:
+            _verdict(session, args.strict)
 
     session.when_loaded(said)
-    if args.strict and session.latest.problems:
+    if args.strict and not session.verdict(session.latest).sound:
         return EXIT_FAIL
     if args.at is not None:
         from .commands.timetravel import is_position
@@ -214,7 +228,7 @@ def _main(args: argparse.Namespace) -> int:
         for w in moved.warnings:  # what only the older data shows
             print(f"mdshell: {label}: {w}", file=sys.stderr)
         shell.said.update(moved.warnings)
-        if args.strict and moved.warnings:
+        if moved.warnings and not _verdict(session, args.strict) and args.strict:
             return EXIT_FAIL
     if args.command:
         from .session import LoadFailed
@@ -260,7 +274,8 @@ def _spark_settings(args: argparse.Namespace) -> None:
 
 def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
             width: int | None = None, strict: bool = False) -> int:
-    """Run one command; with ``strict``, a warning about the data makes it fail (exit 1)."""
+    """Run one command; with ``strict``, an image that is not sound (damaged or incomplete
+    data, also found while the command read it) makes it fail (exit 1)."""
     from .commands.render import emit
 
     session = shell.session
@@ -269,7 +284,7 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
         session.latest  # noqa: B018  (load now: its warnings are due whatever the command)
     code = emit(result, out, output=output, width=width, notes=shell.new_notes,
                 said=shell.said)
-    if strict and result.warnings and code == EXIT_OK:
+    if strict and code == EXIT_OK and session.is_loaded and not session.verdict().sound:
         return EXIT_FAIL
     return code
 

@@ -8,6 +8,18 @@ from dataclasses import dataclass
 STOPS = frozenset({"crc", "truncated", "corrupt", "stopped", "unreadable"})
 # Problems after which the image may not be the cluster's (records lost or skipped).
 DAMAGE = STOPS | {"gap", "incomplete", "epoch"}
+# Problems meaning data is missing here (never read, or refused): the image is incomplete, not
+# damaged. "incomplete" is the code for any such problem (a log that does not start at zero
+# and no snapshot, a live image that could not be fetched); a file named unlike a segment is
+# not read, so what it holds is missing too.
+INCOMPLETE = frozenset({"incomplete", "degraded", "unrecognized"})
+# Problems that leave the image as Kafka would build it from this data: worth a word, but the
+# image is sound (an older snapshot used instead of a damaged one, an empty segment, a segment
+# named for another offset but read, a quorum-state or meta.properties that only the quorum
+# view reads). Every other code (a new one too) questions the image: mdshell.image.verdict.
+NOTICES = frozenset({"snapshot", "empty", "misnamed", "cluster-id",
+                     "quorum-state", "notice", "live", "no-metadata", "open-transaction",
+                     "image"})
 
 
 class SourceError(Exception):

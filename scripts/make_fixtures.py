@@ -427,7 +427,7 @@ FIXTURES = [
             "no `.log` or `.checkpoint`", make_bad_no_metadata,
             "no metadata log segments (.log) or snapshots (.checkpoint)", 1, 1),
     Fixture("bad-empty-log", "a formatted node that never wrote: one empty `.log`",
-            make_bad_empty_log, "empty segment", 0, 1),
+            make_bad_empty_log, "empty segment", 0, 0),
     Fixture("bad-truncated-tail", "the last batch (topic `lost-topic`) cut in half",
             make_bad_truncated_tail, "is incomplete", 0, 1),
     Fixture("bad-crc", "a flipped byte in the middle batch of segment 0 (topic "
@@ -440,7 +440,7 @@ FIXTURES = [
             "unknown metadata record type 99", 0, 1),
     Fixture("bad-half-snapshot", "the newest snapshot is truncated (no footer): the loader "
             "falls back to the older snapshot and the log", make_bad_half_snapshot,
-            "is not usable", 0, 1),
+            "is not usable", 0, 0),
 ]
 
 
@@ -464,8 +464,9 @@ def readme() -> str:
         "",
         "Expected: a stderr line containing the message (warnings are prefixed "
         "`mdshell: warning:`), the exit code of `mdshell -d DIR ls /`, and the exit code with "
-        "`--strict`. Never a traceback. Permission denied and a missing path are created by the "
-        "tests at run time.",
+        "`--strict` (1 when the image is not sound: damaged or incomplete data; an empty segment "
+        "or an older snapshot used instead of a damaged one leave it sound). Never a traceback. "
+        "Permission denied and a missing path are created by the tests at run time.",
         "",
         "| fixture | covers | message (substring) | exit | --strict exit |",
         "|---|---|---|---|---|",

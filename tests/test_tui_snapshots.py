@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mdshell.tui.scenes import SCENES, SIZE, Scene, live_header_app
+from mdshell.tui.scenes import DAMAGED_SCENE, SCENES, SIZE, Scene, live_header_app
 
 from .conftest import ROOT
 
@@ -15,6 +15,14 @@ from .conftest import ROOT
 @pytest.mark.parametrize("scene", SCENES, ids=[s.name for s in SCENES])
 def test_screen(scene: Scene, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
+    assert snap_compare(scene.app(), terminal_size=SIZE, run_before=scene.before())
+
+
+def test_damaged_overview(snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log cut mid-batch: the header's DAMAGED badge and the health panel's failing data
+    check, in `health`'s words, at the top of the overview."""
+    monkeypatch.chdir(ROOT)
+    scene = DAMAGED_SCENE
     assert snap_compare(scene.app(), terminal_size=SIZE, run_before=scene.before())
 
 

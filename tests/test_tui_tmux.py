@@ -72,7 +72,7 @@ def test_real_program_in_tmux(pane_factory: Callable[[str], Pane]) -> None:
     cmd = (f"cd {shlex.quote(str(ROOT))} && {shlex.quote(sys.executable)} -m mdshell -d "
            f"{shlex.quote(str(d))}; echo MDSHELL-EXIT=$?; sleep 30")
     pane = pane_factory(cmd)
-    screen = pane.wait(lambda s: "Health: 1 problem " in s and "secrets redacted" in s
+    screen = pane.wait(lambda s: "Health: 1 check failed " in s and "secrets redacted" in s
                        and "q Quit" in s, "the overview")  # the footer shows the keys
     assert "FAIL  offline partitions: 1 of 3 partitions have no leader" in screen
     assert "69BetzZ3pKXy32A108FzNA" in screen

@@ -25,11 +25,16 @@ def voter_ids(shell: Shell) -> list[int] | None:
          details="Fenced or shutting-down brokers, partitions without a leader, "
                  "under-replicated and under-min-ISR partitions, ELR state, controller "
                  "registrations that are not voters, and finalized feature levels that a "
-                 "registered node does not support; damaged or incomplete data fails a 'data' "
-                 "check (the image may be wrong). One-shot exit code: 1 when a check fails. "
+                 "registered node does not support. The 'data' check comes first: the image's "
+                 "verdict (complete, may be wrong because..., incomplete because...), which "
+                 "fails when the data is damaged or incomplete and warns when the image is not "
+                 "the latest (time travel, a live view that stopped following). One-shot exit "
+                 "code: 1 when a check fails. "
                  "--all lists every item (default: the first 20 per check). In JSON, each "
                  "item is an object: check, status, message (the line of text), what it "
-                 "points at (broker, controller, or topic and partition) and its fields.",
+                 "points at (broker, controller, or topic and partition) and its fields; "
+                 "'summary' is the last line of the text and 'verdict' the data check's "
+                 "verdict as an object.",
          options=("--all",))
 def health(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("health", "health [--all]")
@@ -37,7 +42,8 @@ def health(shell: Shell, args: list[str]) -> Result:
     ns = p.parse_args(args)
     from ..image.health import FAIL, run_checks
 
-    checks = run_checks(shell.loaded.image, voter_ids(shell), shell.loaded.problems)
+    verdict = shell.session.verdict()
+    checks = run_checks(shell.loaded.image, voter_ids(shell), verdict)
     failed = any(c.status == FAIL for c in checks)
-    return Result(value=r.Health(checks, None if ns.all else 20, not failed),
+    return Result(value=r.Health(checks, None if ns.all else 20, not failed, verdict),
                   exit_code=1 if failed else 0)

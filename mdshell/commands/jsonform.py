@@ -51,7 +51,11 @@ def health_item(check: Any, item: Any) -> dict[str, Any]:
 
 
 def _health_json(v: r.Health) -> Any:
-    return {"ok": v.ok, "checks": [
+    from ..image.health import summary
+
+    words, status = summary(v.checks)
+    return {"ok": v.ok, "summary": words, "status": status,
+            "verdict": None if v.verdict is None else v.verdict.to_json(), "checks": [
         {"name": c.name, "status": c.status, "summary": c.summary,
          "items": [health_item(c, it) for it in c.items]} for c in v.checks]}
 

@@ -16,6 +16,7 @@ from ..tree.node import Node, RenderOptions
 
 if TYPE_CHECKING:
     from ..image.health import Check
+    from ..image.verdict import Verdict
     from .base import Command
 
 Rows = Callable[[], Iterator[dict[str, Any]]]
@@ -127,6 +128,7 @@ class Health(NamedTuple):
     checks: list[Check]
     limit: int | None  # items shown per check in text (None: all)
     ok: bool  # no check failed
+    verdict: Verdict | None = None  # the image's (its 'data' check says the same)
 
 
 class Help(NamedTuple):

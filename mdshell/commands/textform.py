@@ -185,7 +185,7 @@ MARK = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "info": "INFO"}
 
 
 def _health_text(v: r.Health) -> Iterator[str]:
-    from ..image.health import FAIL, WARN
+    from ..image.health import summary
 
     for c in v.checks:
         yield f"{MARK.get(c.status, c.status)}  {c.name}: {c.summary}"
@@ -194,14 +194,7 @@ def _health_text(v: r.Health) -> Iterator[str]:
             yield f"        {item}"
         if len(shown) < len(c.items):
             yield f"        ... {len(c.items) - len(shown)} more (health --all)"
-    failed = sum(1 for c in v.checks if c.status == FAIL)
-    warned = sum(1 for c in v.checks if c.status == WARN)
-    warns = f"{warned} warning{'s' if warned != 1 else ''}"
-    if failed:
-        fails = f"{failed} check{'s' if failed != 1 else ''} failed"
-        yield fails + (f", {warns}" if warned else "")
-    else:
-        yield "healthy" + (f" ({warns})" if warned else "")
+    yield summary(v.checks)[0]
 
 
 def _help_text(v: r.Help) -> Iterator[str]:

@@ -12,12 +12,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..problems import DAMAGE, Problem
 from ..wire.frames import LOST_DIR
 from . import model as m
 from .names import BROKER_CONFIG, METADATA_VERSION_FEATURE, TOPIC_CONFIG, metadata_version_name
+from .verdict import FAIL, OK, WARN, Verdict
 
-OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
+INFO = "info"
 MIN_ISR = "min.insync.replicas"
 
 
@@ -285,18 +285,30 @@ def check_features(img: m.Image) -> list[Check]:
     return out
 
 
-def check_data(problems: Iterable[Problem]) -> list[Check]:
-    """Damaged or incomplete data is a failing check of its own: every other check reads an
-    image that may be wrong."""
-    bad: list[str] = [item(p.message, problem=p.code, file=p.file, offset=p.offset)
-                      for p in problems if p.code in DAMAGE]
-    if not bad:
-        return []
-    return [Check("data", FAIL, f"the image may be wrong: {count(len(bad), 'problem')} in "
-                  "the data (records lost or skipped)", bad)]
+def check_data(verdict: Verdict) -> list[Check]:
+    """The image's verdict as a check of its own, in its own words: when the data is damaged
+    or incomplete it fails, since every other check reads an image that may be wrong."""
+    items: list[str] = [item(p.message, problem=p.code, file=p.file, offset=p.offset)
+                        for p in verdict.problems]
+    return [Check("data", verdict.status, verdict.words(), items)]
 
 
 def run_checks(img: m.Image, voters: Iterable[int] | None,
-               problems: Iterable[Problem] = ()) -> list[Check]:
-    return (check_data(problems) + check_brokers(img) + check_partitions(img)
+               verdict: Verdict | None = None) -> list[Check]:
+    """Every check; the data check first when the image's verdict is given."""
+    data = check_data(verdict) if verdict is not None else []
+    return (data + check_brokers(img) + check_partitions(img)
             + check_controllers(img, voters) + check_features(img))
+
+
+def summary(checks: Iterable[Check]) -> tuple[str, str]:
+    """The checks summed up in one line, and its status (fail, warn or ok): what every front
+    end says of them (``health``'s last line, the TUI's health title)."""
+    statuses = [c.status for c in checks]
+    failed, warned = statuses.count(FAIL), statuses.count(WARN)
+    warns = count(warned, "warning")
+    if failed:
+        return f"{count(failed, 'check')} failed" + (f", {warns}" if warned else ""), FAIL
+    if warned:
+        return f"healthy ({warns})", WARN
+    return "healthy", OK

@@ -179,12 +179,14 @@ class Notes:
 
     def __init__(self) -> None:
         self.messages: list[str] = []
+        self.codes: list[str] = []  # each message's problem code (the key's first part)
         self._seen: set[tuple[object, ...]] = set()
 
     def add(self, key: tuple[object, ...], message: str) -> None:
         if key not in self._seen:
             self._seen.add(key)
             self.messages.append(message)
+            self.codes.append(str(key[0]))
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from ..commands.base import REGISTRY
 from ..commands.render import emit
 from ..commands.session import ExitShell
 from ..commands.shell import Shell
+from ..image.verdict import LIVE_STALE, TIME_TRAVEL
 from ..tree.javafmt import iso_zoned_utc
 from ..tree.paths import GlobError, absolute, has_glob, lookup, unescape
 from . import history as hist
@@ -253,10 +254,14 @@ def short_path(path: str, limit: int = 40) -> str:
 
 
 def prompt_parts(shell: Shell) -> list[tuple[str, str]]:
-    """``mdshell:<source>[@offset]:<cwd>> `` as styled parts; ``@offset`` after ``at``."""
+    """``mdshell:<source>[@offset][BADGE]:<cwd>> `` as styled parts; ``@offset`` after
+    ``at``, and the verdict's badges (DAMAGED, INCOMPLETE, LIVE STALE) while the image is
+    not sound or not following."""
     at = [] if shell.loaded.upto is None else [("class:at", f"@{shell.loaded.upto}")]
+    badges = [("class:warn" if b == LIVE_STALE else "class:fail", f"[{b}]")
+              for b in shell.session.verdict().badges if b != TIME_TRAVEL]
     return [("class:app", "mdshell"), ("", ":"), ("class:source", short_source(shell)), *at,
-            ("", ":"), ("class:path", short_path(shell.cwd)), ("", "> ")]
+            *badges, ("", ":"), ("class:path", short_path(shell.cwd)), ("", "> ")]
 
 
 def prompt_text(shell: Shell) -> FormattedText:
@@ -288,7 +293,8 @@ def banner(shell: Shell) -> str:
             when = iso_zoned_utc(prov.time_ms)  # any value, unlike datetime
             state += f", {when[:19].replace('T', ' ')} UTC"
         state += ")"
-    warnings = len(shell.loaded.problems)
+    # As printed at load: where the damage left the image is said by the verdict line.
+    warnings = sum(1 for p in shell.loaded.problems if p.code != "image")
     if warnings:
         state += f", {warnings} warning{'s' if warnings > 1 else ''} above"
     source = shell.source.describe()
@@ -399,7 +405,8 @@ def run_repl(shell: Shell, *, history_path: Path | None = None,
         enable_history_search=True, enable_suspend=True, key_bindings=_key_bindings(),
         input=pt_input, output=pt_output,
         style=Style.from_dict({"source": "ansicyan", "at": "ansiyellow bold",
-                               "path": "ansigreen bold"}))
+                               "fail": "ansired bold",
+                               "warn": "ansiyellow bold", "path": "ansigreen bold"}))
     shell.interactive = True
     print(banner(shell), file=out, flush=True)
     while True:

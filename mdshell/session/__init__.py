@@ -15,6 +15,7 @@ from typing import Any
 from ..image.history import History
 from ..image.model import Image, Notes
 from ..image.replay import ImageBuilder, Observer, Sieve, Wants
+from ..image.verdict import Verdict, judge
 from ..problems import STOPS, Problem, SourceError
 from ..source import Located, Source, open_source
 from ..source.info import LogInfo, QuorumInfo
@@ -167,6 +168,27 @@ class Session:
         self._notes_shown = len(notes.messages)
         return fresh
 
+    def verdict(self, loaded: Loaded | None = None) -> Verdict:
+        """Whether the image shown (or ``loaded``) can be trusted: judged from what reading
+        found, with where the view stands (time travel, a live view that stopped)."""
+        loaded = loaded or self.loaded
+        image = loaded.image
+        verdict = judge(loaded.problems, image.provenance.offset, image.notes)
+        latest = self.latest.image.provenance.offset
+        at = loaded.upto
+        if loaded is self.latest or at is None or at >= latest:
+            at = None  # the latest image, or one that equals it
+        return verdict.viewed(at, latest, self._stale())
+
+    def _stale(self) -> str | None:
+        """Live: why the view stopped following the quorum (None: it follows, or is not
+        live)."""
+        status = getattr(self.source, "status", None)
+        if status is None:
+            return None
+        st = status()
+        return st.follow_error if st.following else None
+
     # ------------------------------------------------------------ describing the source
 
     def quorum_info(self, loaded: Loaded | None = None) -> QuorumInfo:
@@ -318,9 +340,10 @@ def _live_nodes(source: Source, info: RootInfo) -> None:
 
 def _until(problems: list[Problem], offset: int) -> list[Problem]:
     """The latest load's problems that concern the data up to ``offset`` (its summary of
-    where the image stops is about the latest image, not this one)."""
-    return [p for p in problems
-            if p.code != "image" and (p.offset is None or p.offset <= offset)]
+    where the image stops, and the later segments the damage stopped, are about the latest
+    image, not this one: the damage itself says where it is)."""
+    return [p for p in problems if p.code not in ("image", "stopped")
+            and (p.offset is None or p.offset <= offset)]
 
 
 def _quorum_node(q: QuorumInfo) -> Node:

@@ -179,11 +179,13 @@ class Engine:
     def header(self) -> Header:
         img = self.loaded.image
         prov = img.provenance
+        verdict = self.sh.session.verdict()
         return Header(self._cluster_id(), self.label, self.source.kind,
                       prov.offset, prov.epoch, iso_zoned_utc(prov.time_ms) if prov.time_ms >= 0
                       else "-", metadata_version_name(img.metadata_version_level)
                       if img.metadata_version is not None else "unset",
-                      not self.opts.show_secrets, self.loaded.upto, self.live_row())
+                      not self.opts.show_secrets, self.loaded.upto, self.live_row(),
+                      verdict.badges, verdict.words())
 
     def _cluster_id(self) -> str:
         q = self.sh.session.quorum_info()
@@ -284,7 +286,8 @@ class Engine:
     # ---------------------------------------------------------------- health
 
     def checks(self) -> list[CheckRow]:
-        return check_rows(self.loaded.image, self.voter_ids())
+        """The checks of ``health``, its data check (the image's verdict) included."""
+        return check_rows(self.loaded.image, self.voter_ids(), self.sh.session.verdict())
 
     # ---------------------------------------------------------------- search
 

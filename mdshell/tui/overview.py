@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 
 from .engine import CheckRow, NodeRow, Overview
+from .healthrows import health_title
 from .screen import DataScreen
 from .widgets import StatusBar, state_text, status_badge
 
@@ -22,8 +23,9 @@ class OverviewScreen(DataScreen):
     DEFAULT_CSS = """
     OverviewScreen VerticalScroll { padding: 0 1; }
     OverviewScreen .panel { border: round $primary-darken-1; height: auto; padding: 0 1; }
-    OverviewScreen #health { border: round $error; }
-    OverviewScreen #health.healthy { border: round $success; }
+    OverviewScreen #health.fail { border: round $error; }
+    OverviewScreen #health.warn { border: round $warning; }
+    OverviewScreen #health.ok { border: round $success; }
     OverviewScreen #warnings { border: round $warning; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "app.mode('health')",
@@ -88,16 +90,18 @@ class OverviewScreen(DataScreen):
         counts.append(f"{ov.partitions:,}", style="bold")
         counts.append(" partitions   ")
         if checks is None:
+            for each in ("fail", "warn", "ok"):
+                panel.set_class(False, each)
             panel.border_title = "Health"
             panel.update(Text(f"checking {ov.partitions:,} partitions, "
                               f"{len(ov.brokers)} brokers...", style="dim italic"))
             counts.append("offline … under-replicated …", style="dim")
         else:
-            bad = [c for c in checks if c.status in ("fail", "warn")]
-            panel.set_class(not bad, "healthy")
-            plural = "s" if len(bad) > 1 else ""
-            panel.border_title = ("Health: " + (f"{len(bad)} problem{plural} (h for details)"
-                                                if bad else "healthy"))
+            words, status = health_title(checks)
+            for each in ("fail", "warn", "ok"):
+                panel.set_class(each == status, each)
+            panel.border_title = f"Health: {words}" + (" · h for details" if status != "ok"
+                                                        else "")
             panel.update(_health(checks))
             by_name = {c.name: len(c.items) for c in checks}
             for name, label in (("offline partitions", "offline"),

@@ -50,6 +50,10 @@ class Header:
     redacted: bool
     at: int | None  # None: the end of the log
     live: LiveRow | None = None  # -q: how far behind the quorum the image is
+    # The image's verdict: DAMAGED, INCOMPLETE, TIME TRAVEL, LIVE STALE (none: a sound latest
+    # image), and its words (the health panel's data check says the same).
+    badges: list[str] = field(default_factory=list)
+    verdict: str = ""
 
 
 @dataclass

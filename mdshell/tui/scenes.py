@@ -14,6 +14,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
+from ..image.verdict import LIVE_STALE
 from . import sqlrun
 from .app import MdshellApp, make_app
 from .engine import Engine
@@ -56,6 +57,8 @@ SCENES = [
     Scene("history", "segments-snapshots", keys=("l", "left", "left", "left", "m",
                                                  "left", "left", "d")),
 ]
+# A log cut mid-batch: the DAMAGED badge, and the health panel saying what `health` says.
+DAMAGED_SCENE = Scene("damaged", "bad-truncated-tail")
 # Needs a local Spark (pyspark and Java): the screenshot script and the Spark tests use it.
 SQL_SCENE = Scene("sql", "cluster-basic", command=(
     'sql "select p.leader as broker, b.rack, count(*) as leads, count(distinct p.topic) as '
@@ -89,7 +92,8 @@ def live_header_app() -> App[None]:
 
         def on_mount(self) -> None:
             for bar, (_, row) in zip(self.query(StatusBar), states, strict=True):
-                bar.refresh_header(replace(base, live=row))
+                badges = [LIVE_STALE] if row.error else []
+                bar.refresh_header(replace(base, live=row, badges=badges))
 
     return LiveHeaders()
 

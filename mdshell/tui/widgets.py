@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.widgets import Static
 
+from ..image.verdict import LIVE_STALE, TIME_TRAVEL
+
 if TYPE_CHECKING:
     from .engine import Header
     from .rows import LiveRow
@@ -39,9 +41,20 @@ def short_source(path: str, limit: int = 48) -> str:
     return "…" + path[-(limit - 1):]
 
 
+def badge_text(badge: str, at: int | None) -> Text:
+    """A verdict badge: red when the image is not sound, yellow when it is not the latest."""
+    status = "warn" if badge in (TIME_TRAVEL, LIVE_STALE) else "fail"
+    label = f"TIME TRAVEL: as of offset {at}" if badge == TIME_TRAVEL else badge
+    return Text(f" {label} ", style=STATUS_STYLE[status])
+
+
 def header_text(h: Header) -> Text:
+    """The badges first: at 80 columns the rest may wrap out of the bar, never them."""
     t = Text()
     t.append(" mdshell ", style="bold reverse")
+    for badge in h.badges:
+        t.append(" ")
+        t.append_text(badge_text(badge, h.at))
     t.append("  cluster ", style="dim")
     t.append(h.cluster_id, style="bold")
     t.append(f"  {h.kind} ", style="dim")
@@ -59,9 +72,6 @@ def header_text(h: Header) -> Text:
         t.append("secrets redacted", style="green")
     else:
         t.append("SECRETS SHOWN", style="bold white on red")
-    if h.at is not None:
-        t.append("  ")
-        t.append(f" TIME TRAVEL: as of offset {h.at} ", style="bold black on yellow")
     if h.live is not None:
         t.append("  ")
         t.append_text(live_text(h.live))
@@ -69,10 +79,11 @@ def header_text(h: Header) -> Text:
 
 
 def live_text(row: LiveRow) -> Text:
-    """`● LIVE hw 1234 lag 0 · 0.3 s ago`: green when caught up, yellow behind, red stopped."""
+    """`● LIVE hw 1234 lag 0 · 0.3 s ago`: green when caught up, yellow behind or stopped
+    (then the header's LIVE STALE badge says so too)."""
     lag = row.lag
     if row.error:
-        return Text(f" LIVE STOPPED: {row.error} ", style="bold white on red")
+        return Text(f"● LIVE stopped: {row.error}", style="bold yellow")
     style = "bold green" if lag == 0 else "bold yellow"
     t = Text("● LIVE", style=style)
     t.append(" hw ", style="dim")
