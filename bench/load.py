@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 LARGEST = "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
 SMALL = "13LAckHEart__kafka"
+ONE_MB = "dkoh12__Systems"
 
 # 30 brokers, RF 3, 100 partitions a topic; a snapshot after setup, then a log of changes.
 GENERATED = {
@@ -134,6 +135,8 @@ def main() -> None:
     if CORPUS.is_dir():
         small, largest = CORPUS / SMALL, CORPUS / LARGEST
         measure(f"corpus small ({size_mb(small):.1f} MB): ls /", ["-d", str(small), "ls", "/"])
+        one_mb = CORPUS / ONE_MB
+        measure(f"corpus {ONE_MB} ({size_mb(one_mb):.1f} MB): ls /", ["-d", str(one_mb), "ls", "/"])
         measure(f"corpus largest ({size_mb(largest):.1f} MB): cat provenance",
                 ["-d", str(largest), "cat", "/image/provenance"])
         measure("corpus largest: tree /image", ["-d", str(largest), "tree", "/image"])

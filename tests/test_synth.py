@@ -442,7 +442,7 @@ def test_cli_refuses_a_non_empty_output_dir(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- scale
-# How fast this goes is measured by bench/synth.py (figures in the README), not asserted here.
+# How fast this goes is measured by bench/synth.py, not asserted here.
 
 
 def test_hundred_thousand_partitions_snapshot(tmp_path: Path) -> None:

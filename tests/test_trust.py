@@ -546,7 +546,7 @@ def test_at_a_time_before_the_log_uses_the_newest_older_snapshot(tmp_path: Path)
     assert lines[0].startswith("image as of offset 67 ") and "newest snapshot" in lines[1]
 
 
-# ---------------------------------------------------------------- item 14: the README
+# ---------------------------------------------------------------- item 14: the README and docs
 
 
 def test_readme_documents_commands_options_python_and_shared_data() -> None:
@@ -558,23 +558,26 @@ def test_readme_documents_commands_options_python_and_shared_data() -> None:
 
     from .conftest import GOLDEN
 
-    text = (ROOT / "README.md").read_text()
-    table = text.split("### Commands", 1)[1].split("\n### ", 1)[0]
+    readme = (ROOT / "README.md").read_text()
+    commands = (ROOT / "docs" / "commands.md").read_text()
+    table = commands.split("## Commands", 1)[1].split("\n## ", 1)[0]
     for name in REGISTRY:
-        assert re.search(rf"`{name}\b", table), f"{name} is not in the README's commands table"
-    usage = text.split("## Using it", 1)[1].split("```", 2)[1]
+        assert re.search(rf"`{name}\b", table), f"{name} is not in docs/commands.md's table"
+    usage = commands.split("## Using it", 1)[1].split("```", 2)[1]
     for action in build_parser()._actions:
         for opt in action.option_strings:
             if opt.startswith("--") and any(o.startswith("-") and not o.startswith("--")
                                             for o in action.option_strings):
                 continue  # the short form stands for both
-            assert opt in usage, f"{opt} is missing from the README usage line"
+            assert opt in usage, f"{opt} is missing from docs/commands.md's usage line"
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
-    assert requires == ">=3.11" and "Python 3.11 or newer" in text
-    assert "MDSHELL_SHARED" in text and "../shared" in text
+    assert requires == ">=3.11" and "Python 3.11 or newer" in readme
+    development = (ROOT / "docs" / "development.md").read_text()
+    assert "MDSHELL_SHARED" in development and "../shared" in development
+    assert "docs/development.md" in readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     if GOLDEN.is_dir():
         ok = [p for p in GOLDEN.glob("*/*.tree.rc") if p.read_text().strip() == "0"]
-        assert f"{len(ok)} reference outputs" in text
+        assert f"{len(ok)} reference outputs" in (ROOT / "docs" / "fidelity.md").read_text()
 
 
 def test_health_lists_partitions_in_numeric_order() -> None:
