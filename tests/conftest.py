@@ -100,3 +100,28 @@ def batches_of(path: Path) -> list[Any]:
         out.append(b)
         pos += b.size
     return out
+
+
+ORACLE_MODULES = {"test_oracle.py", "test_oracle_corpus.py"}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start fetching Kafka's verdicts in the background when oracle tests will run."""
+    if any(item.path.name in ORACLE_MODULES for item in session.items):
+        from .kafka import background
+
+        background.start()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from .kafka import background
+
+    background.stop()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from .kafka import background
+
+    line = background.report()
+    if line:
+        terminalreporter.write_line(line)

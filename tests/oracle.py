@@ -23,6 +23,8 @@ from mdshell.cli import main
 from .kafka import jars, tools
 
 MD = "__cluster_metadata-0"
+# Kafka runs to make: MetadataShell (version, files joined) and DumpLogSegments (version, file).
+Jobs = tuple[list[tuple[str, list[Path]]], list[tuple[str, Path]]]
 
 
 def need_kafka() -> None:

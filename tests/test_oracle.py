@@ -24,10 +24,11 @@ import pytest
 from mdshell.wire.batch import parse_header
 
 from .conftest import FIXTURES
-from .kafka import jars, tools
+from .kafka import background, jars, tools
 from .kafka_bugs import as_buggy_kafka_prints, without_first_record_report
 from .oracle import (
     MD,
+    Jobs,
     Unit,
     Unjudged,
     checkpoints,
@@ -114,9 +115,9 @@ def _dirs(synth_root: Path) -> dict[str, Path]:
     return found
 
 
-@pytest.fixture(scope="module")
-def synth_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("synth")
+def make_synth(root: Path) -> Path:
+    """The generated directories (deterministic: the same bytes, so the same cache keys,
+    in every process that makes them)."""
     for name, args in SYNTH.items():
         subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(root / name),
                         *args, *COMMON], check=True, capture_output=True, timeout=120)
@@ -124,10 +125,12 @@ def synth_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def judged(synth_root: Path) -> dict[str, list[Case]]:
-    """Every directory's units with their judge; Kafka's verdicts fetched in one go."""
-    need_kafka()
-    tmp = scratch()
+def synth_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_synth(tmp_path_factory.mktemp("synth"))
+
+
+def cases_and_jobs(synth_root: Path, tmp: Path) -> tuple[dict[str, list[Case]], Jobs]:
+    """Every directory's units with their judge, and the Kafka runs that judge them."""
     cases: dict[str, list[Case]] = {}
     dumps: list[tuple[str, Path]] = []
     for name, d in _dirs(synth_root).items():
@@ -142,6 +145,17 @@ def judged(synth_root: Path) -> dict[str, list[Case]]:
         dumps += [(judge, f) for f in [*segments(md), *checkpoints(md)]]
     shells = [(c.judge, list(c.unit.files)) for name, cs in cases.items() for c in cs
               if _shell_judges(name, c)]
+    return cases, (shells, dumps)
+
+
+@pytest.fixture(scope="module")
+def judged(synth_root: Path) -> dict[str, list[Case]]:
+    """Every directory's units with their judge; Kafka's verdicts fetched in one go (most
+    of them already by the background run started with the session: tests/conftest.py)."""
+    need_kafka()
+    background.wait()
+    tmp = scratch()
+    cases, (shells, dumps) = cases_and_jobs(synth_root, tmp)
     tools.prefetch(shells, dumps)
     yield cases
     shutil.rmtree(tmp, ignore_errors=True)

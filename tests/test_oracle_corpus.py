@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from .conftest import corpus_dirs, corpus_ids, need_corpus
-from .kafka import jars, tools
+from .kafka import background, jars, tools
 from .kafka_bugs import as_buggy_kafka_prints
 from .oracle import (
     MD,
+    Jobs,
     Unit,
     Unjudged,
     compare,
@@ -65,20 +66,31 @@ class Judged:
     level: int | None
 
 
+def corpus_judged(tmp: Path) -> dict[str, list[Judged]]:
+    """Every corpus unit with its level."""
+    return {d.name: [Judged(d.name, u, path, effective_level(path))
+                     for u in units(d / MD, every_segment=True)
+                     for path in [u.materialise(tmp)]]
+            for d in corpus_dirs()}
+
+
+def corpus_jobs(found: dict[str, list[Judged]]) -> Jobs:
+    """The shell runs that judge the corpus (no dumps)."""
+    return ([(v, list(j.unit.files)) for js in found.values() for j in js
+             for v in judges(j.level) if (j.directory, j.unit.files[-1].name) not in HANGS],
+            [])
+
+
 @pytest.fixture(scope="module")
 def corpus_units() -> dict[str, list[Judged]]:
-    """Every corpus unit with its level; both judges' verdicts fetched in one go."""
+    """Every corpus unit with its level; both judges' verdicts fetched in one go (most of
+    them already by the background run started with the session: tests/conftest.py)."""
     need_corpus()
     need_kafka()
+    background.wait()
     tmp = scratch()
-    found: dict[str, list[Judged]] = {}
-    for d in corpus_dirs():
-        found[d.name] = [Judged(d.name, u, path, effective_level(path))
-                         for u in units(d / MD, every_segment=True)
-                         for path in [u.materialise(tmp)]]
-    jobs = [(v, list(j.unit.files)) for js in found.values() for j in js
-            for v in judges(j.level) if (j.directory, j.unit.files[-1].name) not in HANGS]
-    tools.prefetch(jobs, [])
+    found = corpus_judged(tmp)
+    tools.prefetch(*corpus_jobs(found))
     yield found
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -10,6 +10,7 @@ these tests must fail loudly in CI, never skip.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -65,6 +66,16 @@ def jars(version: str) -> Path:
     target = cache_root() / "kafka" / version
     if (target / ".complete").exists():
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # The tests and the oracle's background run may both install it: one at a time.
+    with open(target.parent / f".{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / ".complete").exists():
+            return target
+        return _install(version, target)
+
+
+def _install(version: str, target: Path) -> Path:
     java()
     mvn = shutil.which("mvn")
     if mvn is None:

@@ -312,14 +312,14 @@ def parse_dump(text: str) -> tuple[list[DumpedRecord], list[str]]:
 
 
 def prefetch(shell_jobs: Iterable[tuple[str, Sequence[Path]]],
-             dump_jobs: Iterable[tuple[str, Path]]) -> None:
-    """Fill the cache for all these runs, one JVM per core at a time."""
+             dump_jobs: Iterable[tuple[str, Path]], workers: int | None = None) -> None:
+    """Fill the cache for all these runs, ``workers`` JVMs at a time (one per core)."""
     shells = [(v, list(f)) for v, f in shell_jobs if _cached(shell_key(v, f)) is None]
     dumps: dict[str, list[Path]] = {}
     for v, p in dump_jobs:
         if _cached(dump_key(v, p)) is None and p not in dumps.setdefault(v, []):
             dumps[v].append(p)
-    workers = max(1, os.cpu_count() or 1)
+    workers = workers or max(1, os.cpu_count() or 1)
     unique: dict[str, tuple[str, list[Path]]] = {}
     for v, files in sorted(shells, key=lambda j: -sum(f.stat().st_size for f in j[1])):
         unique.setdefault(shell_key(v, files), (v, files))
