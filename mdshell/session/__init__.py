@@ -27,6 +27,7 @@ from ..wire.batch import UNDECODABLE, Batch
 from ..wire.kinds import RecordKind
 from ..wire.records import METADATA
 from .load import Loaded, load
+from .rebuild import Rebuildable, rebuildable
 
 _PARTITION_RECORDS = (RecordKind.PARTITION, RecordKind.PARTITION_CHANGE)
 
@@ -60,6 +61,7 @@ class Session:
         self._notes_key: Notes | None = None
         self._notes_shown = 0
         self._range: tuple[int | None, int | None] | None = None
+        self._rebuild: Rebuildable | None = None
         self._latest: Loaded | None = loaded
         self._loaded: Loaded | None = None
         self._root: Node | None = None
@@ -190,6 +192,14 @@ class Session:
             self._range = first, last
         return self._range
 
+    def rebuildable(self) -> Rebuildable:
+        """Exactly which offsets an image can be rebuilt at (``at`` refuses the others):
+        snapshots, and the log reaching on unbroken from them or from offset 0, up to where
+        damage stopped the latest load."""
+        if self._rebuild is None:
+            self._rebuild = rebuildable(self.source, self.offset_range()[1])
+        return self._rebuild
+
     def stopped_by(self) -> Problem | None:
         """The damage that stopped the latest load before the end of the data, if any."""
         return self.damage_before(self.latest, 1 << 62)
@@ -269,7 +279,7 @@ class Session:
                      last, latest.complete_from_zero, replayer, latest.base, following)
         following = self.loaded is latest
         self.latest = new
-        self._range = None
+        self._range = self._rebuild = None
         if following:
             self.set_loaded(new)
         for callback in list(self._subscribers):
@@ -286,6 +296,7 @@ class Session:
         if change == "reset":
             following = self.loaded is self.latest
             self.latest = load(self.source)
+            self._range = self._rebuild = None
             if following:
                 self.set_loaded(self.latest)
             for callback in list(self._subscribers):
