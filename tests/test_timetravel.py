@@ -373,3 +373,28 @@ def test_log_starting_after_the_snapshots_is_refused_below_its_first_snapshot(
     for good in (points[0], nxt, nxt + 3):
         assert shell.run(["at", str(good)]).code == 0
         assert image_text(shell) == prefix_image(full, good, tmp_path), f"at {good}"
+
+
+def flip_middle_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_snapshot_without_log_is_refused(tmp_path: Path) -> None:
+    """A snapshot that cannot be used, with no log to go on from an older one: its offset is
+    refused (the newest one answered the older snapshot's image as "latest", an older one
+    answered the snapshot below it as its own offset, both with exit 0)."""
+    copy = copy_log_dir(synth_dir(tmp_path / "full"), tmp_path / "copy", no_log)
+    points = snapshot_offsets(copy)
+    md = copy / "__cluster_metadata-0"
+    for p in (points[-1], points[1]):
+        flip_middle_byte(md / f"{p + 1:020d}-0000000001.checkpoint")
+    shell = open_shell(copy, secrets=True)
+    for bad in (points[-1], points[1]):
+        r = shell.run(["at", str(bad)])
+        assert r.code == 1, (bad, list(r.lines))
+        assert f"offset {bad} cannot be rebuilt" in r.errors[0]
+        assert f"{bad + 1:020d}-0000000001.checkpoint is not usable" in r.errors[0]
+    r = shell.run(["at", str(points[0])])
+    assert r.code == 0 and shell.loaded.image.provenance.offset == points[0]

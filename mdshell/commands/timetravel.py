@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 
 from ..problems import Problem
-from ..session import Loaded
+from ..session import Loaded, unusable
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
 from ..tree.printer import tree_data
@@ -70,11 +70,7 @@ def resolve(shell: Shell, text: str) -> tuple[int | None, str | None]:
     if can.first is None or end is None:
         raise CommandError("the log is empty: there is no offset to travel to")
     if offset > end:
-        stop = session.stopped_by()
-        if stop is not None:
-            raise CommandError(_beyond_damage(offset, stop, end, can.text()))
-        raise CommandError(f"offset {offset} is after the end of the log (offsets "
-                           f"{can.text()} can be rebuilt)")
+        raise CommandError(_beyond_end(shell, offset, end, can.text()))
     if offset < can.first:
         raise CommandError(f"offset {offset} is before the oldest data (offsets {can.text()} "
                            f"can be rebuilt: the log before offset {can.first} was deleted "
@@ -82,6 +78,20 @@ def resolve(shell: Shell, text: str) -> tuple[int | None, str | None]:
     if not can.covers(offset):
         raise CommandError(f"offset {offset} cannot be rebuilt: {can.why_not(offset)}")
     return _or_latest(offset, end), how
+
+
+def _beyond_end(shell: Shell, offset: int, end: int, spans: str) -> str:
+    """Why an offset after what the latest load reached cannot be rebuilt."""
+    stop = shell.session.stopped_by()
+    if stop is not None:
+        return _beyond_damage(offset, stop, end, spans)
+    lost = [c for c in shell.source.snapshots()
+            if c.path in unusable(shell.latest) and c.end_offset - 1 >= offset]
+    if lost:
+        return (f"offset {offset} cannot be rebuilt: snapshot {lost[0].name} is not usable "
+                f"and no log reaches past offset {end} (offsets {spans} can be rebuilt; see "
+                "the warnings)")
+    return f"offset {offset} is after the end of the log (offsets {spans} can be rebuilt)"
 
 
 def _or_latest(offset: int, end: int | None) -> int | None:
@@ -125,8 +135,10 @@ def load_at(shell: Shell, offset: int | None) -> Loaded:
         if stop is not None:
             raise CommandError(_beyond_damage(offset, stop, loaded.image.provenance.offset))
         if loaded.end_offset is not None and loaded.end_offset < offset:
+            known = {p.message for p in shell.latest.problems}
+            why = next((f": {p.message}" for p in loaded.problems if p.message not in known), "")
             raise CommandError(f"offset {offset} cannot be rebuilt: the data read reaches "
-                               f"offset {loaded.end_offset} only (see the warnings)")
+                               f"offset {loaded.end_offset} only{why}")
     return loaded
 
 

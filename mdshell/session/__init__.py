@@ -31,7 +31,8 @@ from .rebuild import Rebuildable, rebuildable
 
 _PARTITION_RECORDS = (RecordKind.PARTITION, RecordKind.PARTITION_CHANGE)
 
-__all__ = ["Advanced", "LoadFailed", "Loaded", "Session", "load", "replay_history", "replay_sieved"]
+__all__ = ["Advanced", "LoadFailed", "Loaded", "Session", "load", "replay_history", "replay_sieved",
+           "unusable"]
 
 Advanced = Callable[["Session", Loaded], None]
 
@@ -177,17 +178,17 @@ class Session:
 
     def log_info(self, loaded: Loaded | None = None) -> LogInfo:
         loaded = loaded or self.loaded
-        unusable = {p.file for p in loaded.problems if p.code == "snapshot" and p.file}
         return self.source.log_info(loaded.snapshot.path if loaded.snapshot else None,
-                                    unusable, loaded.upto)
+                                    unusable(loaded), loaded.upto)
 
     def offset_range(self) -> tuple[int | None, int | None]:
         """The offsets whose image can be rebuilt: what the source holds, cut where damage
-        stopped the latest load (one model for every command; scanned once per state)."""
+        stopped the latest load, or where it ends when the newest snapshot was not usable
+        (one model for every command; scanned once per state)."""
         if self._range is None:
             first, last = self.source.offset_range()
             stop = self.stopped_by()
-            if stop is not None and last is not None:
+            if (stop is not None or unusable(self.latest)) and last is not None:
                 last = min(last, self.reach())
             self._range = first, last
         return self._range
@@ -197,7 +198,8 @@ class Session:
         snapshots, and the log reaching on unbroken from them or from offset 0, up to where
         damage stopped the latest load."""
         if self._rebuild is None:
-            self._rebuild = rebuildable(self.source, self.offset_range()[1])
+            self._rebuild = rebuildable(self.source, self.offset_range()[1],
+                                        unusable(self.latest))
         return self._rebuild
 
     def stopped_by(self) -> Problem | None:
@@ -325,6 +327,11 @@ def _live_nodes(source: Source, info: RootInfo) -> None:
     assert isinstance(source, LiveSource)
     info.extra["live"] = lambda: live_node(source.status)
     info.extra["quorum"] = lambda: live_quorum_node(source.quorum(), source.view.cluster_id)
+
+
+def unusable(loaded: Loaded) -> set[str]:
+    """The snapshots (paths) a load found damaged or half-written and did not use."""
+    return {p.file for p in loaded.problems if p.code == "snapshot" and p.file}
 
 
 def _until(problems: list[Problem], offset: int) -> list[Problem]:

@@ -67,12 +67,12 @@ class Rebuildable:
             gap = (max([b + 1 for a, b in self.runs if b < offset], default=below + 1),
                    min([a - 1 for a, b in self.runs if a > offset], default=None))
             why = ("this copy holds snapshots but no log segment" if not self.runs
-                   else "no log segment of this copy holds offsets "
+                   else "this copy's log is missing offsets "
                    + (f"{gap[0]}-{gap[1]}" if gap[1] is not None else f"from {gap[0]} on"))
             why += " (deleted, or not copied)"
         else:
             before = max([b for a, b in self.runs if b < run[0]], default=below)
-            why = (f"offsets {before + 1}-{run[0] - 1} are in no log segment of this copy, "
+            why = (f"offsets {before + 1}-{run[0] - 1} are missing from this copy's log, "
                    f"and no snapshot after them reaches offset {offset}")
         return (f"{why}; the nearest images are {self._names(below, above)} "
                 f"(offsets {self.text()} can be rebuilt)")
@@ -90,9 +90,10 @@ class Rebuildable:
                 else f"offset {offset}")
 
 
-def rebuildable(source: Source, end: int | None) -> Rebuildable:
-    """What ``source`` can rebuild, cut at ``end`` (where damage stops the load)."""
-    snaps = sorted({c.end_offset - 1 for c in source.snapshots()})
+def rebuildable(source: Source, end: int | None, unusable: set[str]) -> Rebuildable:
+    """What ``source`` can rebuild, cut at ``end`` (where damage stops the load), the
+    ``unusable`` snapshots (paths: damaged, half-written) left out."""
+    snaps = sorted({c.end_offset - 1 for c in source.snapshots() if c.path not in unusable})
     runs = _runs(source)
     spans: list[Span] = []
     if runs and (runs[0][0] == 0 or source.kind == "file"
@@ -105,27 +106,35 @@ def rebuildable(source: Source, end: int | None) -> Rebuildable:
         spans.append((s, s if run is None else run[1]))
     if end is not None:
         spans = [(a, min(b, end)) for a, b in spans if a <= end]
-    return Rebuildable(_merge(spans), tuple(runs), tuple(snaps))
+    return Rebuildable(_merge(spans), runs, tuple(snaps))
 
 
-def _runs(source: Source) -> list[Span]:
-    """The unbroken runs of offsets of the log, from its batch headers (repeated offsets
-    are passed over, as the load skips them)."""
+def _runs(source: Source) -> tuple[Span, ...]:
+    """The unbroken runs of offsets the log's batch headers hold: their union, so a batch
+    out of order (repeated, or a damaged header far off) neither hides nor fills a hole;
+    negative offsets are damage, not offsets."""
     if source.kind == "file":
         first, last = source.offset_range()
-        return [] if first is None or last is None else [(first, last)]
-    runs: list[list[int]] = []
+        return () if first is None or last is None else ((first, last),)
+    found: list[Span] = []
+    run: list[int] | None = None
     for seg in source.segments():
         try:
             data = source.file_bytes(seg.path)
         except SourceError:  # unreadable: the load says so; nothing of it can be rebuilt
             continue
         for b in iter_batches(seg.path, data, [], check_crc=False):
-            if runs and runs[-1][0] <= b.base_offset <= runs[-1][1] + 1:
-                runs[-1][1] = max(runs[-1][1], b.last_offset)
-            elif not runs or b.base_offset > runs[-1][1]:
-                runs.append([b.base_offset, b.last_offset])
-    return [(a, b) for a, b in runs]
+            if b.last_offset < 0:
+                continue
+            if run is not None and run[0] <= b.base_offset <= run[1] + 1:
+                run[1] = max(run[1], b.last_offset)  # the usual case: the run goes on
+                continue
+            if run is not None:
+                found.append((run[0], run[1]))
+            run = [max(b.base_offset, 0), b.last_offset]
+    if run is not None:
+        found.append((run[0], run[1]))
+    return _merge(found)
 
 
 def _merge(spans: list[Span]) -> tuple[Span, ...]:
