@@ -74,16 +74,15 @@ class Rebuildable:
             before = max([b for a, b in self.runs if b < run[0]], default=below)
             why = (f"offsets {before + 1}-{run[0] - 1} are missing from this copy's log, "
                    f"and no snapshot after them reaches offset {offset}")
-        return (f"{why}; the nearest images are {self._names(below, above)} "
-                f"(offsets {self.text()} can be rebuilt)")
+        return f"{why}; {self._nearest(below, above)} (offsets {self.text()} can be rebuilt)"
 
-    def _names(self, below: int, above: int | None) -> str:
-        """``the snapshots at offsets 10 and 20``, ``offset 9 and the snapshot at 20``..."""
+    def _nearest(self, below: int, above: int | None) -> str:
+        """``the nearest images are the snapshots at offsets 10 and 20``..."""
         if above is None:
-            return self._name(below)
+            return f"the nearest image is {self._name(below)}"
         if below in self.snapshots and above in self.snapshots:
-            return f"the snapshots at offsets {below} and {above}"
-        return f"{self._name(below)} and {self._name(above)}"
+            return f"the nearest images are the snapshots at offsets {below} and {above}"
+        return f"the nearest images are {self._name(below)} and {self._name(above)}"
 
     def _name(self, offset: int) -> str:
         return (f"the snapshot at offset {offset}" if offset in self.snapshots
