@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -216,6 +219,76 @@ def test_quorum_static() -> None:
     cluster_id = lines(sh, "cat", "/quorum/clusterId")[0]
     props = (FIXTURES / "security" / "meta.properties").read_text()
     assert f"cluster.id={cluster_id}" in props
+
+
+def snapshot_only_copy(tmp: Path, name: str = "segments-snapshots", meta: bool = True) -> Path:
+    """A copy of a fixture's log dir with its snapshots but none of its ``.log`` segments
+    (a copy whose segments were not copied); without meta.properties unless ``meta``."""
+    src = FIXTURES / name
+    md = tmp / name / "__cluster_metadata-0"
+    md.mkdir(parents=True)
+    if meta:
+        shutil.copyfile(src / "meta.properties", tmp / name / "meta.properties")
+    for f in (src / "__cluster_metadata-0").iterdir():
+        if not f.name.endswith(".log"):
+            shutil.copyfile(f, md / f.name)
+    return tmp / name
+
+
+def test_quorum_of_a_copy_without_log(tmp_path: Path) -> None:
+    """Issue 18 item 2: with snapshots and no log, LogEndOffset is the newest snapshot's end
+    offset (it printed the record count of the snapshot file, and "node None")."""
+    with_meta = snapshot_only_copy(tmp_path / "a")
+    bare = snapshot_only_copy(tmp_path / "b", meta=False) / "__cluster_metadata-0"
+    node = lines(shell("segments-snapshots"), "cat", "/quorum/nodeId")[0]
+    for copy, words in ((with_meta, f"94 (this copy, node {node})"), (bare, "94 (this copy)")):
+        sh = open_shell(copy)
+        out = lines(sh, "quorum")
+        assert f"LogEndOffset:     {words}" in out, out
+        assert not any("None" in line for line in out), out
+        assert sh.run(["quorum"]).data["logEndOffset"] == 94
+        assert lines(sh, "cat", "/quorum/logEndOffset") == ["94"]
+
+
+# Copies that lack files, and fixtures: no text output may show a Python None.
+TEXT_COMMANDS = [["quorum"], ["quorum", "--replication"], ["controllers"], ["brokers"],
+                 ["topics", "--describe"], ["features"], ["health", "--all"],
+                 ["tree", "/quorum"], ["tree", "/log"], ["tree", "/local"],
+                 ["at", "earliest"], ["batches"], ["records", "--limit", "20"]]
+
+
+@pytest.mark.parametrize("case", ["no-log", "no-log-no-meta", "kafka37-snapshot", "kraft-v1",
+                                  "bad-log-gap", "controllers"])
+def test_no_python_none_in_text_output(case: str, tmp_path: Path) -> None:
+    if case == "no-log":
+        target: Path = snapshot_only_copy(tmp_path)
+    elif case == "no-log-no-meta":
+        target = snapshot_only_copy(tmp_path, meta=False) / "__cluster_metadata-0"
+    else:
+        target = FIXTURES / case
+    sh = open_shell(target)
+    for words in TEXT_COMMANDS:
+        r = sh.run(words)
+        for line in [*r.lines, *r.errors, *r.warnings]:
+            assert not re.search(r"\bNone\b", line), (words, line)
+
+
+def test_no_python_none_in_live_text() -> None:
+    """The live tree's texts (/live, /quorum in -q) with what a controller may leave unset."""
+    from mdshell.commands.navigate import tree_lines
+    from mdshell.source.quorum.discover import QuorumView, Replica
+    from mdshell.source.quorum.status import LiveStatus
+    from mdshell.tree.live_tree import live_node, live_quorum_node
+    from mdshell.tree.node import RenderOptions
+
+    status = LiveStatus("localhost:9093", "PLAINTEXT", None, -1, -1, None, -1, 0, None, 0, 0,
+                        0, 0, 0, 0, 0, 0, 0.0, False, None, None)
+    view = QuorumView(1, 5, -1, [Replica(1, None, -1, -1, -1), Replica(2, None, 10, 0, 0)],
+                      [Replica(3, None, -1, -1, -1)], {})
+    opts = RenderOptions()
+    for node in (live_node(lambda: status), live_quorum_node(view, None)):
+        for line in tree_lines(node, opts):
+            assert not re.search(r"\bNone\b", line), line
 
 
 def test_log_lists_segments_snapshots_and_ignored_files() -> None:

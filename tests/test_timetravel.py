@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -203,3 +205,196 @@ def test_one_model_of_what_the_data_can_rebuild() -> None:
     clean = Session(DirectorySource(str(FIXTURES / "cluster-basic")))
     assert clean.stopped_by() is None
     assert clean.offset_range() == clean.source.offset_range()
+
+
+# ---------------------------------------------------------------- copies missing files (issue 18)
+
+
+def copy_log_dir(src: Path, dst: Path, drop: Callable[[str], bool],
+                 meta: bool = True) -> Path:
+    """A writable copy of a log dir's ``__cluster_metadata-0`` (and ``meta.properties`` when
+    ``meta``) without the files ``drop`` names: a copy whose segments were not all copied."""
+    md = dst / "__cluster_metadata-0"
+    md.mkdir(parents=True)
+    if meta and (src / "meta.properties").is_file():
+        shutil.copyfile(src / "meta.properties", dst / "meta.properties")
+    for f in sorted((src / "__cluster_metadata-0").iterdir()):
+        if f.is_file() and not drop(f.name):
+            shutil.copyfile(f, md / f.name)
+    return dst
+
+
+def no_log(name: str) -> bool:
+    return name.endswith(".log")
+
+
+def synth_dir(out: Path) -> Path:
+    """A generated cluster with three snapshots and seven small segments."""
+    from mdshell.synth.scenario import Scenario, generate
+
+    generate(Scenario(history_changes=200, snapshot_at=["25%", "50%", "75%"],
+                      segment_bytes=8000), str(out))
+    return out
+
+
+def snapshot_offsets(directory: Path) -> list[int]:
+    src = DirectorySource(str(directory))
+    return [c.end_offset - 1 for c in src.snapshots()]
+
+
+def segment_bases(directory: Path) -> list[int]:
+    return [s.base_offset for s in DirectorySource(str(directory)).segments()]
+
+
+def prefix_image(directory: Path, offset: int, tmp: Path) -> list[str]:
+    """The image of replaying only the full log's offsets <= ``offset``."""
+    logs = sorted((directory / "__cluster_metadata-0").glob("*.log"))
+    out = tmp / f"prefix-{offset}.log"
+    prefix_file(logs, offset, out)
+    return image_text(open_shell(out, secrets=True))
+
+
+def check_snapshot_only(full: Path, tmp: Path, between: int) -> None:
+    """Issue 18 item 1: with the snapshots but no ``.log``, an offset between two snapshots
+    is refused naming them (it printed the older snapshot's image with exit 0); an offset
+    exactly at a snapshot gives that snapshot's image, equal to replaying the full log."""
+    from .conftest import cli
+
+    copy = copy_log_dir(full, tmp / "copy", no_log)
+    points = snapshot_offsets(copy)
+    below = max(p for p in points if p < between)
+    above = min(p for p in points if p > between)
+    out = cli("-d", str(copy), "--at", str(between), "ls", "/image")
+    assert out.code == 1 and out.out == ""
+    lines = out.err.splitlines()
+    assert len(lines) == 1, lines
+    assert f"offset {between} cannot be rebuilt" in lines[0]
+    assert f"{below} " in lines[0] + " " and f"{above}" in lines[0] and "snapshot" in lines[0]
+    shell = open_shell(copy, secrets=True)
+    r = shell.run(["at", str(between)])
+    assert r.code == 1 and r.errors == [f"at: {lines[0].split('at: ', 1)[1]}"]
+    assert shell.loaded is shell.latest
+    d = shell.run(["diff", str(below), str(between)])
+    assert d.code == 1 and f"offset {between} cannot be rebuilt" in d.errors[0]
+    for p in (points[0], below, above):
+        r = shell.run(["at", str(p)])
+        assert r.code == 0, r.errors
+        assert shell.loaded.image.provenance.offset == p
+        assert image_text(shell) == prefix_image(full, p, tmp), f"at {p}"
+    assert shell.run(["at", "earliest"]).code == 0
+    assert shell.loaded.image.provenance.offset == points[0]
+
+
+def test_snapshot_only_copy_refuses_offsets_between_snapshots(tmp_path: Path) -> None:
+    full = synth_dir(tmp_path / "full")
+    points = snapshot_offsets(full)
+    check_snapshot_only(full, tmp_path, (points[0] + points[1]) // 2)
+
+
+def test_snapshot_only_corpus_copy_refuses_offsets_between_snapshots(tmp_path: Path) -> None:
+    need_corpus()
+    check_snapshot_only(CORPUS / "IndusWargods__local-test-rig", tmp_path, 20000)
+
+
+def iso(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def test_snapshot_only_copy_time_picks_the_newest_snapshot_before(tmp_path: Path) -> None:
+    """``at TIME`` on a copy without a log: the newest snapshot whose last record was written
+    at or before the time (it said "the log has no batches to date"); before every
+    snapshot, a clear refusal."""
+    from mdshell.source.batchscan import snapshot_points
+
+    from .conftest import cli
+
+    copy = copy_log_dir(synth_dir(tmp_path / "full"), tmp_path / "copy", no_log)
+    points = snapshot_points(DirectorySource(str(copy / "__cluster_metadata-0")))
+    assert len(points) == 3 and all(p.time_ms is not None for p in points)
+    shell = open_shell(copy, secrets=True)
+    for i, p in enumerate(points):
+        assert p.time_ms is not None
+        later = points[i + 1].time_ms if i + 1 < len(points) else None
+        for when in (p.time_ms, p.time_ms + 1, (later or p.time_ms + 2000) - 1):
+            r = shell.run(["at", iso(when)])
+            assert r.code == 0, (iso(when), r.errors)
+            assert shell.loaded.image.provenance.offset == p.offset, iso(when)
+            assert "snapshot" in " ".join(r.lines)
+    assert points[0].time_ms is not None
+    early = iso(points[0].time_ms - 1)
+    r = shell.run(["at", early])
+    assert r.code == 1 and "before the oldest data" in r.errors[0]
+    out = cli("-d", str(copy), "--at", iso(points[1].time_ms or 0), "cat", "/image/provenance")
+    assert out.code == 0 and out.out.startswith(f"offset {points[1].offset},")
+
+
+def test_missing_middle_segment_is_refused(tmp_path: Path) -> None:
+    """A copy without one middle segment: offsets in it, and after it up to the next
+    snapshot, cannot be rebuilt (``at`` printed the image before the gap with exit 0 and no
+    word); before it and from the next snapshot on, images equal replaying the full log."""
+    full = synth_dir(tmp_path / "full")
+    bases, points = segment_bases(full), snapshot_offsets(full)
+    # The first segment that starts after a snapshot, with a snapshot after its end.
+    k = next(i for i, b in enumerate(bases[:-1])
+             if any(p < b for p in points) and any(p >= bases[i + 1] for p in points)
+             and not any(b - 1 <= p < bases[i + 1] for p in points))
+    lo, hi = bases[k], bases[k + 1] - 1
+    name = f"{lo:020d}.log"
+    copy = copy_log_dir(full, tmp_path / "copy", lambda n: n == name)
+    nxt = min(p for p in points if p > hi)
+    shell = open_shell(copy, secrets=True)
+    for bad in ((lo + hi) // 2, hi + 1, nxt - 1):
+        r = shell.run(["at", str(bad)])
+        assert r.code == 1, (bad, list(r.lines))
+        assert f"offset {bad} cannot be rebuilt" in r.errors[0]
+        assert f"{lo - 1}" in r.errors[0] and f"{nxt}" in r.errors[0], r.errors[0]
+    for good in (lo - 1, nxt, nxt + 1):
+        r = shell.run(["at", str(good)])
+        assert r.code == 0, r.errors
+        assert image_text(shell) == prefix_image(full, good, tmp_path), f"at {good}"
+
+
+def test_log_starting_after_the_snapshots_is_refused_below_its_first_snapshot(
+        tmp_path: Path) -> None:
+    """Segments below a snapshot gone and the log starting later: offsets between the
+    snapshot and the first one the log reaches are refused, naming both."""
+    full = synth_dir(tmp_path / "full")
+    bases, points = segment_bases(full), snapshot_offsets(full)
+    start = next(b for b in bases if b > points[0] + 1 and any(p >= b for p in points))
+    copy = copy_log_dir(full, tmp_path / "copy",
+                        lambda n: n.endswith(".log") and int(n[:20]) < start)
+    nxt = min(p for p in points if p >= start - 1)
+    shell = open_shell(copy, secrets=True)
+    for bad in (points[0] + 1, start, nxt - 1):
+        r = shell.run(["at", str(bad)])
+        assert r.code == 1 and f"offset {bad} cannot be rebuilt" in r.errors[0], bad
+    for good in (points[0], nxt, nxt + 3):
+        assert shell.run(["at", str(good)]).code == 0
+        assert image_text(shell) == prefix_image(full, good, tmp_path), f"at {good}"
+
+
+def flip_middle_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_snapshot_without_log_is_refused(tmp_path: Path) -> None:
+    """A snapshot that cannot be used, with no log to go on from an older one: its offset is
+    refused (the newest one answered the older snapshot's image as "latest", an older one
+    answered the snapshot below it as its own offset, both with exit 0)."""
+    copy = copy_log_dir(synth_dir(tmp_path / "full"), tmp_path / "copy", no_log)
+    points = snapshot_offsets(copy)
+    md = copy / "__cluster_metadata-0"
+    for p in (points[-1], points[1]):
+        flip_middle_byte(md / f"{p + 1:020d}-0000000001.checkpoint")
+    shell = open_shell(copy, secrets=True)
+    for bad in (points[-1], points[1]):
+        r = shell.run(["at", str(bad)])
+        assert r.code == 1, (bad, list(r.lines))
+        assert f"offset {bad} cannot be rebuilt" in r.errors[0]
+        assert f"{bad + 1:020d}-0000000001.checkpoint is not usable" in r.errors[0]
+    r = shell.run(["at", str(points[0])])
+    assert r.code == 0 and shell.loaded.image.provenance.offset == points[0]

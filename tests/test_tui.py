@@ -9,9 +9,11 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.containers import ScrollableContainer
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static, Tree
@@ -424,6 +426,36 @@ async def test_goto_an_offset_or_a_time() -> None:
         await travel_via_goto(pilot, screen, when, expected)
 
 
+def test_time_travel_follows_the_shells_rule_on_a_copy_without_log(tmp_path: Path) -> None:
+    """Issue 18 item 1: on a copy with snapshots but no log, an offset between snapshots is
+    refused by the goto box and by travel (the header said TIME TRAVEL to it), in the
+    shell's words; a snapshot's offset, or a time, gives that snapshot."""
+    import shutil
+
+    from mdshell.source.batchscan import snapshot_points
+
+    md = tmp_path / "__cluster_metadata-0"
+    md.mkdir()
+    for f in (FIXTURES / "segments-snapshots" / "__cluster_metadata-0").iterdir():
+        if not f.name.endswith(".log"):
+            shutil.copyfile(f, md / f.name)
+    engine = Engine.open(str(md), None)
+    engine.load()
+    points = snapshot_points(engine.source)
+    assert [p.offset for p in points] == [67, 93]
+    said = engine.sh.run(["at", "80"]).errors
+    assert len(said) == 1 and "the snapshots at offsets 67 and 93" in said[0]
+    with pytest.raises(ValueError) as e:
+        engine.offset_for("80")
+    assert said[0].endswith(str(e.value))
+    assert engine.at(80).code == 1 and engine.header().at is None
+    assert engine.offset_for("67") == 67
+    assert engine.at(67).code == 0 and engine.header().at == 67
+    assert points[0].time_ms is not None
+    when = datetime.fromtimestamp(points[0].time_ms / 1000 + 1, UTC).isoformat()
+    assert engine.offset_for(when) == 67
+
+
 @aio
 async def test_goto_box_keeps_bad_input_and_escape_closes_it() -> None:
     source = app_for(FIXTURES / "segments-snapshots")
@@ -432,12 +464,15 @@ async def test_goto_box_keeps_bad_input_and_escape_closes_it() -> None:
         app = screen.mdapp
         box = screen.query_one("#goto", Input)
         start = screen.target
-        cases = [("soon", "'soon' is neither an offset nor a time like 2024-04-24T23:06"),
-                 ("999", "offset 999 is after the end of the log (the last is 107)"),
-                 ("2024-04-24T23:06", "nothing was written at or before 2024-04-24T23:06")]
+        # The shell's own words (one rule for `at` and the box).
+        cases = [("soon", "'soon' is not an offset (a number, a time such as"),
+                 ("999", "offset 999 is after the end of the log (offsets 0-107 can be "
+                         "rebuilt)"),
+                 ("2024-04-24T23:06", "2024-04-24T23:06 is before the oldest data")]
         for typed, message in cases:
             await pilot.press("g", *typed, "enter")
-            await until(pilot, lambda m=message: m in toasts(app), f"the message for {typed}")
+            await until(pilot, lambda m=message: m in " ".join(toasts(app)),  # wrapped
+                        f"the message for {typed}")
             assert box.display and screen.focused is box and box.value == typed
             assert app.engine.header().at is None and screen.target == start
             app.clear_notifications()

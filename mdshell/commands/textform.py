@@ -58,7 +58,8 @@ def _moved_text(v: r.Moved) -> Iterator[str]:
     yield (f"image as of {where} (last applied: offset {v.applied_offset}, "
            f"epoch {v.applied_epoch})")
     if v.asked is not None:
-        yield f"{v.asked} is offset {v.offset}: {v.how}"
+        yield (f"{v.asked} is offset "
+               f"{v.applied_offset if v.offset is None else v.offset}: {v.how}")
     if v.moved_to is not None:
         yield f"the working directory did not exist then: now {v.moved_to}"
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
 
 from ..problems import Problem
-from ..session import Loaded
+from ..session import Loaded, unusable
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import absolute, join, lookup
 from ..tree.printer import tree_data
@@ -34,31 +33,31 @@ def is_position(text: str) -> bool:
     return True
 
 
-def is_time(text: str) -> bool:
+def parse_offset(shell: Shell, text: str) -> int | None:
+    """An offset the data can rebuild, ``None`` for latest (see :func:`resolve`)."""
+    return resolve(shell, text)[0]
+
+
+def resolve(shell: Shell, text: str) -> tuple[int | None, str | None]:
+    """An offset the data can rebuild (``None``: latest) and, for a time, how it was chosen.
+    A time (ISO 8601, UTC without a zone) means the newest image at or before it. Offsets the
+    data cannot rebuild (:mod:`mdshell.session.rebuild`) are refused with the nearest ones
+    that can be: the one rule of ``at``, ``diff``, ``--at`` and the TUI's time travel."""
     from ..source.batchscan import parse_time
 
-    return parse_time(text) is not None
-
-
-def parse_offset(shell: Shell, text: str) -> int | None:
-    """An offset the source can rebuild, ``None`` for latest; errors name the valid range.
-    A time (ISO 8601, UTC without a zone) means the last offset written at or before it.
-    Below the log (its old segments deleted), each snapshot still gives an exact image."""
-    from ..source.batchscan import parse_time, snapshot_points
-
-    first, last = shell.session.offset_range()
-    points = [p for p in snapshot_points(shell.source) if first is None or p.offset < first]
-    if text.lower() in LATEST:
-        return None
-    if text.lower() in EARLIEST:
-        if points:
-            return points[0].offset
-        if first is None:
+    low = text.lower()
+    if low in LATEST:
+        return None, None
+    session = shell.session
+    can, end = session.rebuildable(), session.offset_range()[1]
+    if low in EARLIEST:
+        if can.first is None:
             raise CommandError("the log is empty")
-        return first
+        return _or_latest(can.first, end), None
+    how = None
     ms = parse_time(text)
     if ms is not None:
-        offset = _offset_of_time(shell, text, ms, first, points)
+        offset, how = _offset_of_time(shell, text, ms)
     else:
         try:
             offset = int(text)
@@ -68,74 +67,84 @@ def parse_offset(shell: Shell, text: str) -> int | None:
     if offset < 0:
         raise UsageError(f"offset {offset}: offsets are 0 or more (a number, a time, "
                          "'earliest' or 'latest')")
-    if first is None or last is None:
+    if can.first is None or end is None:
         raise CommandError("the log is empty: there is no offset to travel to")
-    if offset > last:
-        stop = shell.session.stopped_by()
-        if stop is not None:
-            raise CommandError(_beyond_damage(offset, stop, last, first))
-        raise CommandError(f"offset {offset} is after the end of the log (offsets "
-                           f"{first}-{last} can be rebuilt)")
-    if offset < first and not any(p.offset == offset for p in points):
-        _refuse_below(offset, first, last, [p.offset for p in points])
-    return None if offset == last else offset
+    if offset > end:
+        raise CommandError(_beyond_end(shell, offset, end, can.text()))
+    if offset < can.first:
+        raise CommandError(f"offset {offset} is before the oldest data (offsets {can.text()} "
+                           f"can be rebuilt: the log before offset {can.first} was deleted "
+                           "after a snapshot, or not copied)")
+    if not can.covers(offset):
+        raise CommandError(f"offset {offset} cannot be rebuilt: {can.why_not(offset)}")
+    return _or_latest(offset, end), how
 
 
-def _refuse_below(offset: int, first: int, last: int, points: list[int]) -> None:
-    """Offsets below the log that no snapshot gives: say which ones can be shown."""
-    if not points or offset < points[0]:
-        raise CommandError(f"offset {offset} is before the oldest data (offsets {first}-{last} "
-                           "can be rebuilt: older records were deleted after a snapshot"
-                           + (f"; older snapshots give offsets {_few(points)}" if points
-                              else "") + ")")
-    below = max(p for p in points if p < offset)
-    above = min([p for p in points if p > offset] + [first])
-    raise CommandError(f"offset {offset} cannot be rebuilt: the log before offset {first} was "
-                       f"deleted, and only snapshots give images there (the nearest: offsets "
-                       f"{below} and {above}; offsets {first}-{last} can be rebuilt)")
+def _beyond_end(shell: Shell, offset: int, end: int, spans: str) -> str:
+    """Why an offset after what the latest load reached cannot be rebuilt."""
+    stop = shell.session.stopped_by()
+    if stop is not None:
+        return _beyond_damage(offset, stop, end, spans)
+    lost = [c for c in shell.source.snapshots()
+            if c.path in unusable(shell.latest) and c.end_offset - 1 >= offset]
+    if lost:
+        return (f"offset {offset} cannot be rebuilt: snapshot {lost[0].name} is not usable "
+                f"and no log reaches past offset {end} (offsets {spans} can be rebuilt; see "
+                "the warnings)")
+    return f"offset {offset} is after the end of the log (offsets {spans} can be rebuilt)"
 
 
-def _few(points: list[int]) -> str:
-    shown = ", ".join(map(str, points[:3]))
-    return shown + (f" ... {points[-1]} ({len(points)} snapshots)" if len(points) > 3 else "")
+def _or_latest(offset: int, end: int | None) -> int | None:
+    return None if offset == end else offset
 
 
-def _offset_of_time(shell: Shell, text: str, ms: int, first: int | None,
-                    points: list[Any]) -> int:
-    from ..source.batchscan import offset_at_time
+def _offset_of_time(shell: Shell, text: str, ms: int) -> tuple[int, str]:
+    """The newest offset that can be rebuilt and was written at or before ``ms``: from the
+    log's batch times, or a snapshot's (its last record's, from its header)."""
+    from ..source.batchscan import offset_at_time, snapshot_points
     from ..tree.javafmt import iso_zoned_utc
 
+    can = shell.session.rebuildable()
     point = offset_at_time(shell.source, ms)
-    if point.offset is not None and (first is None or point.offset >= first):
-        return point.offset
-    # Before what the log can rebuild: the newest snapshot whose last record is at or
-    # before the time (an exact image, a little before the time asked).
-    older = [p for p in points if p.time_ms is not None and p.time_ms <= ms]
-    if older:
-        return int(older[-1].offset)
-    if point.first_time is None and not points:
+    snaps = [p for p in snapshot_points(shell.source) if p.time_ms is not None]
+    written = [p.offset for p in snaps if p.time_ms is not None and p.time_ms <= ms]
+    if point.offset is not None:
+        written.append(point.offset)
+    newest = can.at_or_below(max(written)) if written else None
+    if newest is not None:
+        how = ("the last record written at or before that time" if newest == point.offset
+               else "the newest snapshot written at or before that time"
+               if newest in can.snapshots
+               else "the newest offset written at or before that time that the data can "
+                    "rebuild")
+        return newest, how
+    if point.first_time is None and not snaps:
         raise CommandError(f"{text}: the log has no batches to date")
-    oldest = (points[0].time_ms if points and points[0].time_ms is not None
-              else point.first_time)
-    when = iso_zoned_utc(oldest) if oldest is not None else "unknown"
-    raise CommandError(f"{text} is before the oldest data (written from {when}; "
-                       f"'at earliest' shows the oldest image there is)")
+    times = [t for t in (point.first_time, *(p.time_ms for p in snaps)) if t is not None]
+    raise CommandError(f"{text} is before the oldest data (written from "
+                       f"{iso_zoned_utc(min(times))}; 'at earliest' shows the oldest image "
+                       "there is)")
 
 
 def load_at(shell: Shell, offset: int | None) -> Loaded:
-    """The image as of ``offset``; refused when damage before it stops the replay (the image
-    would claim an offset it does not reach)."""
+    """The image as of ``offset``; refused when damage before it stops the replay, or the
+    data read does not reach it (the image would claim an offset it does not reach)."""
     loaded = shell.session.load_at(offset)
     if offset is not None:
         stop = shell.session.damage_before(loaded, offset)
         if stop is not None:
             raise CommandError(_beyond_damage(offset, stop, loaded.image.provenance.offset))
+        if loaded.end_offset is not None and loaded.end_offset < offset:
+            known = {p.message for p in shell.latest.problems}
+            why = next((f": {p.message}" for p in loaded.problems if p.message not in known), "")
+            raise CommandError(f"offset {offset} cannot be rebuilt: the data read reaches "
+                               f"offset {loaded.end_offset} only{why}")
     return loaded
 
 
-def _beyond_damage(offset: int, stop: Problem, reach: int, first: int | None = None) -> str:
+def _beyond_damage(offset: int, stop: Problem, reach: int, spans: str | None = None) -> str:
     where = os.path.basename(stop.file or "?")
-    span = f" (offsets {first}-{reach} can be rebuilt)" if first is not None else ""
+    span = f" (offsets {spans} can be rebuilt)" if spans is not None else ""
     return (f"offset {offset} cannot be rebuilt: the data is damaged at offset {stop.offset} "
             f"({where}), so the image stops at offset {reach}; travel to an offset up to "
             f"{reach}{span}; see the warnings")
@@ -144,23 +153,19 @@ def _beyond_damage(offset: int, stop: Problem, reach: int, first: int | None = N
 @command("at", "Show the whole tree as of an offset or a time ('at latest' goes back).",
          "at OFFSET|TIME|earliest|latest",
          details="Rebuilds the image from the newest snapshot at or before OFFSET plus the "
-                 "log up to OFFSET. TIME (ISO 8601: 2025-01-16T04:00Z, UTC without a zone) "
-                 "means the last offset written at or before it (batch timestamps). "
-                 "/local/atOffset shows where you are.")
+                 "log up to OFFSET; an offset the data cannot rebuild (between snapshots "
+                 "whose log is gone, after a missing segment) is refused, naming the "
+                 "nearest that can be. TIME (ISO 8601: 2025-01-16T04:00Z, UTC without a "
+                 "zone) means the newest image written at or before it (batch timestamps, "
+                 "or a snapshot's last record). /local/atOffset shows where you are.")
 def at(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("at", "at OFFSET|TIME|earliest|latest")
     p.add_argument("offset")
     ns = p.parse_args(args)
-    offset = parse_offset(shell, ns.offset)
+    offset, how = resolve(shell, ns.offset)
     moved = shell.set_loaded(load_at(shell, offset))
     prov = shell.loaded.image.provenance
-    asked = how = None
-    if is_time(ns.offset) and offset is not None:
-        first = shell.session.offset_range()[0]
-        asked = ns.offset
-        how = ("the newest snapshot at or before that time (the log there was deleted)"
-               if first is not None and offset < first
-               else "the last record written at or before that time")
+    asked = ns.offset if how is not None else None
     # Problems of the data read for this offset that the latest load did not meet (older
     # snapshots, segments below the newest one).
     known = {p.message for p in shell.latest.problems}

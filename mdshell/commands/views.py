@@ -245,10 +245,11 @@ def quorum(shell: Shell, args: list[str]) -> Result:
               "currentObservers": None,
               "unknown": {"highWatermark": "not stored on disk",
                           "currentObservers": "observers are not recorded on disk"}}
+    node = "" if q.node_id is None else f", node {q.node_id}"  # no meta.properties: unknown
     pairs = [("ClusterId", q.cluster_id), ("LeaderId", q.leader_id),
              ("LeaderEpoch", q.leader_epoch),
              ("HighWatermark", UNKNOWN_OFFLINE + " (not stored on disk)"),
-             ("LogEndOffset", f"{q.log_end_offset} (this copy, node {q.node_id})"
+             ("LogEndOffset", f"{q.log_end_offset} (this copy{node})"
               if q.log_end_offset is not None else None),
              ("KRaftVersion", q.kraft_version),
              ("CurrentVoters", "[" + ", ".join(_voter_text(v) for v in voters) + "]"),

@@ -28,10 +28,12 @@ from ..wire.batch import UNDECODABLE, Batch
 from ..wire.kinds import RecordKind
 from ..wire.records import METADATA
 from .load import Loaded, load
+from .rebuild import Rebuildable, rebuildable
 
 _PARTITION_RECORDS = (RecordKind.PARTITION, RecordKind.PARTITION_CHANGE)
 
-__all__ = ["Advanced", "LoadFailed", "Loaded", "Session", "load", "replay_history", "replay_sieved"]
+__all__ = ["Advanced", "LoadFailed", "Loaded", "Session", "load", "replay_history", "replay_sieved",
+           "unusable"]
 
 Advanced = Callable[["Session", Loaded], None]
 
@@ -61,6 +63,7 @@ class Session:
         self._notes_key: Notes | None = None
         self._notes_shown = 0
         self._range: tuple[int | None, int | None] | None = None
+        self._rebuild: Rebuildable | None = None
         self._latest: Loaded | None = loaded
         self._loaded: Loaded | None = None
         self._root: Node | None = None
@@ -197,20 +200,29 @@ class Session:
 
     def log_info(self, loaded: Loaded | None = None) -> LogInfo:
         loaded = loaded or self.loaded
-        unusable = {p.file for p in loaded.problems if p.code == "snapshot" and p.file}
         return self.source.log_info(loaded.snapshot.path if loaded.snapshot else None,
-                                    unusable, loaded.upto)
+                                    unusable(loaded), loaded.upto)
 
     def offset_range(self) -> tuple[int | None, int | None]:
         """The offsets whose image can be rebuilt: what the source holds, cut where damage
-        stopped the latest load (one model for every command; scanned once per state)."""
+        stopped the latest load, or where it ends when the newest snapshot was not usable
+        (one model for every command; scanned once per state)."""
         if self._range is None:
             first, last = self.source.offset_range()
             stop = self.stopped_by()
-            if stop is not None and last is not None:
+            if (stop is not None or unusable(self.latest)) and last is not None:
                 last = min(last, self.reach())
             self._range = first, last
         return self._range
+
+    def rebuildable(self) -> Rebuildable:
+        """Exactly which offsets an image can be rebuilt at (``at`` refuses the others):
+        snapshots, and the log reaching on unbroken from them or from offset 0, up to where
+        damage stopped the latest load."""
+        if self._rebuild is None:
+            self._rebuild = rebuildable(self.source, self.offset_range()[1],
+                                        unusable(self.latest))
+        return self._rebuild
 
     def stopped_by(self) -> Problem | None:
         """The damage that stopped the latest load before the end of the data, if any."""
@@ -291,7 +303,7 @@ class Session:
                      last, latest.complete_from_zero, replayer, latest.base, following)
         following = self.loaded is latest
         self.latest = new
-        self._range = None
+        self._range = self._rebuild = None
         if following:
             self.set_loaded(new)
         for callback in list(self._subscribers):
@@ -308,6 +320,7 @@ class Session:
         if change == "reset":
             following = self.loaded is self.latest
             self.latest = load(self.source)
+            self._range = self._rebuild = None
             if following:
                 self.set_loaded(self.latest)
             for callback in list(self._subscribers):
@@ -336,6 +349,11 @@ def _live_nodes(source: Source, info: RootInfo) -> None:
     assert isinstance(source, LiveSource)
     info.extra["live"] = lambda: live_node(source.status)
     info.extra["quorum"] = lambda: live_quorum_node(source.quorum(), source.view.cluster_id)
+
+
+def unusable(loaded: Loaded) -> set[str]:
+    """The snapshots (paths) a load found damaged or half-written and did not use."""
+    return {p.file for p in loaded.problems if p.code == "snapshot" and p.file}
 
 
 def _until(problems: list[Problem], offset: int) -> list[Problem]:

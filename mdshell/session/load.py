@@ -142,7 +142,8 @@ class _Make:
         for c in run.controls:
             c.offset = cp.end_offset - 1
         run.files = list(stream.files)
-        run.end_offset = stream.end_offset
+        # The snapshot's batches use offsets inside the file: the log's are up to its end.
+        run.end_offset = cp.end_offset - 1
         run.index, builder.index = builder.index, None
         run.replayer.every = self._every()
         run.replayer.checkpoint()
@@ -198,7 +199,8 @@ def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list
     _apply(run, stream, upto, start if cp else -1)
     problems.extend(stream.problems)
     run.files.extend(stream.files)
-    end = stream.end_offset if stream.end_offset is not None else run.end_offset
+    ends = [e for e in (stream.end_offset, run.end_offset) if e is not None]
+    end = max(ends) if ends else None  # a copy without log: the snapshot's end
     builder = run.replayer.builder
     if (not source.snapshots() and not source.segments() and builder.records_applied == 0
             and run.controls and not problems):

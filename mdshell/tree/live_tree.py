@@ -14,8 +14,11 @@ if TYPE_CHECKING:
     from ..source.quorum.status import LiveStatus
 
 
+UNKNOWN = "unknown"
+
+
 def _v(value: object) -> Value:
-    return Value("unknown" if value is None else str(value), value)
+    return Value(UNKNOWN if value is None else str(value), value)
 
 
 def _time(ms: int) -> Value:
@@ -28,10 +31,9 @@ def live_node(get: Callable[[], LiveStatus]) -> Node:
         "bootstrap": lambda: _v(s.bootstrap),
         "security": lambda: _v(s.security),
         "clusterId": lambda: _v(s.cluster_id),
-        "leader": lambda: Value(f"node {s.leader_id} at {s.leader_endpoint}, epoch "
-                                f"{s.leader_epoch}", {"id": s.leader_id,
-                                                      "endpoint": s.leader_endpoint,
-                                                      "epoch": s.leader_epoch}),
+        "leader": lambda: Value(_leader_text(s), {"id": s.leader_id,
+                                                  "endpoint": s.leader_endpoint,
+                                                  "epoch": s.leader_epoch}),
         "highWatermark": lambda: _v(s.high_watermark),
         "nextOffset": lambda: _v(s.next_offset),
         "snapshot": lambda: _v(s.snapshot),
@@ -65,10 +67,18 @@ def live_node(get: Callable[[], LiveStatus]) -> Node:
     return StaticDir(makers)
 
 
+def _leader_text(s: LiveStatus) -> str:
+    if s.leader_id < 0:
+        return UNKNOWN + " (no leader known yet)"
+    at = f" at {s.leader_endpoint}" if s.leader_endpoint else ""
+    return f"node {s.leader_id}{at}, epoch {s.leader_epoch}"
+
+
 def _replica(r: Replica, leader_id: int, hw: int) -> Value:
     lag = None if r.log_end_offset < 0 or hw < 0 else max(hw - r.log_end_offset, 0)
     role = " (leader)" if r.replica_id == leader_id else ""
-    text = (f"ReplicaId={r.replica_id}{role}, logEndOffset={r.log_end_offset}, lag={lag}, "
+    text = (f"ReplicaId={r.replica_id}{role}, logEndOffset={r.log_end_offset}, "
+            f"lag={UNKNOWN if lag is None else lag}, "
             f"lastFetch={iso_zoned_utc(r.last_fetch_ms) if r.last_fetch_ms > 0 else 'unknown'}, "
             "lastCaughtUp="
             f"{iso_zoned_utc(r.last_caught_up_ms) if r.last_caught_up_ms > 0 else 'unknown'}")

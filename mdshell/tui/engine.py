@@ -323,9 +323,20 @@ class Engine:
         return tl.time_at(self.timeline(), offset)
 
     def offset_for(self, text: str) -> int | None:
-        """An offset typed by the user: a number, 'latest', or a UTC time (last offset
-        written at or before it); raises ValueError with one clear line."""
-        return tl.offset_for(text, self.timeline)
+        """An offset typed by the user (empty: latest), by the shell's ``at`` rule: a number
+        the data can rebuild, a time (the newest image written at or before it), 'earliest'
+        or 'latest'; raises ValueError with the shell's one line."""
+        from ..commands.base import UsageError
+        from ..commands.timetravel import parse_offset
+        from ..problems import CommandError
+
+        if not text.strip():
+            return None
+        with self.lock:
+            try:
+                return parse_offset(self.sh, text.strip())
+            except (CommandError, UsageError) as e:
+                raise ValueError(str(e)) from None
 
     def at(self, offset: int | None) -> Result:
         """Move the whole UI to the image as of ``offset`` (None: the end of the log)."""
