@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 # Problems after which reading stops: later records are not in the image.
 STOPS = frozenset({"crc", "truncated", "corrupt", "stopped", "unreadable"})
 # Problems after which the image may not be the cluster's (records lost or skipped).
-DAMAGE = STOPS | {"gap", "incomplete", "epoch"}
+DAMAGE = STOPS | {"gap", "incomplete", "epoch", "header"}
 
 
 class SourceError(Exception):
@@ -21,13 +22,79 @@ class CommandError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """A warning about the data; the load goes on with the best image the valid data allows."""
+    """A warning about the data; the load goes on with the best image the valid data allows.
+
+    A problem that repeats (one per later batch or record) is said once: ``each`` holds every
+    occurrence folded into it (the first one included; empty for a single problem), for
+    ``--debug``."""
 
     code: str  # short identifier, e.g. "crc", "truncated", "unknown-record"
     message: str  # the full one-line message
     file: str | None = None
     offset: int | None = None
     position: int | None = None  # byte in ``file`` where the damage starts, when known
+    each: list[Problem] = field(default_factory=list, compare=False, repr=False)
 
     def __str__(self) -> str:
         return self.message
+
+    @property
+    def count(self) -> int:
+        """How many occurrences this problem stands for."""
+        return max(1, len(self.each))
+
+
+# Problems that can come once per batch or record, and how the rest of a run is counted.
+_FLOODS = {
+    "no-topic": "more records name unknown topic ids",
+    "no-partition": "more records change partitions that do not exist",
+    "no-broker": "more records name brokers that are not registered",
+    "broker-epoch": "more records name a broker epoch that is not the registration's",
+    "no-controller": "more records name controllers that are not registered",
+    "no-acl": "more records remove ACLs that do not exist",
+    "null-value": "more records have no value",
+    "txn": "more transaction markers are out of place",
+    "bad-value": "more records have unknown values",
+    "overlap": "more batches repeat offsets already read (skipped)",
+    "epoch": "more batches have a leader epoch lower than before",
+    "gap": "more gaps in the offsets",
+    "header": "more batches have a damaged header field (skipped)",
+}
+_LOOK_BACK = 8  # how far back a repeat finds the problem it folds into
+
+
+def add(problems: list[Problem], p: Problem) -> None:
+    """Append ``p``, or fold it into a recent problem of the same kind and file: a flood (one
+    warning per later batch or record) becomes one line with a count and the offsets."""
+    phrase = _FLOODS.get(p.code)
+    if phrase is not None:
+        for i in range(len(problems) - 1, max(-1, len(problems) - 1 - _LOOK_BACK), -1):
+            q = problems[i]
+            if q.code == p.code and q.file == p.file:
+                problems[i] = _fold(q, p, phrase)
+                return
+    problems.append(p)
+
+
+def _fold(q: Problem, p: Problem, phrase: str) -> Problem:
+    each = q.each or [q]
+    each.append(p)
+    offsets = [x.offset for x in (each[1], p) if x.offset is not None]
+    where = f" (offsets {offsets[0]}-{offsets[-1]})" if offsets else ""
+    message = f"{each[0].message}; {len(each) - 1:,} {phrase}{where}"
+    return Problem(q.code, message, q.file, q.offset, q.position, each)
+
+
+def merge(old: list[Problem], new: Iterable[Problem]) -> list[Problem]:
+    """``old`` and the problems of ``new`` it lacks; a folded problem that grew replaces
+    its earlier self (live follow reports problems as batches arrive)."""
+    out = list(old)
+    for p in new:
+        if p in out:
+            continue
+        grown = next((i for i, q in enumerate(out) if p.each and q.each is p.each), None)
+        if grown is None:
+            out.append(p)
+        else:
+            out[grown] = p
+    return out

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..problems import Problem
+from ..problems import Problem, add
 from ..wire import frames
 from ..wire.batch import Batch, metadata_ranges
 from ..wire.codec import UNKNOWN_TAGS
@@ -261,7 +261,7 @@ class ImageBuilder:
 
     def _warn(self, code: str, msg: str, off: int | None) -> None:
         where = f"{self.file}: " if self.file else ""
-        self.problems.append(Problem(code, where + msg, self.file or None, off))
+        add(self.problems, Problem(code, where + msg, self.file or None, off))
 
     def _unknown(self, u: frames.Unknown, off: int) -> None:
         k = (u.api_key, u.version)
