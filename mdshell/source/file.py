@@ -112,4 +112,4 @@ def _crc_holds(data: bytes) -> bool:
     if len(data) < HEADER_SIZE:
         return False
     b = parse_header(data, 0)
-    return MIN_BATCH_LENGTH <= b.length and b.size <= len(data) and b.crc_ok()
+    return b.length >= MIN_BATCH_LENGTH and b.size <= len(data) and b.crc_ok()

@@ -161,7 +161,7 @@ class Skip:
     last: int
 
 
-def _peek(data: bytes, pos: int) -> tuple[int, int] | None:
+def peek(data: bytes, pos: int) -> tuple[int, int] | None:
     """Base offset and leader epoch of the header at ``pos``, when there is one."""
     if len(data) - pos < _PEEK.size:
         return None
@@ -175,7 +175,7 @@ def first_damaged(data: bytes, named: int) -> bool:
     if len(data) < HEADER_SIZE:
         return False
     b = parse_header(data, 0)
-    return header_damage(Before(named - 1), b, _peek(data, b.size)) == "base offset"
+    return header_damage(Before(named - 1), b, peek(data, b.size)) == "base offset"
 
 
 # ---------------------------------------------------------------- the walk
@@ -211,12 +211,12 @@ def iter_batches(path: str, data: bytes, problems: list[Problem],
         end = pos + LOG_OVERHEAD + length
         if MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH and end <= size:
             batch = parse_header(data, pos)
-            if batch.magic == 2 and (not check_crc or batch.crc_ok()):
-                if not dense or (batch.base_offset == expect and batch.epoch == prev_epoch):
-                    yield batch
-                    expect, prev_epoch = batch.last_offset + 1, batch.epoch
-                    pos = end
-                    continue
+            if (batch.magic == 2 and (not check_crc or batch.crc_ok()) and (not dense or (
+                    batch.base_offset == expect and batch.epoch == prev_epoch))):
+                yield batch
+                expect, prev_epoch = batch.last_offset + 1, batch.epoch
+                pos = end
+                continue
         before.last = None if expect is None else expect - 1
         before.epoch, before.in_file = prev_epoch, before.in_file or pos > start
         odd = _odd(path, name, data, pos, before, check_crc, dense)
@@ -256,7 +256,7 @@ def _odd(path: str, name: str, data: bytes, pos: int, before: Before, check_crc:
     if not crc_ok and batch is not None and check_crc:
         real = true_end(data, pos, None if before.last is None else before.last + 1)
         if real is not None:  # the CRC shows the batch whole: its length field is wrong
-            return _skipped(path, name, pos, batch, before, "length", length,
+            return skip_of(path, name, pos, batch, before, "length", length,
                             real - pos - LOG_OVERHEAD), real
     if not MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH:
         # The header is garbage (a zeroed or overwritten region): its offset means nothing.
@@ -285,13 +285,13 @@ def _odd(path: str, name: str, data: bytes, pos: int, before: Before, check_crc:
             path, base_offset, pos)
     field = "magic" if batch.magic != 2 else None
     if field is None and dense:
-        field = header_damage(before, batch, _peek(data, end))
+        field = header_damage(before, batch, peek(data, end))
     if field is None:
         return None
-    return _skipped(path, name, pos, batch, before, field, None, None), end
+    return skip_of(path, name, pos, batch, before, field, None, None), end
 
 
-def _skipped(path: str, name: str, pos: int, b: Batch, before: Before, field: str,
+def skip_of(path: str, name: str, pos: int, b: Batch, before: Before, field: str,
              said: int | None, real: int | None) -> Skip:
     """The problem of a batch skipped for a damaged header field, and its true offsets (where
     the batch before it ended, when known: its own base offset may be the damaged field)."""
@@ -303,9 +303,10 @@ def _skipped(path: str, name: str, pos: int, b: Batch, before: Before, field: st
             "leader epoch": f"has leader epoch {b.epoch} among batches of epoch {before.epoch}",
             "magic": f"has magic {b.magic} (not 2) but a valid CRC",
             "length": f"says it is {said} bytes long but its CRC shows {real}"}[field]
+    where = f"offset {first}" if first == last else f"offsets {first}-{last}"
     return Skip(Problem(
         "header",
-        f"{name}: the batch at byte {pos} (offsets {first}-{last}) {what}: its {field} field (outside the "
+        f"{name}: the batch at byte {pos} ({where}) {what}: its {field} field (outside the "
         "CRC) is damaged; the batch is skipped, so its records are not in the image, and "
         "the rest of the file is read (copy the file again from a healthy node)",
         path, first, pos), first, last)
