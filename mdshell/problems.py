@@ -64,13 +64,14 @@ _LOOK_BACK = 8  # how far back a repeat finds the problem it folds into
 
 
 def add(problems: list[Problem], p: Problem) -> None:
-    """Append ``p``, or fold it into a recent problem of the same kind and file: a flood (one
-    warning per later batch or record) becomes one line with a count and the offsets."""
+    """Append ``p``, or fold it into a recent problem of the same kind: a flood (one warning
+    per later batch or record, across files) becomes one line with a count and the
+    offsets; the first occurrence names its file."""
     phrase = _FLOODS.get(p.code)
     if phrase is not None:
         for i in range(len(problems) - 1, max(-1, len(problems) - 1 - _LOOK_BACK), -1):
             q = problems[i]
-            if q.code == p.code and q.file == p.file:
+            if q.code == p.code:
                 problems[i] = _fold(q, p, phrase)
                 return
     problems.append(p)

@@ -116,7 +116,7 @@ class LaidOut:
         stream.files.append(read)
         pos, after, epoch = 0, None, check.last_epoch
         if start > 0:
-            pos, controls, after, skipped_epoch = skip_to(data, start)
+            pos, controls, after, skipped_epoch = skip_to(data, start, named)
             epoch = skipped_epoch if skipped_epoch is not None else epoch
             stream.below.extend(Located(_at(data, p), path, p, "segment") for p in controls)
         damage: list[Problem] = []
@@ -137,6 +137,8 @@ class LaidOut:
             count(read, batch)
             stream.end_offset = batch.last_offset
             if batch.last_offset < start:
+                if batch.is_control:  # below the start, walked when the skip gave up
+                    stream.below.append(Located(batch, path, batch.pos, "segment"))
                 continue
             if not check.follows(batch, path):
                 continue

@@ -57,31 +57,44 @@ def read_bytes(path: str, *, regular_only: bool = False) -> bytes:
         raise SourceError(f"{path}: cannot read ({e.strerror})") from None
 
 
-_SKIP = struct.Struct(">qii5xhi")  # baseOffset, batchLength, epoch, attributes, lastOffsetDelta
+_SKIP = struct.Struct(">qiib4xhi")  # baseOffset, length, epoch, magic, attributes, lastOffsetDelta
 
 
-def skip_to(data: bytes, offset: int) -> tuple[int, list[int], int | None, int | None]:
+def skip_to(data: bytes, offset: int, first: int | None = None,
+            ) -> tuple[int, list[int], int | None, int | None]:
     """Where the first batch reaching ``offset`` starts, the positions of the control
     batches before it, and the last offset and leader epoch passed over (None: none). Only
     headers are read: batches below a snapshot's end offset do not contribute to the image,
     so they are neither checked nor decoded (a fast path for logs with tens of thousands of
-    small batches). Anything odd stops the skip: the walker then applies its damage rules
-    from there."""
+    small batches). ``first``: the offset the file's name gives.
+
+    Anything odd before the offset (a length that does not fit, a magic other than 2, an
+    offset that does not follow on) gives up the skip: ``(0, [], None, None)``, and the
+    walker checks the file from its start, where a damaged header field is told apart from
+    what follows it (a length field passed over unchecked would land the walk in the middle
+    of a batch)."""
     pos = 0
     controls: list[int] = []
     last: int | None = None
     epoch: int | None = None
-    limit = len(data) - HEADER_SIZE
+    expect = first
+    size = len(data)
+    limit = size - HEADER_SIZE
     while pos <= limit:
-        base, length, batch_epoch, attrs, last_delta = _SKIP.unpack_from(data, pos)
-        if (length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > len(data)
-                or base + last_delta >= offset):
-            break  # reached the offset, or a header to check properly from here
+        base, length, batch_epoch, magic, attrs, last_delta = _SKIP.unpack_from(data, pos)
+        if (length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > size or magic != 2
+                or (expect is not None and base != expect)):
+            break
+        if base + last_delta >= offset:
+            return pos, controls, last, epoch  # reached the offset
         if attrs & _CONTROL:
             controls.append(pos)
         last, epoch = base + last_delta, batch_epoch
+        expect = last + 1
         pos += LOG_OVERHEAD + length
-    return min(pos, len(data)), controls, last, epoch
+    if pos >= size or not data[pos:].strip(b"\0"):
+        return size, controls, last, epoch  # the end, or a zero-filled (preallocated) tail
+    return 0, [], None, None
 
 
 # ---------------------------------------------------------------- header fields outside the CRC
