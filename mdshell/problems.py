@@ -44,21 +44,31 @@ class Problem:
         return max(1, len(self.each))
 
 
-# Problems that can come once per batch or record, and how the rest of a run is counted.
+# Problems that can come once per batch or record, and how the rest of a run is counted
+# (one, many).
 _FLOODS = {
-    "no-topic": "more records name unknown topic ids",
-    "no-partition": "more records change partitions that do not exist",
-    "no-broker": "more records name brokers that are not registered",
-    "broker-epoch": "more records name a broker epoch that is not the registration's",
-    "no-controller": "more records name controllers that are not registered",
-    "no-acl": "more records remove ACLs that do not exist",
-    "null-value": "more records have no value",
-    "txn": "more transaction markers are out of place",
-    "bad-value": "more records have unknown values",
-    "overlap": "more batches repeat offsets already read (skipped)",
-    "epoch": "more batches have a leader epoch lower than before",
-    "gap": "more gaps in the offsets",
-    "header": "more batches have a damaged header field (skipped)",
+    "no-topic": ("more record names an unknown topic", "more records name unknown topics"),
+    "no-partition": ("more record changes a partition that does not exist",
+                     "more records change partitions that do not exist"),
+    "no-broker": ("more record names a broker that is not registered",
+                  "more records name brokers that are not registered"),
+    "broker-epoch": ("more record names a broker epoch that is not the registration's",
+                     "more records name broker epochs that are not the registration's"),
+    "no-controller": ("more record names a controller that is not registered",
+                      "more records name controllers that are not registered"),
+    "no-acl": ("more record removes an ACL that does not exist",
+               "more records remove ACLs that do not exist"),
+    "null-value": ("more record has no value", "more records have no value"),
+    "txn": ("more transaction marker is out of place",
+            "more transaction markers are out of place"),
+    "bad-value": ("more record has an unknown value", "more records have unknown values"),
+    "overlap": ("more batch repeats offsets already read (skipped)",
+                "more batches repeat offsets already read (skipped)"),
+    "epoch": ("more batch has a leader epoch lower than before",
+              "more batches have a leader epoch lower than before"),
+    "gap": ("more gap in the offsets", "more gaps in the offsets"),
+    "header": ("more batch has a damaged header field (skipped)",
+               "more batches have a damaged header field (skipped)"),
 }
 _LOOK_BACK = 8  # how far back a repeat finds the problem it folds into
 
@@ -77,12 +87,14 @@ def add(problems: list[Problem], p: Problem) -> None:
     problems.append(p)
 
 
-def _fold(q: Problem, p: Problem, phrase: str) -> Problem:
+def _fold(q: Problem, p: Problem, phrase: tuple[str, str]) -> Problem:
     each = q.each or [q]
     each.append(p)
-    offsets = [x.offset for x in (each[1], p) if x.offset is not None]
-    where = f" (offsets {offsets[0]}-{offsets[-1]})" if offsets else ""
-    message = f"{each[0].message}; {len(each) - 1:,} {phrase}{where}"
+    offsets = sorted({x.offset for x in (each[1], p) if x.offset is not None})
+    where = ("" if not offsets else f" (offset {offsets[0]})" if len(offsets) == 1
+             else f" (offsets {offsets[0]}-{offsets[-1]})")
+    more = len(each) - 1
+    message = f"{each[0].message}; {more:,} {phrase[more > 1]}{where}"
     return Problem(q.code, message, q.file, q.offset, q.position, each)
 
 

@@ -155,7 +155,11 @@ class ImageBuilder:
         prefix = frames.partition_prefix
         last_tid: bytes | None = None
         last_parts: dict[int, m.Partition | m.LazyPartition] = {}
-        hi = stop if stop is not None else 1 << 63
+        # No bound: a damaged base offset (outside the CRC) can put a batch's records past
+        # any i64 either way; inside a snapshot the offsets do not matter.
+        hi = stop if stop is not None else 1 << 64
+        if skip_below < 0:
+            skip_below = -(1 << 64)
         applied = 0  # lazily stored partitions, added to records_applied at the end
         try:
             for off, vpos, vend, key, ver, body in recs:
