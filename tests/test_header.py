@@ -118,7 +118,7 @@ def test_damaged_length_is_found_by_the_crc(tmp_path: Path, delta: int) -> None:
     """Not "incomplete" or "CRC mismatch ... everything after it is ignored": the batch's
     CRC shows where it ends; it is skipped and the rest of the file is read."""
     d = _copy(tmp_path, "cluster-basic")
-    pos, base, size = _after_snapshot(d)
+    pos, _, size = _after_snapshot(d)
     _damage(_segment(d), pos, "length", size - 12 + delta)
     line = _one_header_problem(d, f"but its CRC shows {size - 12}")
     assert "incomplete" not in line and "CRC mismatch" not in line

@@ -128,7 +128,8 @@ class LaidOut:
             if s.last >= start and (upto is None or s.first <= upto):
                 add(stream.problems, s.problem)
             check.passed(s.first, s.last)
-            stream.end_offset = s.last
+            if stream.end_offset is None or s.last > stream.end_offset:
+                stream.end_offset = s.last
 
         for batch in iter_batches(path, data, damage, start=pos, after=after, epoch=epoch,
                                   first=named, dense=True, on_skip=skipped):

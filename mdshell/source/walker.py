@@ -69,14 +69,14 @@ def skip_to(data: bytes, offset: int, first: int | None = None,
     small batches). ``first``: the offset the file's name gives.
 
     Anything odd before the offset (a length that does not fit, a magic other than 2, an
-    offset that does not follow on) gives up the skip: ``(0, [], None, None)``, and the
-    walker checks the file from its start, where a damaged header field is told apart from
-    what follows it (a length field passed over unchecked would land the walk in the middle
-    of a batch)."""
+    offset that does not follow on) stops the skip one batch early: the walker checks the
+    batch before the odd one, then the odd one with both its neighbours (a damaged length
+    field passed over unchecked lands in the middle of a batch, or past one)."""
     pos = 0
     controls: list[int] = []
     last: int | None = None
     epoch: int | None = None
+    back = (0, 0, None, None)  # the batch before: its position, controls, last, epoch before
     expect = first
     size = len(data)
     limit = size - HEADER_SIZE
@@ -87,6 +87,7 @@ def skip_to(data: bytes, offset: int, first: int | None = None,
             break
         if base + last_delta >= offset:
             return pos, controls, last, epoch  # reached the offset
+        back = (pos, len(controls), last, epoch)
         if attrs & _CONTROL:
             controls.append(pos)
         last, epoch = base + last_delta, batch_epoch
@@ -94,7 +95,8 @@ def skip_to(data: bytes, offset: int, first: int | None = None,
         pos += LOG_OVERHEAD + length
     if pos >= size or not data[pos:].strip(b"\0"):
         return size, controls, last, epoch  # the end, or a zero-filled (preallocated) tail
-    return 0, [], None, None
+    at, kept, before, before_epoch = back
+    return at, controls[:kept], before, before_epoch
 
 
 # ---------------------------------------------------------------- header fields outside the CRC
