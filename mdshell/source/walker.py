@@ -76,7 +76,8 @@ def skip_to(data: bytes, offset: int, first: int | None = None,
     controls: list[int] = []
     last: int | None = None
     epoch: int | None = None
-    back = (0, 0, None, None)  # the batch before: its position, controls, last, epoch before
+    # the batch before: its position, controls, and the last offset and epoch before it
+    back: tuple[int, int, int | None, int | None] = (0, 0, None, None)
     expect = first
     size = len(data)
     limit = size - HEADER_SIZE
