@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..problems import Problem, SourceError
+from ..problems import Problem, SourceError, add
 from ..wire.batch import (
     CONTROL_FLAG,
     HEADER_SIZE,
@@ -136,7 +136,7 @@ def _info(name: str, b: Batch, size: int, damage: str | None, problems: list[Pro
     if damage is not None:
         skip = skip_of(path, name, b.pos, b, before, damage, b.length,
                         size - LOG_OVERHEAD)
-        problems.append(skip.problem)
+        add(problems, skip.problem)
         before.last = skip.last
     else:
         before.last, before.epoch = b.last_offset, b.epoch
