@@ -109,11 +109,17 @@ def _err(msg: str) -> None:
     print(f"mdshell: {msg}", file=sys.stderr)
 
 
-def _warn(problems: Sequence[Problem], strict: bool) -> None:
+def _warn(problems: Sequence[Problem], strict: bool, debug: bool = False) -> None:
+    """One line per problem; with ``debug``, a problem said once for many occurrences is
+    followed by each of them."""
     label = "error" if strict else "warning"
     for p in problems:
-        if p.code != "image":  # where the damage left the image: the verdict says it
-            print(f"mdshell: {label}: {p.message}", file=sys.stderr)
+        if p.code == "image":  # where the damage left the image: the verdict says it
+            continue
+        print(f"mdshell: {label}: {p.message}", file=sys.stderr)
+        if debug and p.each:
+            for one in p.each:
+                print(f"mdshell:   {one.message}", file=sys.stderr)
 
 
 def _verdict(session: Session, strict: bool) -> bool:
@@ -208,7 +214,7 @@ def _main(args: argparse.Namespace) -> int:
     def said(loaded: Loaded) -> None:
         """What reading found, said when the load runs (at once unless lazy), and what it
         means for the image."""
-        _warn(loaded.problems, args.strict)
+        _warn(loaded.problems, args.strict, args.debug)
         shell.said.update(p.message for p in loaded.problems)
         if loaded.problems:
             _verdict(session, args.strict)

@@ -957,3 +957,93 @@ def test_huge_array_length_does_not_hang(tmp_path: Path) -> None:
         pytest.fail("mdshell hung on a record whose array length is 2**33")
     assert proc.returncode in (0, 1)
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+# ---------------------------------------------------------------- header fields outside the CRC
+#
+# A batch's CRC covers its bytes from ``attributes`` on: baseOffset, batchLength,
+# partitionLeaderEpoch and magic are not covered, so damage there passes every CRC. For each
+# case the verdict must hold: either the image is the undamaged one and no damage is reported,
+# or damage is reported (a problem health counts as damage, and one naming the file), --strict
+# exits 1, and the image claims no offset beyond what the undamaged data holds.
+
+_OUTSIDE_CRC = ("baseOffset", "batchLength", "partitionLeaderEpoch", "magic")
+
+
+def _outside_value(rng: Rng, field: str, buf: bytearray, pos: int, size: int,
+                   batches: list[tuple[int, int]]) -> int:
+    if field == "baseOffset":
+        base = struct.unpack_from(">q", buf, pos)[0]
+        return rng.choice([base + (1 << 56), base + 1, base - 1, base + rng.randrange(2, 500),
+                           max(0, base - rng.randrange(2, 500)), 0, -1, (1 << 63) - 1,
+                           -(1 << 63), struct.unpack_from(">q", buf, rng.choice(batches)[0])[0]])
+    if field == "batchLength":
+        length = size - 12
+        return rng.choice([length + 1, length - 1, length + 12, length + rng.randrange(13, 5000),
+                           length - rng.randrange(2, 12), len(buf), 0x7FFFFFFF, -1, 0, 48, 49])
+    if field == "partitionLeaderEpoch":
+        epoch = struct.unpack_from(">i", buf, pos + 12)[0]
+        return rng.choice([epoch + 1, epoch - 1, epoch + 1000, -1, 0, 0x7FFFFFFF])
+    return rng.choice([0, 1, 3, 0x7F, -1])
+
+
+_PACK = {"baseOffset": (0, ">q"), "batchLength": (8, ">i"), "partitionLeaderEpoch": (12, ">i"),
+         "magic": (16, ">b")}
+
+
+def outside_crc(field: str, seed: int, d: Path) -> str:
+    """One header field outside the CRC of one batch (of any data file, the newest snapshot
+    more often) set to another value, seeded."""
+    rng = random.Random(seed)
+    files = [f for f in _data_files(d) if _batches(f.read_bytes())]
+    snapshots = [f for f in files if f.name.endswith(".checkpoint")]
+    # a third of the cases hit the newest snapshot: the one a load reads
+    f = snapshots[-1] if snapshots and rng.random() < 0.33 else rng.choice(files)
+    buf = bytearray(f.read_bytes())
+    batches = _batches(buf)
+    pos, size = rng.choice(batches)
+    value = _outside_value(rng, field, buf, pos, size, batches)
+    at, fmt = _PACK[field]
+    struct.pack_into(fmt, buf, pos + at, value)
+    f.write_bytes(buf)
+    return f"{f.name} batch at {pos} {field}={value}"
+
+
+def header_cases() -> list[tuple[str, str, int]]:
+    fixtures = [f for f in fixture_names()
+                if any(_batches(p.read_bytes()) for p in _data_files(FIXTURES / f))]
+    return [(random.Random(30_000 + i).choice(fixtures), _OUTSIDE_CRC[i % 4], 30_000 + i)
+            for i in range(64)]
+
+
+def _verdict(directory: Path) -> tuple[list[Any], int | None]:
+    """The problems of a load and the image's offset (the library's view of ``-d``)."""
+    from mdshell.session import load
+    from mdshell.source import open_source
+
+    loaded = load(open_source(str(directory)))
+    return loaded.problems, loaded.image.provenance.offset
+
+
+@pytest.mark.parametrize("fixture,field,seed", [
+    pytest.param(*c, id=f"{c[0]}-{c[1]}-{c[2]}") for c in header_cases()])
+def test_header_field_outside_the_crc(fixture: str, field: str, seed: int,
+                                      tmp_path: Path) -> None:
+    from mdshell.problems import DAMAGE
+
+    log_dir = tmp_path / fixture
+    shutil.copytree(FIXTURES / fixture, log_dir)
+    what = outside_crc(field, seed, log_dir)
+    damaged_file = what.split()[0]
+    before, truth = _verdict(FIXTURES / fixture)
+    problems, offset = _verdict(log_dir)
+    image = run(["-d", str(log_dir), "tree", "/image"])[1]
+    known = {(p.code, p.message) for p in before}
+    said = [p for p in problems if p.code in DAMAGE and (p.code, p.message) not in known]
+    if image == undamaged_image(["-d", str(FIXTURES / fixture)]) and not said:
+        return  # the damage changes nothing the image shows (e.g. below the snapshot)
+    assert said, f"{what}: the image changed and no damage was reported: {problems}"
+    # the damaged file is named (a damaged snapshot by the warning that it is not used)
+    assert any(damaged_file in p.message for p in problems), (what, said)
+    assert run(["--strict", "-d", str(log_dir), "ls", "/"])[0] == 1, what
+    assert offset is not None and truth is not None and offset <= truth, (what, offset, truth)

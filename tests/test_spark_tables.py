@@ -294,3 +294,35 @@ def test_batch_starts_equal_the_walkers_one_by_one(generated: list[Path]) -> Non
                 assert got == want, (path, cut)
             runs += sum(a[1] == b[1] for a, b in itertools.pairwise(ranges))
     assert runs > 1000  # batches following one of the same length: the run path is taken
+
+
+@pytest.mark.parametrize("field,at,value", [
+    ("epoch-last", 12, 7),  # the last batch's epoch rises on a data batch: a damaged field
+    ("epoch-middle", 12, 7),
+    ("base", 0, 1 << 56),
+    ("magic", 16, 3),
+])
+def test_header_damage_is_read_as_the_reader_reads_it(tmp_path: Path, field: str, at: int,
+                                                      value: int) -> None:
+    """A header field outside the CRC damaged (the reader skips that batch): the fast path
+    gives the reader's rows and warnings, per file and for the whole log."""
+    import shutil
+    import struct
+
+    from mdshell.source.logscan import iter_log
+
+    d = tmp_path / "cluster-basic"
+    shutil.copytree(FIXTURES / "cluster-basic", d)
+    seg = d / "__cluster_metadata-0" / "00000000000000000000.log"
+    buf = bytearray(seg.read_bytes())
+    starts = [s - 21 for s, _, _ in _batch_ranges(bytes(buf))]
+    pos = starts[-1] if field == "epoch-last" else starts[len(starts) // 2]
+    struct.pack_into({0: ">q", 12: ">i", 16: ">b"}[at], buf, pos + at, value)
+    seg.write_bytes(bytes(buf))
+    _check_records(d)
+    source = open_source(str(d))
+    got = tables.log_records(tables.View(source, load(source)))
+    assert got.equals(tables.records_table(iter_log(open_source(str(d))), False))
+    problems: list[Problem] = []
+    list(iter_log(open_source(str(d)), problems=problems))
+    assert [p.code for p in problems] == ["header"]

@@ -24,6 +24,7 @@ def batch_json(b: BatchInfo) -> dict[str, Any]:
         "timestampType": "LogAppendTime" if b.log_append_time else "CreateTime",
         "maxTimestamp": b.max_timestamp, "size": b.size, "magic": b.magic,
         "compressCodec": b.compression, "crc": b.crc, "crcValid": b.crc_valid,
+        "headerDamage": b.header_damage,
     }
 
 

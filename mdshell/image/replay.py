@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..problems import Problem
+from ..problems import Problem, add
 from ..wire import frames
 from ..wire.batch import Batch, metadata_ranges
 from ..wire.codec import UNKNOWN_TAGS
@@ -155,7 +155,11 @@ class ImageBuilder:
         prefix = frames.partition_prefix
         last_tid: bytes | None = None
         last_parts: dict[int, m.Partition | m.LazyPartition] = {}
-        hi = stop if stop is not None else 1 << 63
+        # No bound: a damaged base offset (outside the CRC) can put a batch's records past
+        # any i64 either way; inside a snapshot the offsets do not matter.
+        hi = stop if stop is not None else 1 << 64
+        if skip_below < 0:
+            skip_below = -(1 << 64)
         applied = 0  # lazily stored partitions, added to records_applied at the end
         try:
             for off, vpos, vend, key, ver, body in recs:
@@ -261,7 +265,7 @@ class ImageBuilder:
 
     def _warn(self, code: str, msg: str, off: int | None) -> None:
         where = f"{self.file}: " if self.file else ""
-        self.problems.append(Problem(code, where + msg, self.file or None, off))
+        add(self.problems, Problem(code, where + msg, self.file or None, off))
 
     def _unknown(self, u: frames.Unknown, off: int) -> None:
         k = (u.api_key, u.version)

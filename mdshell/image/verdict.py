@@ -40,7 +40,7 @@ CAUSES = {
     "no-topic": _NOT_HELD, "no-partition": _NOT_HELD, "no-broker": _NOT_HELD,
     "no-controller": _NOT_HELD, "no-acl": _NOT_HELD,
     "incomplete": "data missing", "degraded": "a log that could not be fetched",
-    "unrecognized": "a file not read",
+    "unrecognized": "a file not read", "header": "a damaged batch header (batch skipped)",
 }
 _FROM = frozenset({"gap", "incomplete"})  # "missing from offset N", not "at offset N"
 

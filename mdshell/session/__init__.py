@@ -16,7 +16,7 @@ from ..image.history import History
 from ..image.model import Image, Notes
 from ..image.replay import ImageBuilder, Observer, Sieve, Wants
 from ..image.verdict import Verdict, judge
-from ..problems import STOPS, Problem, SourceError
+from ..problems import STOPS, Problem, SourceError, merge
 from ..source import Located, Source, open_source
 from ..source.info import LogInfo, QuorumInfo
 from ..source.loginfo import quorum_info
@@ -298,7 +298,7 @@ class Session:
             following = max(following, batch.last_offset + 1)
         image = replayer.checkpoint()
         found = [*replayer.builder.problems, *problems]
-        problems = latest.problems + [p for p in found if p not in latest.problems]
+        problems = merge(latest.problems, found)  # a flood folded further replaces itself
         new = Loaded(image, problems, latest.files, latest.controls, latest.snapshot, None,
                      last, latest.complete_from_zero, replayer, latest.base, following)
         following = self.loaded is latest

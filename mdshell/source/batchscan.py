@@ -12,19 +12,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..problems import Problem, SourceError
+from ..problems import Problem, SourceError, add
 from ..wire.batch import (
     CONTROL_FLAG,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     TRANSACTIONAL_FLAG,
+    Batch,
     parse_header,
 )
 from ..wire.compression import NAMES as CODEC_NAMES
 from .base import Source
 from .file import FileSource
-from .walker import MAX_BATCH_LENGTH
+from .walker import MAX_BATCH_LENGTH, Before, header_damage, peek, skip_of, true_end
 
 _BASE_LENGTH = 12
 
@@ -53,6 +54,7 @@ class BatchInfo:
     magic: int = 2
     log_append_time: bool = False
     delete_horizon: bool = False
+    header_damage: str | None = None  # a damaged header field outside the CRC (skipped)
 
     @property
     def last_sequence(self) -> int:
@@ -69,25 +71,33 @@ INT_MAX = 2**31 - 1
 _LOG_APPEND_TIME, _DELETE_HORIZON = 0x08, 0x40
 
 
-def _files(source: Source, snapshot: str | None,
-           problems: list[Problem]) -> Iterator[tuple[str, bytes]]:
+def _files(source: Source, snapshot: str | None, problems: list[Problem],
+           ) -> Iterator[tuple[str, bytes, int | None, bool]]:
+    """Each file to list: path, bytes, the offset its name gives (None: unknown) and whether
+    its offsets are dense (a log segment, not a snapshot)."""
     if isinstance(source, FileSource):
-        yield source.path, source.data()
+        yield source.path, source.data(), source.first, source.dense
         return
-    paths = [snapshot] if snapshot is not None else [s.path for s in source.segments()]
-    for path in paths:
+    files = ([(snapshot, None, False)] if snapshot is not None
+             else [(s.path, s.base_offset, True) for s in source.segments()])
+    for path, first, dense in files:
         try:
-            yield path, source.file_bytes(path)
+            yield path, source.file_bytes(path), first, dense
         except SourceError as e:
             problems.append(Problem("unreadable", f"{e}; not shown", path))
 
 
-def file_batches(path: str, data: bytes, problems: list[Problem]) -> Iterator[BatchInfo]:
+def file_batches(path: str, data: bytes, problems: list[Problem], *, first: int | None = None,
+                 dense: bool = False) -> Iterator[BatchInfo]:
     """Every batch of one file. A CRC mismatch is shown (``crc_valid`` False) and the walk
-    goes on by the batch length, as kafka-dump-log does; an impossible length or a
-    truncated batch ends the file with a warning."""
+    goes on by the batch length, as kafka-dump-log does; a length field that the CRC shows
+    damaged is stepped over to where the batch really ends; an impossible length or a
+    truncated batch ends the file with a warning. A header field outside the CRC that the
+    walker's rules find damaged (``header_damage``) is named, with a warning: the loader
+    skips that batch."""
     name = os.path.basename(path)
     pos, size = 0, len(data)
+    before = Before(None if first is None else first - 1)
     while pos < size:
         if size - pos < _BASE_LENGTH or int.from_bytes(data[pos + 8:pos + 12], "big",
                                                          signed=True) == 0:
@@ -97,30 +107,56 @@ def file_batches(path: str, data: bytes, problems: list[Problem]) -> Iterator[Ba
                                         path))
             return
         length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
-        if (length < MIN_BATCH_LENGTH or length > MAX_BATCH_LENGTH
-                or pos + LOG_OVERHEAD + length > size or size - pos < HEADER_SIZE):
+        end = pos + LOG_OVERHEAD + length
+        fits = (MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH and end <= size
+                and size - pos >= HEADER_SIZE)
+        b = parse_header(data, pos) if size - pos >= HEADER_SIZE else None
+        if b is not None and not (fits and b.crc_ok()):
+            real = true_end(data, pos, None if before.last is None else before.last + 1)
+            if real is not None and real != end:
+                yield _info(name, b, real - pos, "length", problems, path, before)
+                pos = real
+                continue
+        if not fits or b is None:
             problems.append(Problem("corrupt", f"{name}: the batch at byte {pos} has length "
                                     f"{length}, which does not fit the file ({size} bytes); "
                                     "the listing stops there", path))
             return
-        b = parse_header(data, pos)
-        yield BatchInfo(name, pos, b.base_offset, b.last_offset, b.size, b.epoch, b.crc,
-                        b.magic == 2 and b.crc_ok(),
-                        CODEC_NAMES.get(b.compression, f"unknown({b.compression})"),
-                        b.producer_id, b.producer_epoch, b.base_sequence,
-                        bool(b.attributes & TRANSACTIONAL_FLAG),
-                        bool(b.attributes & CONTROL_FLAG), b.count, b.base_timestamp,
-                        b.max_timestamp, b.magic, bool(b.attributes & _LOG_APPEND_TIME),
-                        bool(b.attributes & _DELETE_HORIZON))
-        pos += b.size
+        damage = None
+        if b.crc_ok():
+            damage = "magic" if b.magic != 2 else (
+                header_damage(before, b, peek(data, end)) if dense else None)
+        yield _info(name, b, b.size, damage, problems, path, before)
+        pos = end
+
+
+def _info(name: str, b: Batch, size: int, damage: str | None, problems: list[Problem],
+          path: str, before: Before) -> BatchInfo:
+    """The listing's row for ``b`` (``size``: its true size); moves ``before`` past it."""
+    if damage is not None:
+        skip = skip_of(path, name, b.pos, b, before, damage, b.length,
+                        size - LOG_OVERHEAD)
+        add(problems, skip.problem)
+        before.last = skip.last
+    else:
+        before.last, before.epoch = b.last_offset, b.epoch
+    before.in_file = True
+    return BatchInfo(name, b.pos, b.base_offset, b.last_offset, size, b.epoch, b.crc,
+                     b.magic == 2 and b.crc_ok(),
+                     CODEC_NAMES.get(b.compression, f"unknown({b.compression})"),
+                     b.producer_id, b.producer_epoch, b.base_sequence,
+                     bool(b.attributes & TRANSACTIONAL_FLAG),
+                     bool(b.attributes & CONTROL_FLAG), b.count, b.base_timestamp,
+                     b.max_timestamp, b.magic, bool(b.attributes & _LOG_APPEND_TIME),
+                     bool(b.attributes & _DELETE_HORIZON), damage)
 
 
 def iter_batch_infos(source: Source, *, snapshot: str | None = None,
                      problems: list[Problem] | None = None) -> Iterator[BatchInfo]:
     """The batches of the log segments in order (or of one snapshot file)."""
     problems = problems if problems is not None else []
-    for path, data in _files(source, snapshot, problems):
-        yield from file_batches(path, data, problems)
+    for path, data, first, dense in _files(source, snapshot, problems):
+        yield from file_batches(path, data, problems, first=first, dense=dense)
 
 
 # ---------------------------------------------------------------- time -> offset
@@ -154,6 +190,8 @@ def offset_at_time(source: Source, ms: int) -> TimePoint:
     batch headers in log order up to the first damage (what the loader can use)."""
     point = TimePoint(None, None, None)
     for b in iter_batch_infos(source):
+        if b.header_damage is not None:
+            continue  # the loader skips it; its header may claim any offset
         if not b.crc_valid:
             break
         if point.first_time is None:

@@ -15,6 +15,7 @@ from .layout import Checkpoint
 from .walker import iter_batches, read_bytes
 
 _PRODUCER_SNAPSHOT = re.compile(r"^\d{20}\.snapshot$")
+_SEGMENT = re.compile(r"^(\d{20})\.log$")
 
 
 class FileSource(Source):
@@ -34,11 +35,16 @@ class FileSource(Source):
             raise SourceError(f"{path}: no such file")
         self.path = path
         self.eager = eager
+        # A log segment's offsets are dense, and its name gives the first one.
+        self.dense = not name.endswith((".checkpoint", ".checkpoint.part",
+                                        ".checkpoint.deleted"))
+        named = _SEGMENT.match(name)
+        self.first = int(named.group(1)) if named else None
         self._data = read_bytes(path, regular_only=True)
         if not self._data:
             raise SourceError(f"{path}: the file is empty; nothing to read (give a .log "
                               "segment or .checkpoint snapshot that has data)")
-        if len(self._data) >= 17 and self._data[16] != 2:
+        if len(self._data) >= 17 and self._data[16] != 2 and not _crc_holds(self._data):
             raise SourceError(f"{path}: not a Kafka record batch file (a .log segment or a "
                               ".checkpoint snapshot of __cluster_metadata-0)")
         check_metadata_log(os.path.dirname(os.path.abspath(path)), self._data,
@@ -63,7 +69,8 @@ class FileSource(Source):
         read = file_read(self.path, "file", len(self._data))
         stream.files.append(read)
         damage: list[Problem] = []
-        for batch in iter_batches(self.path, self._data, damage):
+        for batch in iter_batches(self.path, self._data, damage, first=self.first,
+                                  dense=self.dense):
             if upto is not None and batch.base_offset > upto:
                 return
             count(read, batch)
@@ -78,7 +85,7 @@ class FileSource(Source):
     def offset_range(self) -> tuple[int | None, int | None]:
         from .loginfo import scan_segment
 
-        seg = scan_segment("", self._data, 0)
+        seg = scan_segment("", self._data, 0, first=self.first, dense=self.dense)
         return seg.first_offset, seg.last_offset
 
     def log_from_zero(self) -> bool:
@@ -91,6 +98,18 @@ class FileSource(Source):
                  upto: int | None) -> LogInfo:
         from .loginfo import scan_segment
 
-        seg = scan_segment(os.path.basename(self.path), self._data, 0)
+        seg = scan_segment(os.path.basename(self.path), self._data, 0, first=self.first,
+                           dense=self.dense)
         return LogInfo(self.path, [seg], start_offset=seg.first_offset,
                        end_offset=seg.last_offset)
+
+
+def _crc_holds(data: bytes) -> bool:
+    """Whether the first batch is a v2 batch by its CRC (its magic byte, outside the CRC,
+    may be the damaged part: the walker then says so)."""
+    from ..wire.batch import HEADER_SIZE, MIN_BATCH_LENGTH, parse_header
+
+    if len(data) < HEADER_SIZE:
+        return False
+    b = parse_header(data, 0)
+    return b.length >= MIN_BATCH_LENGTH and b.size <= len(data) and b.crc_ok()

@@ -13,12 +13,12 @@ import os
 import struct
 from collections.abc import Callable, Generator, Iterator
 
-from ..problems import Problem, SourceError
+from ..problems import Problem, SourceError, add
 from ..wire.batch import Batch
 from .base import BatchStream, Located, count, file_read
 from .info import LogInfo, SegmentInfo, SnapshotInfo
 from .layout import Checkpoint, Layout
-from .walker import iter_batches, skip_to
+from .walker import Skip, first_damaged, iter_batches, skip_to
 
 _BASE = struct.Struct(">q")
 
@@ -93,12 +93,14 @@ class LaidOut:
                                             "segment (nothing written yet); skipped", seg.path))
                 continue
             first = _BASE.unpack_from(data, 0)[0] if len(data) >= 8 else None
-            if first is not None and first != seg.base_offset:
+            if (first is not None and first != seg.base_offset
+                    and not first_damaged(data, seg.base_offset)):
                 problems.append(Problem(
                     "misnamed", f"{os.path.basename(seg.path)}: named for offset "
                     f"{seg.base_offset} but its first batch is at offset {first} (a renamed "
                     "or misplaced file?)", seg.path, first))
-            status = yield from self._segment(stream, seg.path, data, start, upto, check)
+            status = yield from self._segment(stream, seg.path, seg.base_offset, data, start,
+                                              upto, check)
             if status == _PASSED or stream._stop:
                 return
             if status == _DAMAGED:
@@ -108,22 +110,36 @@ class LaidOut:
                                             "because of the damage above", seg.path))
                 return
 
-    def _segment(self, stream: BatchStream, path: str, data: bytes, start: int,
+    def _segment(self, stream: BatchStream, path: str, named: int, data: bytes, start: int,
                  upto: int | None, check: _Continuity) -> Generator[Located, None, str]:
         read = file_read(path, "segment", len(data))
         stream.files.append(read)
-        pos, after = 0, None
+        pos, after, epoch = 0, None, check.last_epoch
         if start > 0:
-            pos, controls, after = skip_to(data, start)
+            pos, controls, after, skipped_epoch = skip_to(data, start, named)
+            epoch = skipped_epoch if skipped_epoch is not None else epoch
             stream.below.extend(Located(_at(data, p), path, p, "segment") for p in controls)
         damage: list[Problem] = []
         stream._stop_file = False
-        for batch in iter_batches(path, data, damage, start=pos, after=after):
+
+        def skipped(s: Skip) -> None:
+            """A batch with a damaged header: said when it holds offsets the stream
+            covers; its offsets count as read either way."""
+            if s.last >= start and (upto is None or s.first <= upto):
+                add(stream.problems, s.problem)
+            check.passed(s.first, s.last)
+            if stream.end_offset is None or s.last > stream.end_offset:
+                stream.end_offset = s.last
+
+        for batch in iter_batches(path, data, damage, start=pos, after=after, epoch=epoch,
+                                  first=named, dense=True, on_skip=skipped):
             if upto is not None and batch.base_offset > upto:
                 return _PASSED
             count(read, batch)
             stream.end_offset = batch.last_offset
             if batch.last_offset < start:
+                if batch.is_control:  # below the start, walked when the skip gave up
+                    stream.below.append(Located(batch, path, batch.pos, "segment"))
                 continue
             if not check.follows(batch, path):
                 continue
@@ -161,7 +177,7 @@ class LaidOut:
         from .loginfo import scan_segment
 
         try:
-            return scan_segment(os.path.basename(path), self.data(path), base)
+            return scan_segment(os.path.basename(path), self.data(path), base, first=base)
         except SourceError as e:
             return SegmentInfo(os.path.basename(path), base, -1, damage=str(e))
 
@@ -211,13 +227,21 @@ class _Continuity:
     def __init__(self, problems: list[Problem], epoch: int) -> None:
         self.problems = problems
         self.epoch = epoch
+        self.last_epoch: int | None = None  # of the last batch read (the walker's neighbour)
         self.expected: int | None = None
+
+    def passed(self, first: int, last: int) -> None:
+        """The walker skipped a batch holding ``first``-``last`` (a damaged header): the
+        offsets after it follow on from it, and it was said once already."""
+        if self.expected is not None and first <= self.expected <= last:
+            self.expected = last + 1
 
     def follows(self, batch: Batch, path: str) -> bool:
         """Record what breaks continuity; False to skip a batch already read."""
         problems = self.problems
         last = batch.last_offset
         expected = self.expected
+        self.last_epoch = batch.epoch
         if (batch.epoch >= self.epoch and (expected is None or (
                 last >= expected and batch.base_offset <= expected))):
             self.epoch = batch.epoch
@@ -225,7 +249,7 @@ class _Continuity:
             return True  # the usual case: nothing to say
         name = os.path.basename(path)
         if batch.epoch < self.epoch:
-            problems.append(Problem(
+            add(problems, Problem(
                 "epoch", f"{name}: the batch at offset {batch.base_offset} has leader epoch "
                 f"{batch.epoch}, lower than the {self.epoch} before it (a log from another node "
                 "mixed in, or damage)", path, batch.base_offset))
@@ -233,13 +257,13 @@ class _Continuity:
         expected = self.expected
         if expected is not None:
             if batch.last_offset < expected:
-                problems.append(Problem(
+                add(problems, Problem(
                     "overlap", f"{name}: the batch at offsets {batch.base_offset}-"
                     f"{batch.last_offset} repeats offsets already read (up to {expected - 1}); "
                     "skipped (duplicated or reordered segments?)", path, batch.base_offset))
                 return False
             if batch.base_offset > expected:
-                problems.append(Problem(
+                add(problems, Problem(
                     "gap", f"{name}: offsets {expected}-{batch.base_offset - 1} are missing "
                     f"before the batch at offset {batch.base_offset}; records there are lost, "
                     "so the image may be wrong (a segment was deleted or is damaged)", path,

@@ -11,12 +11,15 @@ from .info import LeaderChangeInfo, QuorumInfo, SegmentInfo, VoterInfo
 from .walker import iter_batches
 
 
-def scan_segment(name: str, data: bytes, base_offset: int) -> SegmentInfo:
+def scan_segment(name: str, data: bytes, base_offset: int, *, first: int | None = None,
+                 dense: bool = True) -> SegmentInfo:
     """Counts, offset and time range of a file's batches, and where damage starts: the same
-    walk as the load (what follows damage is not counted, as the load does not use it)."""
+    walk as the load (what follows damage is not counted, as the load does not use it; a
+    batch skipped for a damaged header is not counted either). ``first``: the offset its
+    name gives; ``dense``: a log segment (not a snapshot)."""
     info = SegmentInfo(name, base_offset, len(data))
     damage: list[Problem] = []
-    for b in iter_batches(name, data, damage):
+    for b in iter_batches(name, data, damage, first=first, dense=dense):
         info.batches += 1
         info.records += b.count
         if info.first_offset is None:
@@ -33,6 +36,8 @@ def _damage_text(p: Problem) -> str:
         return f"CRC mismatch in the batch at {where}"
     if p.code == "truncated":
         return f"incomplete batch at {where}"
+    if p.code == "header":
+        return f"damaged batch header at {where} (the batch is skipped)"
     return f"corrupt batch at {where}"
 
 

@@ -4,6 +4,12 @@ Files are opened read-only and never locked: a directory in use by a running Kaf
 it is. A truncated tail, an impossible length, a wrong magic or a CRC mismatch ends the file
 with a :class:`Problem`; what came before is still used. Loading, ``records``, ``changes`` and
 ``/log`` all walk files through :func:`iter_batches` (``skip_to`` only fast-forwards it).
+
+The CRC of a batch covers its bytes from ``attributes`` on: ``baseOffset``, ``batchLength``,
+``partitionLeaderEpoch`` and ``magic`` are not covered. A damaged one of those is told from the
+neighbours (:func:`header_damage`, also used by ``records --batches``) or from the CRC itself
+(:func:`true_end`): the batch is skipped with one :class:`Problem` (code ``header``) and the
+rest of the file is read, instead of stopping, or of taking a wrong offset for the truth.
 """
 
 from __future__ import annotations
@@ -11,12 +17,19 @@ from __future__ import annotations
 import os
 import stat
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from ..problems import Problem, SourceError
 from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, Batch, parse_header
+from ..wire.crc import crc32c
 
 _PREFIX = struct.Struct(">qi")
+_LENGTH = struct.Struct(">i")
+_PEEK = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_OFFSET = struct.Struct(">q")
+_CRC_FROM = 21  # a batch's CRC covers its bytes from the attributes on
+_CONTROL = 0x20
 # KRaft writes batches of at most 8 MiB; anything far above is a damaged length field.
 MAX_BATCH_LENGTH = 64 * 1024 * 1024
 
@@ -44,83 +57,275 @@ def read_bytes(path: str, *, regular_only: bool = False) -> bytes:
         raise SourceError(f"{path}: cannot read ({e.strerror})") from None
 
 
-_SKIP = struct.Struct(">qi9xhi")  # baseOffset, batchLength, attributes, lastOffsetDelta
+_SKIP = struct.Struct(">qiib4xhi")  # baseOffset, length, epoch, magic, attributes, lastOffsetDelta
 
 
-def skip_to(data: bytes, offset: int) -> tuple[int, list[int], int | None]:
+def skip_to(data: bytes, offset: int, first: int | None = None,
+            ) -> tuple[int, list[int], int | None, int | None]:
     """Where the first batch reaching ``offset`` starts, the positions of the control
-    batches before it, and the last offset passed over (None: none). Only headers are read:
-    batches below a snapshot's end offset do not contribute to the image, so they are neither
-    checked nor decoded (a fast path for logs with tens of thousands of small batches).
-    Anything odd stops the skip: the walker then applies its damage rules from there."""
+    batches before it, and the last offset and leader epoch passed over (None: none). Only
+    headers are read: batches below a snapshot's end offset do not contribute to the image,
+    so they are neither checked nor decoded (a fast path for logs with tens of thousands of
+    small batches). ``first``: the offset the file's name gives.
+
+    Anything odd before the offset (a length that does not fit, a magic other than 2, an
+    offset that does not follow on) stops the skip one batch early: the walker checks the
+    batch before the odd one, then the odd one with both its neighbours (a damaged length
+    field passed over unchecked lands in the middle of a batch, or past one)."""
     pos = 0
     controls: list[int] = []
     last: int | None = None
-    limit = len(data) - HEADER_SIZE
+    epoch: int | None = None
+    # the batch before: its position, controls, and the last offset and epoch before it
+    back: tuple[int, int, int | None, int | None] = (0, 0, None, None)
+    expect = first
+    size = len(data)
+    limit = size - HEADER_SIZE
     while pos <= limit:
-        base, length, attrs, last_delta = _SKIP.unpack_from(data, pos)
-        if (length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > len(data)
-                or base + last_delta >= offset):
-            break  # reached the offset, or a header to check properly from here
-        if attrs & 0x20:
+        base, length, batch_epoch, magic, attrs, last_delta = _SKIP.unpack_from(data, pos)
+        if (length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > size or magic != 2
+                or (expect is not None and base != expect)):
+            break
+        if base + last_delta >= offset:
+            return pos, controls, last, epoch  # reached the offset
+        back = (pos, len(controls), last, epoch)
+        if attrs & _CONTROL:
             controls.append(pos)
-        last = base + last_delta
+        last, epoch = base + last_delta, batch_epoch
+        expect = last + 1
         pos += LOG_OVERHEAD + length
-    return min(pos, len(data)), controls, last
+    if pos >= size or not data[pos:].strip(b"\0"):
+        return size, controls, last, epoch  # the end, or a zero-filled (preallocated) tail
+    at, kept, before, before_epoch = back
+    return at, controls[:kept], before, before_epoch
+
+
+# ---------------------------------------------------------------- header fields outside the CRC
+
+
+@dataclass(slots=True)
+class Before:
+    """What the batch being judged must follow on from: the last offset and the leader epoch
+    of the batch before it (None: unknown), and whether that offset comes from a batch of
+    the same file (rather than from the file's name)."""
+
+    last: int | None = None
+    epoch: int | None = None
+    in_file: bool = False
+
+
+def header_damage(before: Before, b: Batch, after: tuple[int, int] | None) -> str | None:
+    """Which header field outside the CRC of ``b`` is damaged ("base offset", "leader
+    epoch"), judged from its neighbours; None when nothing says so. ``after`` is the base
+    offset and leader epoch of the next batch of the file (None: ``b`` ends the file).
+
+    Metadata log offsets are dense: inside a file each batch starts where the one before
+    ended. A batch that breaks the sequence while the next one goes on from before it (as if
+    ``b`` held its offsets) has a damaged base offset; a jump that the next batch continues
+    is a real gap (the caller's to report). At the end of a file nothing can confirm a jump,
+    and a file never holds a gap: a break there is damage too. Leader epochs only rise on
+    the new leader's LeaderChange (a control batch): one epoch that differs from equal
+    neighbours, or that changes on the last batch of a file other than by such a rise, is a
+    damaged field, not a new leader."""
+    if before.last is not None and b.base_offset != before.last + 1:
+        expected = before.last + 1
+        if after is not None:
+            if after[0] == expected + b.last_offset_delta + 1:
+                return "base offset"
+        elif before.in_file:
+            return "base offset"
+    if before.epoch is None or b.epoch == before.epoch:
+        return None
+    if after is not None:
+        return "leader epoch" if after[1] == before.epoch else None
+    rises_as_leader = b.epoch > before.epoch and b.attributes & _CONTROL
+    return None if rises_as_leader else "leader epoch"
+
+
+def true_end(data: bytes, pos: int, expected: int | None = None) -> int | None:
+    """Where the batch at ``pos`` really ends when its length field is damaged: the first
+    place (the next batch's base offset there, or the end of the file) up to which its
+    CRC matches. None when none does (the batch itself is damaged, or its tail is cut)."""
+    size = len(data)
+    if size - pos < HEADER_SIZE:
+        return None
+    base, crc, last_delta = struct.unpack_from(">q9xI2xi", data, pos)
+    start = pos + HEADER_SIZE
+    stop = min(size, pos + LOG_OVERHEAD + MAX_BATCH_LENGTH)
+    ends = {size} if stop == size else set()
+    for first in {base, expected} - {None}:
+        assert first is not None
+        pattern = _OFFSET.pack(first + last_delta + 1)
+        at = data.find(pattern, start, stop)
+        while at >= 0:
+            ends.add(at)
+            at = data.find(pattern, at + 1, stop)
+    view = memoryview(data)
+    for end in sorted(ends):
+        if crc32c(view[pos + _CRC_FROM:end]) == crc:
+            return end
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A batch the walker skipped because a header field outside its CRC is damaged: the
+    problem to report, and the offsets the batch holds (its neighbours tell them)."""
+
+    problem: Problem
+    first: int
+    last: int
+
+
+def peek(data: bytes, pos: int) -> tuple[int, int] | None:
+    """Base offset and leader epoch of the header at ``pos``, when there is one."""
+    if len(data) - pos < _PEEK.size:
+        return None
+    base, length, epoch = _PEEK.unpack_from(data, pos)
+    return None if length == 0 and not data[pos:].strip(b"\0") else (base, epoch)
+
+
+def first_damaged(data: bytes, named: int) -> bool:
+    """Whether the first batch of a segment named for offset ``named`` has a damaged base
+    offset (the batch after it follows on from the name): then the file is not misnamed."""
+    if len(data) < HEADER_SIZE:
+        return False
+    b = parse_header(data, 0)
+    return header_damage(Before(named - 1), b, peek(data, b.size)) == "base offset"
+
+
+# ---------------------------------------------------------------- the walk
 
 
 def iter_batches(path: str, data: bytes, problems: list[Problem],
                  *, check_crc: bool = True, start: int = 0,
-                 after: int | None = None) -> Iterator[Batch]:
+                 after: int | None = None, epoch: int | None = None, first: int | None = None,
+                 dense: bool = False, on_skip: Callable[[Skip], None] | None = None,
+                 ) -> Iterator[Batch]:
     """Yield the batches of ``data`` (the bytes of ``path``) until the end or the first damage
     (then one :class:`Problem` whose ``position`` is the byte where the damage starts).
-    ``start`` and ``after`` go on from where :func:`skip_to` stopped."""
+    ``start`` and ``after`` (the last offset before it; ``epoch`` its leader epoch) go on
+    from where :func:`skip_to` stopped.
+
+    ``dense`` (a log segment) applies the neighbour rules of :func:`header_damage`; ``first``
+    is the offset the file's first batch must have (its name). A batch whose damaged length
+    field its CRC gives away (:func:`true_end`), or whose magic is wrong while its CRC is
+    right, is skipped too. Each skip goes to ``on_skip`` (default: its problem to
+    ``problems``)."""
     name = os.path.basename(path)
     pos = start
     size = len(data)
-    last = after  # the last offset of the last good batch (``after``: before ``start``)
+    before = Before(after, epoch, after is not None)
+    if before.last is None and first is not None and start == 0:
+        before.last = first - 1
+    skip = on_skip if on_skip is not None else (lambda s: problems.append(s.problem))
+    # The usual batch (well framed, v2, CRC right, following on) costs a few comparisons.
+    expect = None if before.last is None else before.last + 1
+    prev_epoch = before.epoch
     while pos < size:
-        if size - pos < LOG_OVERHEAD:
-            if data[pos:].strip(b"\0"):
-                problems.append(_truncated(path, name, pos, None, size - pos, last))
-            return
-        base_offset, length = _PREFIX.unpack_from(data, pos)
-        if length == 0 and not data[pos:].strip(b"\0"):
-            return  # zero-filled (preallocated) tail: nothing more was written
-        if length < MIN_BATCH_LENGTH or length > MAX_BATCH_LENGTH:
-            # The header is garbage (a zeroed or overwritten region): its offset means nothing.
-            problems.append(Problem(
-                "corrupt",
-                f"{name}: the batch at byte {pos} ({_after(last)}) has an impossible length "
-                f"{length}; reading of this file stops there, later records are ignored "
-                "(the file is damaged: copy it again from a healthy node)",
-                path, _next(last, base_offset), pos))
-            return
+        length = _LENGTH.unpack_from(data, pos + 8)[0] if size - pos >= LOG_OVERHEAD else -1
         end = pos + LOG_OVERHEAD + length
-        if end > size or size - pos < HEADER_SIZE:
-            problems.append(_truncated(path, name, pos, base_offset, size - pos, last,
-                                       LOG_OVERHEAD + length))
+        if MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH and end <= size:
+            batch = parse_header(data, pos)
+            if (batch.magic == 2 and (not check_crc or batch.crc_ok()) and (not dense or (
+                    batch.base_offset == expect and batch.epoch == prev_epoch))):
+                yield batch
+                expect, prev_epoch = batch.last_offset + 1, batch.epoch
+                pos = end
+                continue
+        before.last = None if expect is None else expect - 1
+        before.epoch, before.in_file = prev_epoch, before.in_file or pos > start
+        odd = _odd(path, name, data, pos, before, check_crc, dense)
+        if odd is None:  # a batch that is sound after all (a new leader, a real gap)
+            batch = parse_header(data, pos)
+            yield batch
+            expect, prev_epoch = batch.last_offset + 1, batch.epoch
+            pos = end
+        elif isinstance(odd, Problem):
+            if odd.code:
+                problems.append(odd)
             return
-        batch = parse_header(data, pos)
-        if batch.magic != 2:
-            problems.append(Problem(
-                "corrupt",
-                f"{name}: the batch at byte {pos} ({_after(last)}) has magic {batch.magic}, "
-                "not 2; reading of this file stops there (KRaft metadata logs only use v2 batches)",
-                path, _next(last, base_offset), pos))
-            return
-        if check_crc and not batch.crc_ok():
-            problems.append(Problem(
-                "crc",
-                f"{name}: CRC mismatch in the batch at byte {pos} (offsets {base_offset}-"
-                f"{batch.last_offset}); this batch and everything after it in the file are "
-                "ignored (the file is damaged: copy it again from a healthy node, or use "
-                "--strict to fail on it)",
-                path, base_offset, pos))
-            return
-        yield batch
-        last = batch.last_offset
-        pos = end
+        else:
+            skipped, pos = odd
+            skip(skipped)
+            expect = skipped.last + 1
+
+
+def _odd(path: str, name: str, data: bytes, pos: int, before: Before, check_crc: bool,
+         dense: bool) -> tuple[Skip, int] | Problem | None:
+    """What to do with a batch that is not the usual one: skip it (and where to go on), stop
+    the file (the problem to report; one with no code: a zero-filled tail, nothing to say),
+    or None: read it (it is sound, only not what the one before announced)."""
+    size = len(data)
+    last = before.last if before.in_file else None  # for messages: the last good offset
+    if size - pos < LOG_OVERHEAD:
+        if data[pos:].strip(b"\0"):
+            return _truncated(path, name, pos, None, size - pos, last)
+        return Problem("", "")
+    base_offset, length = _PREFIX.unpack_from(data, pos)
+    if length == 0 and not data[pos:].strip(b"\0"):
+        return Problem("", "")  # zero-filled (preallocated) tail: nothing more was written
+    end = pos + LOG_OVERHEAD + length
+    framed = MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH and end <= size
+    batch = parse_header(data, pos) if size - pos >= HEADER_SIZE else None
+    crc_ok = framed and batch is not None and (not check_crc or batch.crc_ok())
+    if not crc_ok and batch is not None and check_crc:
+        real = true_end(data, pos, None if before.last is None else before.last + 1)
+        if real is not None:  # the CRC shows the batch whole: its length field is wrong
+            return skip_of(path, name, pos, batch, before, "length", length,
+                            real - pos - LOG_OVERHEAD), real
+    if not MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH:
+        # The header is garbage (a zeroed or overwritten region): its offset means nothing.
+        return Problem(
+            "corrupt",
+            f"{name}: the batch at byte {pos} ({_after(last)}) has an impossible length "
+            f"{length}; reading of this file stops there, later records are ignored "
+            "(the file is damaged: copy it again from a healthy node)",
+            path, _next(last, base_offset), pos)
+    if batch is None or end > size:
+        return _truncated(path, name, pos, base_offset, size - pos, last,
+                          LOG_OVERHEAD + length)
+    if batch.magic != 2 and not crc_ok:
+        return Problem(
+            "corrupt",
+            f"{name}: the batch at byte {pos} ({_after(last)}) has magic {batch.magic}, "
+            "not 2; reading of this file stops there (KRaft metadata logs only use v2 batches)",
+            path, _next(last, base_offset), pos)
+    if not crc_ok:
+        return Problem(
+            "crc",
+            f"{name}: CRC mismatch in the batch at byte {pos} (offsets {base_offset}-"
+            f"{batch.last_offset}); this batch and everything after it in the file are "
+            "ignored (the file is damaged: copy it again from a healthy node, or use "
+            "--strict to fail on it)",
+            path, base_offset, pos)
+    field = "magic" if batch.magic != 2 else None
+    if field is None and dense:
+        field = header_damage(before, batch, peek(data, end))
+    if field is None:
+        return None
+    return skip_of(path, name, pos, batch, before, field, None, None), end
+
+
+def skip_of(path: str, name: str, pos: int, b: Batch, before: Before, field: str,
+             said: int | None, real: int | None) -> Skip:
+    """The problem of a batch skipped for a damaged header field, and its true offsets (where
+    the batch before it ended, when known: its own base offset may be the damaged field)."""
+    first = b.base_offset
+    if field == "base offset" and before.last is not None:
+        first = before.last + 1  # the neighbours tell it; the field itself is wrong
+    last = first + b.last_offset_delta
+    what = {"base offset": f"claims base offset {b.base_offset}",
+            "leader epoch": f"has leader epoch {b.epoch} among batches of epoch {before.epoch}",
+            "magic": f"has magic {b.magic} (not 2) but a valid CRC",
+            "length": f"says it is {said} bytes long but its CRC shows {real}"}[field]
+    where = f"offset {first}" if first == last else f"offsets {first}-{last}"
+    return Skip(Problem(
+        "header",
+        f"{name}: the batch at byte {pos} ({where}) {what}: its {field} field (outside the "
+        "CRC) is damaged; the batch is skipped, so its records are not in the image, and "
+        "the rest of the file is read (copy the file again from a healthy node)",
+        path, first, pos), first, last)
 
 
 def _after(last: int | None) -> str:

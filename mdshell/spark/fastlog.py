@@ -30,9 +30,16 @@ import pyarrow as pa
 from ..problems import SourceError
 from ..source import DirectorySource
 from ..source.logscan import LogRecord
-from ..source.walker import MAX_BATCH_LENGTH
+from ..source.walker import MAX_BATCH_LENGTH, Before, header_damage
 from ..wire import compression, frames
-from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, UNDECODABLE, records_in
+from ..wire.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    UNDECODABLE,
+    parse_header,
+    records_in,
+)
 from .crcs import crcs
 
 _CONTROL, _CODEC = 0x20, 0x07
@@ -163,12 +170,24 @@ def _headers(a: np.ndarray, at: np.ndarray) -> np.ndarray:
     return rows.view(_HEADER).ravel()
 
 
-def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None
-          ) -> tuple[_Heads, tuple[int, int, int] | None]:
+def _odd_last_epoch(data: bytes, at: np.ndarray, epochs: np.ndarray,
+                    prior: int | None) -> bool:
+    """The reader's rule (:func:`header_damage`) for the last batch of a file, the one the
+    checks here do not cover: its leader epoch may only rise on the new leader's
+    LeaderChange (a control batch); else the reader skips it as a damaged header."""
+    before = int(epochs[-2]) if len(epochs) > 1 else prior
+    if before is None or int(epochs[-1]) == before:
+        return False
+    return header_damage(Before(None, before), parse_header(data, int(at[-1])), None) is not None
+
+
+def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None,
+          prior: int | None = None) -> tuple[_Heads, tuple[int, int, int] | None]:
     """Check every batch of a file and decode those that are not simple; the headers of
     the simple ones (one uncompressed metadata record) are returned for :func:`_simple`.
     ``first`` (a segment): offsets must start there and follow on, up to ``last``; then the
-    span is returned too: (first epoch, highest epoch, last offset).
+    span is returned too: (first epoch, highest epoch, last offset). ``prior``: the leader
+    epoch of the batch before the file, when the reader knows it.
 
     The loop only follows batch lengths; the headers and CRCs are checked together
     afterwards with numpy."""
@@ -188,7 +207,8 @@ def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None
         # the reader's continuity rules, where breaking one means a warning or a skip
         if (base[0] != first or (base[1:] != after[:-1] + 1).any() or (deltas < 0).any()
                 or epochs[0] < -1 or (np.diff(epochs) < 0).any()
-                or (last is not None and after.max() > last)):
+                or (last is not None and after.max() > last)
+                or _odd_last_epoch(data, at, epochs, prior)):
             raise _Unclean
         span = int(epochs[0]), int(epochs.max()), int(after[-1])
     attrs, counts = h["attrs"].astype(np.int32), h["count"].astype(np.int64)
@@ -287,10 +307,12 @@ def _simple(data: bytes, cols: _Columns, heads: _Heads) -> tuple[np.ndarray, ...
 
 
 def read_file(directory: str, path: str, role: str, first: int, last: int | None,
-              source: DirectorySource | None = None) -> tuple[Any, ...] | None:
+              source: DirectorySource | None = None, prior: int | None = None,
+              ) -> tuple[Any, ...] | None:
     """``(offsets, epochs, timestamps, index, distinct, span)`` of a clean file, or None
     (``span``: see :func:`_walk`). ``source``: the directory's source whose bytes to read
-    (default: a new one).
+    (default: a new one); ``prior``: the leader epoch before the file (the whole log read in
+    order knows it).
 
     A segment with ``last`` has a next segment: the shell's reader looks at that one's first
     batch before it stops (and may warn about it), so that must be clean too.
@@ -302,7 +324,8 @@ def read_file(directory: str, path: str, role: str, first: int, last: int | None
         data = source.data(path)
         if not data:
             return None  # an empty file may deserve a warning: the reader knows
-        heads, span = _walk(data, cols, first if segment else None, last if segment else None)
+        heads, span = _walk(data, cols, first if segment else None, last if segment else None,
+                            prior)
         fast = _simple(data, cols, heads)
         general = (np.frombuffer(cols.order, np.int64), np.frombuffer(cols.offsets, np.int64),
                    np.frombuffer(cols.timestamps, np.int64),

@@ -86,7 +86,8 @@ def _fast_log(source: DirectorySource, show_secrets: bool) -> pa.Table | None:
     parts = []
     top = -1
     for f in segment_files(source.layout.directory, source.layout.segments):
-        fast = fastlog.read_file(f.directory, f.path, f.role, f.first, f.last, source)
+        fast = fastlog.read_file(f.directory, f.path, f.role, f.first, f.last, source,
+                                 top if top >= 0 else None)
         if fast is None or fast[5] is None:
             return None
         first_epoch, max_epoch, last_offset = fast[5]

@@ -21,6 +21,8 @@ def scan_timeline(source: Source, sh: Shell) -> Timeline:
     first, last = sh.session.offset_range()  # cut where damage stops a load
     batches = []
     for b in iter_batch_infos(source):
+        if b.header_damage is not None:
+            continue  # the loader skips it: its header may claim any offset
         if not b.crc_valid:
             break  # what the loader can use ends here
         batches.append((b.base_offset, b.last_offset, b.count, b.max_timestamp))
