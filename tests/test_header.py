@@ -56,10 +56,19 @@ def _offset(d: Path) -> int:
     return load(open_source(str(d))).image.provenance.offset
 
 
+def _said(err: str) -> list[str]:
+    """The problem lines of stderr: each said once, then the image's verdict once (which
+    names the image as not sound)."""
+    lines = err.splitlines()
+    assert len(lines) >= 2 and lines[-1].startswith("mdshell: warning: the image "), err
+    assert sum(x.startswith("mdshell: warning: the image ") for x in lines) == 1, err
+    return lines[:-1]
+
+
 def _one_header_problem(d: Path, what: str) -> str:
     """The one line said about the damage; health fails "data", --strict exits 1."""
     run = cli("-d", str(d), "ls", "/")
-    lines = run.err.splitlines()
+    lines = _said(run.err)
     assert len(lines) == 1 and what in lines[0], run.err
     health = cli("-d", str(d), "health")
     assert health.code == 1 and "FAIL  data" in health.out, health.out
@@ -241,10 +250,12 @@ def _without_history(tmp_path: Path) -> Path:
 def test_repeated_problems_are_said_once_with_a_count(tmp_path: Path) -> None:
     d = _without_history(tmp_path)
     run = cli("-d", str(d), "ls", "/")
-    lines = run.err.splitlines()
+    lines = _said(run.err)
     assert len(lines) == 3, run.err  # incomplete, unknown topics, unknown broker
     assert "19 more records name unknown topics (offsets 102-157)" in lines[1]
     assert "1 more record names a broker that is not registered (offset 111)" in lines[2]
+    # Records naming what the missing start held: the image is incomplete, not damaged.
+    assert "the image is incomplete because of data missing from offset 0" in run.err
     debug = cli("--debug", "-d", str(d), "ls", "/")
     assert debug.err.count("names unknown topic") == 21  # the summary, and each one
     loaded = load(open_source(str(d)))
@@ -260,7 +271,7 @@ def test_flood_of_unknown_topics_on_a_real_log(tmp_path: Path) -> None:
         if not f.name.endswith(".checkpoint"):
             shutil.copyfile(f, d / f.name)
     run = cli("-d", str(d), "ls", "/")
-    assert len(run.err.splitlines()) == 2, run.err
+    assert len(_said(run.err)) == 2, run.err
     assert "1,784 more records name unknown topics (offsets 32040-87930)" in run.err
 
 

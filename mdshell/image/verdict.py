@@ -42,7 +42,11 @@ CAUSES = {
     "incomplete": "data missing", "degraded": "a log that could not be fetched",
     "unrecognized": "a file not read", "header": "a damaged batch header (batch skipped)",
 }
-_FROM = frozenset({"gap", "incomplete"})  # "missing from offset N", not "at offset N"
+_FROM = frozenset({"gap", "incomplete"})
+# Records naming a topic, partition, broker... the image does not hold: when data is missing
+# (a log without its start), that is what the missing records held.
+_CONSEQUENCES = frozenset({"broker-epoch", "no-topic", "no-partition", "no-broker",
+                           "no-controller", "no-acl"})  # "missing from offset N", not "at offset N"
 
 
 @dataclass(frozen=True)
@@ -135,5 +139,8 @@ def judge(problems: Iterable[Problem], offset: int, notes: Notes | None = None) 
                   if code not in NOTICES]
     damaged = [p for p in found if p.code not in MISSING]
     missing = [p for p in found if p.code in MISSING]
+    if missing and all(p.code in _CONSEQUENCES for p in damaged):
+        # Records naming what the missing data held: what missing data does, not damage.
+        return Verdict(INCOMPLETE, offset, tuple(missing + damaged))
     state = DAMAGED if damaged else INCOMPLETE if missing else COMPLETE
     return Verdict(state, offset, tuple(damaged + missing))
