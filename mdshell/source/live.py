@@ -238,7 +238,15 @@ class LiveSource(Source):
             finalized_features=dict(self.view.finalized_features),
             authorized_operations=self.view.authorized_operations,
             controllers={k: f"{h}:{p}" for k, (h, p) in self.view.controllers.items()},
-            controller_id=self.view.controller_id, notes=list(self.view.notes))
+            controller_id=self.view.controller_id, notes=list(self.view.notes),
+            stale_since=self.stale_since)
+
+    @property
+    def stale_since(self) -> float | None:
+        """Wall time since when the followed view is stale (the leader's last answer before
+        a Fetch went unanswered or failed), None while fresh or not following."""
+        follower = self.follower
+        return None if follower is None else follower.stale_since
 
 
 def open_live(bootstrap: str, config_path: str | None, *, eager: bool = False) -> LiveSource:

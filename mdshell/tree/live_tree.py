@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ def _time(ms: int) -> Value:
 def live_node(get: Callable[[], LiveStatus]) -> Node:
     s = get()
     makers: dict[str, Callable[[], Node]] = {
+        "state": lambda: _state(s),
         "bootstrap": lambda: _v(s.bootstrap),
         "security": lambda: _v(s.security),
         "clusterId": lambda: _v(s.cluster_id),
@@ -63,6 +65,15 @@ def live_node(get: Callable[[], LiveStatus]) -> Node:
     if s.notes:
         makers["notes"] = lambda: Value("\n".join(s.notes), list(s.notes))
     return StaticDir(makers)
+
+
+def _state(s: LiveStatus) -> Value:
+    """following / stale since <time> / stopped / degraded / one-shot."""
+    if s.stale_since is None:
+        return Value(s.state, {"state": s.state, "staleSince": None})
+    ms = int(s.stale_since * 1000)
+    return Value(f"stale since {iso_zoned_utc(ms)} ({time.time() - s.stale_since:.1f} s)",
+                 {"state": s.state, "staleSince": ms})
 
 
 def _replica(r: Replica, leader_id: int, hw: int) -> Value:

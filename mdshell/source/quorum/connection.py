@@ -18,7 +18,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from .config import ClientConfig
-from .errors import LiveError, RetriableError
+from .errors import LiveError, NoAnswer, RetriableError
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 FETCH, FETCH_SNAPSHOT, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 1, 59, 55, 60
@@ -157,7 +157,11 @@ class Connection:
             raise UnsupportedApi(api_key, theirs, self.endpoint)
         return min(hi, theirs[1])
 
-    def request(self, payload: Any, timeout_ms: int | None = None) -> Any:
+    def request(self, payload: Any, timeout_ms: int | None = None,
+                wait_ms: int = 0) -> Any:
+        """Send ``payload`` and read its answer: the first bytes within the answer timeout
+        (plus ``wait_ms``, a long poll's own wait), the whole of it within the request
+        timeout (``timeout_ms``)."""
         if self.sock is None:
             raise RetriableError(f"{self.endpoint}: not connected")
         self._corr += 1
@@ -173,13 +177,19 @@ class Connection:
         data = buf.getbuffer()
         _INT.pack_into(data, 0, len(data) - 4)
         timeout = (timeout_ms or self.config.request_timeout_ms) / 1000
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
+        answer = min(timeout, self.config.answer_timeout_s + wait_ms / 1000)
         what = f"{self.endpoint}: {type(payload).__name__.removesuffix('Request')}"
+        sock = self.sock
         try:
-            self.sock.settimeout(timeout)
-            self.sock.sendall(data)
+            try:
+                sock.settimeout(timeout)
+                sock.sendall(data)
+            except OSError as e:
+                raise RetriableError(f"{what}: cannot send ({e.strerror or e})") from None
             self.stats.bytes_out += len(data)
-            size = _INT.unpack(self._read(4, deadline, what))[0]
+            size = _INT.unpack(self._read(4, start + answer, what, answer))[0]
             if size < 4 or size > MAX_RESPONSE:
                 raise LiveError(f"{what}: a response of {size} bytes makes no sense (not a "
                                 "Kafka listener?)")
@@ -204,21 +214,26 @@ class Connection:
                 from None
         return resp
 
-    def _read(self, n: int, deadline: float, what: str) -> bytes:
-        assert self.sock is not None
+    def _read(self, n: int, deadline: float, what: str, answer: float | None = None) -> bytes:
+        """``n`` bytes by ``deadline``; ``answer``: this is the first read, so a timeout
+        means the peer never answered (frozen, or not Kafka)."""
+        sock = self.sock
+        if sock is None:
+            raise RetriableError(f"{what}: the connection was closed")
+        late = (f"{what}: no answer within {answer:g} s (a frozen or overloaded controller, "
+                "or not Kafka)" if answer is not None else
+                f"{what}: no complete response within the request timeout (request.timeout.ms)")
         chunks: list[bytes] = []
         left = n
         while left:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise RetriableError(f"{what}: no complete response within the request "
-                                     "timeout (request.timeout.ms)")
-            self.sock.settimeout(remaining)
+                raise (NoAnswer if answer is not None else RetriableError)(late)
+            sock.settimeout(remaining)
             try:
-                chunk = self.sock.recv(min(left, 1 << 20))
+                chunk = sock.recv(min(left, 1 << 20))
             except TimeoutError:
-                raise RetriableError(f"{what}: no complete response within the request "
-                                     "timeout (request.timeout.ms)") from None
+                raise (NoAnswer if answer is not None else RetriableError)(late) from None
             except ssl.SSLError as e:
                 raise RetriableError(f"{what}: TLS error while reading ({e.reason})") from None
             except OSError as e:
@@ -232,11 +247,13 @@ class Connection:
         return b"".join(chunks)
 
     def close(self) -> None:
-        if self.sock is not None:
+        sock, self.sock = self.sock, None
+        if sock is not None:
             try:
-                self.sock.close()
-            finally:
-                self.sock = None
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked reading it
+            except OSError:
+                pass
+            sock.close()
 
 
 class UnsupportedApi(LiveError):

@@ -138,7 +138,7 @@ def describe_quorum(client: Client, view: ClusterView | None = None) -> QuorumVi
     prefer: list[tuple[str, int]] = []
     if view is not None and view.controller_id in view.controllers:
         prefer.append(view.controllers[view.controller_id])
-    candidates = prefer + [b for b in client.bootstrap if b not in prefer]
+    candidates = client.ordered(prefer)
     last = "no controller answered"
     for endpoint in candidates:
         try:
