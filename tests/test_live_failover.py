@@ -1,4 +1,5 @@
-"""Live mode when a controller freezes (SIGSTOP) on a real 3-controller quorum (issue 21).
+"""Live mode on a real dynamic 3-controller quorum (issue 21): frozen nodes, voter changes,
+and Kafka's own ``kafka-metadata-quorum describe`` forms.
 
 A frozen JVM still completes TCP handshakes (the kernel does) and then never answers: the
 client must give each endpoint a few seconds, not the request timeout; a follower whose leader
@@ -39,7 +40,7 @@ FOLLOW_S = 2.0  # the new leader followed within 2 s of its election
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
     cluster = KraftCluster(VERSION, tmp_path_factory.mktemp("kraft-failover"),
-                           with_broker=False)
+                           with_broker=False, dynamic=True)
     with cluster.running():  # SIGKILL also stops a node left paused
         yield cluster
 
@@ -143,3 +144,98 @@ def test_a_frozen_leader_is_noticed_and_the_new_one_followed(quorum: KraftCluste
     finally:
         others.close()
         source.close()
+
+
+def _fields(text: str) -> dict[str, str]:
+    """``Key: value`` lines (kafka-metadata-quorum describe --status, mdshell's quorum)."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def test_quorum_forms_are_kafkas(quorum: KraftCluster) -> None:
+    """Item 5: CurrentVoters with directory ids and endpoints, DirectoryId in base64, the
+    leader's row first: what kafka-metadata-quorum of the quorum's version prints."""
+    source = LiveSource(quorum.bootstrap_controllers)
+    shell = Shell(source, opts=RenderOptions())
+    try:
+        kafka = _fields(quorum.quorum_tool("describe", "--status"))
+        ours = _fields("\n".join(shell.run(["quorum"]).lines))
+        for key in ("ClusterId", "LeaderId", "LeaderEpoch", "CurrentVoters", "CurrentObservers"):
+            assert ours[key] == kafka[key], key
+        assert all(f'"directoryId": "{d}"' in ours["CurrentVoters"]
+                   for d in quorum.directory_ids.values())
+        table = quorum.quorum_tool("describe", "--replication").splitlines()
+        kafka_rows = [(r.split()[0], r.split()[1], r.split()[-1]) for r in table[1:] if r]
+        result = shell.run(["quorum", "--replication"])
+        rows = list(result.lines)
+        assert rows[0].split()[:2] == ["NodeId", "DirectoryId"]
+        ours_rows = [(r.split()[0], r.split()[1], r.split()[-1]) for r in rows[1:]]
+        assert ours_rows == kafka_rows
+        voters = "\n".join(shell.run(["tree", "/quorum/voters"]).lines)
+        assert all(f"directoryId={d}" in voters for d in quorum.directory_ids.values())
+    finally:
+        source.close()
+
+
+def _parse_controllers(rows: list[str]) -> dict[int, str]:
+    """``controllers``' table: id -> the VOTER column."""
+    out: dict[int, str] = {}
+    for line in rows[1:]:
+        parts = line.split()
+        if parts and parts[0].isdigit():
+            out[int(parts[0])] = parts[1]
+    return out
+
+
+def test_a_removed_voter_is_followed_in_every_view(quorum: KraftCluster) -> None:
+    """Item 1: kafka-metadata-quorum remove-controller while a session follows: controllers,
+    quorum and /quorum say so within seconds; add-controller brings it back."""
+    source = LiveSource(quorum.bootstrap_controllers)
+    shell = Shell(source, opts=RenderOptions())
+    leader = quorum.leader_id()
+    gone = next(n for n in quorum.controllers if n.node_id != leader)
+    removed = False
+    try:
+        source.follow()
+        assert _parse_controllers(list(shell.run(["controllers"]).lines)) == {
+            1: "true", 2: "true", 3: "true"}
+        quorum.quorum_tool("remove-controller", "--controller-id", str(gone.node_id),
+                           "--controller-directory-id", quorum.directory_ids[gone.node_id])
+        removed = True
+        t0 = time.monotonic()
+        seen = None
+        while time.monotonic() - t0 < 20:
+            flags = _parse_controllers(list(shell.run(["controllers"]).lines))
+            if flags.get(gone.node_id) == "false":
+                seen = time.monotonic() - t0
+                break
+            time.sleep(0.1)
+        print(f"voter removal seen by controllers after {seen} s")
+        assert seen is not None and seen <= 5
+        status = _fields("\n".join(shell.run(["quorum"]).lines))
+        assert f'"id": {gone.node_id},' not in status["CurrentVoters"]
+        voters = shell.run(["ls", "/quorum/voters"]).lines
+        assert str(gone.node_id) not in list(voters)
+    finally:
+        source.close()
+        if removed:
+            quorum.quorum_tool("add-controller", config=gone.home / "server.properties")
+            _wait_voters(quorum, 3)
+
+
+def _wait_voters(cluster: KraftCluster, n: int) -> None:
+    client = Client(cluster.bootstrap_controllers, ClientConfig())
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(LiveError):
+                if len(describe_quorum(client).voters) == n:
+                    return
+            time.sleep(0.3)
+        raise AssertionError(f"the quorum did not get back to {n} voters")
+    finally:
+        client.close()

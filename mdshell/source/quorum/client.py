@@ -115,7 +115,7 @@ class Client:
         while True:
             found = self._race(self.ordered(prefer), fn, deadline, errors)
             if found:
-                return found[0]  # type: ignore[no-any-return]
+                return found[0]
             attempt += 1
             if time.monotonic() + backoff(attempt) > deadline or attempt >= 8:
                 break

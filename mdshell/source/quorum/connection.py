@@ -6,6 +6,7 @@ become :class:`LiveError` (or :class:`RetriableError` for what another try may f
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import ssl
@@ -18,9 +19,9 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from .config import ClientConfig
-from .errors import LiveError, NoAnswer, RetriableError
+from .errors import KIP919, LiveError, NoAnswer, RetriableError
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA = 18, 17, 36, 3
 FETCH, FETCH_SNAPSHOT, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 1, 59, 55, 60
 # The versions mdshell speaks (kio 0.6.5 has all of them).
 OURS = {FETCH: (13, 18), FETCH_SNAPSHOT: (0, 1), DESCRIBE_QUORUM: (0, 2),
@@ -85,6 +86,8 @@ class Connection:
             if cfg.uses_tls:
                 self._tls(raw, timeout)
             self._api_versions()
+            if METADATA in self.versions:  # only brokers serve Metadata (whatever --config)
+                raise LiveError(f"{self.endpoint} {KIP919}")
             if cfg.uses_sasl:
                 self._sasl()
         except BaseException:
@@ -127,8 +130,12 @@ class Connection:
         cfg = self.config
         mech = cfg.sasl_mechanism
         hs = self.request(_request(SASL_HANDSHAKE, 1, mechanism=mech))
+        if hs.error_code != 0 and not hs.mechanisms:
+            raise LiveError(f"{self.endpoint}: the listener does not use SASL (it offers no "
+                            "mechanism: a PLAINTEXT or SSL listener); set security.protocol "
+                            "to the listener's")
         if hs.error_code != 0:
-            offered = ", ".join(hs.mechanisms) or "none"
+            offered = ", ".join(hs.mechanisms)
             raise LiveError(f"{self.endpoint}: the listener does not accept SASL mechanism "
                             f"{mech} (it offers: {offered}); set sasl.mechanism accordingly")
         auth_version = self.version(SASL_AUTHENTICATE)
@@ -194,6 +201,18 @@ class Connection:
                 raise LiveError(f"{what}: a response of {size} bytes makes no sense (not a "
                                 "Kafka listener?)")
             body = self._read(size, deadline, what)
+        except Closed:
+            self.close()
+            if self.stats.requests == 1 and not self.config.uses_sasl:
+                # Only ApiVersions answered: what a SASL listener does to a client that
+                # skips authentication (Kafka closes at the first other request).
+                raise LiveError(f"{what}: the connection was closed right after ApiVersions, "
+                                "as a SASL listener does to a client that does not "
+                                f"authenticate (security.protocol="
+                                f"{self.config.security_protocol}); set security.protocol="
+                                "SASL_PLAINTEXT or SASL_SSL, sasl.mechanism and "
+                                "sasl.jaas.config") from None
+            raise
         except BaseException:
             self.close()
             raise
@@ -239,7 +258,7 @@ class Connection:
             except OSError as e:
                 raise RetriableError(f"{what}: connection lost ({e.strerror or e})") from None
             if not chunk:
-                raise RetriableError(f"{what}: the connection was closed mid-response (an "
+                raise Closed(f"{what}: the connection was closed mid-response (an "
                                      "authentication failure, a TLS/plaintext mismatch, or "
                                      "the controller went away)")
             chunks.append(chunk)
@@ -249,11 +268,13 @@ class Connection:
     def close(self) -> None:
         sock, self.sock = self.sock, None
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked reading it
-            except OSError:
-                pass
             sock.close()
+
+
+class Closed(RetriableError):
+    """The peer closed the connection before the whole answer."""
 
 
 class UnsupportedApi(LiveError):

@@ -148,11 +148,14 @@ class Observer:
             try:
                 self.step(max_wait_ms=0)
                 failures = 0
-            except RetriableError:
+            except RetriableError as err:
                 failures += 1
                 self._lost_leader()
                 if failures > 10 or time.monotonic() > deadline:
-                    raise
+                    # Said once, at the end: no "retrying" in what ends the command.
+                    why = str(err).removesuffix("; retrying")
+                    raise LiveError(f"gave up reading the metadata log after {failures} "
+                                    f"tries: {why}") from err
                 time.sleep(backoff(failures))
                 continue
             if target is None and self.high_watermark > 0:
