@@ -239,3 +239,28 @@ def _wait_voters(cluster: KraftCluster, n: int) -> None:
         raise AssertionError(f"the quorum did not get back to {n} voters")
     finally:
         client.close()
+
+
+def test_without_a_quorum_nothing_contradicts_itself(quorum: KraftCluster) -> None:
+    """Item 4: two of three controllers frozen, so no leader. A running session's quorum
+    says no leader was found and names none; a one-shot ends with one line that does not
+    say "retrying"."""
+    source = LiveSource(quorum.bootstrap_controllers)
+    shell = Shell(source, opts=RenderOptions())
+    leader = quorum.leader_id()  # frozen with a follower: the third cannot elect anyone
+    left, *two = sorted(quorum.controllers, key=lambda n: n.node_id == leader)
+    try:
+        with frozen(quorum, two[0]), frozen(quorum, two[1]):
+            result = shell.run(["quorum"])
+            text = "\n".join([*result.lines, *result.errors])
+            assert result.errors and "no leader found" in text, text
+            assert "LeaderId" not in text
+            t0 = time.monotonic()
+            out = run_cli("-q", left.endpoint, "ls", "/", timeout=120)
+            took = time.monotonic() - t0
+            err = out.stderr.strip()
+            print(f"one-shot without a quorum: exit {out.returncode} after {took:.1f} s: {err}")
+            assert out.returncode == 1 and len(err.splitlines()) == 1
+            assert "retrying" not in err and "gave up" in err
+    finally:
+        source.close()

@@ -146,8 +146,10 @@ class Observer:
         failures = 0
         while True:
             try:
+                answered = self.last_answer
                 self.step(max_wait_ms=0)
-                failures = 0
+                if self.last_answer != answered:  # only a leader's answer is progress
+                    failures = 0
             except RetriableError as err:
                 failures += 1
                 self._lost_leader()
@@ -315,8 +317,8 @@ class Observer:
         if self._suspected(leader_id, epoch):
             self.leader = None
             raise RetriableError(f"{self._where}: still names node {leader_id} (epoch {epoch}) "
-                                 "as the leader, which stopped answering; waiting for the "
-                                 "voters to elect another")
+                                 "as the leader, but that node stopped answering (frozen or "
+                                 "cut off?) and no other leader is elected yet")
         self._leader_is(leader_id, epoch)
         if leader_id < 0:
             # An election is running: ask again later, anywhere.
