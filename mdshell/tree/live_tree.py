@@ -31,7 +31,9 @@ def live_node(get: Callable[[], LiveStatus]) -> Node:
         "security": lambda: _v(s.security),
         "clusterId": lambda: _v(s.cluster_id),
         "leader": lambda: Value(f"node {s.leader_id} at {s.leader_endpoint}, epoch "
-                                f"{s.leader_epoch}", {"id": s.leader_id,
+                                f"{s.leader_epoch}" if s.leader_endpoint else
+                                f"none reachable now (last known: node {s.leader_id}, epoch "
+                                f"{s.leader_epoch})", {"id": s.leader_id,
                                                       "endpoint": s.leader_endpoint,
                                                       "epoch": s.leader_epoch}),
         "highWatermark": lambda: _v(s.high_watermark),

@@ -123,9 +123,16 @@ class KraftCluster:
     # every controller formatted with --initial-controllers (directory ids chosen here).
     dynamic: bool = False
     directory_ids: dict[int, str] = field(default_factory=dict)
+    # Combined mode: ids 1-3 are process.roles=broker,controller, each with a BROKER
+    # listener too (on broker_ports); no separate broker.
+    combined: bool = False
+    broker_ports: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        ports = free_ports(4)
+        ports = free_ports(7 if self.combined else 4)
+        if self.combined:
+            self.with_broker = False
+            self.broker_ports = {i: ports[3 + i] for i in (1, 2, 3)}
         voters = ",".join(f"{i}@127.0.0.1:{ports[i - 1]}" for i in (1, 2, 3))
         quorum = {"controller.quorum.voters": voters}
         if self.dynamic:
@@ -155,6 +162,7 @@ class KraftCluster:
                 "listener.security.protocol.map": f"CONTROLLER:{self.controller_protocol}",
                 **({"advertised.listeners": f"CONTROLLER://127.0.0.1:{ports[i - 1]}"}
                    if self.dynamic else {}),
+                **(self._combined_props(i, ports[i - 1]) if self.combined else {}),
                 **self.controller_extra,
                 **self.node_extra.get(i, {}),
             }
@@ -179,6 +187,18 @@ class KraftCluster:
                 **self.broker_extra,
             }
             self.nodes.append(self._node(4, "broker", ports[3], props))
+
+    def _combined_props(self, i: int, controller_port: int) -> dict[str, str]:
+        broker = f"BROKER://127.0.0.1:{self.broker_ports[i]}"
+        return {
+            "process.roles": "broker,controller",
+            "listeners": f"CONTROLLER://127.0.0.1:{controller_port},{broker}",
+            "advertised.listeners": f"CONTROLLER://127.0.0.1:{controller_port},{broker}",
+            "inter.broker.listener.name": "BROKER",
+            "listener.security.protocol.map":
+                f"CONTROLLER:{self.controller_protocol},BROKER:{self.broker_protocol}",
+            "group.initial.rebalance.delay.ms": "0",
+        }
 
     def _node(self, node_id: int, role: str, port: int, props: dict[str, str]) -> Node:
         home = self.workdir / f"node{node_id}"

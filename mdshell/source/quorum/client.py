@@ -130,6 +130,8 @@ class Client:
         failed or :data:`STAGGER_S` passed; the first answer wins (a 1-tuple)."""
         results: queue.SimpleQueue[tuple[Endpoint, bool, Any]] = queue.SimpleQueue()
         running = 0
+        started: list[Endpoint] = []
+        settled: set[Endpoint] = set()
 
         def settle(until: float) -> tuple[Any] | None:
             nonlocal running
@@ -139,6 +141,7 @@ class Client:
                 except queue.Empty:
                     return None
                 running -= 1
+                settled.add(endpoint)
                 if ok:
                     return (value,)
                 if not isinstance(value, RetriableError):
@@ -148,11 +151,21 @@ class Client:
 
         for endpoint in order:
             self._start(endpoint, fn, results)
+            started.append(endpoint)
             running += 1
             found = settle(min(time.monotonic() + STAGGER_S, deadline))
             if found or time.monotonic() > deadline:
-                return found
-        return settle(deadline)
+                break
+        else:
+            found = settle(deadline)
+        if not found and running:
+            # Out of time: the attempts still running end within their answer timeout;
+            # their own errors say more than "out of time".
+            found = settle(time.monotonic() + self.config.answer_timeout_s + 0.5)
+            if not found:
+                errors.extend((e, RetriableError(f"{e[0]}:{e[1]}: no answer in time"))
+                              for e in started if e not in settled)
+        return found
 
     def _start(self, endpoint: Endpoint, fn: Callable[[Connection], Any],
                results: queue.SimpleQueue[tuple[Endpoint, bool, Any]]) -> None:
