@@ -156,8 +156,8 @@ class Observer:
                 if failures > 10 or time.monotonic() > deadline:
                     # Said once, at the end: no "retrying" in what ends the command.
                     why = str(err).removesuffix("; retrying")
-                    raise LiveError(f"gave up reading the metadata log after {failures} "
-                                    f"tries: {why}") from err
+                    raise RetriableError(f"gave up reading the metadata log after "
+                                         f"{failures} tries: {why}") from err
                 time.sleep(backoff(failures))
                 continue
             if target is None and self.high_watermark > 0:
