@@ -218,7 +218,10 @@ class Soak:
         leader = self.cluster.node(self.stable().leader_id)
         with tempfile.TemporaryDirectory() as tmp:
             copy = Path(tmp) / "__cluster_metadata-0"
-            shutil.copytree(leader.metadata_dir, copy)
+            # Kafka writes snapshots as .part files and renames them: skip those, and any
+            # file deleted while copying (an old segment or snapshot cleaned meanwhile).
+            shutil.copytree(leader.metadata_dir, copy, copy_function=_copy_if_there,
+                            ignore=shutil.ignore_patterns("*.part", "*.deleted"))
             disk = run_cli("-d", str(copy), "--at", str(offset), "tree", "/image")
         if disk.returncode != 0 or disk.stdout != tree:
             self.divergences.append(f"image at {offset} differs from -d on node "
@@ -232,6 +235,11 @@ class Soak:
         self.check_image(q)
         self.check_voters()
         return what
+
+
+def _copy_if_there(src: str, dst: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        shutil.copy2(src, dst)
 
 
 def main() -> int:
