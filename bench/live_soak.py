@@ -254,7 +254,7 @@ def main() -> int:
         cluster = KraftCluster(args.version, Path(tmp), controller_extra=dict(SNAPSHOT_OFTEN),
                                dynamic=True, combined=True)
         soak = None
-        steps = 0
+        steps = seen = 0
         try:
             cluster.start()
             soak = Soak(cluster, args.seed)
@@ -263,6 +263,9 @@ def main() -> int:
                 steps += 1
                 print(f"{steps:4d} {time.monotonic() - t0:7.1f} s  {what}"
                       f"  divergences {len(soak.divergences)}", flush=True)
+                for d in soak.divergences[seen:]:
+                    print("       " + d, flush=True)
+                seen = len(soak.divergences)
         finally:
             if soak is not None:
                 soak.source.close()
