@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from mdshell.source.live import LiveSource
+from mdshell.source.quorum.errors import LiveError
 from tests.conftest import run_cli
 from tests.kafka import jars
 from tests.kafka.certs import write_pem_set
@@ -137,6 +140,7 @@ def test_without_cluster_action_the_view_degrades(secure: Secure) -> None:
     assert out.returncode == 0, out.stderr
     assert "CLUSTER_ACTION" in out.stdout and "CLUSTER_ACTION" in out.stderr
     assert "ALTER" in out.stderr  # DescribeCluster's ACL is named too
+    assert "empty segment" not in out.stderr and ".log" not in out.stderr  # none exists live
     nothing = run_cli("-q", secure.sasl, "--config", conf, "save", str(secure.tmp / "empty"))
     assert nothing.returncode == 1 and "nothing was fetched" in nothing.stderr
 
@@ -224,3 +228,17 @@ def test_sasl_ssl_with_a_client_certificate(secure: Secure) -> None:
     no_cert = secure.config("nocert.properties", base + "request.timeout.ms=5000\n")
     out = run_cli("-q", secure.sasl_ssl, "--config", no_cert, "ls", "/")
     assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_plaintext_client_on_a_sasl_listener_is_told_at_once(secure: Secure) -> None:
+    """Issue 21 item 4: Kafka closes the connection after ApiVersions; say why, at once."""
+    out = run_cli("-q", secure.sasl, "ls", "/")
+    err = out.stderr.strip()
+    assert out.returncode == 1 and len(err.splitlines()) == 1, err
+    assert "SASL listener" in err and "security.protocol=SASL_PLAINTEXT" in err
+    t0 = time.monotonic()
+    with pytest.raises(LiveError, match="SASL listener"):
+        LiveSource(secure.sasl)
+    took = time.monotonic() - t0
+    print(f"PLAINTEXT client on a SASL listener: told after {took:.2f} s")
+    assert took < 2, took  # was 5 s of retries

@@ -258,47 +258,88 @@ def quorum(shell: Shell, args: list[str]) -> Result:
 
 
 def _live_quorum(shell: Shell, replication: bool) -> Result:
-    """Live mode: what DescribeQuorum says now, as kafka-metadata-quorum prints it."""
+    """Live mode: what DescribeQuorum says now, as kafka-metadata-quorum describe of the
+    quorum's version prints it (3.9+, DescribeQuorum v2: voters with directory ids and
+    endpoints, a DirectoryId column; the leader's row first; lag against the leader's log
+    end offset)."""
     qv = shell.source.quorum()  # type: ignore[attr-defined]
     if qv is None:
-        raise CommandError("DescribeQuorum gave no answer (see /live/notes)")
-    hw = qv.high_watermark
+        why = getattr(shell.source, "quorum_error", None) or "see /live/notes"
+        raise CommandError(f"DescribeQuorum gave no answer now ({why})")
+    leader = next((r for r in qv.voters if r.replica_id == qv.leader_id), None)
+    top = leader.log_end_offset if leader is not None else qv.high_watermark
+    v2 = qv.version >= 2
 
     def row(r: Any, status: str) -> dict[str, Any]:
-        lag = None if r.log_end_offset < 0 or hw < 0 else max(hw - r.log_end_offset, 0)
+        lag = None if r.log_end_offset < 0 or top < 0 else top - r.log_end_offset
         return {"nodeId": r.replica_id, "directoryId": r.directory_id,
                 "logEndOffset": r.log_end_offset, "lag": lag,
                 "lastFetchTimestamp": r.last_fetch_ms, "lastCaughtUpTimestamp":
                 r.last_caught_up_ms, "status": status}
 
-    rows = [row(r, "Leader" if r.replica_id == qv.leader_id else "Follower")
-            for r in qv.voters] + [row(r, "Observer") for r in qv.observers]
+    rows = ([row(leader, "Leader")] if leader is not None else []) + [
+        row(r, "Follower") for r in qv.voters if r is not leader] + [
+        row(r, "Observer") for r in qv.observers]
     if replication:
-        return _replication(rows)
-    followers = [r for r in rows if r["status"] == "Follower"]
-    max_lag = max((r["lag"] or 0 for r in followers), default=0)
-    leader_fetch = next((r["lastCaughtUpTimestamp"] for r in rows
-                         if r["status"] == "Leader"), -1)
-    lag_ms = max((leader_fetch - r["lastCaughtUpTimestamp"] for r in followers
-                  if r["lastCaughtUpTimestamp"] >= 0), default=0)
+        return _replication(rows, directory_ids=v2, zero=ZERO_UUID)
+    lagging = min(qv.voters, key=lambda r: r.log_end_offset, default=None)
+    max_lag = 0 if leader is None or lagging is None else top - lagging.log_end_offset
+    if leader is None or lagging is None or lagging is leader:
+        lag_ms = 0
+    elif leader.last_caught_up_ms >= 0 and lagging.last_caught_up_ms >= 0:
+        lag_ms = leader.last_caught_up_ms - lagging.last_caught_up_ms
+    else:
+        lag_ms = -1
+    voters = [_live_voter(r, qv.nodes) for r in qv.voters]
+    observers = [_live_voter(r, qv.nodes) for r in qv.observers]
     status = {"clusterId": shell.source.view.cluster_id,  # type: ignore[attr-defined]
-              "leaderId": qv.leader_id, "leaderEpoch": qv.leader_epoch, "highWatermark": hw,
+              "leaderId": qv.leader_id, "leaderEpoch": qv.leader_epoch,
+              "highWatermark": qv.high_watermark,
               "maxFollowerLag": max_lag, "maxFollowerLagTimeMs": lag_ms,
-              "currentVoters": [r.replica_id for r in qv.voters],
-              "currentObservers": [r.replica_id for r in qv.observers]}
+              "currentVoters": voters, "currentObservers": observers}
     pairs = [("ClusterId", status["clusterId"]), ("LeaderId", qv.leader_id),
-             ("LeaderEpoch", qv.leader_epoch), ("HighWatermark", hw),
+             ("LeaderEpoch", qv.leader_epoch), ("HighWatermark", qv.high_watermark),
              ("MaxFollowerLag", max_lag), ("MaxFollowerLagTimeMs", lag_ms),
-             ("CurrentVoters", "[" + ", ".join(str(v) for v in status["currentVoters"]) + "]"),
-             ("CurrentObservers",
-              "[" + ", ".join(str(v) for v in status["currentObservers"]) + "]")]
+             ("CurrentVoters", _kafka_replicas(voters, v2)),
+             ("CurrentObservers", _kafka_replicas(observers, v2))]
     return fields(pairs, status)
 
 
-def _replication(rows: list[dict[str, Any]]) -> Result:
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+def _live_voter(r: Any, nodes: dict[int, list[tuple[str, str, int]]]) -> dict[str, Any]:
+    return {"id": r.replica_id, "directoryId": r.directory_id,
+            "endpoints": [f"{n}://{f'[{h}]' if ':' in h else h}:{p}"
+                          for n, h, p in nodes.get(r.replica_id, [])]}
+
+
+def _kafka_replicas(replicas: list[dict[str, Any]], v2: bool) -> str:
+    """As kafka-metadata-quorum prints CurrentVoters: 3.9+ ``[{"id": 1, "directoryId": ...,
+    "endpoints": [...]}, ...]``, 3.7/3.8 ``[1,2,3]``."""
+    if not v2:
+        return "[" + ",".join(str(r["id"]) for r in replicas) + "]"
+    out = []
+    for r in replicas:
+        text = f'{{"id": {r["id"]}, "directoryId": '
+        text += "null" if r["directoryId"] is None else f'"{r["directoryId"]}"'
+        if r["endpoints"]:
+            text += ', "endpoints": [' + ", ".join(f'"{e}"' for e in r["endpoints"]) + "]"
+        out.append(text + "}")
+    return "[" + ", ".join(out) + "]"
+
+
+def _replication(rows: list[dict[str, Any]], directory_ids: bool = True,
+                 zero: str | None = None) -> Result:
+    """Kafka's table; 3.9+ has a DirectoryId column (live: no id is Kafka's zero id)."""
+    if not directory_ids:
+        return table(["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+                      "LastCaughtUpTimestamp", "Status"],
+                     [[r["nodeId"], r["logEndOffset"], r["lag"], r["lastFetchTimestamp"],
+                       r["lastCaughtUpTimestamp"], r["status"]] for r in rows], rows)
     return table(["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
                   "LastCaughtUpTimestamp", "Status"],
-                 [[r["nodeId"], r["directoryId"], r["logEndOffset"], r["lag"],
+                 [[r["nodeId"], r["directoryId"] or zero, r["logEndOffset"], r["lag"],
                    r["lastFetchTimestamp"], r["lastCaughtUpTimestamp"], r["status"]]
                   for r in rows], rows)
 

@@ -8,6 +8,7 @@ Front-end state (output format, terminal width) stays in the front ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -18,6 +19,7 @@ from ..image.replay import ImageBuilder, Observer, Sieve, Wants
 from ..image.verdict import Verdict, judge
 from ..problems import STOPS, Problem, SourceError, merge
 from ..source import Located, Source, open_source
+from ..source.base import control_entries
 from ..source.info import LogInfo, QuorumInfo
 from ..source.loginfo import quorum_info
 from ..tree.node import Node
@@ -291,15 +293,20 @@ class Session:
             raise ValueError("this image was not built by a replay that can go on")
         last = latest.end_offset
         following = latest.next_offset
+        controls = list(latest.controls)  # voter changes, leader changes: every view's quorum
         for item in batches:
             batch = item.batch if isinstance(item, Located) else item
+            if batch.is_control:
+                file = item.file if isinstance(item, Located) else self.source.describe()
+                with contextlib.suppress(*UNDECODABLE):  # the replay reports it
+                    control_entries(batch, file, controls)
             replayer.apply(batch)
             last = batch.last_offset if last is None else max(last, batch.last_offset)
             following = max(following, batch.last_offset + 1)
         image = replayer.checkpoint()
         found = [*replayer.builder.problems, *problems]
         problems = merge(latest.problems, found)  # a flood folded further replaces itself
-        new = Loaded(image, problems, latest.files, latest.controls, latest.snapshot, None,
+        new = Loaded(image, problems, latest.files, controls, latest.snapshot, None,
                      last, latest.complete_from_zero, replayer, latest.base, following)
         following = self.loaded is latest
         self.latest = new

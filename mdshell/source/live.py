@@ -51,6 +51,7 @@ class LiveSource(Source):
         self.client = Client(bootstrap, self.config)
         self.started = time.time()
         self.degraded: str | None = None
+        self.quorum_error: str | None = None  # why the last DescribeQuorum got no answer
         try:
             self.view: ClusterView = learn(self.client)
             self.observer = Observer(self.client, self.view.cluster_id)
@@ -104,11 +105,13 @@ class LiveSource(Source):
             path = f"{root}/{checkpoint_name(*sid)}"
             files[path] = snapshot
             layout.checkpoints.append(Checkpoint(path, sid[0], sid[1], len(snapshot)))
-        # Always a segment (empty when the snapshot reaches the high watermark), as Kafka
-        # keeps one after its latest snapshot.
-        path = f"{root}/{segment_name(base)}"
-        files[path] = data
-        layout.segments.append(Segment(path, base, len(data)))
+        # A segment (empty when the snapshot reaches the high watermark), as Kafka keeps
+        # one after its latest snapshot; none when nothing could be fetched (degraded): an
+        # empty file that exists nowhere would only draw warnings.
+        if data or snapshot is not None or not self.degraded:
+            path = f"{root}/{segment_name(base)}"
+            files[path] = data
+            layout.segments.append(Segment(path, base, len(data)))
 
         def read(path: str) -> bytes:
             try:
@@ -208,11 +211,15 @@ class LiveSource(Source):
         q.leader_id, q.leader_epoch = view.leader_id, view.leader_epoch
 
     def quorum(self) -> QuorumView | None:
-        """A fresh DescribeQuorum (live), or the last one known."""
+        """A fresh DescribeQuorum (live); None when none answered (``quorum_error`` says
+        why; ``view.quorum`` keeps the last answer)."""
         try:
             self.view.quorum = describe_quorum(self.client, self.view)
         except LiveError as e:
-            self.view.notes.append(str(e))
+            # Not the last answer: it would name a leader the error just said is not found.
+            self.quorum_error = str(e)
+            return None
+        self.quorum_error = None
         return self.view.quorum
 
     def status(self) -> LiveStatus:
@@ -238,7 +245,15 @@ class LiveSource(Source):
             finalized_features=dict(self.view.finalized_features),
             authorized_operations=self.view.authorized_operations,
             controllers={k: f"{h}:{p}" for k, (h, p) in self.view.controllers.items()},
-            controller_id=self.view.controller_id, notes=list(self.view.notes))
+            controller_id=self.view.controller_id, notes=list(self.view.notes),
+            stale_since=self.stale_since)
+
+    @property
+    def stale_since(self) -> float | None:
+        """Wall time since when the followed view is stale (the leader's last answer before
+        a Fetch went unanswered or failed), None while fresh or not following."""
+        follower = self.follower
+        return None if follower is None else follower.stale_since
 
 
 def open_live(bootstrap: str, config_path: str | None, *, eager: bool = False) -> LiveSource:

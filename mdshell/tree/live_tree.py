@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ def _time(ms: int) -> Value:
 def live_node(get: Callable[[], LiveStatus]) -> Node:
     s = get()
     makers: dict[str, Callable[[], Node]] = {
+        "state": lambda: _state(s),
         "bootstrap": lambda: _v(s.bootstrap),
         "security": lambda: _v(s.security),
         "clusterId": lambda: _v(s.cluster_id),
@@ -70,8 +72,19 @@ def live_node(get: Callable[[], LiveStatus]) -> Node:
 def _leader_text(s: LiveStatus) -> str:
     if s.leader_id < 0:
         return UNKNOWN + " (no leader known yet)"
-    at = f" at {s.leader_endpoint}" if s.leader_endpoint else ""
-    return f"node {s.leader_id}{at}, epoch {s.leader_epoch}"
+    if not s.leader_endpoint:
+        return (f"none reachable now (last known: node {s.leader_id}, epoch "
+                f"{s.leader_epoch})")
+    return f"node {s.leader_id} at {s.leader_endpoint}, epoch {s.leader_epoch}"
+
+
+def _state(s: LiveStatus) -> Value:
+    """following / stale since <time> / stopped / degraded / one-shot."""
+    if s.stale_since is None:
+        return Value(s.state, {"state": s.state, "staleSince": None})
+    ms = int(s.stale_since * 1000)
+    return Value(f"stale since {iso_zoned_utc(ms)} ({time.time() - s.stale_since:.1f} s)",
+                 {"state": s.state, "staleSince": ms})
 
 
 def _replica(r: Replica, leader_id: int, hw: int) -> Value:

@@ -119,12 +119,31 @@ class KraftCluster:
     format_args: tuple[str, ...] = ()  # extra StorageTool arguments for controllers
     cluster_id: str = field(default_factory=random_cluster_id)
     nodes: list[Node] = field(default_factory=list)
+    # A dynamic quorum (KIP-853, kraft.version 1): controller.quorum.bootstrap.servers and
+    # every controller formatted with --initial-controllers (directory ids chosen here).
+    dynamic: bool = False
+    directory_ids: dict[int, str] = field(default_factory=dict)
+    # Combined mode: ids 1-3 are process.roles=broker,controller, each with a BROKER
+    # listener too (on broker_ports); no separate broker.
+    combined: bool = False
+    broker_ports: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        ports = free_ports(4)
+        ports = free_ports(7 if self.combined else 4)
+        if self.combined:
+            self.with_broker = False
+            self.broker_ports = {i: ports[3 + i] for i in (1, 2, 3)}
         voters = ",".join(f"{i}@127.0.0.1:{ports[i - 1]}" for i in (1, 2, 3))
+        quorum = {"controller.quorum.voters": voters}
+        if self.dynamic:
+            self.directory_ids = {i: random_cluster_id() for i in (1, 2, 3)}
+            quorum = {"controller.quorum.bootstrap.servers":
+                      ",".join(f"127.0.0.1:{ports[i - 1]}" for i in (1, 2, 3))}
+            initial = ",".join(f"{i}@127.0.0.1:{ports[i - 1]}:{self.directory_ids[i]}"
+                               for i in (1, 2, 3))
+            self.format_args = (*self.format_args, "--initial-controllers", initial)
         common = {
-            "controller.quorum.voters": voters,
+            **quorum,
             "controller.listener.names": "CONTROLLER",
             "num.network.threads": "1",
             "num.io.threads": "2",
@@ -141,6 +160,9 @@ class KraftCluster:
                 "node.id": str(i),
                 "listeners": f"CONTROLLER://127.0.0.1:{ports[i - 1]}",
                 "listener.security.protocol.map": f"CONTROLLER:{self.controller_protocol}",
+                **({"advertised.listeners": f"CONTROLLER://127.0.0.1:{ports[i - 1]}"}
+                   if self.dynamic else {}),
+                **(self._combined_props(i, ports[i - 1]) if self.combined else {}),
                 **self.controller_extra,
                 **self.node_extra.get(i, {}),
             }
@@ -165,6 +187,18 @@ class KraftCluster:
                 **self.broker_extra,
             }
             self.nodes.append(self._node(4, "broker", ports[3], props))
+
+    def _combined_props(self, i: int, controller_port: int) -> dict[str, str]:
+        broker = f"BROKER://127.0.0.1:{self.broker_ports[i]}"
+        return {
+            "process.roles": "broker,controller",
+            "listeners": f"CONTROLLER://127.0.0.1:{controller_port},{broker}",
+            "advertised.listeners": f"CONTROLLER://127.0.0.1:{controller_port},{broker}",
+            "inter.broker.listener.name": "BROKER",
+            "listener.security.protocol.map":
+                f"CONTROLLER:{self.controller_protocol},BROKER:{self.broker_protocol}",
+            "group.initial.rebalance.delay.ms": "0",
+        }
 
     def _node(self, node_id: int, role: str, port: int, props: dict[str, str]) -> Node:
         home = self.workdir / f"node{node_id}"
@@ -299,6 +333,16 @@ class KraftCluster:
                 time.sleep(0.3)
         finally:
             client.close()
+
+    def quorum_tool(self, *args: str, config: Path | None = None) -> str:
+        """``kafka-metadata-quorum --bootstrap-controller ... ARGS`` of this version: stdout."""
+        extra = ["--command-config", str(config)] if config else []
+        cmd = self._java("org.apache.kafka.tools.MetadataQuorumCommand", *extra,
+                         "--bootstrap-controller", self.bootstrap_controllers, *args)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if out.returncode != 0:
+            raise RuntimeError(f"kafka-metadata-quorum {' '.join(args)}: {out.stderr[-2000:]}")
+        return out.stdout
 
     def leader_id(self) -> int:
         client = Client(self.bootstrap_controllers, self.client_config())

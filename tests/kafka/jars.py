@@ -21,6 +21,7 @@ from pathlib import Path
 # the newest 3.x for live tests against an older controller, and the newest 3.6.x (controllers
 # before 3.7 have no DescribeCluster: live mode says so).
 KAFKA_4 = "4.3.1"
+KAFKA_44 = "4.4.0"  # live tests on a combined-mode dynamic quorum (issue 21)
 KAFKA_37 = "3.7.2"
 KAFKA_39 = "3.9.1"
 KAFKA_36 = "3.6.2"
@@ -82,7 +83,9 @@ def _install(version: str, target: Path) -> Path:
         raise KafkaUnavailable("mvn is not installed: install Maven (Debian: apt-get install -y "
                                "maven) so the tests can fetch Kafka's jars from Maven Central")
     target.mkdir(parents=True, exist_ok=True)
-    deps = "\n".join(_DEP.format(a=a, v=version) for a in ARTIFACTS)
+    # Kafka 4.4.0 publishes no kafka-shell artifact (checked on Maven Central).
+    wanted = [a for a in ARTIFACTS if not (a == "kafka-shell" and version == KAFKA_44)]
+    deps = "\n".join(_DEP.format(a=a, v=version) for a in wanted)
     with tempfile.TemporaryDirectory() as tmp:
         pom = Path(tmp) / "pom.xml"
         pom.write_text(_POM.format(deps=deps), encoding="utf-8")

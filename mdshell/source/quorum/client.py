@@ -1,18 +1,35 @@
-"""Connections to the ``-q`` controllers: try each, retry with backoff, bounded in count/time."""
+"""Connections to the ``-q`` controllers: each endpoint on its own short clock, raced.
+
+A frozen controller (SIGSTOP, a GC pause, a half-open TCP peer) accepts connections and
+never answers; it must not use the whole request timeout. Each request has an answer
+timeout of a few seconds (the first bytes of the reply, :data:`ANSWER_S`); endpoints are
+tried in turn and, when one has not answered within :data:`STAGGER_S`, the next one starts
+in parallel (the first answer wins). An endpoint that failed goes to the back of the order
+for :data:`QUARANTINE_S`, and one connection is never used by two threads at once.
+"""
 
 from __future__ import annotations
 
+import queue
 import random
+import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .config import ClientConfig
 from .connection import Connection, split_endpoint
 from .errors import LiveError, RetriableError
 
 T = TypeVar("T")
+Endpoint = tuple[str, int]
 BACKOFF_MS = (100, 1000)  # Kafka's retry.backoff.ms / retry.backoff.max.ms defaults
+STAGGER_S = 0.5  # start the next endpoint too when one has not answered by then
+QUARANTINE_S = 10.0  # a failed endpoint is tried last for this long
+
+
+class Busy(RetriableError):
+    """An earlier request to this endpoint is still unanswered."""
 
 
 class Client:
@@ -24,55 +41,156 @@ class Client:
         if not parts:
             raise LiveError("-q: give at least one controller HOST:PORT")
         self.bootstrap = [split_endpoint(p) for p in parts]
-        self.conns: dict[tuple[str, int], Connection] = {}
+        self.conns: dict[Endpoint, Connection] = {}
         self.bytes_in = 0
         self.requests = 0
+        self._guard = threading.Lock()  # the dicts and counters below
+        self._locks: dict[Endpoint, threading.Lock] = {}
+        self._failed: dict[Endpoint, float] = {}  # endpoint -> monotonic time of its failure
+        self._threads: list[threading.Thread] = []
+
+    def _lock(self, endpoint: Endpoint) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(endpoint, threading.Lock())
 
     def connect(self, host: str, port: int) -> Connection:
         key = (host, port)
         conn = self.conns.get(key)
         if conn is not None and conn.sock is not None:
             return conn
-        conn = Connection(host, port, self.config).open()
-        self.conns[key] = conn
-        return conn
+        conn = Connection(host, port, self.config)
+        self.conns[key] = conn  # registered first, so that close() can interrupt opening
+        return conn.open()
 
-    def call(self, endpoint: tuple[str, int], fn: Callable[[Connection], T]) -> T:
-        conn = self.connect(*endpoint)
-        before_in, before_n = conn.stats.bytes_in, conn.stats.requests
+    def call(self, endpoint: Endpoint, fn: Callable[[Connection], T]) -> T:
+        """``fn`` on ``endpoint``'s connection; its failure sends the endpoint to the back."""
+        lock = self._lock(endpoint)
+        if not lock.acquire(timeout=self.config.answer_timeout_s):
+            raise Busy(f"{endpoint[0]}:{endpoint[1]}: an earlier request there is still "
+                       f"unanswered after {self.config.answer_timeout_s:g} s")
         try:
-            return fn(conn)
+            conn = self.connect(*endpoint)
+            before_in, before_n = conn.stats.bytes_in, conn.stats.requests
+            try:
+                result = fn(conn)
+            finally:
+                with self._guard:
+                    self.bytes_in += conn.stats.bytes_in - before_in
+                    self.requests += conn.stats.requests - before_n
+        except RetriableError:
+            with self._guard:
+                self._failed[endpoint] = time.monotonic()
+            raise
         finally:
-            self.bytes_in += conn.stats.bytes_in - before_in
-            self.requests += conn.stats.requests - before_n
+            lock.release()
+        with self._guard:
+            self._failed.pop(endpoint, None)
+        return result
+
+    def ordered(self, prefer: list[Endpoint] | None = None, *,
+                healthy_only: bool = False) -> list[Endpoint]:
+        """``prefer`` then the bootstrap list; endpoints that failed lately or are still
+        busy go last (``healthy_only``: are left out, unless that leaves none)."""
+        first = list(prefer or [])
+        base = first + [e for e in self.bootstrap if e not in first]
+        now = time.monotonic()
+
+        def bad(e: Endpoint) -> bool:
+            failed = self._failed.get(e)
+            return (failed is not None and now - failed < QUARANTINE_S) or self._lock(e).locked()
+
+        good = [e for e in base if not bad(e)]
+        if healthy_only and good:
+            return good
+        return good + [e for e in base if e not in good]
 
     def any_node(self, fn: Callable[[Connection], T], *, budget_s: float | None = None,
-                 prefer: list[tuple[str, int]] | None = None) -> T:
-        """``fn`` on the first bootstrap node that works, retrying the list with backoff."""
+                 prefer: list[Endpoint] | None = None) -> T:
+        """``fn`` on the first node that answers: raced over the list, retried with backoff
+        within the budget (the request timeout)."""
         budget = budget_s if budget_s is not None else self.config.request_timeout_ms / 1000
         deadline = time.monotonic() + budget
-        order = list(prefer or []) + [e for e in self.bootstrap if e not in (prefer or [])]
-        tried: list[str] = []
-        last: LiveError | None = None
+        errors: list[tuple[Endpoint, LiveError]] = []
         attempt = 0
         while True:
-            for endpoint in order:
-                try:
-                    return self.call(endpoint, fn)
-                except RetriableError as e:
-                    last = e
-                    tried.append(f"{endpoint[0]}:{endpoint[1]}")
-                if time.monotonic() > deadline:
-                    break
+            found = self._race(self.ordered(prefer), fn, deadline, errors)
+            if found:
+                return found[0]
             attempt += 1
             if time.monotonic() + backoff(attempt) > deadline or attempt >= 8:
                 break
             time.sleep(backoff(attempt))
-        names = ", ".join(dict.fromkeys(tried))
+        names = ", ".join(dict.fromkeys(f"{h}:{p}" for (h, p), _ in errors))
+        last = errors[-1][1] if errors else None
         raise LiveError(f"no controller answered (tried {names}); last error: {last}") from last
 
+    def _race(self, order: list[Endpoint], fn: Callable[[Connection], Any], deadline: float,
+              errors: list[tuple[Endpoint, LiveError]]) -> tuple[Any] | None:
+        """One round: start each endpoint in turn, the next one when the ones running have
+        failed or :data:`STAGGER_S` passed; the first answer wins (a 1-tuple)."""
+        results: queue.SimpleQueue[tuple[Endpoint, bool, Any]] = queue.SimpleQueue()
+        running = 0
+        started: list[Endpoint] = []
+        settled: set[Endpoint] = set()
+
+        def settle(until: float) -> tuple[Any] | None:
+            nonlocal running
+            while running:
+                try:
+                    endpoint, ok, value = results.get(timeout=max(0.0, until - time.monotonic()))
+                except queue.Empty:
+                    return None
+                running -= 1
+                settled.add(endpoint)
+                if ok:
+                    return (value,)
+                if not isinstance(value, RetriableError):
+                    raise value
+                errors.append((endpoint, value))
+            return None
+
+        for endpoint in order:
+            self._start(endpoint, fn, results)
+            started.append(endpoint)
+            running += 1
+            found = settle(min(time.monotonic() + STAGGER_S, deadline))
+            if found or time.monotonic() > deadline:
+                break
+        else:
+            found = settle(deadline)
+        if not found and running:
+            # Out of time: the attempts still running end within their answer timeout;
+            # their own errors say more than "out of time".
+            found = settle(time.monotonic() + self.config.answer_timeout_s + 0.5)
+            if not found:
+                errors.extend((e, RetriableError(f"{e[0]}:{e[1]}: no answer in time"))
+                              for e in started if e not in settled)
+        return found
+
+    def _start(self, endpoint: Endpoint, fn: Callable[[Connection], Any],
+               results: queue.SimpleQueue[tuple[Endpoint, bool, Any]]) -> None:
+        def run() -> None:
+            try:
+                results.put((endpoint, True, self.call(endpoint, fn)))
+            except BaseException as err:  # handed to the caller's thread
+                results.put((endpoint, False, err))
+
+        thread = threading.Thread(target=run, name=f"mdshell-{endpoint[0]}:{endpoint[1]}",
+                                  daemon=True)
+        with self._guard:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
     def close(self) -> None:
-        for conn in self.conns.values():
+        """Close every connection (interrupting requests still waiting) and wait for the
+        attempts still running, bounded."""
+        for conn in list(self.conns.values()):
+            conn.close()
+        with self._guard:
+            threads, self._threads = self._threads, []
+        for t in threads:
+            t.join(timeout=self.config.answer_timeout_s + 1)
+        for conn in list(self.conns.values()):
             conn.close()
         self.conns.clear()
 

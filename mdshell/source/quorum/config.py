@@ -88,6 +88,9 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SECRET_KEYS = re.compile(r"password|secret|jaas|credential|\.key$|token", re.IGNORECASE)
 
 
+ANSWER_S = 2.0  # per-request answer timeout (first bytes of the reply), in seconds
+
+
 @dataclass
 class ClientConfig:
     """What the live client needs from ``--config``."""
@@ -102,6 +105,13 @@ class ClientConfig:
     ssl: dict[str, str] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
     source: str | None = None
+
+    @property
+    def answer_timeout_s(self) -> float:
+        """How long a request may wait for the first bytes of its answer: a few seconds,
+        so that a frozen controller costs that, not the whole request timeout (which still
+        bounds a complete response)."""
+        return min(ANSWER_S, self.request_timeout_ms / 1000)
 
     @property
     def uses_sasl(self) -> bool:

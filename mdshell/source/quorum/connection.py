@@ -6,6 +6,7 @@ become :class:`LiveError` (or :class:`RetriableError` for what another try may f
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import ssl
@@ -18,9 +19,9 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from .config import ClientConfig
-from .errors import LiveError, RetriableError
+from .errors import KIP919, LiveError, NoAnswer, RetriableError
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA = 18, 17, 36, 3
 FETCH, FETCH_SNAPSHOT, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 1, 59, 55, 60
 # The versions mdshell speaks (kio 0.6.5 has all of them).
 OURS = {FETCH: (13, 18), FETCH_SNAPSHOT: (0, 1), DESCRIBE_QUORUM: (0, 2),
@@ -85,6 +86,8 @@ class Connection:
             if cfg.uses_tls:
                 self._tls(raw, timeout)
             self._api_versions()
+            if METADATA in self.versions:  # only brokers serve Metadata (whatever --config)
+                raise LiveError(f"{self.endpoint} {KIP919}")
             if cfg.uses_sasl:
                 self._sasl()
         except BaseException:
@@ -127,8 +130,12 @@ class Connection:
         cfg = self.config
         mech = cfg.sasl_mechanism
         hs = self.request(_request(SASL_HANDSHAKE, 1, mechanism=mech))
+        if hs.error_code != 0 and not hs.mechanisms:
+            raise LiveError(f"{self.endpoint}: the listener does not use SASL (it offers no "
+                            "mechanism: a PLAINTEXT or SSL listener); set security.protocol "
+                            "to the listener's")
         if hs.error_code != 0:
-            offered = ", ".join(hs.mechanisms) or "none"
+            offered = ", ".join(hs.mechanisms)
             raise LiveError(f"{self.endpoint}: the listener does not accept SASL mechanism "
                             f"{mech} (it offers: {offered}); set sasl.mechanism accordingly")
         auth_version = self.version(SASL_AUTHENTICATE)
@@ -157,7 +164,11 @@ class Connection:
             raise UnsupportedApi(api_key, theirs, self.endpoint)
         return min(hi, theirs[1])
 
-    def request(self, payload: Any, timeout_ms: int | None = None) -> Any:
+    def request(self, payload: Any, timeout_ms: int | None = None,
+                wait_ms: int = 0) -> Any:
+        """Send ``payload`` and read its answer: the first bytes within the answer timeout
+        (plus ``wait_ms``, a long poll's own wait), the whole of it within the request
+        timeout (``timeout_ms``)."""
         if self.sock is None:
             raise RetriableError(f"{self.endpoint}: not connected")
         self._corr += 1
@@ -173,17 +184,35 @@ class Connection:
         data = buf.getbuffer()
         _INT.pack_into(data, 0, len(data) - 4)
         timeout = (timeout_ms or self.config.request_timeout_ms) / 1000
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
+        answer = min(timeout, self.config.answer_timeout_s + wait_ms / 1000)
         what = f"{self.endpoint}: {type(payload).__name__.removesuffix('Request')}"
+        sock = self.sock
         try:
-            self.sock.settimeout(timeout)
-            self.sock.sendall(data)
+            try:
+                sock.settimeout(timeout)
+                sock.sendall(data)
+            except OSError as e:
+                raise RetriableError(f"{what}: cannot send ({e.strerror or e})") from None
             self.stats.bytes_out += len(data)
-            size = _INT.unpack(self._read(4, deadline, what))[0]
+            size = _INT.unpack(self._read(4, start + answer, what, answer))[0]
             if size < 4 or size > MAX_RESPONSE:
                 raise LiveError(f"{what}: a response of {size} bytes makes no sense (not a "
                                 "Kafka listener?)")
             body = self._read(size, deadline, what)
+        except Closed:
+            self.close()
+            if self.stats.requests == 1 and not self.config.uses_sasl:
+                # Only ApiVersions answered: what a SASL listener does to a client that
+                # skips authentication (Kafka closes at the first other request).
+                raise LiveError(f"{what}: the connection was closed right after ApiVersions, "
+                                "as a SASL listener does to a client that does not "
+                                f"authenticate (security.protocol="
+                                f"{self.config.security_protocol}); set security.protocol="
+                                "SASL_PLAINTEXT or SASL_SSL, sasl.mechanism and "
+                                "sasl.jaas.config") from None
+            raise
         except BaseException:
             self.close()
             raise
@@ -204,27 +233,32 @@ class Connection:
                 from None
         return resp
 
-    def _read(self, n: int, deadline: float, what: str) -> bytes:
-        assert self.sock is not None
+    def _read(self, n: int, deadline: float, what: str, answer: float | None = None) -> bytes:
+        """``n`` bytes by ``deadline``; ``answer``: this is the first read, so a timeout
+        means the peer never answered (frozen, or not Kafka)."""
+        sock = self.sock
+        if sock is None:
+            raise RetriableError(f"{what}: the connection was closed")
+        late = (f"{what}: no answer within {answer:g} s (a frozen or overloaded controller, "
+                "or not Kafka)" if answer is not None else
+                f"{what}: no complete response within the request timeout (request.timeout.ms)")
         chunks: list[bytes] = []
         left = n
         while left:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise RetriableError(f"{what}: no complete response within the request "
-                                     "timeout (request.timeout.ms)")
-            self.sock.settimeout(remaining)
+                raise (NoAnswer if answer is not None else RetriableError)(late)
+            sock.settimeout(remaining)
             try:
-                chunk = self.sock.recv(min(left, 1 << 20))
+                chunk = sock.recv(min(left, 1 << 20))
             except TimeoutError:
-                raise RetriableError(f"{what}: no complete response within the request "
-                                     "timeout (request.timeout.ms)") from None
+                raise (NoAnswer if answer is not None else RetriableError)(late) from None
             except ssl.SSLError as e:
                 raise RetriableError(f"{what}: TLS error while reading ({e.reason})") from None
             except OSError as e:
                 raise RetriableError(f"{what}: connection lost ({e.strerror or e})") from None
             if not chunk:
-                raise RetriableError(f"{what}: the connection was closed mid-response (an "
+                raise Closed(f"{what}: the connection was closed mid-response (an "
                                      "authentication failure, a TLS/plaintext mismatch, or "
                                      "the controller went away)")
             chunks.append(chunk)
@@ -232,11 +266,15 @@ class Connection:
         return b"".join(chunks)
 
     def close(self) -> None:
-        if self.sock is not None:
-            try:
-                self.sock.close()
-            finally:
-                self.sock = None
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked reading it
+            sock.close()
+
+
+class Closed(RetriableError):
+    """The peer closed the connection before the whole answer."""
 
 
 class UnsupportedApi(LiveError):

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...wire.primitives import uuid_str
 from . import errors as e
 from .client import Client
 from .connection import DESCRIBE_CLUSTER, DESCRIBE_QUORUM, Connection, UnsupportedApi
@@ -35,6 +36,7 @@ class QuorumView:
     nodes: dict[int, list[tuple[str, str, int]]]  # id -> (listener, host, port), v2
     asked: str = ""  # the controller that answered
     at_ms: int = 0
+    version: int = 0  # of the DescribeQuorum answer: v2 (Kafka 3.9+) has directory ids, nodes
 
 
 @dataclass
@@ -138,7 +140,7 @@ def describe_quorum(client: Client, view: ClusterView | None = None) -> QuorumVi
     prefer: list[tuple[str, int]] = []
     if view is not None and view.controller_id in view.controllers:
         prefer.append(view.controllers[view.controller_id])
-    candidates = prefer + [b for b in client.bootstrap if b not in prefer]
+    candidates = client.ordered(prefer)
     last = "no controller answered"
     for endpoint in candidates:
         try:
@@ -168,7 +170,8 @@ def describe_quorum(client: Client, view: ClusterView | None = None) -> QuorumVi
             int(part.leader_id), int(part.leader_epoch), int(part.high_watermark),
             [_replica(r) for r in part.current_voters], [_replica(r) for r in part.observers],
             {int(n.node_id): [(li.name, li.host, int(li.port)) for li in n.listeners]
-             for n in getattr(resp, "nodes", ())}, asked, int(time.time() * 1000))
+             for n in getattr(resp, "nodes", ())}, asked, int(time.time() * 1000),
+            int(resp.__version__))
     raise LiveError(f"DescribeQuorum: no leader found ({last})")
 
 
@@ -178,6 +181,7 @@ def _ask_quorum(conn: Connection) -> Any:
 
 def _replica(r: Any) -> Replica:
     dir_id = getattr(r, "replica_directory_id", None)
-    return Replica(int(r.replica_id), None if dir_id is None or dir_id.int == 0 else str(dir_id),
+    return Replica(int(r.replica_id), None if dir_id is None or dir_id.int == 0
+                   else uuid_str(dir_id.bytes),  # Kafka's form: base64, as meta.properties
                    int(r.log_end_offset), int(getattr(r, "last_fetch_timestamp", -1)),
                    int(getattr(r, "last_caught_up_timestamp", -1)))

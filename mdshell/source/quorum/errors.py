@@ -13,6 +13,10 @@ class RetriableError(LiveError):
     """A failure worth another try (connection dropped, timeout, leader moved)."""
 
 
+class NoAnswer(RetriableError):
+    """A request got no answer within the answer timeout: the peer may be frozen."""
+
+
 # Kafka error codes live mode reacts to (clients/.../common/protocol/Errors.java).
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1

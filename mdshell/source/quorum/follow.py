@@ -15,6 +15,8 @@ from .client import backoff
 from .errors import LiveError, RetriableError
 from .observer import FOLLOW_WAIT_MS, Observer
 
+REDISCOVER_S = 0.5  # the longest pause between rounds of asking who leads
+
 
 class Follower:
     def __init__(self, observer: Observer) -> None:
@@ -22,6 +24,9 @@ class Follower:
         self.stop_event = threading.Event()
         self.version = 0  # bumps whenever something new was committed
         self.error: str | None = None
+        # Wall time since when the view is stale (None: fresh): the leader's last answer
+        # before a Fetch went unanswered or failed. Cleared by the next answer.
+        self.stale_since: float | None = None
         self.thread = threading.Thread(target=self._run, name="mdshell-follow", daemon=True)
 
     def start(self) -> None:
@@ -31,19 +36,27 @@ class Follower:
         self.stop_event.set()
         self.thread.join(timeout=(FOLLOW_WAIT_MS / 1000) + 5)
 
+    def _stale(self, why: str) -> None:
+        if self.stale_since is None:
+            self.stale_since = self.observer.last_answer or time.time()
+        since = time.strftime("%H:%M:%S", time.localtime(self.stale_since))
+        self.error = f"stale since {since}: {why}; asking the other controllers who leads"
+
     def _run(self) -> None:
         failures = 0
         while not self.stop_event.is_set():
             try:
+                answered = self.observer.last_answer
                 advanced = self.observer.step(FOLLOW_WAIT_MS)
                 if advanced:
                     self.version += 1
-                failures, self.error = 0, None
+                if self.observer.last_answer != answered:  # the leader answered
+                    failures, self.error, self.stale_since = 0, None, None
             except RetriableError as e:
                 failures += 1
-                self.error = str(e)
+                self._stale(str(e))
                 self.observer.leader = None
-                self.stop_event.wait(backoff(min(failures, 5)))
+                self.stop_event.wait(min(backoff(failures), REDISCOVER_S))
             except LiveError as e:  # not retriable: keep the image, say why
                 self.error = str(e)
                 self.stop_event.wait(5.0)

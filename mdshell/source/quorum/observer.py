@@ -21,13 +21,14 @@ from typing import Any
 from . import errors as e
 from .client import Client, backoff
 from .connection import FETCH, FETCH_SNAPSHOT, Connection
-from .errors import AuthorizationError, LiveError, RetriableError
+from .errors import AuthorizationError, LiveError, NoAnswer, RetriableError
 from .rpc import MAX_FETCH_BYTES, fetch_request, fetch_snapshot_request
 
 _HEAD = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
 _LAST_DELTA = struct.Struct(">i")
 MAX_SNAPSHOT_RESTARTS = 5
 FOLLOW_WAIT_MS = 500  # Kafka's observer long-poll (KafkaRaftClient fetchMaxWaitMs)
+SUSPECT_S = 5.0  # how long hints naming a leader that stopped answering are not followed
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,8 @@ class Observer:
         self._asked: Connection | None = None
         self._restarts = 0
         self.snapshot_chunk_bytes = MAX_FETCH_BYTES  # FetchSnapshot MaxBytes (Kafka's 8 MiB)
+        self.suspect: tuple[int, int, float] | None = None  # a leader that stopped answering
+        self.last_answer: float | None = None  # wall time of the leader's last Fetch answer
 
     # -- where to fetch --------------------------------------------------------------------
 
@@ -143,13 +146,18 @@ class Observer:
         failures = 0
         while True:
             try:
+                answered = self.last_answer
                 self.step(max_wait_ms=0)
-                failures = 0
-            except RetriableError:
+                if self.last_answer != answered:  # only a leader's answer is progress
+                    failures = 0
+            except RetriableError as err:
                 failures += 1
                 self._lost_leader()
                 if failures > 10 or time.monotonic() > deadline:
-                    raise
+                    # Said once, at the end: no "retrying" in what ends the command.
+                    why = str(err).removesuffix("; retrying")
+                    raise RetriableError(f"gave up reading the metadata log after "
+                                         f"{failures} tries: {why}") from err
                 time.sleep(backoff(failures))
                 continue
             if target is None and self.high_watermark > 0:
@@ -168,9 +176,17 @@ class Observer:
             self._discover()
         else:
             leader = self.leader
-            resp = self.client.call(leader, lambda c: self._fetch(c, max_wait_ms))
+            try:
+                resp = self.client.call(leader, lambda c: self._fetch(c, max_wait_ms))
+            except NoAnswer:
+                # Frozen, or cut off: until SUSPECT_S passes or the epoch moves, hints that
+                # still name it (voters that have not noticed yet) are not followed.
+                self.suspect = (self.leader_id, self.leader_epoch, time.monotonic())
+                self.leader = None
+                raise
             with self.lock:
                 self._handle(resp)
+            self.last_answer = time.time()
         return (self.log.generation, self.log.next_offset) != before
 
     def _discover(self) -> None:
@@ -180,7 +196,7 @@ class Observer:
         not send the leader's endpoint, so the leader is found by asking each node.
         """
         last: LiveError | None = None
-        for endpoint in self.client.bootstrap:
+        for endpoint in self.client.ordered(healthy_only=True):
             try:
                 resp = self.client.call(endpoint, lambda c: self._fetch(c, 0))
                 with self.lock:
@@ -201,7 +217,7 @@ class Observer:
                             offset=self.fetch_offset, last_epoch=self.fetch_epoch,
                             max_wait_ms=max_wait_ms, high_watermark=self.high_watermark)
         timeout = self.client.config.request_timeout_ms + max_wait_ms
-        resp = conn.request(req, timeout_ms=timeout)
+        resp = conn.request(req, timeout_ms=timeout, wait_ms=max_wait_ms)
         self.progress.fetches += 1
         self.progress.last_fetch_ms = int(time.time() * 1000)
         self._endpoints = {int(n.node_id): (n.host, int(n.port))
@@ -298,6 +314,11 @@ class Observer:
             self.leader = None
             raise RetriableError(f"{self._where}: knows leader epoch {epoch} only, older than "
                                  f"{self.leader_epoch} ({e.code_name(code)}); retrying")
+        if self._suspected(leader_id, epoch):
+            self.leader = None
+            raise RetriableError(f"{self._where}: still names node {leader_id} (epoch {epoch}) "
+                                 "as the leader, but that node stopped answering (frozen or "
+                                 "cut off?) and no other leader is elected yet")
         self._leader_is(leader_id, epoch)
         if leader_id < 0:
             # An election is running: ask again later, anywhere.
@@ -309,6 +330,15 @@ class Observer:
         if endpoint is None:
             raise UnknownLeaderEndpoint(f"the leader is node {leader_id} but its endpoint is "
                                         "unknown")
+
+    def _suspected(self, leader_id: int, epoch: int) -> bool:
+        if self.suspect is None:
+            return False
+        sid, sepoch, since = self.suspect
+        if epoch > sepoch or time.monotonic() - since > SUSPECT_S:
+            self.suspect = None
+            return False
+        return (leader_id, epoch) == (sid, sepoch)
 
     def client_known(self, node_id: int) -> tuple[str, int] | None:
         return self.known_endpoints.get(node_id)

@@ -34,3 +34,15 @@ class LiveStatus:
     controllers: dict[int, str] = field(default_factory=dict)
     controller_id: int = -1
     notes: list[str] = field(default_factory=list)
+    stale_since: float | None = None  # wall time: the leader's last answer, when stale
+
+    @property
+    def state(self) -> str:
+        """One word for /live/state: following, stale, stopped, degraded or one-shot."""
+        if self.degraded:
+            return "degraded"
+        if not self.following:
+            return "one-shot"
+        if self.stale_since is not None:
+            return "stale"
+        return "stopped" if self.follow_error else "following"
