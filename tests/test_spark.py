@@ -645,3 +645,42 @@ def test_fleet_query_on_a_standalone_cluster(standalone: tuple[str, Path],
         assert r["records"] == _record_count(d)
         assert r["partitions"] == sum(len(t.partitions) for t in image.topics_by_name.values())
         assert r["topics"] == sum(1 for t in image.topics_by_name.values() if t.partitions)
+
+
+# ------------------------------------------------------------------ what a Spark user hits
+
+
+def _flipped_covered_copy(tmp_path: Path) -> Path:
+    """segments-snapshots with one byte flipped in its first segment, which a newer snapshot
+    covers: the image loads clean, the log does not read clean."""
+    dst = tmp_path / "flipped"
+    shutil.copytree(FIXTURES / "segments-snapshots", dst)
+    seg = dst / "__cluster_metadata-0" / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    assert not load(open_source(str(dst))).problems
+    return dst
+
+
+def test_sql_warnings_of_the_records_table_reach_the_verdict(
+        spark: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The records table's own reading warns (CRC mismatch): once on stderr, exit 1 under
+    --strict, on the result (which the TUI shows) even for a table built by an earlier query."""
+    from mdshell.cli import main
+
+    d = str(_flipped_covered_copy(tmp_path))
+    want = len(list(iter_log(open_source(d))))
+    capfd.readouterr()
+    rc = main(["-d", d, "--strict", "-o", "json", "sql", "select count(*) as n from records"])
+    out = capfd.readouterr()
+    assert rc == 1 and json.loads(out.out) == [{"n": want}]
+    assert out.err.count("CRC mismatch") == 1, out.err
+    rc = main(["-d", d, "sql", "select count(*) as n from records"])
+    out = capfd.readouterr()
+    assert rc == 0 and out.err.count("CRC mismatch") == 1, out.err
+    shell = _shell(Path(d))
+    first = shell.run(["sql", "select count(*) from records"])
+    again = shell.run(["sql", "select max(offset) from records"])  # the table is reused
+    for r in (first, again):
+        assert r.code == 0 and any("CRC mismatch" in w for w in r.warnings), r.warnings

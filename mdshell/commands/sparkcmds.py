@@ -43,16 +43,17 @@ def sql(shell: Shell, args: list[str]) -> Result:
     from ..spark.tables import View
 
     view = View(shell.source, shell.loaded, shell.opts.show_secrets)
-    df = query.run(view, " ".join(ns.query))
+    df, warnings = query.run(view, " ".join(ns.query))
     if ns.parquet:
         n = query.write_parquet(query.get_session(), df, ns.parquet)
-        return Result([f"wrote {n} rows to {ns.parquet}"], {"rows": n, "parquet": ns.parquet})
+        return Result([f"wrote {n} rows to {ns.parquet}"], {"rows": n, "parquet": ns.parquet},
+                      warnings=warnings)
     table = query.collect(df)
     if ns.csv:
         query.write_csv(table, ns.csv)
         return Result([f"wrote {table.num_rows} rows to {ns.csv}"],
-                      {"rows": table.num_rows, "csv": ns.csv})
-    return Result(query.text_lines(table), lambda: query.rows(table))
+                      {"rows": table.num_rows, "csv": ns.csv}, warnings=warnings)
+    return Result(query.text_lines(table), lambda: query.rows(table), warnings=warnings)
 
 
 @command("tables", "List the tables `sql` can query, with their columns.", "tables [NAME]",

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# name -> (the Loaded it was built from, show_secrets): a view stays valid while both hold.
-_REGISTERED: dict[str, tuple[object, bool]] = {}
+# name -> (the Loaded it was built from, show_secrets, the warnings of its reading): a view
+# stays valid while the first two hold.
+_REGISTERED: dict[str, tuple[object, bool, list[str]]] = {}
 _SCRATCH: str | None = None  # where local tables are written as Parquet (removed at exit)
 _FOLDERS: dict[str, str] = {}  # table name -> its current scratch folder
 _STALE: list[str] = []  # scratch folders of replaced tables, removed once no view names them
@@ -40,15 +41,19 @@ def named_tables(query: str) -> list[str]:
     return sorted(words & tables.TABLES.keys())
 
 
-def register(spark: SparkSession, view: tables.View, names: list[str]) -> None:
+def register(spark: SparkSession, view: tables.View, names: list[str]) -> list[str]:
+    """Make the named tables current; returns the warnings of their reading (kept with each
+    table, so a query on a table built earlier still reports them)."""
+    warnings: list[str] = []
     for name in names:
-        key = (view.loaded, view.show_secrets)
         held = _REGISTERED.get(name)
-        if held is not None and held[0] is key[0] and held[1] == key[1]:
-            continue
-        frame(spark, name, tables.build(name, view)).createOrReplaceTempView(name)
-        _REGISTERED[name] = key
-        _drop_stale()
+        if held is None or held[0] is not view.loaded or held[1] != view.show_secrets:
+            table, found = tables.build_warned(name, view)
+            frame(spark, name, table).createOrReplaceTempView(name)
+            held = _REGISTERED[name] = (view.loaded, view.show_secrets, found)
+            _drop_stale()
+        warnings += held[2]
+    return list(dict.fromkeys(warnings))
 
 
 def _drop_stale() -> None:
@@ -95,14 +100,15 @@ def error_line(e: BaseException) -> str:
     return type(e).__name__
 
 
-def run(view: tables.View, query: str) -> DataFrame:
-    """The DataFrame of a query; CommandError (one line) when Spark refuses it."""
+def run(view: tables.View, query: str) -> tuple[DataFrame, list[str]]:
+    """The DataFrame of a query and the warnings of the tables it reads; CommandError (one
+    line) when Spark refuses it."""
     spark = get_session()  # first: says what to install when pyspark is missing
     from pyspark.errors import PySparkException
 
-    register(spark, view, named_tables(query))
+    warnings = register(spark, view, named_tables(query))
     try:
-        return spark.sql(query)
+        return spark.sql(query), warnings
     except PySparkException as e:
         raise CommandError(error_line(e)) from None
 

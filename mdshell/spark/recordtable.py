@@ -71,12 +71,16 @@ def records_table(records: Iterable[LogRecord], show_secrets: bool,
 
 
 def log_records(view: View) -> pa.Table:
+    """The log's records; the reader's warnings go to ``view.warnings`` (a clean log read
+    by :mod:`.fastlog` has none)."""
     if isinstance(view.source, DirectorySource):
         fast = _fast_log(view.source, view.show_secrets)
         if fast is not None:
             return fast
     problems: list[Problem] = []
-    return records_table(iter_log(view.source, problems=problems), view.show_secrets)
+    table = records_table(iter_log(view.source, problems=problems), view.show_secrets)
+    view.warnings.extend(p.message for p in problems)
+    return table
 
 
 def _fast_log(source: DirectorySource, show_secrets: bool) -> pa.Table | None:

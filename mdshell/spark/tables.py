@@ -10,6 +10,7 @@ files for parallel reading in :mod:`.logfiles`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -21,7 +22,7 @@ from .columns import STRS, View
 from .logfiles import LogFile, identify, iter_file, log_files
 from .recordtable import RECORDS, file_records, log_records, records_table
 
-__all__ = ["STRS", "TABLES", "LogFile", "View", "build", "file_records", "identify",
+__all__ = ["STRS", "TABLES", "LogFile", "View", "build", "build_warned", "file_records", "identify",
            "image_table", "iter_file", "log_files", "log_records", "records_table"]
 
 Builder = Callable[[View], pa.Table]
@@ -49,6 +50,19 @@ TABLES: dict[str, tuple[pa.Schema, Builder, str]] = {
 
 def build(name: str, view: View) -> pa.Table:
     return TABLES[name][1](view)
+
+
+# Tables that read the data again (not just the loaded image): their own warnings only.
+_OWN_READING = {"records", "partition_changes"}
+
+
+def build_warned(name: str, view: View) -> tuple[pa.Table, list[str]]:
+    """A table and the warnings behind it: what its own reading found, and for an image
+    table the load's warnings (once each)."""
+    mine = replace(view, warnings=[])
+    table = build(name, mine)
+    said = [] if name in _OWN_READING else [p.message for p in view.loaded.problems]
+    return table, list(dict.fromkeys([*said, *mine.warnings]))
 
 
 def image_table(directory: str, name: str, at: int | None,
