@@ -29,7 +29,7 @@ from mdshell.source import DirectorySource, open_source
 from mdshell.source.logscan import iter_log
 from mdshell.tree.node import RenderOptions
 
-from .conftest import CORPUS, FIXTURES, ROOT, corpus_dirs, need_corpus
+from .conftest import CORPUS, FIXTURES, ROOT, corpus_dirs, need_corpus, run_cli
 
 GOOD_FIXTURES = ["cluster-basic", "security", "elr", "controllers", "transactions",
                  "segments-snapshots", "codecs", "kraft-v1", "kafka37-snapshot"]
@@ -684,3 +684,18 @@ def test_sql_warnings_of_the_records_table_reach_the_verdict(
     again = shell.run(["sql", "select max(offset) from records"])  # the table is reused
     for r in (first, again):
         assert r.code == 0 and any("CRC mismatch" in w for w in r.warnings), r.warnings
+
+
+def test_unreachable_master_is_one_line_within_seconds(tmp_path: Path) -> None:
+    """Nothing listens at the master's port: one line naming it, well before Spark's own
+    minute of retries, and no stack."""
+    port = _free_port()
+    env = {**os.environ, "MDSHELL_SPARK_LOG": str(tmp_path / "spark.log")}
+    started = time.monotonic()
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "--spark-master",
+                  f"spark://127.0.0.1:{port}", "sql", "select 1", env=env)
+    assert time.monotonic() - started < 15
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.splitlines() == [
+        f"sql: no Spark master answered at spark://127.0.0.1:{port}: start it, or give "
+        "another --spark-master URL ($MDSHELL_SPARK_MASTER)"]
