@@ -485,8 +485,12 @@ def _file_warnings(directory: Path) -> dict[str | None, list[str]]:
         problems: list[Problem] = []
         for _ in iter_file(f, problems):
             pass
-        if problems:
-            out[os.path.basename(f.path)] = [p.message for p in problems]
+        if problems:  # the shell's "later segments are not applied": read here (see below)
+            out[os.path.basename(f.path)] = [
+                p.message if p.code != "stopped" else
+                f"{os.path.basename(f.path)}: the rest of this file after the damage is not "
+                "read; the next segment is still read, from its base offset (the shell's "
+                "image stops at this damage)" for p in problems]
     return out
 
 
@@ -699,3 +703,16 @@ def test_unreachable_master_is_one_line_within_seconds(tmp_path: Path) -> None:
     assert out.stderr.splitlines() == [
         f"sql: no Spark master answered at spark://127.0.0.1:{port}: start it, or give "
         "another --spark-master URL ($MDSHELL_SPARK_MASTER)"]
+
+
+def test_bad_crc_warnings_say_what_the_data_source_did(spark: Any) -> None:
+    """bad-crc: the shell stops at the damaged segment, the data source reads the next one;
+    its rows say so instead of "later segments ... are not applied"."""
+    d = FIXTURES / "bad-crc"
+    rows = spark.read.format("kraft").load(str(d)).selectExpr("file", "warnings").collect()
+    warned = {r["file"]: list(r["warnings"]) for r in rows if r["warnings"]}
+    assert list(warned) == ["00000000000000000000.log"]
+    text = " ".join(warned["00000000000000000000.log"])
+    assert "not applied" not in text and "CRC mismatch" in text
+    assert "the next segment is still read, from its base offset" in text
+    assert any(r["file"] == "00000000000000000021.log" for r in rows)

@@ -119,11 +119,26 @@ def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bo
             batch = [r for _, r in zip(range(chunk), it, strict=False)]
             if len(batch) < chunk:
                 yield (records_table(batch, show_secrets, payload),
-                       [p.message for p in problems])
+                       file_warnings(f, problems))
                 return
             yield records_table(batch, show_secrets, payload), []
     except SourceError as e:
-        yield records_table([], show_secrets), [*(p.message for p in problems), str(e)]
+        yield records_table([], show_secrets), [*file_warnings(f, problems), str(e)]
+
+
+def file_warnings(f: LogFile, problems: list[Problem]) -> list[str]:
+    """The reader's warnings for one file, saying what this file-by-file reading did: the
+    shell stops at a damaged segment ("later segments ... are not applied"), while here each
+    segment is read on its own, from its base offset."""
+    out: list[str] = []
+    for p in problems:
+        if p.code == "stopped":
+            out.append(f"{os.path.basename(f.path)}: the rest of this file after the damage is "
+                       "not read; the next segment is still read, from its base offset (the "
+                       "shell's image stops at this damage)")
+        else:
+            out.append(p.message)
+    return out
 
 
 _NEVER_TAKEN = LogRecord(0, 0, 0, "", False, -1, -1, {})
