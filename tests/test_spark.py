@@ -716,3 +716,28 @@ def test_bad_crc_warnings_say_what_the_data_source_did(spark: Any) -> None:
     assert "not applied" not in text and "CRC mismatch" in text
     assert "the next segment is still read, from its base offset" in text
     assert any(r["file"] == "00000000000000000021.log" for r in rows)
+
+
+def test_data_source_at_past_the_end_follows_the_shells_rule(spark: Any) -> None:
+    """`at` past a directory's end: the shell's message on that directory's row (the other
+    directory gives its image), and an error when no directory has that offset."""
+    basic, snaps = FIXTURES / "cluster-basic", FIXTURES / "segments-snapshots"
+    last = open_source(str(snaps)).offset_range()[1]
+    assert last is not None and open_source(str(basic)).offset_range()[1] > last + 1
+    rows = spark.read.format("kraft").option("table", "topics").option("at", last + 1) \
+        .load([str(basic), str(snaps)]).collect()
+    warned = [r for r in rows if r["warnings"]]
+    assert len(warned) == 1 and warned[0]["name"] is None
+    assert warned[0]["directory"].startswith(str(snaps))
+    said = list(warned[0]["warnings"])
+    assert said == [f"offset {last + 1} is after the end of the log (offsets 0-{last} can be "
+                    "rebuilt)"]
+    # the shell's own words for the same offset
+    err = subprocess.run([sys.executable, "-m", "mdshell", "-d", str(snaps), "--at",
+                          str(last + 1), "ls"], capture_output=True, text=True).stderr
+    assert said[0] in err
+    n_topics = len(load(open_source(str(basic)), upto=last + 1).image.topics_by_name)
+    assert len([r for r in rows if r["directory"].startswith(str(basic))]) == n_topics
+    with pytest.raises(Exception, match="offset 99999999 is after the end of the log"):
+        spark.read.format("kraft").option("table", "topics").option("at", 99999999) \
+            .load([str(basic), str(snaps)]).collect()

@@ -143,13 +143,21 @@ class KraftDataSource(DataSource):
         return spark_schema(self._table())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        at = self.options.get("at")
         return KraftReader(expand_paths(dict(self.options)), self._table(),
-                           int(at) if at not in (None, "") else None,
+                           _offset(self.options.get("at")),
                            _flag(self.options.get("showSecrets"), False),
                            _flag(self.options.get("payload"), True),
                            _bytes(self.options.get("maxPartitionBytes"), MAX_PARTITION_BYTES),
                            _bytes(self.options.get("openCostInBytes"), OPEN_COST_BYTES))
+
+
+def _offset(value: str | None) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        raise ValueError(f"kraft: option at: {value!r} is not an offset (a number)") from None
 
 
 def _flag(value: str | None, default: bool) -> bool:
@@ -172,17 +180,23 @@ class KraftReader(DataSourceReader):
         if not self.paths:
             raise ValueError("kraft: give a path: .load(DIR), a glob, or a list of directories")
         parts: list[FilePart] = []
+        refusals = 0
         for d in self.paths:
             try:
                 d, cid = tables.identify(d)
                 if self.table != "records":
-                    parts.append(FilePart(d, cid, None))
+                    refused = None if self.at is None else tables.at_refused(d, self.at)
+                    parts.append(FilePart(d, cid, None, refused))
+                    refusals += refused is not None
                     continue
                 files = tables.log_files(d)
             except SourceError as e:
                 parts.append(FilePart(d, None, None, str(e)))
                 continue
             parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
+        if refusals and refusals == len(parts):  # no directory has that offset
+            more = f" (and in {refusals - 1} more directories)" if refusals > 1 else ""
+            raise ValueError(f"kraft: option at: {parts[0].directory}: {parts[0].error}{more}")
         return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

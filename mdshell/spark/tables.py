@@ -22,7 +22,7 @@ from .columns import STRS, View
 from .logfiles import LogFile, identify, iter_file, log_files
 from .recordtable import RECORDS, file_records, log_records, records_table
 
-__all__ = ["STRS", "TABLES", "LogFile", "View", "build", "build_warned", "file_records", "identify",
+__all__ = ["STRS", "TABLES", "LogFile", "View", "at_refused", "build", "build_warned", "file_records", "identify",
            "image_table", "iter_file", "log_files", "log_records", "records_table"]
 
 Builder = Callable[[View], pa.Table]
@@ -63,6 +63,19 @@ def build_warned(name: str, view: View) -> tuple[pa.Table, list[str]]:
     table = build(name, mine)
     said = [] if name in _OWN_READING else [p.message for p in view.loaded.problems]
     return table, list(dict.fromkeys([*said, *mine.warnings]))
+
+
+def at_refused(directory: str, at: int) -> str | None:
+    """Why the image of a directory as of ``at`` cannot be given (the shell's rule and words
+    for ``at``), or None when it can."""
+    if at < 0:
+        return f"offset {at}: offsets are 0 or more"
+    first, last = open_source(directory).offset_range()
+    if first is None or last is None:
+        return "the log is empty: there is no offset to travel to"
+    if at > last:
+        return f"offset {at} is after the end of the log (offsets {first}-{last} can be rebuilt)"
+    return None
 
 
 def image_table(directory: str, name: str, at: int | None,
