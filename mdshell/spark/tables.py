@@ -23,7 +23,8 @@ from .logfiles import LogFile, identify, iter_file, log_files
 from .recordtable import RECORDS, file_records, log_records, records_table
 
 __all__ = ["STRS", "TABLES", "LogFile", "View", "at_refused", "build", "build_warned",
-           "file_records", "identify", "image_table", "iter_file", "log_files", "log_records", "records_table"]
+           "file_records", "identify", "image_table", "iter_file", "log_files",
+           "log_records", "records_table"]
 
 Builder = Callable[[View], pa.Table]
 # name -> (schema, builder, what it is)
