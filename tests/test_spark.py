@@ -334,6 +334,8 @@ def test_tables_lists_every_table() -> None:
         assert data[name]["columns"], name
     assert {c["name"] for c in data["endpoints"]["columns"]} == {
         "node", "kind", "listener", "host", "port", "protocol"}
+    assert "source" in {c["name"] for c in data["records"]["columns"]}
+    assert "option('snapshots', 'true')" in data["records"]["description"]
 
 
 def test_missing_java_or_pyspark_is_one_clear_line(tmp_path: Path) -> None:
@@ -434,8 +436,8 @@ def fleet_rows(spark: Any) -> list[dict[str, Any]]:
     paths = [str(FIXTURES / f) for f in GOOD_FIXTURES + BAD_FIXTURES]
     if corpus_dirs():
         paths.append(str(CORPUS / "*"))
-    df = spark.read.format("kraft").load(paths)
-    t = df.selectExpr("directory", "cluster_id", "file", "offset", "epoch", "timestamp",
+    df = spark.read.format("kraft").option("snapshots", "true").load(paths)
+    t = df.selectExpr("directory", "cluster_id", "file", "source", "offset", "epoch", "timestamp",
                       "type", "version", "payload", "warnings").toArrow()
     cols = {name: t.column(name).to_pylist() for name in t.column_names}
     return [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)]
@@ -459,7 +461,8 @@ def test_data_source_partitions_per_file_and_glob(spark: Any,
     from mdshell.spark.tables import log_files
 
     files = sum(len(log_files(str(d))) for d in corpus_dirs())
-    one_each = spark.read.format("kraft").option("maxPartitionBytes", 1).load(str(CORPUS / "*"))
+    one_each = spark.read.format("kraft").option("maxPartitionBytes", 1) \
+        .option("snapshots", "true").load(str(CORPUS / "*"))
     assert one_each.rdd.getNumPartitions() == files  # planned, not read
     # by default small files are packed, Spark's way: the corpus's few MiB fill a few tasks
     packed = spark.read.format("kraft").load(str(CORPUS / "*")).rdd.getNumPartitions()
@@ -536,13 +539,14 @@ def test_data_source_image_tables_at_end_and_at_offset(spark: Any, table: str) -
 
 
 def _record_count(directory: Path) -> int:
-    """Records in the batches of every segment and snapshot, from the batch headers alone (an
+    """Records in the batches of every segment (the data source's default: the log), from
+    the batch headers alone (an
     independent count: no record is decoded)."""
     from mdshell.source.loginfo import scan_segment
     from mdshell.spark.tables import log_files
 
     return sum(scan_segment("", Path(f.path).read_bytes(), 0).records
-               for f in log_files(str(directory)))
+               for f in log_files(str(directory)) if f.role == "segment")
 
 
 def _free_port() -> int:
@@ -741,3 +745,19 @@ def test_data_source_at_past_the_end_follows_the_shells_rule(spark: Any) -> None
     with pytest.raises(Exception, match="offset 99999999 is after the end of the log"):
         spark.read.format("kraft").option("table", "topics").option("at", 99999999) \
             .load([str(basic), str(snaps)]).collect()
+
+
+def test_data_source_records_are_the_log_unless_snapshots_are_asked(spark: Any) -> None:
+    """By default the data source's records are the shell's records table (the log); with
+    .option("snapshots", "true") each snapshot's records are added, marked by ``source``."""
+    d = FIXTURES / "segments-snapshots"
+    source = open_source(str(d))
+    log = len(list(iter_log(source)))
+    snaps = sum(len(list(iter_log(source, snapshot=cp))) for cp in source.layout.checkpoints)
+    assert log and snaps
+    plain = spark.read.format("kraft").load(str(d))
+    assert plain.count() == log == _sql(_shell(d), "select count(*) as n from records")[0]["n"]
+    got = {r["source"]: r["n"] for r in spark.read.format("kraft").option("snapshots", "true")
+           .load(str(d)).groupBy("source").count().withColumnRenamed("count", "n").collect()}
+    assert got == {"log": log, "snapshot": snaps}
+    assert _sql(_shell(d), "select distinct source from records") == [{"source": "log"}]

@@ -1,15 +1,17 @@
 """The ``kraft`` Spark data source: ``spark.read.format("kraft").load(PATH)``.
 
 PATH is a metadata directory (or the log dir holding it), a glob matching many, or a list.
-Without a ``table`` option the rows are the ``records`` table of every segment and snapshot,
-each file read by one task, so a fleet of directories is read in parallel. With
+Without a ``table`` option the rows are the ``records`` table of every log segment (the
+shell's ``records`` table: ``source`` is "log"); ``.option("snapshots", "true")`` adds the
+records of every snapshot (``source`` "snapshot", older snapshots too). Each file is read by
+one task, so a fleet of directories is read in parallel. With
 ``.option("table", "partitions")`` (or any image table) each directory gives its image as of
 its end, or as of ``.option("at", OFFSET)``, each directory read by one task. Small files (or
 directories) are packed into one Spark partition the way Spark packs small files of its own
 file sources: largest first, up to ``maxPartitionBytes`` (default 128 MiB) per partition, each
 file counting ``openCostInBytes`` (default 4 MiB) more than its size; a file is never split.
 ``.option("maxPartitionBytes", 1)`` gives one partition per file. Other options:
-``showSecrets`` (default false: secrets redacted as in the shell) and ``payload`` (default
+``snapshots`` (above), ``showSecrets`` (default false: secrets redacted as in the shell) and ``payload`` (default
 true; false leaves the JSON payload null, for queries that need only key columns: it saves
 the JSON of each distinct record value, so little on a quiet log).
 
@@ -147,6 +149,7 @@ class KraftDataSource(DataSource):
                            _offset(self.options.get("at")),
                            _flag(self.options.get("showSecrets"), False),
                            _flag(self.options.get("payload"), True),
+                           _flag(self.options.get("snapshots"), False),
                            _bytes(self.options.get("maxPartitionBytes"), MAX_PARTITION_BYTES),
                            _bytes(self.options.get("openCostInBytes"), OPEN_COST_BYTES))
 
@@ -170,10 +173,10 @@ def _bytes(value: str | None, default: int) -> int:
 
 class KraftReader(DataSourceReader):
     def __init__(self, paths: list[str], table: str, at: int | None, show_secrets: bool,
-                 payload: bool, max_bytes: int = MAX_PARTITION_BYTES,
+                 payload: bool, snapshots: bool = False, max_bytes: int = MAX_PARTITION_BYTES,
                  open_cost: int = OPEN_COST_BYTES) -> None:
         self.paths, self.table, self.at = paths, table, at
-        self.show_secrets, self.payload = show_secrets, payload
+        self.show_secrets, self.payload, self.snapshots = show_secrets, payload, snapshots
         self.max_bytes, self.open_cost = max_bytes, open_cost
 
     def partitions(self) -> list[InputPartition]:
@@ -189,7 +192,8 @@ class KraftReader(DataSourceReader):
                     parts.append(FilePart(d, cid, None, refused))
                     refusals += refused is not None
                     continue
-                files = tables.log_files(d)
+                files = [f for f in tables.log_files(d)
+                         if self.snapshots or f.role == "segment"]
             except SourceError as e:
                 parts.append(FilePart(d, None, None, str(e)))
                 continue

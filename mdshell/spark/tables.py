@@ -29,7 +29,9 @@ __all__ = ["STRS", "TABLES", "LogFile", "View", "at_refused", "build", "build_wa
 Builder = Callable[[View], pa.Table]
 # name -> (schema, builder, what it is)
 TABLES: dict[str, tuple[pa.Schema, Builder, str]] = {
-    "records": (RECORDS, log_records, "every record of the log segments, payload as JSON"),
+    "records": (RECORDS, log_records, "every record of the log segments (source 'log'), "
+                "payload as JSON; the kraft data source gives the same, and adds each "
+                "snapshot's records (source 'snapshot') with .option('snapshots', 'true')"),
     "topics": (it.TOPICS, it.topics, "topics of the image"),
     "partitions": (it.PARTITIONS, it.partitions, "partitions of the image, leader/ISR/replicas"),
     "brokers": (it.BROKERS, it.brokers, "registered brokers"),
