@@ -12,7 +12,8 @@ file sources: largest first, up to ``maxPartitionBytes`` (default 128 MiB) per p
 file counting ``openCostInBytes`` (default 4 MiB) more than its size; a file is never split.
 ``.option("maxPartitionBytes", 1)`` gives one partition per file. Other options:
 ``snapshots`` (above), ``showSecrets`` (default false: secrets redacted as in the shell)
-and ``payload`` (default true; false leaves the JSON payload null, for queries that need only key columns: it saves
+and ``payload`` (default true; false leaves the JSON payload null, for queries that need
+only key columns: it saves
 the JSON of each distinct record value, so little on a quiet log).
 
 Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's own warnings
