@@ -761,3 +761,93 @@ def test_data_source_records_are_the_log_unless_snapshots_are_asked(spark: Any) 
            .load(str(d)).groupBy("source").count().withColumnRenamed("count", "n").collect()}
     assert got == {"log": log, "snapshot": snaps}
     assert _sql(_shell(d), "select distinct source from records") == [{"source": "log"}]
+
+
+LONG_QUERY = ("select count(*) from range(300000) a cross join range(300000) b "
+              "where a.id + b.id = -1")  # minutes on two cores
+
+
+def _cancel_pane(tmp_path: Path, args: str) -> tuple[Any, Path]:
+    """mdshell in a tmux pane on local[2], its Spark event log in ``events`` (a job's start
+    is flushed there: the moment to press Ctrl-C)."""
+    import shlex
+
+    from .test_repl_tmux import TMUX, Pane
+
+    if TMUX is None:
+        pytest.fail("tmux is not installed: install it (Debian: apt-get install -y tmux)")
+    events = tmp_path / "events"
+    events.mkdir()
+    conf = tmp_path / "spark.properties"
+    conf.write_text(f"spark.eventLog.enabled=true\nspark.eventLog.dir=file://{events}\n"
+                    "spark.eventLog.compress=false\nspark.eventLog.rolling.enabled=false\n"
+                    f"spark.driver.extraJavaOptions={QUICK_JVM}\n")
+    env = {"MDSHELL_SPARK_LOG": str(tmp_path / "spark.log"), "PYTHONPATH": str(ROOT),
+           "MDSHELL_HISTORY": str(tmp_path / "history"), "TERM": "xterm-256color"}
+    line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()),
+                     shlex.quote(sys.executable), "-m", "mdshell", "-d",
+                     str(FIXTURES / "cluster-basic"), "--spark-master", "'local[2]'",
+                     "--config", str(conf), args])
+    pane = Pane(f"mdshell-spark-{os.getpid()}-{os.urandom(3).hex()}",
+                "sh -c " + shlex.quote("trap : INT; " + line  # sh outlives the Ctrl-C
+                                       + '; echo "[exit $?]"; sleep 120'))
+    return pane, events
+
+
+def _events(events: Path) -> str:
+    return "".join(p.read_text(errors="replace") for p in events.rglob("*") if p.is_file())
+
+
+def _until(check: Any, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_ctrl_c_cancels_a_one_shot_query(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal during a one-shot sql: one line, exit 130, no Java stack."""
+    pane, events = _cancel_pane(tmp_path, shlex_quote(["sql", LONG_QUERY]))
+    try:
+        _until(lambda: "SparkListenerJobStart" in _events(events), "the query's job", 120)
+        time.sleep(1)
+        pane.send("C-c")
+        screen = pane.wait(lambda s: "[exit " in s, "the exit", timeout=30)
+        lines = [x.replace("^C", "") for x in screen.splitlines() if x.strip()]
+        assert lines == ["query cancelled", "[exit 130]"], screen  # ^C: the terminal's echo
+    finally:
+        pane.tmux("kill-server")
+
+
+def test_ctrl_c_in_the_repl_cancels_and_the_next_command_answers(tmp_path: Path) -> None:
+    """Ctrl-C during sql in the REPL: "query cancelled", the job ends in Spark (its tasks
+    stopped), and the next query answers at once (local[2]: the cancelled tasks held both
+    slots)."""
+    pane, events = _cancel_pane(tmp_path, "--repl")
+    try:
+        pane.wait(lambda s: s.rstrip().endswith("/>"), "the prompt", timeout=30)
+        pane.type(f'sql "{LONG_QUERY}"')
+        pane.send("Enter")
+        _until(lambda: "SparkListenerJobStart" in _events(events), "the query's job", 120)
+        time.sleep(1)
+        pane.send("C-c")
+        pane.wait(lambda s: "query cancelled" in s, "the cancel", timeout=30)
+        assert "SparkListenerJobEnd" in _events(events)  # waited for the job to stop
+        started = time.monotonic()
+        pane.type('sql "select count(*) as n from topics"')
+        pane.send("Enter")
+        screen = pane.wait(lambda s: "(1 row)" in s, "the next query", timeout=30)
+        assert time.monotonic() - started < 20  # a Spark query on a busy machine
+        assert "Traceback" not in screen and "at org." not in screen
+        pane.type("exit")
+        pane.send("Enter")
+        pane.wait(lambda s: "[exit 0]" in s, "exit", timeout=20)
+    finally:
+        pane.tmux("kill-server")
+
+
+def shlex_quote(words: list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(w) for w in words)

@@ -43,12 +43,20 @@ def sql(shell: Shell, args: list[str]) -> Result:
     from ..spark.tables import View
 
     view = View(shell.source, shell.loaded, shell.opts.show_secrets)
+    try:
+        return _sql(query, view, ns)
+    except (query.Cancelled, KeyboardInterrupt):  # Ctrl-C: the jobs were cancelled
+        return Result(errors=["query cancelled"], exit_code=130)
+
+
+def _sql(query: Any, view: Any, ns: Any) -> Result:
     df, warnings = query.run(view, " ".join(ns.query))
     if ns.parquet:
-        n = query.write_parquet(query.get_session(), df, ns.parquet)
+        n = query.cancellable(lambda: query.write_parquet(query.get_session(), df,
+                                                          ns.parquet))
         return Result([f"wrote {n} rows to {ns.parquet}"], {"rows": n, "parquet": ns.parquet},
                       warnings=warnings)
-    table = query.collect(df)
+    table = query.cancellable(lambda: query.collect(df))
     if ns.csv:
         query.write_csv(table, ns.csv)
         return Result([f"wrote {table.num_rows} rows to {ns.csv}"],

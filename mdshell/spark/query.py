@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import atexit
 import datetime as dt
+import itertools
 import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -111,6 +114,77 @@ def run(view: tables.View, query: str) -> tuple[DataFrame, list[str]]:
         return spark.sql(query), warnings
     except PySparkException as e:
         raise CommandError(error_line(e)) from None
+
+
+class Cancelled(CommandError):
+    """Ctrl-C during a query: its Spark jobs were cancelled and have stopped."""
+
+
+T = TypeVar("T")
+_GROUPS = itertools.count(1)
+CANCEL_WAIT_S = 60.0  # the longest a cancel waits for the query's tasks to stop
+
+
+def cancellable(work: Callable[[], T]) -> T:
+    """``work`` (Spark actions) in a thread of its own under its own job group, while this
+    thread waits: Ctrl-C here (pyspark's handler cancels every job, then raises
+    KeyboardInterrupt) cancels the group, waits until its tasks have stopped and raises
+    :class:`Cancelled`. The waiting thread is never inside a Py4J call, so its connection to
+    the JVM stays in step and the next command answers at once."""
+    spark = get_session()
+    group = f"mdshell-sql-{os.getpid()}-{next(_GROUPS)}"
+    box: dict[str, Any] = {}
+    # Not Thread.is_alive: a join that KeyboardInterrupt breaks can mark a running thread
+    # as stopped (CPython gh-90882).
+    ended = threading.Event()
+
+    def target() -> None:
+        try:
+            spark.sparkContext.setJobGroup(group, "mdshell sql", interruptOnCancel=True)
+            box["value"] = work()
+        except BaseException as e:  # handed to the waiting thread
+            box["error"] = e
+        finally:
+            ended.set()
+
+    threading.Thread(target=target, name=group, daemon=True).start()
+    try:
+        while not ended.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        _cancel(spark, group, ended)
+        raise Cancelled("query cancelled") from None
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _cancel(spark: SparkSession, group: str, ended: threading.Event) -> None:
+    """Cancel the group until its thread has ended and none of its tasks runs (Spark
+    cancels only the active jobs, and a task stops a little after its job fails)."""
+    deadline = time.monotonic() + CANCEL_WAIT_S
+    sc = spark.sparkContext
+    while time.monotonic() < deadline:
+        try:
+            sc.cancelJobGroup(group)
+            if ended.is_set() and not _running_tasks(spark, group):
+                return
+            ended.wait(0.2)
+        except KeyboardInterrupt:  # another Ctrl-C: the cancel is already under way
+            continue
+        except Exception:  # Spark went away: nothing left to cancel
+            return
+
+
+def _running_tasks(spark: SparkSession, group: str) -> int:
+    tracker = spark.sparkContext.statusTracker()
+    n = 0
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for sid in info.stageIds if info is not None else ():
+            stage = tracker.getStageInfo(sid)
+            n += stage.numActiveTasks if stage is not None else 0
+    return n
 
 
 def collect(df: DataFrame) -> pa.Table:
