@@ -174,9 +174,17 @@ def test_sql_writes_csv_and_parquet(spark: Any, tmp_path: Path) -> None:
     out = shell.run(["sql", "--csv", str(csv), "select * from partitions order by topic, "
                      "partition"])
     assert out.code == 0
-    lines = csv.read_text().splitlines()
-    n = sum(len(t.partitions) for t in shell.loaded.image.topics_by_name.values())
-    assert len(lines) == n + 1 and lines[0].startswith('"topic","topic_id","partition"')
+    import csv as csvmod
+
+    rows = list(csvmod.DictReader(csv.open(newline="")))
+    image = shell.loaded.image
+    want = {(t.name, pid): p.replicas for t in image.topics_by_name.values()
+            for pid, p in ((i, t.partition(i)) for i in t.partitions) if p}
+    assert out.json()["rows"] == len(rows) == len(want)
+    assert list(rows[0])[:3] == ["topic", "topic_id", "partition"]
+    # written by Spark's writer: lists as JSON text, every row as the image has it
+    assert {(r["topic"], int(r["partition"])): json.loads(r["replicas"]) for r in rows} == want
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".mdshell-csv-")]
     pq = tmp_path / "pq"
     out = shell.run(["sql", "--parquet", str(pq), "select * from topics"])
     assert out.code == 0 and out.json()["rows"] == len(shell.loaded.image.topics_by_name)
@@ -851,3 +859,36 @@ def shlex_quote(words: list[str]) -> str:
     import shlex
 
     return " ".join(shlex.quote(w) for w in words)
+
+
+def test_a_big_result_is_limited_before_it_reaches_the_driver(spark: Any, tmp_path: Path
+                                                              ) -> None:
+    """A result is collected up to 10,000 rows, and the count says how many there are; the
+    files hold them all."""
+    shell = _shell(FIXTURES / "cluster-basic")
+    out = shell.run(["sql", "select id from range(10050)"])
+    lines = list(out.lines)
+    assert out.code == 0 and len(lines) == 2 + 10000 + 1
+    assert lines[-1] == ("(10050 rows; the first 10000 shown: --csv FILE or --parquet DIR "
+                         "writes them all)")
+    assert len(out.json()) == 10000 and any("10050 rows" in w for w in out.warnings)
+    f = tmp_path / "all.csv"
+    out = shell.run(["sql", "--csv", str(f), "select id from range(10050)"])
+    assert out.json()["rows"] == 10050
+    assert sorted(map(int, f.read_text().split()[1:])) == list(range(10050))
+
+
+def test_driver_memory_is_a_config_setting(tmp_path: Path) -> None:
+    """spark.driver.memory in --config's properties sizes the driver JVM's heap."""
+    code = ("from mdshell.spark.settings import configure\n"
+            "from mdshell.spark.session import get_session\n"
+            "configure('local[1]', {'spark.driver.memory': '600m', "
+            f"'spark.driver.extraJavaOptions': {QUICK_JVM!r}}})\n"
+            "rt = get_session().sparkContext._jvm.java.lang.Runtime.getRuntime()\n"
+            "print(rt.maxMemory())\n")
+    env = {**os.environ, "MDSHELL_SPARK_LOG": str(tmp_path / "spark.log"),
+           "PYTHONPATH": str(ROOT)}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=180, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert 400 << 20 < int(run.stdout.split()[-1]) <= 600 << 20

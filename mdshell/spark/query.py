@@ -196,15 +196,69 @@ def collect(df: DataFrame) -> pa.Table:
         raise CommandError(error_line(e)) from None
 
 
-def write_csv(table: pa.Table, path: str) -> None:
-    import pyarrow.csv as pacsv
+SHOWN_ROWS = 10_000  # rows a result shows (collected to the driver); files hold them all
 
-    flat = pa.table({name: _flat(col) for name, col in zip(table.column_names, table.columns,
-                                                             strict=True)})
+
+def collect_limited(df: DataFrame, limit: int = SHOWN_ROWS) -> tuple[pa.Table, int]:
+    """At most ``limit`` rows, and how many the query gives (counted only when there are
+    more): a million-row result never reaches the driver whole."""
+    table = collect(df.limit(limit + 1))
+    if table.num_rows <= limit:
+        return table, table.num_rows
+    from pyspark.errors import PySparkException
+
     try:
-        pacsv.write_csv(flat, path)
+        total = int(df.count())
+    except PySparkException as e:
+        raise CommandError(error_line(e)) from None
+    return table.slice(0, limit), total
+
+
+def write_csv(df: DataFrame, path: str) -> int:
+    """The result as one CSV file, written by Spark's own writer (in parallel, never whole on
+    the driver) into a folder beside ``path``, then joined under one header line. Lists and
+    structs become JSON text. Returns the rows written."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    nested = (ArrayType, MapType, StructType)
+    flat = df.select([F.to_json(F.col(f"`{f.name}`")).alias(f.name)
+                      if isinstance(f.dataType, nested) else F.col(f"`{f.name}`")
+                      for f in df.schema.fields])
+    where = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(where):
+        raise CommandError(f"--csv {path}: cannot write (no folder {where})")
+    parts = tempfile.mkdtemp(prefix=".mdshell-csv-", dir=where)
+    try:
+        try:
+            flat.write.mode("overwrite").option("header", "false").csv(parts)
+        except PySparkException as e:
+            raise CommandError(error_line(e)) from None
+        return _join_parts(parts, path, flat.columns)
     except OSError as e:
         raise CommandError(f"--csv {path}: cannot write ({e.strerror or e})") from None
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
+
+
+def _join_parts(parts: str, path: str, columns: list[str]) -> int:
+    import csv
+    import io
+
+    header = io.StringIO()
+    csv.writer(header, lineterminator="\n").writerow(columns)
+    rows = 0
+    with open(path, "wb") as out:
+        out.write(header.getvalue().encode())
+        for name in sorted(os.listdir(parts)):
+            if name.startswith("part-"):
+                part = os.path.join(parts, name)
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 20)
+                with open(part, newline="", encoding="utf-8") as f:  # a value may hold a newline
+                    rows += sum(1 for _ in csv.reader(f))
+    return rows
 
 
 def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> int:
@@ -217,13 +271,6 @@ def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> int:
     except PySparkException as e:
         raise CommandError(error_line(e)) from None
     return int(spark.read.parquet(path).count())  # from the files' footers
-
-
-def _flat(col: pa.ChunkedArray) -> pa.ChunkedArray | list[Any]:
-    """CSV has no lists or structs: such values become JSON text."""
-    if pa.types.is_nested(col.type):
-        return [None if v is None else json.dumps(v, default=str) for v in col.to_pylist()]
-    return col
 
 
 # ------------------------------------------------------------------ rendering
@@ -258,8 +305,9 @@ def cell(v: Any) -> str:
     return str(json_value(v))
 
 
-def text_lines(table: pa.Table) -> Iterator[str]:
-    """An aligned table, then the row count."""
+def text_lines(table: pa.Table, total: int | None = None) -> Iterator[str]:
+    """An aligned table, then the row count (``total``: the query's, when more than the
+    rows shown)."""
     names = table.column_names
     cells = [[cell(v) for v in row.values()] for row in table.to_pylist()]
     widths = [max([len(n), *(len(r[i]) for r in cells)]) for i, n in enumerate(names)]
@@ -267,6 +315,10 @@ def text_lines(table: pa.Table) -> Iterator[str]:
     yield "  ".join("-" * w for w in widths)
     for r in cells:
         yield "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+    if total is not None and total > len(cells):
+        yield (f"({total} rows; the first {len(cells)} shown: --csv FILE or --parquet DIR "
+               "writes them all)")
+        return
     yield f"({len(cells)} row{'s' if len(cells) != 1 else ''})"
 
 

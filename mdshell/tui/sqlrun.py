@@ -86,16 +86,15 @@ class SqlRun:
             if self.cancelled:
                 raise Cancelled
             self.phase = "running"
-            table = q.collect(df)
+            table, total = q.collect_limited(df, MAX_ROWS)
         except CommandError:
             if self.cancelled:
                 raise Cancelled from None
             raise
         finally:
             spark.sparkContext.setJobGroup("", "")  # later jobs of this thread: no group
-        rows = [[q.cell(v) for v in r.values()]
-                for r in table.slice(0, MAX_ROWS).to_pylist()]
-        return SqlTable(list(table.column_names), rows, table.num_rows, warnings)
+        rows = [[q.cell(v) for v in r.values()] for r in table.to_pylist()]
+        return SqlTable(list(table.column_names), rows, total, warnings)
 
     def seconds(self) -> float:
         return clock() - self.started
