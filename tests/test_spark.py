@@ -892,3 +892,11 @@ def test_driver_memory_is_a_config_setting(tmp_path: Path) -> None:
                          timeout=180, env=env)
     assert run.returncode == 0, run.stderr[-2000:]
     assert 400 << 20 < int(run.stdout.split()[-1]) <= 600 << 20
+
+
+def test_a_file_path_gets_data_source_advice_not_the_clis(spark: Any) -> None:
+    seg = FIXTURES / "cluster-basic" / "__cluster_metadata-0" / "00000000000000000000.log"
+    rows = spark.read.format("kraft").load(str(seg)).collect()
+    assert len(rows) == 1 and rows[0]["offset"] is None
+    said = rows[0]["warnings"][0]
+    assert "-s FILE" not in said and "the kraft source reads metadata directories" in said

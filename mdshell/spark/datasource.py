@@ -19,7 +19,8 @@ the JSON of each distinct record value, so little on a quiet log).
 Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's own warnings
 for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
 job. A file or directory that yields no row but has warnings gives one row whose record
-fields are null, so that its warnings are seen. A clean file is decoded by :mod:`.fastlog`
+fields are null, so that its warnings are seen (a missing directory is such a row: count
+records with ``where offset is not null``, or fail on ``warnings is not null`` yourself). A clean file is decoded by :mod:`.fastlog`
 (columns in bulk, each distinct value once); any other by mdshell's own reader, through
 :mod:`.tables`, so rows and warnings are the shell's. Each segment is read as the log from its
 base offset, so segments after a damaged one are read too (the shell stops there).
@@ -155,6 +156,18 @@ class KraftDataSource(DataSource):
                            _bytes(self.options.get("openCostInBytes"), OPEN_COST_BYTES))
 
 
+# The shell's advice for a file path; the data source reads directories only.
+_FILE_ADVICE = "; use -s FILE to read one snapshot or log file"
+
+
+def _in_spark(message: str) -> str:
+    """A reader's message with the advice that fits a data source path, not the CLI's."""
+    if message.endswith(_FILE_ADVICE):
+        return (message[:-len(_FILE_ADVICE)] + ": the kraft source reads metadata directories "
+                "(give the __cluster_metadata-0 directory, the log dir holding it, or a glob)")
+    return message
+
+
 def _offset(value: str | None) -> int | None:
     if value in (None, ""):
         return None
@@ -196,7 +209,7 @@ class KraftReader(DataSourceReader):
                 files = [f for f in tables.log_files(d)
                          if self.snapshots or f.role == "segment"]
             except SourceError as e:
-                parts.append(FilePart(d, None, None, str(e)))
+                parts.append(FilePart(d, None, None, _in_spark(str(e))))
                 continue
             parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
         if refusals and refusals == len(parts):  # no directory has that offset
