@@ -20,8 +20,9 @@ Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's o
 for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
 job. A file or directory that yields no row but has warnings gives one row whose record
 fields are null, so that its warnings are seen (a missing directory is such a row: count
-records with ``where offset is not null``, or fail on ``warnings is not null`` yourself). A clean file is decoded by :mod:`.fastlog`
-(columns in bulk, each distinct value once); any other by mdshell's own reader, through
+records with ``where offset is not null``, or fail on ``warnings is not null`` yourself).
+A clean file is decoded by :mod:`.fastlog` (columns in bulk, each distinct value once); any
+other by mdshell's own reader, through
 :mod:`.tables`, so rows and warnings are the shell's. Each segment is read as the log from its
 base offset, so segments after a damaged one are read too (the shell stops there).
 """
