@@ -29,7 +29,7 @@ from mdshell.source import DirectorySource, open_source
 from mdshell.source.logscan import iter_log
 from mdshell.tree.node import RenderOptions
 
-from .conftest import CORPUS, FIXTURES, ROOT, corpus_dirs, need_corpus
+from .conftest import CORPUS, FIXTURES, ROOT, corpus_dirs, need_corpus, run_cli
 
 GOOD_FIXTURES = ["cluster-basic", "security", "elr", "controllers", "transactions",
                  "segments-snapshots", "codecs", "kraft-v1", "kafka37-snapshot"]
@@ -174,9 +174,17 @@ def test_sql_writes_csv_and_parquet(spark: Any, tmp_path: Path) -> None:
     out = shell.run(["sql", "--csv", str(csv), "select * from partitions order by topic, "
                      "partition"])
     assert out.code == 0
-    lines = csv.read_text().splitlines()
-    n = sum(len(t.partitions) for t in shell.loaded.image.topics_by_name.values())
-    assert len(lines) == n + 1 and lines[0].startswith('"topic","topic_id","partition"')
+    import csv as csvmod
+
+    rows = list(csvmod.DictReader(csv.open(newline="")))
+    image = shell.loaded.image
+    want = {(t.name, pid): p.replicas for t in image.topics_by_name.values()
+            for pid, p in ((i, t.partition(i)) for i in t.partitions) if p}
+    assert out.json()["rows"] == len(rows) == len(want)
+    assert list(rows[0])[:3] == ["topic", "topic_id", "partition"]
+    # written by Spark's writer: lists as JSON text, every row as the image has it
+    assert {(r["topic"], int(r["partition"])): json.loads(r["replicas"]) for r in rows} == want
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".mdshell-csv-")]
     pq = tmp_path / "pq"
     out = shell.run(["sql", "--parquet", str(pq), "select * from topics"])
     assert out.code == 0 and out.json()["rows"] == len(shell.loaded.image.topics_by_name)
@@ -334,6 +342,8 @@ def test_tables_lists_every_table() -> None:
         assert data[name]["columns"], name
     assert {c["name"] for c in data["endpoints"]["columns"]} == {
         "node", "kind", "listener", "host", "port", "protocol"}
+    assert "source" in {c["name"] for c in data["records"]["columns"]}
+    assert "option('snapshots', 'true')" in data["records"]["description"]
 
 
 def test_missing_java_or_pyspark_is_one_clear_line(tmp_path: Path) -> None:
@@ -434,8 +444,8 @@ def fleet_rows(spark: Any) -> list[dict[str, Any]]:
     paths = [str(FIXTURES / f) for f in GOOD_FIXTURES + BAD_FIXTURES]
     if corpus_dirs():
         paths.append(str(CORPUS / "*"))
-    df = spark.read.format("kraft").load(paths)
-    t = df.selectExpr("directory", "cluster_id", "file", "offset", "epoch", "timestamp",
+    df = spark.read.format("kraft").option("snapshots", "true").load(paths)
+    t = df.selectExpr("directory", "cluster_id", "file", "source", "offset", "epoch", "timestamp",
                       "type", "version", "payload", "warnings").toArrow()
     cols = {name: t.column(name).to_pylist() for name in t.column_names}
     return [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)]
@@ -459,7 +469,8 @@ def test_data_source_partitions_per_file_and_glob(spark: Any,
     from mdshell.spark.tables import log_files
 
     files = sum(len(log_files(str(d))) for d in corpus_dirs())
-    one_each = spark.read.format("kraft").option("maxPartitionBytes", 1).load(str(CORPUS / "*"))
+    one_each = spark.read.format("kraft").option("maxPartitionBytes", 1) \
+        .option("snapshots", "true").load(str(CORPUS / "*"))
     assert one_each.rdd.getNumPartitions() == files  # planned, not read
     # by default small files are packed, Spark's way: the corpus's few MiB fill a few tasks
     packed = spark.read.format("kraft").load(str(CORPUS / "*")).rdd.getNumPartitions()
@@ -485,8 +496,12 @@ def _file_warnings(directory: Path) -> dict[str | None, list[str]]:
         problems: list[Problem] = []
         for _ in iter_file(f, problems):
             pass
-        if problems:
-            out[os.path.basename(f.path)] = [p.message for p in problems]
+        if problems:  # the shell's "later segments are not applied": read here (see below)
+            out[os.path.basename(f.path)] = [
+                p.message if p.code != "stopped" else
+                f"{os.path.basename(f.path)}: the rest of this file after the damage is not "
+                "read; the next segment is still read, from its base offset (the shell's "
+                "image stops at this damage)" for p in problems]
     return out
 
 
@@ -532,13 +547,14 @@ def test_data_source_image_tables_at_end_and_at_offset(spark: Any, table: str) -
 
 
 def _record_count(directory: Path) -> int:
-    """Records in the batches of every segment and snapshot, from the batch headers alone (an
+    """Records in the batches of every segment (the data source's default: the log), from
+    the batch headers alone (an
     independent count: no record is decoded)."""
     from mdshell.source.loginfo import scan_segment
     from mdshell.spark.tables import log_files
 
     return sum(scan_segment("", Path(f.path).read_bytes(), 0).records
-               for f in log_files(str(directory)))
+               for f in log_files(str(directory)) if f.role == "segment")
 
 
 def _free_port() -> int:
@@ -645,3 +661,242 @@ def test_fleet_query_on_a_standalone_cluster(standalone: tuple[str, Path],
         assert r["records"] == _record_count(d)
         assert r["partitions"] == sum(len(t.partitions) for t in image.topics_by_name.values())
         assert r["topics"] == sum(1 for t in image.topics_by_name.values() if t.partitions)
+
+
+# ------------------------------------------------------------------ what a Spark user hits
+
+
+def _flipped_covered_copy(tmp_path: Path) -> Path:
+    """segments-snapshots with one byte flipped in its first segment, which a newer snapshot
+    covers: the image loads clean, the log does not read clean."""
+    dst = tmp_path / "flipped"
+    shutil.copytree(FIXTURES / "segments-snapshots", dst)
+    seg = dst / "__cluster_metadata-0" / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    assert not load(open_source(str(dst))).problems
+    return dst
+
+
+def test_sql_warnings_of_the_records_table_reach_the_verdict(
+        spark: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The records table's own reading warns (CRC mismatch): once on stderr, exit 1 under
+    --strict, on the result (which the TUI shows) even for a table built by an earlier query."""
+    from mdshell.cli import main
+
+    d = str(_flipped_covered_copy(tmp_path))
+    want = len(list(iter_log(open_source(d))))
+    capfd.readouterr()
+    rc = main(["-d", d, "--strict", "-o", "json", "sql", "select count(*) as n from records"])
+    out = capfd.readouterr()
+    assert rc == 1 and json.loads(out.out) == [{"n": want}]
+    assert out.err.count("CRC mismatch") == 1, out.err
+    rc = main(["-d", d, "sql", "select count(*) as n from records"])
+    out = capfd.readouterr()
+    assert rc == 0 and out.err.count("CRC mismatch") == 1, out.err
+    shell = _shell(Path(d))
+    first = shell.run(["sql", "select count(*) from records"])
+    again = shell.run(["sql", "select max(offset) from records"])  # the table is reused
+    for r in (first, again):
+        assert r.code == 0 and any("CRC mismatch" in w for w in r.warnings), r.warnings
+
+
+def test_unreachable_master_is_one_line_within_seconds(tmp_path: Path) -> None:
+    """Nothing listens at the master's port: one line naming it, well before Spark's own
+    minute of retries, and no stack."""
+    port = _free_port()
+    env = {**os.environ, "MDSHELL_SPARK_LOG": str(tmp_path / "spark.log")}
+    started = time.monotonic()
+    out = run_cli("-d", str(FIXTURES / "cluster-basic"), "--spark-master",
+                  f"spark://127.0.0.1:{port}", "sql", "select 1", env=env)
+    assert time.monotonic() - started < 15
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.splitlines() == [
+        f"sql: no Spark master answered at spark://127.0.0.1:{port}: start it, or give "
+        "another --spark-master URL ($MDSHELL_SPARK_MASTER)"]
+
+
+def test_bad_crc_warnings_say_what_the_data_source_did(spark: Any) -> None:
+    """bad-crc: the shell stops at the damaged segment, the data source reads the next one;
+    its rows say so instead of "later segments ... are not applied"."""
+    d = FIXTURES / "bad-crc"
+    rows = spark.read.format("kraft").load(str(d)).selectExpr("file", "warnings").collect()
+    warned = {r["file"]: list(r["warnings"]) for r in rows if r["warnings"]}
+    assert list(warned) == ["00000000000000000000.log"]
+    text = " ".join(warned["00000000000000000000.log"])
+    assert "not applied" not in text and "CRC mismatch" in text
+    assert "the next segment is still read, from its base offset" in text
+    assert any(r["file"] == "00000000000000000021.log" for r in rows)
+
+
+def test_data_source_at_past_the_end_follows_the_shells_rule(spark: Any) -> None:
+    """`at` past a directory's end: the shell's message on that directory's row (the other
+    directory gives its image), and an error when no directory has that offset."""
+    basic, snaps = FIXTURES / "cluster-basic", FIXTURES / "segments-snapshots"
+    last = open_source(str(snaps)).offset_range()[1]
+    assert last is not None and open_source(str(basic)).offset_range()[1] > last + 1
+    rows = spark.read.format("kraft").option("table", "topics").option("at", last + 1) \
+        .load([str(basic), str(snaps)]).collect()
+    warned = [r for r in rows if r["warnings"]]
+    assert len(warned) == 1 and warned[0]["name"] is None
+    assert warned[0]["directory"].startswith(str(snaps))
+    said = list(warned[0]["warnings"])
+    assert said == [f"offset {last + 1} is after the end of the log (offsets 0-{last} can be "
+                    "rebuilt)"]
+    # the shell's own words for the same offset
+    err = subprocess.run([sys.executable, "-m", "mdshell", "-d", str(snaps), "--at",
+                          str(last + 1), "ls"], capture_output=True, text=True).stderr
+    assert said[0] in err
+    n_topics = len(load(open_source(str(basic)), upto=last + 1).image.topics_by_name)
+    assert len([r for r in rows if r["directory"].startswith(str(basic))]) == n_topics
+    with pytest.raises(Exception, match="offset 99999999 is after the end of the log"):
+        spark.read.format("kraft").option("table", "topics").option("at", 99999999) \
+            .load([str(basic), str(snaps)]).collect()
+
+
+def test_data_source_records_are_the_log_unless_snapshots_are_asked(spark: Any) -> None:
+    """By default the data source's records are the shell's records table (the log); with
+    .option("snapshots", "true") each snapshot's records are added, marked by ``source``."""
+    d = FIXTURES / "segments-snapshots"
+    source = open_source(str(d))
+    log = len(list(iter_log(source)))
+    snaps = sum(len(list(iter_log(source, snapshot=cp))) for cp in source.layout.checkpoints)
+    assert log and snaps
+    plain = spark.read.format("kraft").load(str(d))
+    assert plain.count() == log == _sql(_shell(d), "select count(*) as n from records")[0]["n"]
+    got = {r["source"]: r["n"] for r in spark.read.format("kraft").option("snapshots", "true")
+           .load(str(d)).groupBy("source").count().withColumnRenamed("count", "n").collect()}
+    assert got == {"log": log, "snapshot": snaps}
+    assert _sql(_shell(d), "select distinct source from records") == [{"source": "log"}]
+
+
+LONG_QUERY = ("select count(*) from range(300000) a cross join range(300000) b "
+              "where a.id + b.id = -1")  # minutes on two cores
+
+
+def _cancel_pane(tmp_path: Path, args: str) -> tuple[Any, Path]:
+    """mdshell in a tmux pane on local[2], its Spark event log in ``events`` (a job's start
+    is flushed there: the moment to press Ctrl-C)."""
+    import shlex
+
+    from .test_repl_tmux import TMUX, Pane
+
+    if TMUX is None:
+        pytest.fail("tmux is not installed: install it (Debian: apt-get install -y tmux)")
+    events = tmp_path / "events"
+    events.mkdir()
+    conf = tmp_path / "spark.properties"
+    conf.write_text(f"spark.eventLog.enabled=true\nspark.eventLog.dir=file://{events}\n"
+                    "spark.eventLog.compress=false\nspark.eventLog.rolling.enabled=false\n"
+                    f"spark.driver.extraJavaOptions={QUICK_JVM}\n")
+    env = {"MDSHELL_SPARK_LOG": str(tmp_path / "spark.log"), "PYTHONPATH": str(ROOT),
+           "MDSHELL_HISTORY": str(tmp_path / "history"), "TERM": "xterm-256color"}
+    line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()),
+                     shlex.quote(sys.executable), "-m", "mdshell", "-d",
+                     str(FIXTURES / "cluster-basic"), "--spark-master", "'local[2]'",
+                     "--config", str(conf), args])
+    pane = Pane(f"mdshell-spark-{os.getpid()}-{os.urandom(3).hex()}",
+                "sh -c " + shlex.quote("trap : INT; " + line  # sh outlives the Ctrl-C
+                                       + '; echo "[exit $?]"; sleep 120'))
+    return pane, events
+
+
+def _events(events: Path) -> str:
+    return "".join(p.read_text(errors="replace") for p in events.rglob("*") if p.is_file())
+
+
+def _until(check: Any, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_ctrl_c_cancels_a_one_shot_query(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal during a one-shot sql: one line, exit 130, no Java stack."""
+    pane, events = _cancel_pane(tmp_path, shlex_quote(["sql", LONG_QUERY]))
+    try:
+        _until(lambda: "SparkListenerJobStart" in _events(events), "the query's job", 120)
+        time.sleep(1)
+        pane.send("C-c")
+        screen = pane.wait(lambda s: "[exit " in s, "the exit", timeout=30)
+        lines = [x.replace("^C", "") for x in screen.splitlines() if x.strip()]
+        assert lines == ["query cancelled", "[exit 130]"], screen  # ^C: the terminal's echo
+    finally:
+        pane.tmux("kill-server")
+
+
+def test_ctrl_c_in_the_repl_cancels_and_the_next_command_answers(tmp_path: Path) -> None:
+    """Ctrl-C during sql in the REPL: "query cancelled", the job ends in Spark (its tasks
+    stopped), and the next query answers at once (local[2]: the cancelled tasks held both
+    slots)."""
+    pane, events = _cancel_pane(tmp_path, "--repl")
+    try:
+        pane.wait(lambda s: s.rstrip().endswith("/>"), "the prompt", timeout=30)
+        pane.type(f'sql "{LONG_QUERY}"')
+        pane.send("Enter")
+        _until(lambda: "SparkListenerJobStart" in _events(events), "the query's job", 120)
+        time.sleep(1)
+        pane.send("C-c")
+        pane.wait(lambda s: "query cancelled" in s, "the cancel", timeout=30)
+        assert "SparkListenerJobEnd" in _events(events)  # waited for the job to stop
+        started = time.monotonic()
+        pane.type('sql "select count(*) as n from topics"')
+        pane.send("Enter")
+        screen = pane.wait(lambda s: "(1 row)" in s, "the next query", timeout=30)
+        assert time.monotonic() - started < 20  # a Spark query on a busy machine
+        assert "Traceback" not in screen and "at org." not in screen
+        pane.type("exit")
+        pane.send("Enter")
+        pane.wait(lambda s: "[exit 0]" in s, "exit", timeout=20)
+    finally:
+        pane.tmux("kill-server")
+
+
+def shlex_quote(words: list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def test_a_big_result_is_limited_before_it_reaches_the_driver(spark: Any, tmp_path: Path
+                                                              ) -> None:
+    """A result is collected up to 10,000 rows, and the count says how many there are; the
+    files hold them all."""
+    shell = _shell(FIXTURES / "cluster-basic")
+    out = shell.run(["sql", "select id from range(10050)"])
+    lines = list(out.lines)
+    assert out.code == 0 and len(lines) == 2 + 10000 + 1
+    assert lines[-1] == ("(10050 rows; the first 10000 shown: --csv FILE or --parquet DIR "
+                         "writes them all)")
+    assert len(out.json()) == 10000 and any("10050 rows" in w for w in out.warnings)
+    f = tmp_path / "all.csv"
+    out = shell.run(["sql", "--csv", str(f), "select id from range(10050)"])
+    assert out.json()["rows"] == 10050
+    assert sorted(map(int, f.read_text().split()[1:])) == list(range(10050))
+
+
+def test_driver_memory_is_a_config_setting(tmp_path: Path) -> None:
+    """spark.driver.memory in --config's properties sizes the driver JVM's heap."""
+    code = ("from mdshell.spark.settings import configure\n"
+            "from mdshell.spark.session import get_session\n"
+            "configure('local[1]', {'spark.driver.memory': '600m', "
+            f"'spark.driver.extraJavaOptions': {QUICK_JVM!r}}})\n"
+            "rt = get_session().sparkContext._jvm.java.lang.Runtime.getRuntime()\n"
+            "print(rt.maxMemory())\n")
+    env = {**os.environ, "MDSHELL_SPARK_LOG": str(tmp_path / "spark.log"),
+           "PYTHONPATH": str(ROOT)}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=180, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert 400 << 20 < int(run.stdout.split()[-1]) <= 600 << 20
+
+
+def test_a_file_path_gets_data_source_advice_not_the_clis(spark: Any) -> None:
+    seg = FIXTURES / "cluster-basic" / "__cluster_metadata-0" / "00000000000000000000.log"
+    rows = spark.read.format("kraft").load(str(seg)).collect()
+    assert len(rows) == 1 and rows[0]["offset"] is None
+    said = rows[0]["warnings"][0]
+    assert "-s FILE" not in said and "the kraft source reads metadata directories" in said

@@ -59,12 +59,15 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 def _reader_table(f: tables.LogFile, show: bool) -> tuple[Any, list[str]]:
     """The records table as the shell's reader gives it (the path before the fast one)."""
+    from mdshell.spark.recordtable import file_warnings  # the data source's own wording
+
     problems: list[Problem] = []
+    source = "log" if f.role == "segment" else "snapshot"
     try:
-        table = tables.records_table(list(tables.iter_file(f, problems)), show)
-        return table, [p.message for p in problems]
+        table = tables.records_table(list(tables.iter_file(f, problems)), show, source=source)
+        return table, file_warnings(f, problems)
     except SourceError as e:
-        return tables.records_table([], show), [*(p.message for p in problems), str(e)]
+        return tables.records_table([], show), [*file_warnings(f, problems), str(e)]
 
 
 def _check_records(directory: Path) -> tuple[int, int]:

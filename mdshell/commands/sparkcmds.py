@@ -31,7 +31,9 @@ def _spark_modules() -> Any:
                  "$MDSHELL_SPARK_MASTER; spark.* keys of --config are its settings); its log "
                  "goes to ~/.cache/mdshell/spark/spark-PID.log ($MDSHELL_SPARK_LOG). --csv "
                  "FILE writes "
-                 "the result as CSV, --parquet DIR as Parquet (written by Spark).",
+                 "the result as CSV, --parquet DIR as Parquet (both written by Spark's writers, "
+                 "so any size); a result shown has at most 10,000 rows (the count says how "
+                 "many there are). spark.driver.memory in --config sizes the driver (1g).",
          completes_paths=False, options=("--csv", "--parquet"))
 def sql(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("sql", SQL_USAGE)
@@ -43,16 +45,29 @@ def sql(shell: Shell, args: list[str]) -> Result:
     from ..spark.tables import View
 
     view = View(shell.source, shell.loaded, shell.opts.show_secrets)
-    df = query.run(view, " ".join(ns.query))
+    try:
+        return _sql(query, view, ns)
+    except (query.Cancelled, KeyboardInterrupt):  # Ctrl-C: the jobs were cancelled
+        return Result(errors=["query cancelled"], exit_code=130)
+
+
+def _sql(query: Any, view: Any, ns: Any) -> Result:
+    df, warnings = query.run(view, " ".join(ns.query))
     if ns.parquet:
-        n = query.write_parquet(query.get_session(), df, ns.parquet)
-        return Result([f"wrote {n} rows to {ns.parquet}"], {"rows": n, "parquet": ns.parquet})
-    table = query.collect(df)
+        n = query.cancellable(lambda: query.write_parquet(query.get_session(), df,
+                                                          ns.parquet))
+        return Result([f"wrote {n} rows to {ns.parquet}"], {"rows": n, "parquet": ns.parquet},
+                      warnings=warnings)
     if ns.csv:
-        query.write_csv(table, ns.csv)
-        return Result([f"wrote {table.num_rows} rows to {ns.csv}"],
-                      {"rows": table.num_rows, "csv": ns.csv})
-    return Result(query.text_lines(table), lambda: query.rows(table))
+        n = query.cancellable(lambda: query.write_csv(df, ns.csv))
+        return Result([f"wrote {n} rows to {ns.csv}"], {"rows": n, "csv": ns.csv},
+                      warnings=warnings)
+    table, total = query.cancellable(lambda: query.collect_limited(df))
+    if total > table.num_rows:  # said in JSON too (the text form's last line says it)
+        warnings = [*warnings, f"the query gave {total} rows; the first {table.num_rows} are "
+                    "shown (--csv FILE or --parquet DIR writes them all)"]
+    return Result(query.text_lines(table, total), lambda: query.rows(table),
+                  warnings=warnings)
 
 
 @command("tables", "List the tables `sql` can query, with their columns.", "tables [NAME]",

@@ -56,6 +56,7 @@ def partition_changes(view: View) -> pa.Table:
             cols[col].append(v)
         partition_state(cols, after)
 
-    load(view.source, upto=view.loaded.upto, observer=observe, history=True)
+    replayed = load(view.source, upto=view.loaded.upto, observer=observe, history=True)
+    view.warnings.extend(p.message for p in replayed.problems)
     cols["time"] = micros(cols["timestamp"])
     return arrow_table(PARTITION_CHANGES, cols)

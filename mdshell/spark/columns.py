@@ -4,7 +4,7 @@ Spark's own Arrow types, and the column-by-column helpers the tables share.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -22,11 +22,14 @@ TIME = pa.timestamp("us", tz="UTC")
 
 @dataclass
 class View:
-    """What a table is built from: a source, what was loaded from it, and the secrets rule."""
+    """What a table is built from: a source, what was loaded from it, and the secrets rule;
+    a builder adds what its own reading found to ``warnings`` (the shell's verdict and
+    ``--strict`` see them)."""
 
     source: Source
     loaded: Loaded
     show_secrets: bool = False
+    warnings: list[str] = field(default_factory=list)
 
 
 def arrow_table(schema: pa.Schema, cols: dict[str, list[Any]]) -> pa.Table:

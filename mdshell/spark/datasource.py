@@ -1,23 +1,28 @@
 """The ``kraft`` Spark data source: ``spark.read.format("kraft").load(PATH)``.
 
 PATH is a metadata directory (or the log dir holding it), a glob matching many, or a list.
-Without a ``table`` option the rows are the ``records`` table of every segment and snapshot,
-each file read by one task, so a fleet of directories is read in parallel. With
+Without a ``table`` option the rows are the ``records`` table of every log segment (the
+shell's ``records`` table: ``source`` is "log"); ``.option("snapshots", "true")`` adds the
+records of every snapshot (``source`` "snapshot", older snapshots too). Each file is read by
+one task, so a fleet of directories is read in parallel. With
 ``.option("table", "partitions")`` (or any image table) each directory gives its image as of
 its end, or as of ``.option("at", OFFSET)``, each directory read by one task. Small files (or
 directories) are packed into one Spark partition the way Spark packs small files of its own
 file sources: largest first, up to ``maxPartitionBytes`` (default 128 MiB) per partition, each
 file counting ``openCostInBytes`` (default 4 MiB) more than its size; a file is never split.
 ``.option("maxPartitionBytes", 1)`` gives one partition per file. Other options:
-``showSecrets`` (default false: secrets redacted as in the shell) and ``payload`` (default
-true; false leaves the JSON payload null, for queries that need only key columns: it saves
+``snapshots`` (above), ``showSecrets`` (default false: secrets redacted as in the shell)
+and ``payload`` (default true; false leaves the JSON payload null, for queries that need
+only key columns: it saves
 the JSON of each distinct record value, so little on a quiet log).
 
 Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's own warnings
 for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
 job. A file or directory that yields no row but has warnings gives one row whose record
-fields are null, so that its warnings are seen. A clean file is decoded by :mod:`.fastlog`
-(columns in bulk, each distinct value once); any other by mdshell's own reader, through
+fields are null, so that its warnings are seen (a missing directory is such a row: count
+records with ``where offset is not null``, or fail on ``warnings is not null`` yourself).
+A clean file is decoded by :mod:`.fastlog` (columns in bulk, each distinct value once); any
+other by mdshell's own reader, through
 :mod:`.tables`, so rows and warnings are the shell's. Each segment is read as the log from its
 base offset, so segments after a damaged one are read too (the shell stops there).
 """
@@ -143,13 +148,34 @@ class KraftDataSource(DataSource):
         return spark_schema(self._table())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        at = self.options.get("at")
         return KraftReader(expand_paths(dict(self.options)), self._table(),
-                           int(at) if at not in (None, "") else None,
+                           _offset(self.options.get("at")),
                            _flag(self.options.get("showSecrets"), False),
                            _flag(self.options.get("payload"), True),
+                           _flag(self.options.get("snapshots"), False),
                            _bytes(self.options.get("maxPartitionBytes"), MAX_PARTITION_BYTES),
                            _bytes(self.options.get("openCostInBytes"), OPEN_COST_BYTES))
+
+
+# The shell's advice for a file path; the data source reads directories only.
+_FILE_ADVICE = "; use -s FILE to read one snapshot or log file"
+
+
+def _in_spark(message: str) -> str:
+    """A reader's message with the advice that fits a data source path, not the CLI's."""
+    if message.endswith(_FILE_ADVICE):
+        return (message[:-len(_FILE_ADVICE)] + ": the kraft source reads metadata directories "
+                "(give the __cluster_metadata-0 directory, the log dir holding it, or a glob)")
+    return message
+
+
+def _offset(value: str | None) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        raise ValueError(f"kraft: option at: {value!r} is not an offset (a number)") from None
 
 
 def _flag(value: str | None, default: bool) -> bool:
@@ -162,27 +188,34 @@ def _bytes(value: str | None, default: int) -> int:
 
 class KraftReader(DataSourceReader):
     def __init__(self, paths: list[str], table: str, at: int | None, show_secrets: bool,
-                 payload: bool, max_bytes: int = MAX_PARTITION_BYTES,
+                 payload: bool, snapshots: bool = False, max_bytes: int = MAX_PARTITION_BYTES,
                  open_cost: int = OPEN_COST_BYTES) -> None:
         self.paths, self.table, self.at = paths, table, at
-        self.show_secrets, self.payload = show_secrets, payload
+        self.show_secrets, self.payload, self.snapshots = show_secrets, payload, snapshots
         self.max_bytes, self.open_cost = max_bytes, open_cost
 
     def partitions(self) -> list[InputPartition]:
         if not self.paths:
             raise ValueError("kraft: give a path: .load(DIR), a glob, or a list of directories")
         parts: list[FilePart] = []
+        refusals = 0
         for d in self.paths:
             try:
                 d, cid = tables.identify(d)
                 if self.table != "records":
-                    parts.append(FilePart(d, cid, None))
+                    refused = None if self.at is None else tables.at_refused(d, self.at)
+                    parts.append(FilePart(d, cid, None, refused))
+                    refusals += refused is not None
                     continue
-                files = tables.log_files(d)
+                files = [f for f in tables.log_files(d)
+                         if self.snapshots or f.role == "segment"]
             except SourceError as e:
-                parts.append(FilePart(d, None, None, str(e)))
+                parts.append(FilePart(d, None, None, _in_spark(str(e))))
                 continue
             parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
+        if refusals and refusals == len(parts):  # no directory has that offset
+            more = f" (and in {refusals - 1} more directories)" if refusals > 1 else ""
+            raise ValueError(f"kraft: option at: {parts[0].directory}: {parts[0].error}{more}")
         return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import atexit
 import datetime as dt
+import itertools
 import json
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -27,8 +30,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# name -> (the Loaded it was built from, show_secrets): a view stays valid while both hold.
-_REGISTERED: dict[str, tuple[object, bool]] = {}
+# name -> (the Loaded it was built from, show_secrets, the warnings of its reading): a view
+# stays valid while the first two hold.
+_REGISTERED: dict[str, tuple[object, bool, list[str]]] = {}
 _SCRATCH: str | None = None  # where local tables are written as Parquet (removed at exit)
 _FOLDERS: dict[str, str] = {}  # table name -> its current scratch folder
 _STALE: list[str] = []  # scratch folders of replaced tables, removed once no view names them
@@ -40,15 +44,19 @@ def named_tables(query: str) -> list[str]:
     return sorted(words & tables.TABLES.keys())
 
 
-def register(spark: SparkSession, view: tables.View, names: list[str]) -> None:
+def register(spark: SparkSession, view: tables.View, names: list[str]) -> list[str]:
+    """Make the named tables current; returns the warnings of their reading (kept with each
+    table, so a query on a table built earlier still reports them)."""
+    warnings: list[str] = []
     for name in names:
-        key = (view.loaded, view.show_secrets)
         held = _REGISTERED.get(name)
-        if held is not None and held[0] is key[0] and held[1] == key[1]:
-            continue
-        frame(spark, name, tables.build(name, view)).createOrReplaceTempView(name)
-        _REGISTERED[name] = key
-        _drop_stale()
+        if held is None or held[0] is not view.loaded or held[1] != view.show_secrets:
+            table, found = tables.build_warned(name, view)
+            frame(spark, name, table).createOrReplaceTempView(name)
+            held = _REGISTERED[name] = (view.loaded, view.show_secrets, found)
+            _drop_stale()
+        warnings += held[2]
+    return list(dict.fromkeys(warnings))
 
 
 def _drop_stale() -> None:
@@ -95,16 +103,88 @@ def error_line(e: BaseException) -> str:
     return type(e).__name__
 
 
-def run(view: tables.View, query: str) -> DataFrame:
-    """The DataFrame of a query; CommandError (one line) when Spark refuses it."""
+def run(view: tables.View, query: str) -> tuple[DataFrame, list[str]]:
+    """The DataFrame of a query and the warnings of the tables it reads; CommandError (one
+    line) when Spark refuses it."""
     spark = get_session()  # first: says what to install when pyspark is missing
     from pyspark.errors import PySparkException
 
-    register(spark, view, named_tables(query))
+    warnings = register(spark, view, named_tables(query))
     try:
-        return spark.sql(query)
+        return spark.sql(query), warnings
     except PySparkException as e:
         raise CommandError(error_line(e)) from None
+
+
+class Cancelled(CommandError):
+    """Ctrl-C during a query: its Spark jobs were cancelled and have stopped."""
+
+
+T = TypeVar("T")
+_GROUPS = itertools.count(1)
+CANCEL_WAIT_S = 60.0  # the longest a cancel waits for the query's tasks to stop
+
+
+def cancellable(work: Callable[[], T]) -> T:
+    """``work`` (Spark actions) in a thread of its own under its own job group, while this
+    thread waits: Ctrl-C here (pyspark's handler cancels every job, then raises
+    KeyboardInterrupt) cancels the group, waits until its tasks have stopped and raises
+    :class:`Cancelled`. The waiting thread is never inside a Py4J call, so its connection to
+    the JVM stays in step and the next command answers at once."""
+    spark = get_session()
+    group = f"mdshell-sql-{os.getpid()}-{next(_GROUPS)}"
+    box: dict[str, Any] = {}
+    # Not Thread.is_alive: a join that KeyboardInterrupt breaks can mark a running thread
+    # as stopped (CPython gh-90882).
+    ended = threading.Event()
+
+    def target() -> None:
+        try:
+            spark.sparkContext.setJobGroup(group, "mdshell sql", interruptOnCancel=True)
+            box["value"] = work()
+        except BaseException as e:  # handed to the waiting thread
+            box["error"] = e
+        finally:
+            ended.set()
+
+    threading.Thread(target=target, name=group, daemon=True).start()
+    try:
+        while not ended.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        _cancel(spark, group, ended)
+        raise Cancelled("query cancelled") from None
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _cancel(spark: SparkSession, group: str, ended: threading.Event) -> None:
+    """Cancel the group until its thread has ended and none of its tasks runs (Spark
+    cancels only the active jobs, and a task stops a little after its job fails)."""
+    deadline = time.monotonic() + CANCEL_WAIT_S
+    sc = spark.sparkContext
+    while time.monotonic() < deadline:
+        try:
+            sc.cancelJobGroup(group)
+            if ended.is_set() and not _running_tasks(spark, group):
+                return
+            ended.wait(0.2)
+        except KeyboardInterrupt:  # another Ctrl-C: the cancel is already under way
+            continue
+        except Exception:  # Spark went away: nothing left to cancel
+            return
+
+
+def _running_tasks(spark: SparkSession, group: str) -> int:
+    tracker = spark.sparkContext.statusTracker()
+    n = 0
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for sid in info.stageIds if info is not None else ():
+            stage = tracker.getStageInfo(sid)
+            n += stage.numActiveTasks if stage is not None else 0
+    return n
 
 
 def collect(df: DataFrame) -> pa.Table:
@@ -116,15 +196,69 @@ def collect(df: DataFrame) -> pa.Table:
         raise CommandError(error_line(e)) from None
 
 
-def write_csv(table: pa.Table, path: str) -> None:
-    import pyarrow.csv as pacsv
+SHOWN_ROWS = 10_000  # rows a result shows (collected to the driver); files hold them all
 
-    flat = pa.table({name: _flat(col) for name, col in zip(table.column_names, table.columns,
-                                                             strict=True)})
+
+def collect_limited(df: DataFrame, limit: int = SHOWN_ROWS) -> tuple[pa.Table, int]:
+    """At most ``limit`` rows, and how many the query gives (counted only when there are
+    more): a million-row result never reaches the driver whole."""
+    table = collect(df.limit(limit + 1))
+    if table.num_rows <= limit:
+        return table, table.num_rows
+    from pyspark.errors import PySparkException
+
     try:
-        pacsv.write_csv(flat, path)
+        total = int(df.count())
+    except PySparkException as e:
+        raise CommandError(error_line(e)) from None
+    return table.slice(0, limit), total
+
+
+def write_csv(df: DataFrame, path: str) -> int:
+    """The result as one CSV file, written by Spark's own writer (in parallel, never whole on
+    the driver) into a folder beside ``path``, then joined under one header line. Lists and
+    structs become JSON text. Returns the rows written."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    nested = (ArrayType, MapType, StructType)
+    flat = df.select([F.to_json(F.col(f"`{f.name}`")).alias(f.name)
+                      if isinstance(f.dataType, nested) else F.col(f"`{f.name}`")
+                      for f in df.schema.fields])
+    where = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(where):
+        raise CommandError(f"--csv {path}: cannot write (no folder {where})")
+    parts = tempfile.mkdtemp(prefix=".mdshell-csv-", dir=where)
+    try:
+        try:
+            flat.write.mode("overwrite").option("header", "false").csv(parts)
+        except PySparkException as e:
+            raise CommandError(error_line(e)) from None
+        return _join_parts(parts, path, flat.columns)
     except OSError as e:
         raise CommandError(f"--csv {path}: cannot write ({e.strerror or e})") from None
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
+
+
+def _join_parts(parts: str, path: str, columns: list[str]) -> int:
+    import csv
+    import io
+
+    header = io.StringIO()
+    csv.writer(header, lineterminator="\n").writerow(columns)
+    rows = 0
+    with open(path, "wb") as out:
+        out.write(header.getvalue().encode())
+        for name in sorted(os.listdir(parts)):
+            if name.startswith("part-"):
+                part = os.path.join(parts, name)
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 20)
+                with open(part, newline="", encoding="utf-8") as f:  # a value may hold a newline
+                    rows += sum(1 for _ in csv.reader(f))
+    return rows
 
 
 def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> int:
@@ -137,13 +271,6 @@ def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> int:
     except PySparkException as e:
         raise CommandError(error_line(e)) from None
     return int(spark.read.parquet(path).count())  # from the files' footers
-
-
-def _flat(col: pa.ChunkedArray) -> pa.ChunkedArray | list[Any]:
-    """CSV has no lists or structs: such values become JSON text."""
-    if pa.types.is_nested(col.type):
-        return [None if v is None else json.dumps(v, default=str) for v in col.to_pylist()]
-    return col
 
 
 # ------------------------------------------------------------------ rendering
@@ -178,8 +305,9 @@ def cell(v: Any) -> str:
     return str(json_value(v))
 
 
-def text_lines(table: pa.Table) -> Iterator[str]:
-    """An aligned table, then the row count."""
+def text_lines(table: pa.Table, total: int | None = None) -> Iterator[str]:
+    """An aligned table, then the row count (``total``: the query's, when more than the
+    rows shown)."""
     names = table.column_names
     cells = [[cell(v) for v in row.values()] for row in table.to_pylist()]
     widths = [max([len(n), *(len(r[i]) for r in cells)]) for i, n in enumerate(names)]
@@ -187,6 +315,10 @@ def text_lines(table: pa.Table) -> Iterator[str]:
     yield "  ".join("-" * w for w in widths)
     for r in cells:
         yield "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+    if total is not None and total > len(cells):
+        yield (f"({total} rows; the first {len(cells)} shown: --csv FILE or --parquet DIR "
+               "writes them all)")
+        return
     yield f"({len(cells)} row{'s' if len(cells) != 1 else ''})"
 
 

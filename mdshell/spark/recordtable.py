@@ -25,11 +25,13 @@ from .logfiles import LogFile, iter_file, segment_files
 
 RECORDS = pa.schema([
     ("offset", pa.int64()), ("epoch", pa.int32()), ("timestamp", pa.int64()), ("time", TIME),
-    ("file", pa.string()), ("control", pa.bool_()), ("type", pa.string()),
+    ("file", pa.string()), ("source", pa.string()), ("control", pa.bool_()), ("type", pa.string()),
     ("version", pa.int32()), ("broker_id", pa.int32()), ("topic_id", pa.string()),
     ("partition_id", pa.int32()), ("resource_type", pa.int32()),
     ("resource_name", pa.string()), ("name", pa.string()), ("payload", pa.string()),
 ])
+# ``source``: "log" for a segment's records, "snapshot" for a snapshot's (the shell's table and
+# the data source by default hold the log's only).
 # Key fields lifted out of the payload into columns: broker_id, topic_id, partition_id,
 # resource_type, resource_name and name (of a config or topic), null when a record has none.
 
@@ -43,7 +45,7 @@ def _str(v: Any) -> str | None:
 
 
 def records_table(records: Iterable[LogRecord], show_secrets: bool,
-                  payload: bool = True) -> pa.Table:
+                  payload: bool = True, source: str = "log") -> pa.Table:
     """The ``records`` table of decoded log records (payload as JSON, secrets redacted;
     without ``payload`` that column is null, which halves the cost)."""
     dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -59,7 +61,8 @@ def records_table(records: Iterable[LogRecord], show_secrets: bool,
             text = "{}"  # no fields (NoOpRecord, most of a quiet log): nothing to encode
         else:
             text = dumps(payload_of(r, show_secrets))
-        add((r.offset, r.epoch, r.timestamp, r.timestamp * 1000, r.file, r.control, r.name,
+        add((r.offset, r.epoch, r.timestamp, r.timestamp * 1000, r.file, source, r.control,
+             r.name,
              r.version, _int(raw.get("brokerId")),
              uuid_str(tid) if isinstance(tid, bytes) else None, _int(raw.get("partitionId")),
              _int(raw.get("resourceType")), _str(raw.get("resourceName")),
@@ -71,12 +74,16 @@ def records_table(records: Iterable[LogRecord], show_secrets: bool,
 
 
 def log_records(view: View) -> pa.Table:
+    """The log's records; the reader's warnings go to ``view.warnings`` (a clean log read
+    by :mod:`.fastlog` has none)."""
     if isinstance(view.source, DirectorySource):
         fast = _fast_log(view.source, view.show_secrets)
         if fast is not None:
             return fast
     problems: list[Problem] = []
-    return records_table(iter_log(view.source, problems=problems), view.show_secrets)
+    table = records_table(iter_log(view.source, problems=problems), view.show_secrets)
+    view.warnings.extend(p.message for p in problems)
+    return table
 
 
 def _fast_log(source: DirectorySource, show_secrets: bool) -> pa.Table | None:
@@ -94,7 +101,7 @@ def _fast_log(source: DirectorySource, show_secrets: bool) -> pa.Table | None:
         if first_epoch < top or (f.last is not None and last_offset != f.last):
             return None
         top = max(top, max_epoch)
-        parts.append(fast_table(fast, os.path.basename(f.path), show_secrets, True))
+        parts.append(fast_table(fast, os.path.basename(f.path), show_secrets, True, "log"))
     return pa.concat_tables(parts) if parts else None
 
 
@@ -103,9 +110,10 @@ def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bo
     """The records of one file in Arrow chunks, with the reader's warnings for the file (given
     with the last chunk). A clean file is read by :mod:`.fastlog`; any other by the shell's
     reader."""
+    source = "log" if f.role == "segment" else "snapshot"
     fast = fastlog.read_file(f.directory, f.path, f.role, f.first, f.last)
     if fast is not None:
-        table = fast_table(fast, os.path.basename(f.path), show_secrets, payload)
+        table = fast_table(fast, os.path.basename(f.path), show_secrets, payload, source)
         for start in range(0, max(table.num_rows, 1), chunk):
             yield table.slice(start, chunk), []
         return
@@ -115,12 +123,27 @@ def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bo
         while True:
             batch = [r for _, r in zip(range(chunk), it, strict=False)]
             if len(batch) < chunk:
-                yield (records_table(batch, show_secrets, payload),
-                       [p.message for p in problems])
+                yield (records_table(batch, show_secrets, payload, source),
+                       file_warnings(f, problems))
                 return
-            yield records_table(batch, show_secrets, payload), []
+            yield records_table(batch, show_secrets, payload, source), []
     except SourceError as e:
-        yield records_table([], show_secrets), [*(p.message for p in problems), str(e)]
+        yield records_table([], show_secrets), [*file_warnings(f, problems), str(e)]
+
+
+def file_warnings(f: LogFile, problems: list[Problem]) -> list[str]:
+    """The reader's warnings for one file, saying what this file-by-file reading did: the
+    shell stops at a damaged segment ("later segments ... are not applied"), while here each
+    segment is read on its own, from its base offset."""
+    out: list[str] = []
+    for p in problems:
+        if p.code == "stopped":
+            out.append(f"{os.path.basename(f.path)}: the rest of this file after the damage is "
+                       "not read; the next segment is still read, from its base offset (the "
+                       "shell's image stops at this damage)")
+        else:
+            out.append(p.message)
+    return out
 
 
 _NEVER_TAKEN = LogRecord(0, 0, 0, "", False, -1, -1, {})
@@ -129,7 +152,7 @@ _VALUE_COLUMNS = ("control", "type", "version", "broker_id", "topic_id", "partit
 
 
 def fast_table(fast: tuple[Any, ...], name: str, show_secrets: bool,
-               payload: bool) -> pa.Table:
+               payload: bool, source: str = "log") -> pa.Table:
     """The ``records`` table from :func:`fastlog.read_file`: per-record columns from its
     arrays, value columns from the distinct values' rows (built by :func:`records_table`,
     so they are the same cells)."""
@@ -142,7 +165,8 @@ def fast_table(fast: tuple[Any, ...], name: str, show_secrets: bool,
         "offset": pa.array(offsets, pa.int64()), "epoch": pa.array(epochs, pa.int32()),
         "timestamp": pa.array(timestamps, pa.int64()),
         "time": pa.array(timestamps * 1000, pa.int64()).cast(TIME),
-        "file": fastlog.constant(name, pa.string(), n)}
+        "file": fastlog.constant(name, pa.string(), n),
+        "source": fastlog.constant(source, pa.string(), n)}
     for c in _VALUE_COLUMNS:
         cols[c] = rows.column(c).take(take)
     return pa.Table.from_arrays([cols[f.name] for f in RECORDS], schema=RECORDS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sys
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,7 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
+    check_master(settings.resolved_master())
     archive = classarchive.plan()
     conf = _conf(SparkConf(), settings, archive.options)
     path = log_path()
@@ -110,6 +112,26 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     spark.dataSource.register(KraftDataSource)
     _SESSION = spark
     return spark
+
+
+MASTER_WAIT_S = 3.0  # per address of a spark:// master
+
+
+def check_master(master: str, wait: float = MASTER_WAIT_S) -> None:
+    """A standalone master (``spark://HOST:PORT[,HOST:PORT...]``) must accept a connection
+    before Spark starts: Spark itself retries for a minute, then fails with a Java stack."""
+    if not master.startswith("spark://"):
+        return
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "localhost", int(port)),
+                                          timeout=wait):
+                return
+        except (OSError, ValueError):
+            continue
+    raise SparkUnavailable(f"no Spark master answered at {master}: start it, or give another "
+                           "--spark-master URL ($MDSHELL_SPARK_MASTER)")
 
 
 def _conf(conf: SparkConf, settings: SparkSettings, archive: str | None) -> SparkConf:

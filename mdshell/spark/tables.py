@@ -10,6 +10,7 @@ files for parallel reading in :mod:`.logfiles`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -21,13 +22,16 @@ from .columns import STRS, View
 from .logfiles import LogFile, identify, iter_file, log_files
 from .recordtable import RECORDS, file_records, log_records, records_table
 
-__all__ = ["STRS", "TABLES", "LogFile", "View", "build", "file_records", "identify",
-           "image_table", "iter_file", "log_files", "log_records", "records_table"]
+__all__ = ["STRS", "TABLES", "LogFile", "View", "at_refused", "build", "build_warned",
+           "file_records", "identify", "image_table", "iter_file", "log_files",
+           "log_records", "records_table"]
 
 Builder = Callable[[View], pa.Table]
 # name -> (schema, builder, what it is)
 TABLES: dict[str, tuple[pa.Schema, Builder, str]] = {
-    "records": (RECORDS, log_records, "every record of the log segments, payload as JSON"),
+    "records": (RECORDS, log_records, "every record of the log segments (source 'log'), "
+                "payload as JSON; the kraft data source gives the same, and adds each "
+                "snapshot's records (source 'snapshot') with .option('snapshots', 'true')"),
     "topics": (it.TOPICS, it.topics, "topics of the image"),
     "partitions": (it.PARTITIONS, it.partitions, "partitions of the image, leader/ISR/replicas"),
     "brokers": (it.BROKERS, it.brokers, "registered brokers"),
@@ -49,6 +53,32 @@ TABLES: dict[str, tuple[pa.Schema, Builder, str]] = {
 
 def build(name: str, view: View) -> pa.Table:
     return TABLES[name][1](view)
+
+
+# Tables that read the data again (not just the loaded image): their own warnings only.
+_OWN_READING = {"records", "partition_changes"}
+
+
+def build_warned(name: str, view: View) -> tuple[pa.Table, list[str]]:
+    """A table and the warnings behind it: what its own reading found, and for an image
+    table the load's warnings (once each)."""
+    mine = replace(view, warnings=[])
+    table = build(name, mine)
+    said = [] if name in _OWN_READING else [p.message for p in view.loaded.problems]
+    return table, list(dict.fromkeys([*said, *mine.warnings]))
+
+
+def at_refused(directory: str, at: int) -> str | None:
+    """Why the image of a directory as of ``at`` cannot be given (the shell's rule and words
+    for ``at``), or None when it can."""
+    if at < 0:
+        return f"offset {at}: offsets are 0 or more"
+    first, last = open_source(directory).offset_range()
+    if first is None or last is None:
+        return "the log is empty: there is no offset to travel to"
+    if at > last:
+        return f"offset {at} is after the end of the log (offsets {first}-{last} can be rebuilt)"
+    return None
 
 
 def image_table(directory: str, name: str, at: int | None,

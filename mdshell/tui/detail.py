@@ -172,6 +172,9 @@ class DetailPane(Vertical):
                          style="dim")
             t.append("  (a header sorts · ←→ scroll)", style="dim")
         t.append(f"  {seconds:.1f} s", style="dim")
+        if table is not None and table.warnings and not cancelled:  # the reading's warnings
+            t.append("\n" + "\n".join(f"warning: {w}" for w in table.warnings),
+                     style="bold yellow")
         self._command = None
         self._sql_mode(True, table=table is not None and not cancelled and error is None)
         self.query_one("#sql-status", Static).update(t)

@@ -10,7 +10,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..commands.base import CommandError
@@ -31,6 +31,7 @@ class SqlTable:
     columns: list[str]
     rows: list[list[str]]
     total: int  # rows the query returned (``rows`` holds at most MAX_ROWS)
+    warnings: list[str] = field(default_factory=list)  # of the tables' reading
 
 
 class Cancelled(Exception):
@@ -81,20 +82,19 @@ class SqlRun:
             view = q.tables.View(sh.source, sh.loaded, sh.opts.show_secrets)
         self.phase = "building tables"
         try:
-            df = q.run(view, self.query)
+            df, warnings = q.run(view, self.query)
             if self.cancelled:
                 raise Cancelled
             self.phase = "running"
-            table = q.collect(df)
+            table, total = q.collect_limited(df, MAX_ROWS)
         except CommandError:
             if self.cancelled:
                 raise Cancelled from None
             raise
         finally:
             spark.sparkContext.setJobGroup("", "")  # later jobs of this thread: no group
-        rows = [[q.cell(v) for v in r.values()]
-                for r in table.slice(0, MAX_ROWS).to_pylist()]
-        return SqlTable(list(table.column_names), rows, table.num_rows)
+        rows = [[q.cell(v) for v in r.values()] for r in table.to_pylist()]
+        return SqlTable(list(table.column_names), rows, total, warnings)
 
     def seconds(self) -> float:
         return clock() - self.started
