@@ -6,8 +6,12 @@ from dataclasses import dataclass
 
 # Problems after which reading stops: later records are not in the image.
 STOPS = frozenset({"crc", "truncated", "corrupt", "stopped", "unreadable"})
+# Problems after which the image is missing whole: it could not be fetched ("unauthorized":
+# live mode without ClusterAction, so no snapshot and no log). Health fails, and one-shot
+# commands exit 1 after printing what they can (/live and /quorum come from other requests).
+UNFETCHED = frozenset({"unauthorized"})
 # Problems after which the image may not be the cluster's (records lost or skipped).
-DAMAGE = STOPS | {"gap", "incomplete", "epoch"}
+DAMAGE = STOPS | {"gap", "incomplete", "epoch"} | UNFETCHED
 
 
 class SourceError(Exception):

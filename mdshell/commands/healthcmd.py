@@ -30,7 +30,7 @@ def voter_ids(shell: Shell) -> list[int] | None:
                  "--all lists every item (default: the first 20 per check). In JSON, each "
                  "item is an object: check, status, message (the line of text), what it "
                  "points at (broker, controller, or topic and partition) and its fields.",
-         options=("--all",))
+         options=("--all",), args=("",))
 def health(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("health", "health [--all]")
     p.add_argument("--all", action="store_true")

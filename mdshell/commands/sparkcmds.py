@@ -32,7 +32,8 @@ def _spark_modules() -> Any:
                  "goes to ~/.cache/mdshell/spark/spark-PID.log ($MDSHELL_SPARK_LOG). --csv "
                  "FILE writes "
                  "the result as CSV, --parquet DIR as Parquet (written by Spark).",
-         completes_paths=False, options=("--csv", "--parquet"))
+         completes_paths=False, options=("--csv", "--parquet"),
+         values={"--csv": "", "--parquet": ""})
 def sql(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("sql", SQL_USAGE)
     p.add_argument("--csv")

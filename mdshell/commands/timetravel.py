@@ -142,7 +142,7 @@ def _beyond_damage(offset: int, stop: Problem, reach: int, first: int | None = N
 
 
 @command("at", "Show the whole tree as of an offset or a time ('at latest' goes back).",
-         "at OFFSET|TIME|earliest|latest",
+         "at OFFSET|TIME|earliest|latest", args=("=earliest|latest", ""),
          details="Rebuilds the image from the newest snapshot at or before OFFSET plus the "
                  "log up to OFFSET. TIME (ISO 8601: 2025-01-16T04:00Z, UTC without a zone) "
                  "means the last offset written at or before it (batch timestamps). "
@@ -246,6 +246,7 @@ def _root(loaded: Loaded, shell: Shell) -> Node:
 
 @command("diff", "Show what changed in the tree between two offsets.",
          "diff OFFSET_A OFFSET_B [PATH]",
+         args=("=earliest|latest", "=earliest|latest", "path", ""),
          details="Offsets are numbers, 'earliest' or 'latest'. PATH (default /image) limits "
                  "the comparison. Added and removed nodes are shown at their top-most path; "
                  "changed leaves show the fields that differ.")

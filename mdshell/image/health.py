@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..problems import DAMAGE, Problem
+from ..problems import DAMAGE, UNFETCHED, Problem
 from ..wire.frames import LOST_DIR
 from . import model as m
 from .names import BROKER_CONFIG, METADATA_VERSION_FEATURE, TOPIC_CONFIG, metadata_version_name
@@ -287,11 +287,15 @@ def check_features(img: m.Image) -> list[Check]:
 
 def check_data(problems: Iterable[Problem]) -> list[Check]:
     """Damaged or incomplete data is a failing check of its own: every other check reads an
-    image that may be wrong."""
+    image that may be wrong (or, not fetched, an incomplete one)."""
+    problems = list(problems)
     bad: list[str] = [item(p.message, problem=p.code, file=p.file, offset=p.offset)
                       for p in problems if p.code in DAMAGE]
     if not bad:
         return []
+    if any(p.code in UNFETCHED for p in problems):
+        return [Check("data", FAIL, "the image is incomplete: the metadata log could not be "
+                      "fetched", bad)]
     return [Check("data", FAIL, f"the image may be wrong: {count(len(bad), 'problem')} in "
                   "the data (records lost or skipped)", bad)]
 
