@@ -138,10 +138,15 @@ def records(shell: Shell, args: list[str]) -> Result:
         n = 0
         problems: list[Problem] = []
         names = topic_names(shell)
+        if topic is not None and topic.pattern in names:
+            topic.learn(topic.pattern, names[topic.pattern])
         for r in iter_log(shell.source, first=ns.first, last=ns.last, snapshot=snapshot,
                           problems=problems):
             if r.key == K.TOPIC and not r.control and isinstance(r.value, dict):
-                names[uuid_str(r.value["topicId"])] = r.value["name"]
+                tid, tname = uuid_str(r.value["topicId"]), r.value["name"]
+                names[tid] = tname
+                if topic is not None:
+                    topic.learn(tid, tname)
             name = _norm(r.name)
             if (wanted is not None and name not in wanted) or (excluded and name in excluded):
                 continue

@@ -17,10 +17,18 @@ class TopicPattern:
         self.text = text
         self.pattern = text.rstrip("/") or text
         self._test: Matcher = matchers([self.pattern])[0]  # raises GlobError on a bad glob
+        self.id_names: set[str] = set()  # the names of the topic id given (config records)
 
     def matches(self, name: str | None, topic_id: str | None = None) -> bool:
         """Whether a topic (its name, or its id in Kafka's base64) is the one meant."""
-        return (name is not None and self._test(name)) or topic_id == self.pattern
+        if name is not None and (self._test(name) or name in self.id_names):
+            return True
+        return topic_id == self.pattern
+
+    def learn(self, topic_id: str, name: str) -> None:
+        """A topic's id and name (images, TopicRecords): an id given also means its name."""
+        if topic_id == self.pattern:
+            self.id_names.add(name)
 
     def known(self, names: dict[str, str]) -> bool:
         """Whether one of the topics in ``names`` (id -> name) is meant."""

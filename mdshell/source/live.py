@@ -105,10 +105,12 @@ class LiveSource(Source):
             files[path] = snapshot
             layout.checkpoints.append(Checkpoint(path, sid[0], sid[1], len(snapshot)))
         # Always a segment (empty when the snapshot reaches the high watermark), as Kafka
-        # keeps one after its latest snapshot.
-        path = f"{root}/{segment_name(base)}"
-        files[path] = data
-        layout.segments.append(Segment(path, base, len(data)))
+        # keeps one after its latest snapshot; none when nothing could be fetched (its
+        # emptiness is not news: the unauthorized problem says why).
+        if not self.degraded or data:
+            path = f"{root}/{segment_name(base)}"
+            files[path] = data
+            layout.segments.append(Segment(path, base, len(data)))
 
         def read(path: str) -> bytes:
             try:
