@@ -1,8 +1,9 @@
 """The ``mdshell`` command line: options, one-shot commands, and the choice of front end.
 
 Exit codes: 0 success, 1 a command or the load failed, 2 usage error. Errors are one line on
-stderr; ``--debug`` shows tracebacks. Options come before the command; everything after the
-command name belongs to the command.
+stderr in one style, ``mdshell: ...`` (warnings ``mdshell: warning: ...``), here, in the line
+shell and in scripts; ``--debug`` shows tracebacks. Options come before the command;
+everything after the command name belongs to the command.
 """
 
 from __future__ import annotations
