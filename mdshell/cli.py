@@ -1,8 +1,9 @@
 """The ``mdshell`` command line: options, one-shot commands, and the choice of front end.
 
 Exit codes: 0 success, 1 a command or the load failed, 2 usage error. Errors are one line on
-stderr; ``--debug`` shows tracebacks. Options come before the command; everything after the
-command name belongs to the command.
+stderr in one style, ``mdshell: ...`` (warnings ``mdshell: warning: ...``), here, in the line
+shell and in scripts; ``--debug`` shows tracebacks. Options come before the command;
+everything after the command name belongs to the command.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from .problems import Problem, SourceError
+from .problems import UNFETCHED, Problem, SourceError
 
 if TYPE_CHECKING:
     from .commands.shell import Shell
@@ -43,9 +44,10 @@ def terminal_columns() -> int:
     return columns or 80
 
 
-class _HelpLayout(argparse.HelpFormatter):
-    """argparse's own help layout; only the width is read without shutil (argparse makes a
-    formatter for every ``add_argument``, and its own imports shutil to get the width)."""
+class _HelpLayout(argparse.RawDescriptionHelpFormatter):
+    """argparse's own help layout, the description and examples kept line for line; only the
+    width is read without shutil (argparse makes a formatter for every ``add_argument``, and
+    its own imports shutil to get the width)."""
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
                  width: int | None = None, **kw: Any) -> None:
@@ -55,8 +57,7 @@ class _HelpLayout(argparse.HelpFormatter):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"mdshell: error: {message}", file=sys.stderr)
+        _err(f"{message} (mdshell --help lists the options)")
         raise SystemExit(EXIT_USAGE)
 
 
@@ -64,12 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="mdshell",
         formatter_class=_HelpLayout,
-        description="Explore the metadata of an Apache Kafka KRaft cluster: a "
-                    "__cluster_metadata-0 directory, one snapshot or log file, or (soon) the "
-                    "live controller quorum.",
-        epilog="Examples: mdshell -d /var/lib/kafka/data ls /image/topics/byName | "
-               "mdshell -d DIR tree /image/cluster | mdshell -s 00000000000000001234-0000000001"
-               ".checkpoint cat /image/provenance",
+        description="Explore the metadata of an Apache Kafka KRaft cluster: a\n"
+                    "__cluster_metadata-0 directory, one snapshot or log file, or the live\n"
+                    "controller quorum.",
+        epilog="examples:\n"
+               "  mdshell -d /var/lib/kafka/data ls /image/topics/byName\n"
+               "  mdshell -d DIR tree /image/cluster\n"
+               "  mdshell -d DIR --at 2025-01-16T04:00Z topics --describe\n"
+               "  mdshell -s 00000000000000001234-0000000001.checkpoint cat /image/provenance\n"
+               "  mdshell -q controller1:9093 --config client.properties health",
     )
     src = p.add_argument_group("source (one of)")
     src.add_argument("-d", "--directory", metavar="DIR",
@@ -91,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     beh = p.add_argument_group("behaviour")
     beh.add_argument("--repl", action="store_true",
                      help="the line shell instead of the full-screen interface")
-    beh.add_argument("--at", metavar="OFFSET",
-                     help="start at the image as of this offset (time travel; see `man at`)")
+    beh.add_argument("--at", metavar="OFFSET|TIME",
+                     help="start at the image as of this offset or time (ISO 8601, e.g. "
+                          "2025-01-16T04:00Z; time travel: see `man at`)")
     beh.add_argument("--strict", action="store_true",
                      help="treat data warnings (CRC mismatch, truncation...) as errors: exit 1")
     beh.add_argument("--spark-master", metavar="URL",
@@ -110,16 +115,20 @@ def _err(msg: str) -> None:
 
 
 def _warn(problems: Sequence[Problem], strict: bool, debug: bool = False) -> None:
-    """One line per problem; with ``debug``, a problem said once for many occurrences is
-    followed by each of them."""
-    label = "error" if strict else "warning"
+    """Each problem one line: an error (``mdshell: ...``) with --strict or when the image
+    could not be fetched at all, else a warning (``mdshell: warning: ...``); with ``debug``,
+    a problem said once for many occurrences is followed by each of them."""
     for p in problems:
         if p.code == "image":  # where the damage left the image: the verdict says it
             continue
-        print(f"mdshell: {label}: {p.message}", file=sys.stderr)
+        _say(p.message, strict or p.code in UNFETCHED)
         if debug and p.each:
             for one in p.each:
                 print(f"mdshell:   {one.message}", file=sys.stderr)
+
+
+def _say(message: str, error: bool) -> None:
+    _err(message if error else f"warning: {message}")
 
 
 def _verdict(session: Session, strict: bool) -> bool:
@@ -127,9 +136,23 @@ def _verdict(session: Session, strict: bool) -> bool:
     whether it is sound."""
     verdict = session.verdict()
     if not verdict.sound:
-        print(f"mdshell: {'error' if strict else 'warning'}: {verdict.words()}",
-              file=sys.stderr)
+        _say(verdict.words(), strict)
     return verdict.sound
+
+
+def _endpoints_usage(bootstrap: str) -> str | None:
+    """What is wrong with the text of -q, or None (a usage error: nothing was tried)."""
+    from .source.quorum.connection import split_endpoint
+
+    parts = [p for p in bootstrap.split(",") if p.strip()]
+    if not parts:
+        return "-q: give at least one controller HOST:PORT"
+    try:
+        for part in parts:
+            split_endpoint(part)
+    except SourceError as e:
+        return str(e)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -181,6 +204,9 @@ def _main(args: argparse.Namespace) -> int:
         _err("no metadata source: give -d DIR (a __cluster_metadata-0 directory or its log "
              "dir), -s FILE (one .checkpoint or .log file) or -q HOST:PORT (the controllers)")
         return EXIT_USAGE
+    if args.bootstrap_controller and (wrong := _endpoints_usage(args.bootstrap_controller)):
+        _err(wrong)
+        return EXIT_USAGE
     if args.spark_master or (args.config and not args.bootstrap_controller):
         _spark_settings(args)
     if not args.command and not args.repl and sys.stdin.isatty() and sys.stdout.isatty():
@@ -227,12 +253,11 @@ def _main(args: argparse.Namespace) -> int:
 
         moved = shell.run(["at", args.at])
         for line in moved.errors:
-            print(line, file=sys.stderr)
+            _err(line)
         if moved.code:
             return moved.code if is_position(args.at) else EXIT_USAGE
-        label = "error" if args.strict else "warning"
         for w in moved.warnings:  # what only the older data shows
-            print(f"mdshell: {label}: {w}", file=sys.stderr)
+            _say(w, args.strict)
         shell.said.update(moved.warnings)
         if moved.warnings and not _verdict(session, args.strict) and args.strict:
             return EXIT_FAIL
@@ -274,8 +299,8 @@ def _spark_settings(args: argparse.Namespace) -> None:
     _warn(problems, False)
     others = configure(args.spark_master, props)
     if others:
-        print("mdshell: warning: --config: only spark.* keys are used without "
-              f"-q/--bootstrap-controller; ignored {', '.join(sorted(others))}", file=sys.stderr)
+        _say("--config: only spark.* keys are used without -q/--bootstrap-controller; "
+             f"ignored {', '.join(sorted(others))}", False)
 
 
 def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
@@ -292,6 +317,9 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
                 said=shell.said)
     if strict and code == EXIT_OK and session.is_loaded and not session.verdict().sound:
         return EXIT_FAIL
+    if code == EXIT_OK and session.is_loaded and any(
+            p.code in UNFETCHED for p in session.latest.problems):
+        return EXIT_FAIL  # said at load, in one line: the image could not be fetched
     return code
 
 

@@ -7,13 +7,17 @@ from dataclasses import dataclass, field
 
 # Problems after which reading stops: later records are not in the image.
 STOPS = frozenset({"crc", "truncated", "corrupt", "stopped", "unreadable"})
+# Problems after which the image is missing whole: it could not be fetched ("unauthorized":
+# live mode without ClusterAction, so no snapshot and no log). Health fails, and one-shot
+# commands exit 1 after printing what they can (/live and /quorum come from other requests).
+UNFETCHED = frozenset({"unauthorized"})
 # Problems after which the image may not be the cluster's (records lost or skipped).
-DAMAGE = STOPS | {"gap", "incomplete", "epoch", "header"}
+DAMAGE = STOPS | {"gap", "incomplete", "epoch", "header"} | UNFETCHED
 # Problems meaning data is missing here (never read, or refused): the image is incomplete, not
 # damaged. "incomplete" is the code for any such problem (a log that does not start at zero
 # and no snapshot, a live image that could not be fetched); a file named unlike a segment is
 # not read, so what it holds is missing too.
-INCOMPLETE = frozenset({"incomplete", "degraded", "unrecognized"})
+INCOMPLETE = frozenset({"incomplete", "degraded", "unrecognized"}) | UNFETCHED
 # Problems that leave the image as Kafka would build it from this data: worth a word, but the
 # image is sound (an older snapshot used instead of a damaged one, an empty segment, a segment
 # named for another offset but read, a quorum-state or meta.properties that only the quorum

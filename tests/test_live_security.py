@@ -137,7 +137,7 @@ def test_without_cluster_action_the_view_degrades(secure: Secure) -> None:
     conf = secure.config("alice.properties", _sasl_config("PLAIN", "alice", "alice-secret"))
     out = run_cli("-q", secure.sasl, "--config", conf, "cat", "/live/degraded",
                   "/live/finalizedFeatures/metadata.version")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # printed, but the image is incomplete
     assert "CLUSTER_ACTION" in out.stdout and "CLUSTER_ACTION" in out.stderr
     assert "ALTER" in out.stderr  # DescribeCluster's ACL is named too
     assert "empty segment" not in out.stderr and ".log" not in out.stderr  # none exists live
@@ -152,7 +152,7 @@ def test_cluster_action_alone_missing_degrades_to_describe_views(secure: Secure)
     out = run_cli("-q", secure.sasl, "--config", conf, "-o", "json", "cat", "/live/degraded",
                   "/live/clusterId", "/live/activeController", "/live/authorizedOperations",
                   "/live/finalizedFeatures/metadata.version", "/quorum/leaderId")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # everything printed; the image is not there
     err = out.stderr
     assert "CLUSTER_ACTION operation on the CLUSTER resource" in err
     assert "--operation ClusterAction" in err
@@ -169,9 +169,34 @@ def test_cluster_action_alone_missing_degrades_to_describe_views(secure: Secure)
     assert values["/quorum/leaderId"] == leader  # DescribeQuorum
     dirs = run_cli("-q", secure.sasl, "--config", conf, "ls", "/live/controllers",
                    "/quorum/voters", "/image/topics/byName")
-    assert dirs.returncode == 0, dirs.stderr
+    assert dirs.returncode == 1, dirs.stderr
     assert dirs.stdout.split() == ["controllers:", "1", "2", "3", "voters:", "1", "2", "3",
                                    "byName:"]
+
+
+def test_without_cluster_action_the_image_is_incomplete(secure: Secure) -> None:
+    """An image that could not be fetched is not a healthy empty cluster: health fails (text
+    and JSON), topics and brokers exit 1 after their (empty) tables, and one error line says
+    why (the other lines are warnings)."""
+    conf = secure.config("carol2.properties", _sasl_config("PLAIN", "carol", "carol-secret"))
+    base = ("-q", secure.sasl, "--config", conf)
+    health = run_cli(*base, "health")
+    assert health.returncode == 1, health.stdout + health.stderr
+    assert "healthy" not in health.stdout
+    assert "FAIL  data: the image is incomplete" in health.stdout
+    report = run_cli(*base, "-o", "json", "health")
+    assert report.returncode == 1
+    data = json.loads(report.stdout)
+    assert data["ok"] is False
+    assert [c["status"] for c in data["checks"] if c["name"] == "data"] == ["fail"]
+    for command in ("topics", "brokers"):
+        out = run_cli(*base, command)
+        assert out.returncode == 1, (command, out.stderr)
+        errors = [line for line in out.stderr.splitlines()
+                  if not line.startswith("mdshell: warning: ")]
+        assert len(errors) == 1 and "CLUSTER_ACTION" in errors[0], (command, out.stderr)
+        assert errors[0].startswith("mdshell: ") and "the image is empty" in errors[0]
+        assert "empty segment" not in out.stderr  # the virtual directory's, not news
 
 
 def test_ssl_pem_and_pkcs12(secure: Secure) -> None:

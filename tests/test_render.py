@@ -58,7 +58,7 @@ def test_plain_results_keep_working() -> None:
     assert Result().value is None and list(Result().lines) == [] and Result().json() is None
     failed = Result(errors=["boom"])
     err = io.StringIO()
-    assert emit(failed, io.StringIO(), err) == 1 and err.getvalue() == "boom\n"
+    assert emit(failed, io.StringIO(), err) == 1 and err.getvalue() == "mdshell: boom\n"
 
 
 def test_records_grep_matches_field_values_not_the_line() -> None:

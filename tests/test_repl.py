@@ -284,11 +284,11 @@ def test_errors_suggest_and_the_shell_goes_on(shell: Shell, tmp_path: Path,
     assert rc == 0
     assert out.splitlines()[1:] == ["first", "/"]
     assert err.splitlines() == [
-        "fnd: unknown command; did you mean 'find'?",
+        "mdshell: fnd: unknown command; did you mean 'find'?",
         "mdshell: internal error: RuntimeError: kaput",
         "mdshell: internal error: KeyError: 'deep'",
-        "cat: /image: Is a directory (use ls or tree)",
-        "man: lss: unknown command; did you mean 'ls'?",
+        "mdshell: cat: /image: Is a directory (use ls or tree)",
+        "mdshell: man: lss: unknown command; did you mean 'ls'?",
     ]
 
 
@@ -303,7 +303,7 @@ def test_ctrl_c_interrupts_a_command_and_the_shell_goes_on(
     monkeypatch.setitem(REGISTRY, "endless", Command("endless", "prints", "endless", endless))
     rc, out, err = _session(shell, ["endless\r", "pwd\r"], tmp_path / "h")
     assert rc == 0 and out.splitlines()[1:] == ["row 1", "", "/"]
-    assert err == "interrupted\n"
+    assert err == "mdshell: interrupted\n"
 
 
 def test_exit_and_quit_leave(shell: Shell, tmp_path: Path) -> None:
@@ -340,7 +340,7 @@ def test_error_lines_are_red_on_a_colour_terminal(shell: Shell, tmp_path: Path,
     assert "oops" in raw and "\x1b[" in raw and "31" in raw
     plain = io.StringIO()
     _error_printer(plain)("oops")
-    assert plain.getvalue() == "oops\n"
+    assert plain.getvalue() == "mdshell: oops\n"  # the one style of error lines
 
 
 # ------------------------------------------------------------------ scripted mode
@@ -352,7 +352,7 @@ def test_script_errors_name_their_line(shell: Shell) -> None:
     code = run_script(shell, io.StringIO(script), out, err)
     assert code == 1
     assert out.getvalue().splitlines() == ["/", "    3  ls nosuch", "    4  history 2"]
-    assert err.getvalue() == "line 5: ls: nosuch: No such file or directory.\n"
+    assert err.getvalue() == "mdshell: line 5: ls: nosuch: No such file or directory.\n"
 
 
 def test_piped_stdin_runs_as_a_script(tmp_path: Path) -> None:
@@ -360,4 +360,5 @@ def test_piped_stdin_runs_as_a_script(tmp_path: Path) -> None:
     res = run_cli("-d", str(d), stdin="ls /image/topics/byName\nfnd\n")
     assert res.returncode == 2
     assert res.stdout.splitlines() == ["orders", "payments"]  # no terminal: one per line
-    assert res.stderr.splitlines() == ["line 2: fnd: unknown command; did you mean 'find'?"]
+    assert res.stderr.splitlines() == [
+        "mdshell: line 2: fnd: unknown command; did you mean 'find'?"]

@@ -33,14 +33,16 @@ def _paths(shell_dir: Path) -> list[str]:
     return out
 
 
-def _full(directory: Path, path: str, output: str) -> str:
-    """``changes`` on a session loaded before the command (the path REPL and TUI take)."""
+def _full(directory: Path, path: str, output: str) -> tuple[str, str]:
+    """``changes`` on a session loaded before the command (the path REPL and TUI take): its
+    output and its error lines (a node that never existed is an error)."""
     import io
 
     shell = open_shell(directory)
-    out = io.StringIO()
-    emit(shell.run(["changes", path]), out, output=output)
-    return out.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    emit(shell.run(["changes", path]), out, err, output=output)
+    return out.getvalue(), "".join(line for line in err.getvalue().splitlines(True)
+                                   if not line.startswith("mdshell: warning: "))
 
 
 @pytest.mark.parametrize("directory", DIRS, ids=[p.name for p in DIRS])
@@ -60,9 +62,11 @@ def test_one_shot_changes_equal_the_full_path(directory: Path) -> None:
     for path in _paths(directory):
         for output in ("text", "json"):
             run = cli("-d", str(directory), "-o", output, "changes", path)
-            assert run.out == _full(directory, path, output), (path, output)
+            out, errors = _full(directory, path, output)
+            assert run.out == out, (path, output)
+            assert run.code == (1 if errors else 0), (path, output)
             if not replayed:
-                assert run.err == said, (path, output)
+                assert run.err == said + errors, (path, output)
 
 
 def test_the_sieve_is_taken_and_skips_the_load() -> None:
@@ -121,7 +125,7 @@ def test_warnings_of_a_damaged_directory_still_come() -> None:
     names = _names(directory)
     run = cli("-d", str(directory), "changes", f"/image/topics/byName/{names[0]}")
     assert "warning" in run.err
-    assert run.out == _full(directory, f"/image/topics/byName/{names[0]}", "text")
+    assert run.out == _full(directory, f"/image/topics/byName/{names[0]}", "text")[0]
 
 
 def test_a_picked_record_that_cannot_be_applied_takes_the_full_path() -> None:
@@ -133,7 +137,7 @@ def test_a_picked_record_that_cannot_be_applied_takes_the_full_path() -> None:
     path = "/image/topics/byName/from-the-future"
     run = cli("-d", str(directory), "changes", path)
     assert "unknown version 7 of TopicRecord" in run.err
-    assert run.out == _full(directory, path, "text")
+    assert (run.out, run.code) == (_full(directory, path, "text")[0], 1)  # never in the image
     session = Session.open(str(directory), lazy=True)
     from mdshell.commands import Shell
 

@@ -210,8 +210,8 @@ def test_cli_sql_one_shot_json_and_quiet_terminal(spark: Any,
     out = capfd.readouterr()
     assert rc == 1 and out.out == ""
     assert out.err.splitlines() == [
-        "sql: [TABLE_OR_VIEW_NOT_FOUND] The table or view `nope` cannot be found. Verify the "
-        "spelling and correctness of the schema and catalog."]
+        "mdshell: sql: [TABLE_OR_VIEW_NOT_FOUND] The table or view `nope` cannot be found. "
+        "Verify the spelling and correctness of the schema and catalog."]
     log = Path(os.environ["MDSHELL_SPARK_LOG"]).read_text(errors="replace")
     assert "log4j" in log and "TABLE_OR_VIEW_NOT_FOUND" in log
 
@@ -354,15 +354,15 @@ def test_missing_java_or_pyspark_is_one_clear_line(tmp_path: Path) -> None:
     out = run_cli("-d", fixture, "sql", "select 1", env=env)
     assert out.returncode == 1
     assert out.stderr.strip().splitlines() == [
-        "sql: Spark needs Java 17 or later and none was found: install a JDK (e.g. apt-get "
-        "install openjdk-17-jre-headless) or set JAVA_HOME"]
+        "mdshell: sql: Spark needs Java 17 or later and none was found: install a JDK (e.g. "
+        "apt-get install openjdk-17-jre-headless) or set JAVA_HOME"]
     code = ("import sys; sys.modules['pyspark'] = None; from mdshell.cli import main; "
             f"sys.exit(main(['-d', {fixture!r}, 'sql', 'select 1']))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, cwd=ROOT)
     assert out.returncode == 1
-    assert out.stderr.strip() == ("sql: Spark queries need pyspark, which is not installed: "
-                                  "pip install 'mdshell[spark]'")
+    assert out.stderr.strip() == ("mdshell: sql: Spark queries need pyspark, which is not "
+                                  "installed: pip install 'mdshell[spark]'")
 
 
 def test_only_local_sessions_get_the_worker_daemon_and_arrow_options() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..problems import CommandError
@@ -93,8 +93,20 @@ class Command:
     run: Runner
     details: str = ""
     shell_only: bool = False  # needs an interactive session (cd, history, exit)
-    completes_paths: bool = True
+    completes_paths: bool = True  # the default of ``args``: ("path",) or ("",)
     options: tuple[str, ...] = ()  # for completion
+    # What completion offers, so that it offers only what the command accepts: one kind per
+    # positional word (the last repeats; "" ends them) and per option that takes a value.
+    # Kinds: "path", "dir", "topic" (a topic name), "type" (record type names), "command",
+    # "=a|b" (these words), "" (nothing to offer).
+    args: tuple[str, ...] | None = None
+    values: dict[str, str] = field(default_factory=dict)
+
+    def arg_kind(self, position: int) -> str:
+        """The kind of the positional word at ``position`` (0: the first after the name)."""
+        kinds = self.args if self.args is not None else (
+            ("path",) if self.completes_paths else ("",))
+        return kinds[min(position, len(kinds) - 1)] if kinds else ""
 
     def help_text(self) -> str:
         text = f"{self.name}: {self.summary}\n\nusage: {self.usage}\n"

@@ -35,7 +35,7 @@ def voter_ids(shell: Shell) -> list[int] | None:
                  "points at (broker, controller, or topic and partition) and its fields; "
                  "'summary' is the last line of the text and 'verdict' the data check's "
                  "verdict as an object.",
-         options=("--all",))
+         options=("--all",), args=("",))
 def health(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("health", "health [--all]")
     p.add_argument("--all", action="store_true")

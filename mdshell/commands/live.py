@@ -9,7 +9,7 @@ from .base import ArgParser, CommandError, Result, command
 
 
 @command("save", "Write what live mode fetched as a __cluster_metadata-0 directory.",
-         "save DIR",
+         "save DIR", args=("",),
          details="The snapshot is written as <end offset>-<epoch>.checkpoint and the batches "
                  "after it as one .log segment, so that `mdshell -d DIR` and Kafka's own tools "
                  "(kafka-metadata-shell, kafka-dump-log) open it: a support bundle from a "

@@ -13,7 +13,7 @@ from ..session import replay_history, replay_sieved
 from ..source.logscan import LogRecord, iter_log
 from ..tree.leaves import partition_data
 from ..tree.logrecord import record_json
-from ..tree.paths import GlobError, Matcher, absolute, join, matchers, related
+from ..tree.paths import GlobError, Matcher, absolute, join, matchers, related, resolve
 from ..tree.recordjson import record_data
 from ..tree.touched import paths_for, topic_sieve, touches
 from ..wire.control import CONTROL
@@ -23,6 +23,7 @@ from ..wire.records import METADATA
 from . import results as res
 from .base import ArgParser, CommandError, Result, UsageError, command
 from .shell import Shell
+from .topicmatch import TopicPattern, no_such_topic
 
 RECORDS_USAGE = ("records [--from OFFSET] [--to OFFSET] [--type NAME[,NAME]] "
                  "[--exclude NAME[,NAME]] [--topic NAME] [--grep TEXT] [--snapshot] [--limit N] "
@@ -86,7 +87,8 @@ def _grep(text: str, j: dict[str, Any]) -> bool:
                  "as JSON. --from/--to bound offsets, --type/--exclude take record names "
                  "(case-insensitive, 'Record' optional: --exclude NoOp), --topic keeps the "
                  "records about one topic (its TopicRecord, partitions, partition changes, "
-                 "configs, removal), --grep keeps records "
+                 "configs, removal; NAME may be a glob or a topic id, and one that no "
+                 "image or record read knows is an error), --grep keeps records "
                  "where one field value contains TEXT (decoded values as JSON shows them: "
                  "a name, an id, a number, true; the topic name beside a topic id counts; "
                  "field names, the type and the offsets do not; secrets match only as "
@@ -96,7 +98,9 @@ def _grep(text: str, j: dict[str, Any]) -> bool:
                  "file position, size, CRC valid, compression, producer, transactional and "
                  "control flags, record count).",
          options=("--from", "--to", "--type", "--exclude", "--topic", "--grep", "--snapshot",
-                  "--limit", "--batches"))
+                  "--limit", "--batches"), args=("",),
+         values={"--from": "", "--to": "", "--type": "type", "--exclude": "type",
+                 "--topic": "topic", "--grep": "", "--limit": ""})
 def records(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("records", RECORDS_USAGE)
     p.add_argument("--from", dest="first", type=int)
@@ -125,24 +129,31 @@ def records(shell: Shell, args: list[str]) -> Result:
         return batches(shell, ns.first, ns.last, None if snapshot is None else snapshot.path,
                        ns.limit)
     wanted, excluded = _type_set(ns.type), _type_set(ns.exclude)
+    topic = None if ns.topic is None else TopicPattern(ns.topic)
     show = shell.opts.show_secrets
     warnings: list[str] = []
+    errors: list[str] = []
 
     def selected() -> Iterator[dict[str, Any]]:
         n = 0
         problems: list[Problem] = []
         names = topic_names(shell)
+        if topic is not None and topic.pattern in names:
+            topic.learn(topic.pattern, names[topic.pattern])
         for r in iter_log(shell.source, first=ns.first, last=ns.last, snapshot=snapshot,
                           problems=problems):
             if r.key == K.TOPIC and not r.control and isinstance(r.value, dict):
-                names[uuid_str(r.value["topicId"])] = r.value["name"]
+                tid, tname = uuid_str(r.value["topicId"]), r.value["name"]
+                names[tid] = tname
+                if topic is not None:
+                    topic.learn(tid, tname)
             name = _norm(r.name)
             if (wanted is not None and name not in wanted) or (excluded and name in excluded):
                 continue
             j = record_json(r, show)
             if r.key != K.TOPIC or r.control:  # a TopicRecord names itself
                 j["data"] = with_topic_name(j["data"], names)
-            if ns.topic is not None and not _about(r, j["data"], ns.topic):
+            if topic is not None and not _about(r, j["data"], topic):
                 continue
             if ns.grep and not _grep(ns.grep, j):
                 continue
@@ -150,6 +161,10 @@ def records(shell: Shell, args: list[str]) -> Result:
             n += 1
             if ns.limit is not None and n >= ns.limit:
                 break
+        if topic is not None and n == 0 and not topic.known(names):
+            # Nothing printed: a name no image and no TopicRecord read knows is a mistake.
+            errors.append("records: --topic " + no_such_topic(
+                topic, " in the image or in the records read"))
         warnings.extend(p.message for p in problems if p.message not in warnings)
         stop = shell.session.stopped_by()
         if (snapshot is None and stop is not None and stop.offset is not None
@@ -160,7 +175,7 @@ def records(shell: Shell, args: list[str]) -> Result:
             warnings.append(f"{stop.message} (these records come after the damage: the "
                             f"image stops at offset {shell.session.reach()})")
 
-    return Result(warnings=warnings, value=res.Records(selected))
+    return Result(warnings=warnings, errors=errors, value=res.Records(selected))
 
 
 def topic_names(shell: Shell) -> dict[str, str]:
@@ -188,14 +203,16 @@ def with_topic_name(data: Any, names: dict[str, str]) -> Any:
     return out
 
 
-def _about(r: LogRecord, data: Any, topic: str) -> bool:
+def _about(r: LogRecord, data: Any, topic: TopicPattern) -> bool:
     """Whether a record is about ``topic``: by name, by id, or as its config resource."""
     if r.control or not isinstance(data, dict):
         return False
     if r.key == K.CONFIG:  # ConfigRecord of a TOPIC resource
         return bool(data.get("resourceType") == TOPIC_CONFIG
-                    and data.get("resourceName") == topic)
-    return topic in (data.get("topicName"), data.get("name") if r.key == K.TOPIC else None)
+                    and topic.matches(data.get("resourceName")))
+    name = data.get("name") if r.key == K.TOPIC else data.get("topicName")
+    tid = data.get("topicId")
+    return topic.matches(name, tid if isinstance(tid, str) else None)
 
 
 # ---------------------------------------------------------------- changes
@@ -221,7 +238,7 @@ CHANGES_USAGE = "changes PATH"
 
 
 @command("changes", "List the records that touched a node (e.g. a partition's leader/ISR "
-         "history).", CHANGES_USAGE,
+         "history).", CHANGES_USAGE, args=("path", ""),
          details="PATH may be a node that no longer exists, and may use * and ? globs. A "
                  "record touches a node when it changes it, something below it, or something "
                  "above it (removing a topic touches its partitions). Records from the "
@@ -232,7 +249,6 @@ def changes(shell: Shell, args: list[str]) -> Result:
     p.add_argument("path")
     ns = p.parse_args(args)
     comps = absolute(shell.cwd, ns.path)
-    target = join(comps)
     if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: changes follows nodes under /image")
     try:
@@ -250,12 +266,30 @@ def changes(shell: Shell, args: list[str]) -> Result:
         fast = _Collect(shell, patterns, {}, strict=True)
         try:
             if replay_sieved(session, fast.observe, wants, sieve):
-                return Result(value=res.Changes(target, fast.found))
+                return _changes_of(shell, ns.path, comps, fast.found)
         except _Unsure:
             pass
     found = _Collect(shell, patterns, topic_names(shell))
     replay_history(session, found.observe, _partition_filter(patterns[0]), shell.loaded.upto)
-    return Result(value=res.Changes(target, found.found))
+    return _changes_of(shell, ns.path, comps, found.found)
+
+
+def _changes_of(shell: Shell, text: str, comps: list[str],
+                found: list[dict[str, Any]]) -> Result:
+    """The records found; none at or below the node, and no such node now, is an error
+    (a partition that never existed is touched by its topic's records only)."""
+    pattern = matchers(comps)
+    if not any(len(parts := p.split("/")[1:]) >= len(comps) and related(pattern, parts)
+               for e in found for p in e["paths"]):
+        try:
+            there = next(resolve(shell.root, shell.cwd, text), None) is not None
+        except GlobError:
+            there = False
+        if not there:
+            parent = join(comps[:-1])
+            raise CommandError(f"{text}: no such node: not in the image, and no record read "
+                               f"made it (`ls {parent}` lists what there is)")
+    return Result(value=res.Changes(join(comps), found))
 
 
 class _Unsure(Exception):

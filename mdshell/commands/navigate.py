@@ -49,14 +49,14 @@ def ls(shell: Shell, args: list[str]) -> Result:
     return Result(errors=errors, value=r.Listing(files, dirs))
 
 
-@command("pwd", "Print the current working directory.", "pwd")
+@command("pwd", "Print the current working directory.", "pwd", args=("",))
 def pwd(shell: Shell, args: list[str]) -> Result:
     ArgParser("pwd", "pwd").parse_args(args)
     return Result(value=r.WorkingDir(shell.cwd))
 
 
 @command("cd", "Change the current working directory (no argument: /).", "cd [PATH]",
-         shell_only=True)
+         shell_only=True, args=("dir", ""))
 def cd(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("cd", "cd [PATH]")
     p.add_argument("path", nargs="?", default="/")
@@ -105,7 +105,8 @@ def tree(shell: Shell, args: list[str]) -> Result:
          "find [PATH...] [-name GLOB] [-type d|f] [-maxdepth N]",
          details="-name matches the node's own name with a shell glob; -type d keeps "
                  "directories, -type f leaves; -maxdepth limits the depth below each path.",
-         options=("-name", "-type", "-maxdepth"))
+         options=("-name", "-type", "-maxdepth"),
+         values={"-name": "", "-type": "=d|f", "-maxdepth": ""})
 def find(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("find", "find [PATH...] [-name GLOB] [-type d|f] [-maxdepth N]")
     p.add_argument("paths", nargs="*")

@@ -26,7 +26,8 @@ def emit(result: Result, out: TextIO, err: TextIO | None = None, *, output: str 
          show_errors: bool = True, said: Collection[str] = ()) -> int:
     """Print a result (text or JSON) on ``out``, then its warnings, the ``notes`` found while
     rendering (records decoded on first use) and, with ``show_errors``, its errors on
-    ``err``; return its exit code. Warnings in ``said`` (printed at load) are not repeated.
+    ``err`` (each line ``mdshell: ...``, the one style of every error line); return its
+    exit code. Warnings in ``said`` (printed at load) are not repeated.
     Errors are read after the output: a lazy command adds
     them as it goes."""
     if output == "json":
@@ -56,5 +57,5 @@ def emit(result: Result, out: TextIO, err: TextIO | None = None, *, output: str 
         print(f"mdshell: warning: {w}", file=err)
     if show_errors:
         for e in result.errors:
-            print(f"{e}", file=err)
+            print(f"mdshell: {e}", file=err)
     return result.code

@@ -157,6 +157,7 @@ class Table(NamedTuple):
     cells: list[list[Any]]
     rows: Any
     header_when_empty: bool = True  # a filter that keeps nothing prints nothing
+    note: str | None = None  # said in text instead of an empty table: why it is empty
 
 
 class Fields(NamedTuple):

@@ -26,7 +26,7 @@ class ExitShell(Exception):
 
 
 @command("help", "List the commands, or show the help of one.", "help [CMD]",
-         completes_paths=False)
+         args=("command", ""))
 def help_(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("help", "help [CMD]")
     p.add_argument("cmd", metavar="CMD", nargs="?")
@@ -42,7 +42,8 @@ def help_(shell: Shell, args: list[str]) -> Result:
     return Result(value=r.Help(cmds, shell.interactive))
 
 
-@command("man", "Show the help text of a command.", "man CMD", completes_paths=False)
+@command("man", "Show the help text of a command.", "man CMD",
+         args=("command", ""))
 def man(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("man", "man CMD")
     p.add_argument("cmd", metavar="CMD")

@@ -34,7 +34,8 @@ def _spark_modules() -> Any:
                  "the result as CSV, --parquet DIR as Parquet (both written by Spark's writers, "
                  "so any size); a result shown has at most 10,000 rows (the count says how "
                  "many there are). spark.driver.memory in --config sizes the driver (1g).",
-         completes_paths=False, options=("--csv", "--parquet"))
+         completes_paths=False, options=("--csv", "--parquet"),
+         values={"--csv": "", "--parquet": ""})
 def sql(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("sql", SQL_USAGE)
     p.add_argument("--csv")

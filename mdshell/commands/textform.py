@@ -125,7 +125,8 @@ def _changes_text(v: r.Changes) -> Iterator[str]:
                f"{_compact(e['data'])}")
         if "after" in e:
             yield f"    -> {_partition_state(e['after'])}"
-    yield f"{len(v.rows)} records"
+    n = len(v.rows)
+    yield f"{n} record{'' if n == 1 else 's'}"
 
 
 def field_changes(before: Any, after: Any) -> list[str]:
@@ -248,6 +249,8 @@ def table_lines(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> lis
 
 
 def _table_text(v: r.Table) -> Iterator[str]:
+    if not v.cells and v.note:
+        return iter((v.note,))
     if not v.cells and not v.header_when_empty:
         return iter(())
     return iter(table_lines(v.columns, v.cells))

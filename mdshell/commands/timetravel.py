@@ -151,7 +151,7 @@ def _beyond_damage(offset: int, stop: Problem, reach: int, spans: str | None = N
 
 
 @command("at", "Show the whole tree as of an offset or a time ('at latest' goes back).",
-         "at OFFSET|TIME|earliest|latest",
+         "at OFFSET|TIME|earliest|latest", args=("=earliest|latest", ""),
          details="Rebuilds the image from the newest snapshot at or before OFFSET plus the "
                  "log up to OFFSET; an offset the data cannot rebuild (between snapshots "
                  "whose log is gone, after a missing segment) is refused, naming the "
@@ -251,6 +251,7 @@ def _root(loaded: Loaded, shell: Shell) -> Node:
 
 @command("diff", "Show what changed in the tree between two offsets.",
          "diff OFFSET_A OFFSET_B [PATH]",
+         args=("=earliest|latest", "=earliest|latest", "path", ""),
          details="Offsets are numbers, 'earliest' or 'latest'. PATH (default /image) limits "
                  "the comparison. Added and removed nodes are shown at their top-most path; "
                  "changed leaves show the fields that differ.")

@@ -9,7 +9,6 @@ Kafka's order).
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -27,13 +26,15 @@ from . import results as res
 from .base import ArgParser, CommandError, Result, command
 from .shell import Shell
 from .textform import NONE
+from .topicmatch import TopicPattern, names_of, no_such_topic
 
 
 def table(columns: Sequence[str], cells: Iterable[Sequence[object]], rows: Any,
-          header_when_empty: bool = True) -> Result:
-    """A table result: the renderer aligns the cells; JSON gives ``rows``."""
+          header_when_empty: bool = True, note: str | None = None) -> Result:
+    """A table result: the renderer aligns the cells; JSON gives ``rows``. ``note``: what
+    text says instead of an empty table (why it is empty)."""
     return Result(value=res.Table(list(columns), [list(c) for c in cells], rows,
-                                  header_when_empty))
+                                  header_when_empty, note))
 
 
 def fields(pairs: list[tuple[str, Any]], data: Any) -> Result:
@@ -66,13 +67,14 @@ TOPICS_USAGE = ("topics [--describe] [--under-replicated] [--offline] [--under-m
 
 
 @command("topics", "Topics and their partitions, like kafka-topics --describe.", TOPICS_USAGE,
+         args=("topic",),
          details="Without options: one row per topic (id, partition count, replication "
                  "factor, the configs set on it: the image holds only values that differ "
                  "from the defaults). --describe lists every partition (leader, replicas, "
                  "ISR, ELR); --under-replicated, --offline (no leader, or a leader that is "
                  "fenced or not registered: Kafka's --unavailable-partitions) and "
-                 "--under-min-isr keep only such partitions. TOPIC may be a glob.",
-         completes_paths=False,
+                 "--under-min-isr keep only such partitions. TOPIC may be a glob or a "
+                 "topic id; one that names no topic is an error.",
          options=("--describe", "--under-replicated", "--offline", "--under-min-isr"))
 def topics(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("topics", TOPICS_USAGE)
@@ -110,15 +112,17 @@ def topics(shell: Shell, args: list[str]) -> Result:
 
 
 def _topics(img: m.Image, patterns: list[str]) -> list[m.Topic]:
-    names = sorted(img.topics_by_name)
+    """The topics named (names, globs, ids); one that names none is an error."""
     if not patterns:
-        return [img.topics_by_name[n] for n in names]
-    chosen: list[str] = []
-    for pat in patterns:
-        hits = [n for n in names if fnmatch.fnmatchcase(n, pat)]
+        return [img.topics_by_name[n] for n in sorted(img.topics_by_name)]
+    names = names_of((t.id, t.name) for t in img.topics_by_name.values())
+    chosen: set[str] = set()
+    for text in patterns:
+        pattern = TopicPattern(text)
+        hits = pattern.chosen(names)
         if not hits:
-            raise CommandError(f"{pat}: no such topic")
-        chosen += [n for n in hits if n not in chosen]
+            raise CommandError(no_such_topic(pattern))
+        chosen.update(hits)
     return [img.topics_by_name[n] for n in sorted(chosen)]
 
 
@@ -186,7 +190,9 @@ def brokers(shell: Shell, args: list[str]) -> Result:
          "controllers", completes_paths=False,
          details="VOTER says whether the controller is in the voter set (Voters record, "
                  "quorum-state or the last LeaderChange); a registered controller that is "
-                 "not a voter is a stale registration (see health).")
+                 "not a voter is a stale registration (see health). Controllers register "
+                 "from metadata.version 3.7-IV0 on: before, the text says so and names the "
+                 "voters (see quorum).")
 def controllers(shell: Shell, args: list[str]) -> Result:
     from .healthcmd import voter_ids
 
@@ -202,7 +208,25 @@ def controllers(shell: Shell, args: list[str]) -> Result:
             for c in (img.controllers[i] for i in sorted(img.controllers))]
     return table(["ID", "VOTER", "ENDPOINTS", "FEATURES"],
                  [[r["id"], "unknown" if r["voter"] is None else r["voter"], r["endpoints"],
-                   _ranges(img.controllers[r["id"]].supported_features)] for r in rows], rows)
+                   _ranges(img.controllers[r["id"]].supported_features)] for r in rows], rows,
+                 note=None if rows else _no_registrations(img, voters))
+
+
+REGISTRATION_LEVEL = 15  # 3.7-IV0: controllers register themselves (KIP-919)
+
+
+def _no_registrations(img: m.Image, voters: list[int] | None) -> str | None:
+    """Why a cluster before 3.7-IV0 has no controller rows, and where its voters are."""
+    mv = img.metadata_version
+    if mv is not None and mv >= REGISTRATION_LEVEL:
+        return None
+    why = (f"metadata.version {metadata_version_name(mv)} is before 3.7-IV0, when controllers "
+           "began to register (KIP-919)" if mv is not None else
+           "the image holds no metadata.version (controllers register from 3.7-IV0 on)")
+    where = (f"the voters are {', '.join(map(str, voters))} (`quorum` shows them)" if voters
+             else "the voter set is not in this copy either (no quorum-state, Voters or "
+             "LeaderChange record)")
+    return f"no controller registrations: {why}; {where}"
 
 
 # ---------------------------------------------------------------- quorum

@@ -40,7 +40,9 @@ CAUSES = {
     "no-topic": _NOT_HELD, "no-partition": _NOT_HELD, "no-broker": _NOT_HELD,
     "no-controller": _NOT_HELD, "no-acl": _NOT_HELD,
     "incomplete": "data missing", "degraded": "a log that could not be fetched",
-    "unrecognized": "a file not read", "header": "a damaged batch header (batch skipped)",
+    "unrecognized": "a file not read",
+    "unauthorized": "a log this principal may not fetch (ClusterAction is needed)",
+    "header": "a damaged batch header (batch skipped)",
 }
 _FROM = frozenset({"gap", "incomplete"})
 # Records naming a topic, partition, broker... the image does not hold: when data is missing

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .. import __version__
-from ..commands.base import REGISTRY
+from ..commands.base import REGISTRY, Command
 from ..commands.render import emit
 from ..commands.session import ExitShell
 from ..commands.shell import Shell
@@ -137,14 +137,68 @@ def complete(shell: Shell, text: str) -> list[Candidate]:
     cmd = REGISTRY.get(words[0])
     if cmd is None:
         return []
+    if len(words) > 1 and words[-1] in cmd.values:  # the value of an option
+        return _values(shell, cmd.values[words[-1]], word)
     if word.value.startswith("-") and not word.quote:
         return [Candidate(o + " ", -len(word.raw), o)
                 for o in cmd.options if o.startswith(word.value)]
-    if cmd.name == "man":
-        return _names(word) if len(words) == 1 else []
-    if not cmd.completes_paths or (cmd.name == "cd" and len(words) > 1):
-        return []
-    return complete_path(shell, word, dirs_only=cmd.name == "cd")
+    return _values(shell, cmd.arg_kind(_position(cmd, words[1:])), word)
+
+
+def _position(cmd: Command, words: list[str]) -> int:
+    """How many positional words come before the cursor (options and their values aside)."""
+    n, skip = 0, False
+    for w in words:
+        if skip:
+            skip = False
+        elif w in cmd.values:
+            skip = True
+        elif not w.startswith("-") or w == "-":
+            n += 1
+    return n
+
+
+def _values(shell: Shell, kind: str, word: Word) -> list[Candidate]:
+    """What completes a word of ``kind`` (see ``Command.args``): only what the command
+    accepts, so that a completed word never makes the command fail."""
+    if kind in ("path", "dir"):
+        return complete_path(shell, word, dirs_only=kind == "dir")
+    if kind == "command":
+        return _names(word)
+    if kind == "topic":
+        return _words(word, sorted(shell.loaded.image.topics_by_name))
+    if kind == "type":
+        return _record_types(word)
+    if kind.startswith("="):
+        return _words(word, kind[1:].split("|"))
+    return []
+
+
+def _words(word: Word, choices: Iterable[str], head: str = "",
+           fold: bool = False) -> list[Candidate]:
+    """The ``choices`` that start with the word typed (after ``head``; ``fold``: in any
+    case), each ending the word."""
+    prefix = word.value[len(head):]
+    if fold:
+        prefix = prefix.lower()
+    out = []
+    for c in choices:
+        if (c.lower() if fold else c).startswith(prefix):
+            out.append(Candidate(quote_word(head + c, word.quote, close=True) + " ",
+                                 -len(word.raw), c))
+            if len(out) >= MAX_CANDIDATES:
+                break
+    return out
+
+
+def _record_types(word: Word) -> list[Candidate]:
+    """Record type names for ``--type``/``--exclude`` (a comma list: the last one)."""
+    from ..wire.control import CONTROL
+    from ..wire.records import METADATA
+
+    head = word.value[:word.value.rfind(",") + 1]
+    names = sorted(m.name for m in (*METADATA.values(), *CONTROL.values()))
+    return _words(word, names, head, fold=True)
 
 
 def _names(word: Word) -> list[Candidate]:
@@ -318,7 +372,7 @@ def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError,
     except (ExitShell, KeyboardInterrupt):
         raise
     except Exception as e:
-        show_error(f"mdshell: internal error: {type(e).__name__}: {e}")
+        show_error(f"internal error: {type(e).__name__}: {e}")
         return 1
     for error in result.errors:  # read after the output: lazy commands add errors as they go
         show_error(error)
@@ -327,7 +381,7 @@ def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError,
 
 def run_script(shell: Shell, lines: Iterable[str], out: TextIO, err: TextIO | None = None,
                output: str = "text") -> int:
-    """Commands read line by line (stdin not a terminal), errors prefixed ``line N:``.
+    """Commands read line by line (stdin not a terminal), errors prefixed ``mdshell: line N:``.
 
     Output stays as clean as one-shot output. Returns the exit code of the last failure.
     """
@@ -344,7 +398,7 @@ def run_script(shell: Shell, lines: Iterable[str], out: TextIO, err: TextIO | No
             break
 
         def show(msg: str, number: int = number) -> None:
-            print(f"line {number}: {msg}", file=err or sys.stderr)
+            print(f"mdshell: line {number}: {msg}", file=err or sys.stderr)
         try:
             rc = execute(shell, line, out, show, output, err=err)
         except ExitShell:
@@ -354,11 +408,12 @@ def run_script(shell: Shell, lines: Iterable[str], out: TextIO, err: TextIO | No
 
 
 def _error_printer(err: TextIO) -> ShowError:
-    """Red lines on a colour terminal, plain text otherwise (pipes, TERM=dumb, NO_COLOR)."""
+    """``mdshell: MESSAGE`` (the one style of error lines), red on a colour terminal, plain
+    text otherwise (pipes, TERM=dumb, NO_COLOR)."""
     plain = (not err.isatty() or os.environ.get("TERM") == "dumb"
              or bool(os.environ.get("NO_COLOR")))
     if plain:
-        return lambda msg: print(msg, file=err, flush=True)
+        return lambda msg: print(f"mdshell: {msg}", file=err, flush=True)
     from prompt_toolkit import print_formatted_text
     from prompt_toolkit.formatted_text import FormattedText
     from prompt_toolkit.output import create_output
@@ -366,7 +421,7 @@ def _error_printer(err: TextIO) -> ShowError:
     output = create_output(stdout=err)
 
     def show(msg: str) -> None:
-        print_formatted_text(FormattedText([("ansired", msg)]), output=output)
+        print_formatted_text(FormattedText([("ansired", f"mdshell: {msg}")]), output=output)
     return show
 
 
@@ -395,7 +450,7 @@ def run_repl(shell: Shell, *, history_path: Path | None = None,
     show_error = _error_printer(err)
 
     def warn(msg: str) -> None:
-        show_error(f"mdshell: warning: {msg}")
+        show_error(f"warning: {msg}")
 
     history = hist.open_history(history_path or hist.history_path(), warn)
     hist.attach(shell, history.get_strings)

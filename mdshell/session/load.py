@@ -211,7 +211,7 @@ def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list
     if builder.txn is not None:
         problems.append(Problem(
             "open-transaction", f"the log ends inside the metadata transaction begun at offset "
-            f"{builder.txn_offset}: its {len(builder.txn)} records are not applied (Kafka "
+            f"{builder.txn_offset}: {_its_records(len(builder.txn))} not applied (Kafka "
             "applies them only when the EndTransactionRecord arrives)", None,
             builder.txn_offset))
     problems.extend(builder.problems)
@@ -220,15 +220,29 @@ def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list
     image = run.replayer.checkpoint()
     stops = [p for p in problems if p.code in STOPS and p.code != "stopped"]
     if stops and (upto is None or any(p.offset is None or p.offset <= upto for p in stops)):
-        prov = image.provenance
-        origin = f"snapshot {cp.name}, then the log" if cp else "the log"
-        problems.append(Problem(
-            "image", f"because of the damage above, the image is as of offset {prov.offset} "
-            f"(epoch {prov.epoch}; read from {origin}): later records are not in it",
-            None, None))
+        problems.append(Problem("image", _stopped_at(source, cp, image), None, None))
     following = start if stream.end_offset is None else max(start, stream.end_offset + 1)
     return Loaded(image, problems, run.files, run.controls, cp, upto, end, complete,
                   run.replayer, cp.end_offset - 1 if cp else -1, following, run.index)
+
+
+def _stopped_at(source: Source, cp: Checkpoint | None, image: Image) -> str:
+    """What the damage leaves of the image, and (one damaged snapshot file) what to do."""
+    prov = image.provenance
+    path = source.describe()
+    if source.kind == "file" and path.endswith(".checkpoint"):
+        return (f"because of the damage above, the snapshot {os.path.basename(path)} is read "
+                f"only up to offset {prov.offset} inside the file: the image lacks the rest "
+                "of the snapshot; read the directory instead (-d "
+                f"{os.path.dirname(path) or '.'}) so that an older snapshot and the "
+                "log are used")
+    origin = f"snapshot {cp.name}, then the log" if cp else "the log"
+    return (f"because of the damage above, the image is as of offset {prov.offset} (epoch "
+            f"{prov.epoch}; read from {origin}): later records are not in it")
+
+
+def _its_records(n: int) -> str:
+    return "its record is" if n == 1 else f"its {n} records are"
 
 
 def _bootstrap_controls(source: Source) -> list[ControlEntry]:

@@ -163,9 +163,10 @@ class LiveSource(Source):
         """Notices about the connection, said before the image's own problems."""
         extra = [Problem("notice", n) for n in self.notices]
         extra += [Problem("live", n) for n in self.view.notes]
-        if self.degraded:
-            extra.append(Problem("degraded", f"{self.degraded}; showing only what ApiVersions, "
-                                 "DescribeCluster and DescribeQuorum give (/live, /quorum)"))
+        if self.degraded:  # the image could not be fetched: it is incomplete (UNFETCHED)
+            extra.append(Problem("unauthorized", f"{self.degraded}; the image is empty: "
+                                 "only /live and /quorum (ApiVersions, DescribeCluster, "
+                                 "DescribeQuorum) are answered"))
         return extra
 
     # -- follow ----------------------------------------------------------------------------

@@ -101,12 +101,17 @@ def log_node(info: LogInfo) -> Node:
     })
 
 
+def _n(n: int, noun: str, plural: str = "s") -> str:
+    return f"{n} {noun}{'' if n == 1 else plural}"
+
+
 def _segment(s: SegmentInfo) -> Node:
     if s.first_offset is None:
         rng = "no batches"
     else:
-        rng = (f"offsets {s.first_offset}-{s.last_offset}, {s.batches} batches, {s.records} "
-               f"records, {s.size} bytes, time {iso_zoned_utc(s.first_timestamp or 0)} .. "
+        rng = (f"offsets {s.first_offset}-{s.last_offset}, {_n(s.batches, 'batch', 'es')}, "
+               f"{_n(s.records, 'record')}, {s.size} bytes, time "
+               f"{iso_zoned_utc(s.first_timestamp or 0)} .. "
                f"{iso_zoned_utc(s.last_timestamp or 0)}")
     if s.damage:
         rng += f", damaged: {s.damage}"

@@ -32,8 +32,10 @@ _INT = struct.Struct(">i")
 
 def split_endpoint(text: str) -> tuple[str, int]:
     host, sep, port = text.strip().rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not port.isdigit():
         raise LiveError(f"-q {text!r}: expected HOST:PORT (e.g. controller1:9093)")
+    if not 0 < int(port) < 65536:
+        raise LiveError(f"-q {text!r}: port {port} is out of range (1-65535)")
     return host.strip("[]"), int(port)
 
 
