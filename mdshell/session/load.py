@@ -220,7 +220,11 @@ def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list
     image = run.replayer.checkpoint()
     stops = [p for p in problems if p.code in STOPS and p.code != "stopped"]
     if stops and (upto is None or any(p.offset is None or p.offset <= upto for p in stops)):
-        problems.append(Problem("image", _stopped_at(source, cp, image), None, None))
+        # One damaged snapshot file read alone: what to do is news (a notice, printed); where
+        # the damage left the image is said by the verdict ("image": not printed again).
+        damaged_file = source.kind == "file" and source.describe().endswith(".checkpoint")
+        problems.append(Problem("notice" if damaged_file else "image",
+                                _stopped_at(source, cp, image), None, None))
     following = start if stream.end_offset is None else max(start, stream.end_offset + 1)
     return Loaded(image, problems, run.files, run.controls, cp, upto, end, complete,
                   run.replayer, cp.end_offset - 1 if cp else -1, following, run.index)
