@@ -22,6 +22,7 @@ from . import startup
 from .engine import CheckRow, Engine
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
 from .prefetch import Prefetch
+from .textual_compat import exiting, mark_styled
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
 HEALTH_DELAY = 0.2  # seconds after the overview is shown
@@ -262,7 +263,7 @@ class MdshellApp(App[int]):
     @property
     def exiting(self) -> bool:
         """q was pressed: keys typed after it must not mount screens on the way out."""
-        return bool(getattr(self, "_exit", False))
+        return exiting(self)
 
     def _now(self, action: Callable[[], None]) -> bool:
         """Whether a key's action can run now; one pressed while the preview is up (the
@@ -353,10 +354,7 @@ def _lazy(module: str, name: str) -> Callable[[], Screen[None]]:
     def make() -> Screen[None]:
         screen: Screen[None] = getattr(importlib.import_module(f".{module}", __package__),
                                        name)()
-        # A new screen is styled as it mounts; without this, Textual re-parses every CSS
-        # source of the app twice when switching to it (~10 ms each time).
-        from textual._context import active_app
-        screen._css_update_count = active_app.get()._css_update_count
+        mark_styled(screen)  # or Textual re-parses all the app's CSS twice (~10 ms)
         return screen
     return make
 
