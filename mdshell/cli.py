@@ -65,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mdshell",
         formatter_class=_HelpLayout,
         description="Explore the metadata of an Apache Kafka KRaft cluster: a "
-                    "__cluster_metadata-0 directory, one snapshot or log file, or (soon) the "
-                    "live controller quorum.",
+                    "__cluster_metadata-0 directory, one snapshot or log file, or the live "
+                    "controller quorum.",
         epilog="Examples: mdshell -d /var/lib/kafka/data ls /image/topics/byName | "
                "mdshell -d DIR tree /image/cluster | mdshell -s 00000000000000001234-0000000001"
                ".checkpoint cat /image/provenance",

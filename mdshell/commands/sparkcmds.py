@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ArgParser, CommandError, Result, command
+from .results import Text
 from .shell import Shell
 
 SQL_USAGE = 'sql [--csv FILE] [--parquet DIR] "QUERY"'
@@ -46,13 +47,14 @@ def sql(shell: Shell, args: list[str]) -> Result:
     df = query.run(view, " ".join(ns.query))
     if ns.parquet:
         n = query.write_parquet(query.get_session(), df, ns.parquet)
-        return Result([f"wrote {n} rows to {ns.parquet}"], {"rows": n, "parquet": ns.parquet})
+        return Result(value=Text([f"wrote {n} rows to {ns.parquet}"],
+                                 {"rows": n, "parquet": ns.parquet}))
     table = query.collect(df)
     if ns.csv:
         query.write_csv(table, ns.csv)
-        return Result([f"wrote {table.num_rows} rows to {ns.csv}"],
-                      {"rows": table.num_rows, "csv": ns.csv})
-    return Result(query.text_lines(table), lambda: query.rows(table))
+        return Result(value=Text([f"wrote {table.num_rows} rows to {ns.csv}"],
+                                 {"rows": table.num_rows, "csv": ns.csv}))
+    return Result(value=Text(query.text_lines(table), lambda: query.rows(table)))
 
 
 @command("tables", "List the tables `sql` can query, with their columns.", "tables [NAME]",
@@ -70,4 +72,4 @@ def tables_cmd(shell: Shell, args: list[str]) -> Result:
     for name, t in described.items():
         lines.append(f"{name}: {t['description']}")
         lines += [f"    {c['name']} {c['type']}" for c in t["columns"]]
-    return Result(lines, described)
+    return Result(value=Text(lines, described))
