@@ -14,6 +14,8 @@ import pytest
 
 from mdshell.spark import settings
 
+pytestmark = pytest.mark.spark
+
 
 def test_each_process_logs_to_its_own_file_and_old_logs_go(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
