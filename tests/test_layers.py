@@ -1,7 +1,8 @@
 """The house keeps its shape: imports follow the layers of ``docs/design.md``, and no two
 modules import each other (read from the source with ``ast``, nothing is imported).
 
-Layers, lowest first: wire -> source -> image -> tree -> commands -> front ends (cli, repl, tui).
+Layers, lowest first: wire -> source and image (siblings) -> tree -> session -> spark ->
+commands -> front ends (cli, repl, tui); docs/design.md says why each allowed edge exists.
 Every import counts for the layers, also inside functions and under ``TYPE_CHECKING``. Cycles
 are looked for among the imports that run when a module is imported (module level), and
 separately among all the imports that run (function level too); imports under
