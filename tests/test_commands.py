@@ -92,10 +92,10 @@ def test_json_covers_the_registry() -> None:
 
 def test_json_leaves_are_structured() -> None:
     sh = shell("cluster-basic")
-    broker = sh.run(["cat", "/image/cluster/brokers/0"]).data[0]["value"]
+    broker = sh.run(["cat", "/image/cluster/brokers/0"]).json()[0]["value"]
     assert broker["id"] == 0 and isinstance(broker["listeners"], list)
     assert {"listenerName", "securityProtocol", "host", "port"} <= broker["listeners"][0].keys()
-    mv = sh.run(["cat", "/image/features/metadataVersion"]).data[0]["value"]
+    mv = sh.run(["cat", "/image/features/metadataVersion"]).json()[0]["value"]
     assert mv == {"name": "4.0-IV3", "level": 25}
 
 
@@ -207,7 +207,7 @@ def test_quorum_with_kraft_version_1() -> None:
     assert lines(sh, "cat", "/quorum/kraftVersion") == ["1"]
     voters = lines(sh, "ls", "/quorum/voters")
     assert voters == ["1", "2", "3"]
-    v = sh.run(["cat", "/quorum/voters/3"]).data[0]["value"]
+    v = sh.run(["cat", "/quorum/voters/3"]).json()[0]["value"]
     assert len(v["directoryId"]) == 22 and v["endpoints"][0]["name"] == "CONTROLLER"
     assert lines(sh, "cat", "/quorum/leaderId") == ["2"]
 

@@ -29,6 +29,8 @@ from tests.kafka import jars, tools
 from tests.kafka.cluster import KraftCluster
 from tests.kafka.proxy import Proxy
 
+pytestmark = pytest.mark.live
+
 VERSION = jars.KAFKA_4
 _ADMINS: dict[str, object] = {}
 SNAPSHOT_OFTEN = {

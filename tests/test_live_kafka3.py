@@ -22,6 +22,8 @@ from tests.conftest import run_cli
 from tests.kafka import jars
 from tests.kafka.cluster import KraftCluster
 
+pytestmark = pytest.mark.live
+
 OLD_MV = "3.6-IV2"
 SNAPSHOT_OFTEN = {
     "metadata.log.max.record.bytes.between.snapshots": "1024",

@@ -51,6 +51,8 @@ from tests.conftest import run_cli
 from tests.kafka import jars
 from tests.kafka.cluster import KraftCluster, Node
 
+pytestmark = pytest.mark.live
+
 VERSION = jars.KAFKA_4
 SETTINGS = {
     "metadata.log.max.record.bytes.between.snapshots": "2048",

@@ -20,6 +20,8 @@ from tests.kafka import jars
 from tests.kafka.certs import write_pem_set
 from tests.kafka.cluster import KraftCluster, free_ports
 
+pytestmark = pytest.mark.live
+
 VERSION = jars.KAFKA_4
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

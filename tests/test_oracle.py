@@ -45,6 +45,8 @@ from .oracle import (
     units,
 )
 
+pytestmark = pytest.mark.oracle
+
 # Writer options covered by generated directories (each also has several segments).
 SYNTH = {
     "mv19-none-kraft0": ["--metadata-version", "19", "--kraft-version", "0",

@@ -12,6 +12,8 @@ from .conftest import FIXTURES
 from .kafka import jars, tools
 from .oracle import MD, need_kafka
 
+pytestmark = pytest.mark.oracle
+
 SEGMENT = FIXTURES / "segments-snapshots" / MD / "00000000000000000037.log"
 
 

@@ -39,6 +39,8 @@ from .oracle import (
     units,
 )
 
+pytestmark = pytest.mark.oracle
+
 K4, K37 = jars.KAFKA_4, jars.KAFKA_37
 # (corpus directory, last file of the unit, Kafka version) -> why Kafka's output differs.
 KNOWN_DIFFERENCES: dict[tuple[str, str, str], str] = {

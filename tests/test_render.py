@@ -49,11 +49,11 @@ def test_the_width_is_the_front_ends() -> None:
 
 
 def test_plain_results_keep_working() -> None:
-    """Plug-in commands and tables build ``Result(lines, data)``: same lines, same JSON."""
-    res = Result(["a", "b"], {"k": 1})
-    assert isinstance(res.value, r.Text) and list(res.lines) == ["a", "b"]
-    assert res.json() == {"k": 1} and res.data == {"k": 1} and res.code == 0
-    lazy = Result(iter(["x"]), lambda: [1, 2])
+    """Commands that make their own lines and JSON (tables, sql) give a ``Text``."""
+    res = Result(value=r.Text(["a", "b"], {"k": 1}))
+    assert list(res.lines) == ["a", "b"]
+    assert res.json() == {"k": 1} and res.code == 0
+    lazy = Result(value=r.Text(iter(["x"]), lambda: [1, 2]))
     assert lazy.json() == [1, 2] and list(lazy.lines) == ["x"]
     assert Result().value is None and list(Result().lines) == [] and Result().json() is None
     failed = Result(errors=["boom"])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mdshell.commands.base import REGISTRY, Command, Result
+from mdshell.commands.results import Text
 from mdshell.commands.shell import Shell
 from mdshell.repl import (
     Word,
@@ -275,7 +276,7 @@ def test_errors_suggest_and_the_shell_goes_on(shell: Shell, tmp_path: Path,
         def lines():  # type: ignore[no-untyped-def]
             yield "first"
             raise KeyError("deep")
-        return Result(lines())
+        return Result(value=Text(lines()))
 
     monkeypatch.setitem(REGISTRY, "boom", Command("boom", "fails", "boom", boom))
     monkeypatch.setitem(REGISTRY, "lazyboom", Command("lazyboom", "fails", "lazyboom", lazy_boom))
@@ -298,7 +299,7 @@ def test_ctrl_c_interrupts_a_command_and_the_shell_goes_on(
         def lines():  # type: ignore[no-untyped-def]
             yield "row 1"
             raise KeyboardInterrupt  # what SIGINT does in the middle of the output
-        return Result(lines())
+        return Result(value=Text(lines()))
 
     monkeypatch.setitem(REGISTRY, "endless", Command("endless", "prints", "endless", endless))
     rc, out, err = _session(shell, ["endless\r", "pwd\r"], tmp_path / "h")

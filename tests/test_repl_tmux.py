@@ -16,6 +16,8 @@ import pytest
 from .conftest import FIXTURES, ROOT
 from .test_repl import tiny_dir
 
+pytestmark = pytest.mark.tmux
+
 TMUX = shutil.which("tmux")
 
 

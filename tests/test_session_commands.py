@@ -44,7 +44,7 @@ def test_help_lists_every_registered_command_aligned(shell: Shell,
 
 
 def test_help_json_and_usage(shell: Shell) -> None:
-    data = shell.run(["help"]).data
+    data = shell.run(["help"]).json()
     assert {d["name"] for d in data} == set(REGISTRY)
     find = next(d for d in data if d["name"] == "find")
     assert find["options"] == ["-name", "-type", "-maxdepth"] and find["shellOnly"] is False
@@ -79,7 +79,7 @@ def test_history_shows_the_last_n_like_kafka(shell: Shell) -> None:
     assert list(shell.run(["history", "2"]).lines) == ["   11  cmd11", "   12  cmd12"]
     assert len(list(shell.run(["history"]).lines)) == 12
     assert list(shell.run(["history", "-3"]).lines) == []
-    assert shell.run(["history", "2"]).data == [{"index": 11, "command": "cmd11"},
+    assert shell.run(["history", "2"]).json() == [{"index": 11, "command": "cmd11"},
                                                 {"index": 12, "command": "cmd12"}]
     assert "invalid int value: 'x'" in shell.run(["history", "x"]).errors[0]
 

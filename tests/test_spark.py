@@ -31,6 +31,8 @@ from mdshell.tree.node import RenderOptions
 
 from .conftest import CORPUS, FIXTURES, ROOT, corpus_dirs, need_corpus, run_cli
 
+pytestmark = pytest.mark.spark
+
 GOOD_FIXTURES = ["cluster-basic", "security", "elr", "controllers", "transactions",
                  "segments-snapshots", "codecs", "kraft-v1", "kafka37-snapshot"]
 BAD_FIXTURES = ["bad-crc", "bad-truncated-tail", "bad-half-snapshot", "bad-unknown-records",

@@ -14,10 +14,13 @@ import pytest
 
 from mdshell.spark import settings
 
+pytestmark = pytest.mark.spark
+
 
 def test_each_process_logs_to_its_own_file_and_old_logs_go(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("MDSHELL_CACHE", raising=False)
     monkeypatch.delenv(settings.LOG_ENV, raising=False)
     path = settings.log_path()
     assert path == str(tmp_path / "mdshell" / "spark" / f"spark-{os.getpid()}.log")
@@ -47,6 +50,7 @@ def _archive_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     from mdshell.spark import classarchive
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("MDSHELL_CACHE", raising=False)
     monkeypatch.delenv(settings.CDS_ENV, raising=False)
     if classarchive._key() is None:
         pytest.skip("no java here")

@@ -28,6 +28,8 @@ from mdshell.wire.primitives import uuid_str  # noqa: E402
 
 from .conftest import CORPUS, FIXTURES  # noqa: E402
 
+pytestmark = pytest.mark.spark
+
 # Two real directories (the Spark tests compare every corpus directory through the source).
 CORPUS_SPREAD = ["13LAckHEart__kafka", "rjmfernandes__flink-on-prem"]
 

@@ -120,7 +120,7 @@ def test_diff_between_offsets_reports_fields_on_fixtures() -> None:
     assert "    epoch: 11 -> 112" in lines
     same = shell.run(["diff", "50", "50"])
     assert list(same.lines)[-1] == "no differences"
-    data = shell.run(["diff", "20", "latest", "/image/topics"]).data
+    data = shell.run(["diff", "20", "latest", "/image/topics"]).json()
     kinds = {(c["kind"], c["path"]) for c in data["changes"]}
     assert ("added", "/image/topics/byName/topic-3") in kinds
 
@@ -136,7 +136,7 @@ def test_diff_between_offsets_reports_fields() -> None:
     assert "    epoch: 5 -> 27169" in lines
     same = shell.run(["diff", "500", "500"])
     assert list(same.lines)[-1] == "no differences"
-    data = shell.run(["diff", "100", "latest", "/image/topics"]).data
+    data = shell.run(["diff", "100", "latest", "/image/topics"]).json()
     kinds = {(c["kind"], c["path"]) for c in data["changes"]}
     assert ("added", "/image/topics/byName/test") in kinds
 
@@ -149,7 +149,7 @@ def test_diff_of_fixture_offsets_matches_fresh_loads(name: str) -> None:
     shell = Shell(source, load(source), SHOW)
     last = load(source).end_offset or 0
     a, b = last // 3, last - 1
-    data = shell.run(["diff", str(a), str(b)]).data
+    data = shell.run(["diff", str(a), str(b)]).json()
     ref_a = Shell(source, load(source, upto=a), SHOW)
     ref_b = Shell(source, load(source, upto=b), SHOW)
     same = image_text(ref_a) == image_text(ref_b)

@@ -295,6 +295,7 @@ def _dump_log(files: list[Path]) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.oracle
 def test_records_batches_match_kafka_dump_log(tmp_path: Path) -> None:
     """Every codec, control and transactional batches, and a batch with a bad CRC."""
     dirs = [FIXTURES / "codecs", FIXTURES / "transactions", FIXTURES / "bad-crc"]

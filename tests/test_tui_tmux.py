@@ -19,6 +19,8 @@ import pytest
 
 from .conftest import CORPUS, FIXTURES, ROOT, need_corpus
 
+pytestmark = pytest.mark.tmux
+
 TMUX = shutil.which("tmux")
 
 

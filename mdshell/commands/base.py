@@ -8,12 +8,11 @@ JSON; front ends decide where each goes.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..problems import CommandError
-from .results import Batches, Paths, Records, Text, Tree
 
 __all__ = ["REGISTRY", "ArgParser", "Command", "CommandError", "Result", "UsageError",
            "closest", "command"]
@@ -26,24 +25,18 @@ class UsageError(Exception):
     """Wrong arguments: the message is the one-line usage complaint (exit 2)."""
 
 
-LAZY = (Tree, Paths, Records, Batches)  # kinds whose JSON is computed when asked
-
-
 class Result:
     """A command's outcome: its typed value (:mod:`.results`), and the lines for stderr.
 
-    ``Result(lines, data)`` still works (plug-in commands, tables): it holds a
+    Commands that make their own lines and JSON (tables, ``sql``) give a
     :class:`~.results.Text`. ``lines`` and ``json()`` render the value through :mod:`.render`
     (``lines`` without a terminal width: one ``ls`` name a line). ``errors`` and ``warnings``
     may grow while a lazy value is rendered (a file that cannot be read half-way through
     ``records``): front ends read them after the output.
     """
 
-    def __init__(self, lines: Iterable[str] = (), data: Any = None,
-                 errors: list[str] | None = None, warnings: list[str] | None = None,
-                 exit_code: int | None = None, *, value: Any = None) -> None:
-        if value is None and (lines != () or data is not None):
-            value = Text(lines, data)
+    def __init__(self, *, value: Any = None, errors: list[str] | None = None,
+                 warnings: list[str] | None = None, exit_code: int | None = None) -> None:
         self.value = value
         self.errors: list[str] = [] if errors is None else errors
         self.warnings: list[str] = [] if warnings is None else warnings  # printed; succeeded
@@ -56,16 +49,6 @@ class Result:
         from .textform import text_lines
 
         return text_lines(self.value)
-
-    @property
-    def data(self) -> Any:
-        """The JSON data as before typed values: what ``Result(lines, data)`` was given, else
-        the JSON form (a function that computes it, for the kinds that stream)."""
-        if isinstance(self.value, Text):
-            return self.value.data
-        if isinstance(self.value, LAZY):
-            return self.json
-        return self.json()
 
     def json(self) -> Any:
         """The JSON form (computed now when the command made it lazy)."""

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from .base import ArgParser, CommandError, Result, command
+from .results import Text
 
 
 @command("save", "Write what live mode fetched as a __cluster_metadata-0 directory.",
@@ -28,9 +29,9 @@ def _save(shell: Any, args: list[str]) -> Result:
         raise CommandError("nothing was fetched (see /live: no access to the metadata log?); "
                            "nothing to save")
     written = save_files(target, fetched)
-    return Result([f"wrote {n} ({size} bytes)" for n, size in written],
-                  {"directory": os.path.abspath(target),
-                   "files": [{"name": n, "size": s} for n, s in written]})
+    return Result(value=Text([f"wrote {n} ({size} bytes)" for n, size in written],
+                             {"directory": os.path.abspath(target),
+                              "files": [{"name": n, "size": s} for n, s in written]}))
 
 
 def save_files(target: str, files: dict[str, bytes]) -> list[tuple[str, int]]:

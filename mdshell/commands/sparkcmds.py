@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ArgParser, CommandError, Result, command
+from .results import Text
 from .shell import Shell
 
 SQL_USAGE = 'sql [--csv FILE] [--parquet DIR] "QUERY"'
@@ -57,17 +58,17 @@ def _sql(query: Any, view: Any, ns: Any) -> Result:
     if ns.parquet:
         n = query.cancellable(lambda: query.write_parquet(query.get_session(), df,
                                                           ns.parquet))
-        return Result([f"wrote {n} rows to {ns.parquet}"], {"rows": n, "parquet": ns.parquet},
-                      warnings=warnings)
+        return Result(value=Text([f"wrote {n} rows to {ns.parquet}"],
+                                 {"rows": n, "parquet": ns.parquet}), warnings=warnings)
     if ns.csv:
         n = query.cancellable(lambda: query.write_csv(df, ns.csv))
-        return Result([f"wrote {n} rows to {ns.csv}"], {"rows": n, "csv": ns.csv},
+        return Result(value=Text([f"wrote {n} rows to {ns.csv}"], {"rows": n, "csv": ns.csv}),
                       warnings=warnings)
     table, total = query.cancellable(lambda: query.collect_limited(df))
     if total > table.num_rows:  # said in JSON too (the text form's last line says it)
         warnings = [*warnings, f"the query gave {total} rows; the first {table.num_rows} are "
                     "shown (--csv FILE or --parquet DIR writes them all)"]
-    return Result(query.text_lines(table, total), lambda: query.rows(table),
+    return Result(value=Text(query.text_lines(table, total), lambda: query.rows(table)),
                   warnings=warnings)
 
 
@@ -86,4 +87,4 @@ def tables_cmd(shell: Shell, args: list[str]) -> Result:
     for name, t in described.items():
         lines.append(f"{name}: {t['description']}")
         lines += [f"    {c['name']} {c['type']}" for c in t["columns"]]
-    return Result(lines, described)
+    return Result(value=Text(lines, described))

@@ -5,13 +5,14 @@ is half of its cost (about 13 s of CPU cold, 7-8 s with the archive, on this mac
 can write the classes a JVM loaded to a *dynamic archive* when it exits
 (``-XX:ArchiveClassesAtExit``) and map them at the next start (``-XX:SharedArchiveFile``).
 
-The first session without an archive writes one, in ``~/.cache/mdshell/spark-cds/``, when its
+The first session without an archive writes one, in ``spark-cds/`` of mdshell's cache directory
+(``~/.cache/mdshell`` by default, see mdshell/files.py), when its
 JVM exits (it runs on for 10-20 s after mdshell to do so, once; about 150 MB). The JVM writes
 to a ``.part`` file named for it; a later start promotes the part to the archive once the JVM
 that wrote it has gone (never while it writes). Only one JVM writes at a time. A stale or
 foreign archive (another JDK build, other jars) is refused by the JVM itself, which then starts
 as usual; the key below (pyspark's jars and the java binary) keeps one archive per install.
-``MDSHELL_SPARK_CDS=0`` turns all this off.
+``MDSHELL_SPARK_CDS=0`` (or ``MDSHELL_NO_CACHE=1``) turns all this off.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import hashlib
 import os
 import shutil
 
-from .settings import CDS_ENV, cache_dir
+from .settings import CDS_ENV, cache_dir, caching
 
 
 def _java() -> str | None:
@@ -97,7 +98,8 @@ class Plan:
 
 
 def plan() -> Plan:
-    if os.environ.get(CDS_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+    if not caching() or os.environ.get(CDS_ENV, "1").strip().lower() in (
+            "0", "false", "no", "off"):
         return Plan()
     key = _key()
     if key is None:

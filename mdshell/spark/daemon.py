@@ -20,19 +20,9 @@ from __future__ import annotations
 import os
 import sys
 
+from mdshell.spark.compat import installed_first, run_daemon_manager
 
-def installed_first(path: list[str]) -> None:
-    """Put the site directory of an installed pyspark before the ``pyspark.zip`` it ships
-    (``<site>/pyspark/python/lib/pyspark.zip``); a zip from elsewhere is left first."""
-    for i, entry in enumerate(path):
-        if os.path.basename(entry) != "pyspark.zip":
-            continue
-        package = os.path.dirname(os.path.dirname(os.path.dirname(entry)))
-        lib = os.path.join(package, "python", "lib")
-        if (os.path.basename(package) == "pyspark" and os.path.dirname(entry) == lib
-                and os.path.isfile(os.path.join(package, "__init__.py"))):
-            path.insert(i, os.path.dirname(package))
-        return
+__all__ = ["installed_first", "preload"]
 
 
 # Settings under which numpy and pyarrow start no thread when imported.
@@ -57,6 +47,4 @@ if __name__ == "__main__":
     import pyspark.worker  # noqa: F401  (compiled once, before the forks)
 
     preload(os.environ)
-    from pyspark.daemon import manager
-
-    manager()
+    run_daemon_manager()

@@ -39,11 +39,11 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..problems import SourceError
 from . import fastlog, tables
+from .compat import arrow_to_spark
 
 LOG = logging.getLogger("mdshell.spark")
 EXTRA = pa.schema([("directory", pa.string()), ("cluster_id", pa.string()),
@@ -60,7 +60,7 @@ def arrow_schema(table: str) -> pa.Schema:
 
 
 def spark_schema(table: str) -> StructType:
-    return from_arrow_schema(arrow_schema(table), prefer_timestamp_ntz=False)
+    return arrow_to_spark(arrow_schema(table))
 
 
 def expand_paths(options: dict[str, str]) -> list[str]:

@@ -324,11 +324,11 @@ def text_lines(table: pa.Table, total: int | None = None) -> Iterator[str]:
 
 def describe_tables() -> dict[str, dict[str, Any]]:
     """Every table with its columns and Spark SQL types (no session needed)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
+    from .compat import arrow_to_spark
 
     out: dict[str, dict[str, Any]] = {}
     for name, (schema, _, what) in tables.TABLES.items():
-        struct = from_arrow_schema(schema, prefer_timestamp_ntz=False)
+        struct = arrow_to_spark(schema)
         out[name] = {"description": what,
                      "columns": [{"name": f.name, "type": f.dataType.simpleString()}
                                  for f in struct.fields]}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..problems import CommandError
 from . import classarchive
+from .compat import ARROW_FAST_ACCESS, DAEMON_KEY
 from .settings import LOG_ENV, SETTINGS, SparkSettings, log_path, prune_logs
 
 if TYPE_CHECKING:
@@ -33,14 +34,12 @@ DEFAULT_CONF = {
 }
 # A local session's Python workers are this interpreter: its daemon reads pyspark's cached
 # bytecode (see :mod:`.daemon`). A cluster's workers keep Spark's own.
-DAEMON_KEY = "spark.python.daemon.module"
 # A local session's JVM reads Arrow batches only from its own Python workers: Arrow's checks
 # of bounds and reference counts on every access (a sixth of the JVM's time in a data source
 # read) are turned off there. A session is short-lived, and the JIT's work is a third of the
 # JVM's CPU in its first big query: smaller inlining limits cut that by 0.7 CPU-s (9%, five
 # runs each way), and the next queries ran no slower.
-LOCAL_JVM = ("-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false "
-             "-XX:FreqInlineSize=100 -XX:MaxInlineLevel=9")
+LOCAL_JVM = f"{ARROW_FAST_ACCESS} -XX:FreqInlineSize=100 -XX:MaxInlineLevel=9"
 
 
 class SparkUnavailable(CommandError):

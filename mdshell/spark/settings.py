@@ -6,6 +6,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ..files import cache_dir, caching
+
+__all__ = ["SETTINGS", "SparkSettings", "cache_dir", "configure", "log_path", "prune_logs"]
+
 MASTER_ENV = "MDSHELL_SPARK_MASTER"
 LOG_ENV = "MDSHELL_SPARK_LOG"
 CDS_ENV = "MDSHELL_SPARK_CDS"  # "0": no archive of Spark's classes (see classarchive.py)
@@ -38,23 +42,23 @@ def configure(master: str | None, properties: dict[str, str] | None) -> list[str
     return others
 
 
-def cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "mdshell")
-
-
 def log_path() -> str:
     """The file the JVM writes its log lines to (never the terminal: it would corrupt a TUI):
-    ``$MDSHELL_SPARK_LOG``, else one file per process, ``~/.cache/mdshell/spark/spark-PID.log``
-    (two sessions at once never mix their lines; only the most recent few are kept)."""
+    ``$MDSHELL_SPARK_LOG``, else one file per process in the cache directory,
+    ``spark/spark-PID.log`` (two sessions at once never mix their lines; only the most recent
+    few are kept); nowhere with ``MDSHELL_NO_CACHE=1``."""
     path = os.environ.get(LOG_ENV)
     if path:
         return path
+    if not caching():
+        return os.devnull
     return os.path.join(cache_dir(), "spark", f"spark-{os.getpid()}.log")
 
 
 def prune_logs(keep: int = KEEP_LOGS) -> None:
     """Remove the per-process logs beyond the ``keep`` most recent (this one is the newest)."""
+    if not caching():
+        return
     folder = os.path.join(cache_dir(), "spark")
     try:
         logs = [e for e in os.scandir(folder) if e.name.startswith("spark-")

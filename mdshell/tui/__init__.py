@@ -11,34 +11,28 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
             at: str | None = None, bootstrap: str | None = None,
             config: str | None = None) -> int:
     """Open the source, run the app until the user quits; the process exit code."""
-    import gc
+    from .startup import started
 
-    gc.disable()  # until the overview is up (the app re-enables it): ~15% off start-up
-    from ..problems import SourceError
-    from .engine import Engine
+    with started() as startup:  # GC, switch interval, prefetch: all undone on the way out
+        from ..problems import SourceError
+        from .engine import Engine
 
-    try:
-        engine = (Engine.open_live(bootstrap, config, show_secrets) if bootstrap
-                  else Engine.open(directory, file, show_secrets))
-    except SourceError as e:
-        print(f"mdshell: {e}", file=sys.stderr)
-        return 1
-    from .prefetch import start
+        try:
+            engine = (Engine.open_live(bootstrap, config, show_secrets) if bootstrap
+                      else Engine.open(directory, file, show_secrets))
+        except SourceError as e:
+            print(f"mdshell: {e}", file=sys.stderr)
+            return 1
+        # The overview is read by a child on another core while Textual is imported below;
+        # when there is no child (live, --at, no fork), the load starts in a thread meanwhile.
+        prefetch = startup.start_load(engine, at)
+        try:
+            from .app import make_app
 
-    # The overview is read by a child on another core while Textual is imported below; when
-    # there is no child (live, --at, no fork), the load starts in a thread meanwhile.
-    prefetch = start(engine) if at is None else None
-    if prefetch is None:
-        engine.start_load()
-    try:
-        from .app import make_app
-
-        app = make_app(engine, at=at, prefetch=prefetch)
-        app.run()
-    finally:
-        if prefetch is not None:
-            prefetch.close()
-        engine.close()  # live: stop following the quorum
+            app = make_app(engine, at=at, prefetch=prefetch)
+            app.run()
+        finally:
+            engine.close()  # live: stop following the quorum
     code: Any = app.return_code
     if app.fatal:
         print(f"mdshell: {app.fatal}", file=sys.stderr)

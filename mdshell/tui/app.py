@@ -5,9 +5,7 @@
 
 from __future__ import annotations
 
-import gc
 import importlib
-import sys
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -20,12 +18,13 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.timer import Timer
 
+from . import startup
 from .engine import CheckRow, Engine
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
 from .prefetch import Prefetch
+from .textual_compat import exiting, mark_styled
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
-SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
 HEALTH_DELAY = 0.2  # seconds after the overview is shown
 LOADING_DELAY = 0.15  # a load done sooner goes straight to the overview (no loading screen)
 LIVE_TICK = 0.5  # seconds between polls of a live quorum (and header refreshes)
@@ -73,9 +72,7 @@ class MdshellApp(App[int]):
         yield from ()
 
     def on_mount(self) -> None:
-        # Loads run in threads: a short switch interval lets the UI thread take the GIL
-        # back within a millisecond, so keys are answered while a load runs.
-        sys.setswitchinterval(SWITCH_INTERVAL)
+        startup.ui_up()  # a short switch interval: keys are answered while a load runs
         if self.prefetch is not None:
             self.await_preview()
         else:
@@ -170,10 +167,7 @@ class MdshellApp(App[int]):
         if self._after_load is not None:
             then, self._after_load = self._after_load, None
             then()
-        # run_tui starts with the cyclic GC off (imports and the load allocate a lot and
-        # keep all of it): what exists now is frozen, collections resume for what follows.
-        gc.freeze()
-        gc.enable()
+        startup.loaded()  # the cyclic GC, off since the start, is back on
         # Health reads every partition; start it once the overview is on screen, so that the
         # first paint does not share the interpreter with it.
         self.set_timer(HEALTH_DELAY, self.check_health)
@@ -269,7 +263,7 @@ class MdshellApp(App[int]):
     @property
     def exiting(self) -> bool:
         """q was pressed: keys typed after it must not mount screens on the way out."""
-        return bool(getattr(self, "_exit", False))
+        return exiting(self)
 
     def _now(self, action: Callable[[], None]) -> bool:
         """Whether a key's action can run now; one pressed while the preview is up (the
@@ -360,10 +354,7 @@ def _lazy(module: str, name: str) -> Callable[[], Screen[None]]:
     def make() -> Screen[None]:
         screen: Screen[None] = getattr(importlib.import_module(f".{module}", __package__),
                                        name)()
-        # A new screen is styled as it mounts; without this, Textual re-parses every CSS
-        # source of the app twice when switching to it (~10 ms each time).
-        from textual._context import active_app
-        screen._css_update_count = active_app.get()._css_update_count
+        mark_styled(screen)  # or Textual re-parses all the app's CSS twice (~10 ms)
         return screen
     return make
 

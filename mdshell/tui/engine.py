@@ -2,9 +2,8 @@
 
 Screens speak in paths and plain rows; only this module (with the state-free builders it
 calls: overviewrows, healthrows, timeline, plain, liveinfo) knows about ``Shell``,
-``Loaded``, tree nodes, health checks and the loader. When the core gains a ``Session`` and
-typed results, these are the modules to re-plug. No textual import here: tests and benchmarks
-drive the engine on its own.
+``Loaded``, tree nodes, health checks and the loader. No textual import here: tests and
+benchmarks drive the engine on its own.
 """
 
 from __future__ import annotations

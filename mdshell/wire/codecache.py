@@ -4,10 +4,10 @@ Compiling a generated decoder costs ~1.5 ms, and a one-shot command on a small d
 needs a dozen of them: without this, compiling is most of the time it spends after imports.
 Code objects are kept by their whole source (the source changes with the schema or the
 generator, so a stale entry is never used, and no hash can collide) in one marshal file per
-Python version, under ``$MDSHELL_CACHE`` (else ``$XDG_CACHE_HOME/mdshell``, else
-``~/.cache/mdshell``). The file is written once at exit, and only when something new was
-compiled; a cache that cannot be read or written is silently not used. Nothing here is ever
-written near the user's data; ``MDSHELL_NO_CODE_CACHE=1`` turns it off.
+Python version, in mdshell's cache directory (:func:`mdshell.files.cache_dir`). The file is
+written once at exit, and only when something new was compiled; a cache that cannot be read or
+written is silently not used. Nothing here is ever written near the user's data;
+``MDSHELL_NO_CODE_CACHE=1`` (or ``MDSHELL_NO_CACHE=1``, for every cache) turns it off.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import os
 import sys
 from types import CodeType
 
+from ..files import cache_dir, caching
+
 _codes: dict[str, CodeType] | None = None
 _dirty = False
 _used: set[str] = set()
@@ -27,10 +29,11 @@ DISABLE_ENV = "MDSHELL_NO_CODE_CACHE"
 
 
 def cache_file() -> str:
-    base = os.environ.get("MDSHELL_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "mdshell")
-    return os.path.join(base, f"decoders-{sys.implementation.cache_tag}.marshal")
+    return os.path.join(cache_dir(), f"decoders-{sys.implementation.cache_tag}.marshal")
+
+
+def _enabled() -> bool:
+    return caching() and not os.environ.get(DISABLE_ENV)
 
 
 def compiled(source: str, name: str) -> CodeType:
@@ -41,7 +44,7 @@ def compiled(source: str, name: str) -> CodeType:
     code = codes.get(source)
     if code is None:
         code = codes[source] = compile(source, name, "exec")
-        if not _dirty and not os.environ.get(DISABLE_ENV):
+        if not _dirty and _enabled():
             _dirty = True
             atexit.register(_save)
     return code
@@ -51,7 +54,7 @@ def _load() -> dict[str, CodeType]:
     global _codes
     if _codes is None:
         _codes = {}
-        if not os.environ.get(DISABLE_ENV):
+        if _enabled():
             try:
                 with open(cache_file(), "rb") as f:
                     loaded = marshal.loads(f.read())

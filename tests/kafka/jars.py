@@ -45,9 +45,9 @@ class KafkaUnavailable(RuntimeError):
 
 
 def cache_root() -> Path:
-    base = os.environ.get("MDSHELL_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mdshell")
-    return Path(base)
+    from mdshell.files import cache_dir
+
+    return Path(cache_dir())
 
 
 def java() -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from ... import __version__
 from .config import ClientConfig
 from .errors import KIP919, LiveError, NoAnswer, RetriableError
 
@@ -118,7 +119,7 @@ class Connection:
         from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
         req = ApiVersionsRequest(client_software_name="mdshell",
-                                 client_software_version="0.1.0")
+                                 client_software_version=__version__)
         resp = self.request(req)
         if resp.error_code != 0:
             raise LiveError(f"{self.endpoint}: ApiVersions failed ({_code_name(resp.error_code)})")

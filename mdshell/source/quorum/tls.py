@@ -4,16 +4,28 @@ PEM files (``ssl.*.type=PEM``, or inline ``ssl.truststore.certificates`` /
 ``ssl.keystore.key`` + ``ssl.keystore.certificate.chain``) and PKCS12 stores (read with the
 ``cryptography`` package). JKS is refused with a hint. Hostname verification is on unless
 ``ssl.endpoint.identification.algorithm`` is empty, as in Kafka.
+
+Python's ``ssl`` reads a client key only from a file: the key goes to a private temporary file
+encrypted with a random one-time password (never in the clear), removed once loaded.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import secrets
 import ssl
 import tempfile
+from typing import TYPE_CHECKING
 
 from .errors import LiveError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+
+# One PEM block; group 1 is its label ("CERTIFICATE", "PRIVATE KEY", "RSA PRIVATE KEY", ...).
+_PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----.*?-----END \1-----\s*", re.S)
 
 
 def _read(path: str, what: str) -> bytes:
@@ -38,8 +50,8 @@ def _store_type(props: dict[str, str], key: str, location: str | None) -> str:
 
 
 def _pkcs12(data: bytes, password: str | None,
-            what: str) -> tuple[bytes, bytes | None, list[bytes]]:
-    """(key PEM or b"", cert PEM, extra certs PEM) from a PKCS12 store."""
+            what: str) -> tuple[PrivateKeyTypes | None, bytes | None, list[bytes]]:
+    """(key, cert PEM, extra certs PEM) from a PKCS12 store."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.serialization import pkcs12
 
@@ -50,9 +62,7 @@ def _pkcs12(data: bytes, password: str | None,
         raise LiveError(f"{what}: cannot open the PKCS12 store (wrong password or not a "
                         "PKCS12 file)") from None
     pem = serialization.Encoding.PEM
-    key_pem = b"" if key is None else key.private_bytes(
-        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    return (key_pem, None if cert is None else cert.public_bytes(pem),
+    return (key, None if cert is None else cert.public_bytes(pem),
             [c.public_bytes(pem) for c in extra or []])
 
 
@@ -88,8 +98,8 @@ def _keystore(ctx: ssl.SSLContext, props: dict[str, str]) -> None:
         "ssl.keystore.certificate.chain")
     key_password = props.get("ssl.key.password") or None
     if key_inline and chain_inline:
-        _load_chain(ctx, (chain_inline + "\n" + key_inline).encode(), key_password,
-                    "ssl.keystore.key")
+        _load_pem(ctx, (chain_inline + "\n" + key_inline).encode(), key_password,
+                  "ssl.keystore.key")
         return
     if not location:
         return
@@ -101,17 +111,50 @@ def _keystore(ctx: ssl.SSLContext, props: dict[str, str]) -> None:
         if not key or not cert:
             raise LiveError(f"ssl.keystore.location {location}: the store needs a private key "
                             "and its certificate")
-        data, key_password = cert + b"".join(extra) + key, None
-    _load_chain(ctx, data, key_password, f"ssl.keystore.location {location}")
+        _load_chain(ctx, cert + b"".join(extra), key, f"ssl.keystore.location {location}")
+        return
+    _load_pem(ctx, data, key_password, f"ssl.keystore.location {location}")
 
 
-def _load_chain(ctx: ssl.SSLContext, pem: bytes, password: str | None, what: str) -> None:
-    """load_cert_chain wants a file: a private temporary one, removed at once."""
+def _load_pem(ctx: ssl.SSLContext, pem: bytes, password: str | None, what: str) -> None:
+    """A PEM text holding the certificate chain and the private key (in any order)."""
+    from cryptography.hazmat.primitives import serialization
+
+    certs, keys = b"", []
+    for block in _PEM_BLOCK.finditer(pem):
+        if block.group(1).endswith(b"PRIVATE KEY"):
+            keys.append(block.group(0))
+        else:
+            certs += block.group(0)
+    if len(keys) != 1:
+        raise LiveError(f"{what}: cannot use the key and certificate (the PEM text needs "
+                        f"one private key, it holds {len(keys)})")
+    try:
+        key = serialization.load_pem_private_key(
+            keys[0], password.encode() if password else None)
+    except (ValueError, TypeError) as e:
+        raise LiveError(f"{what}: cannot use the key and certificate ({_first_line(e)}; is "
+                        "ssl.key.password right?)") from None
+    _load_chain(ctx, certs, key, what)
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).splitlines() or [type(e).__name__])[0].rstrip(".")
+
+
+def _load_chain(ctx: ssl.SSLContext, certs: bytes, key: PrivateKeyTypes, what: str) -> None:
+    """load_cert_chain wants a file: a private temporary one holding the key encrypted with a
+    random one-time password, removed at once."""
+    from cryptography.hazmat.primitives import serialization
+
+    once = secrets.token_urlsafe(32)
+    sealed = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                               serialization.BestAvailableEncryption(once.encode()))
     fd, path = tempfile.mkstemp(prefix="mdshell-", suffix=".pem")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(pem)
-        ctx.load_cert_chain(path, password=password)
+            f.write(certs + sealed)
+        ctx.load_cert_chain(path, password=once)
     except ssl.SSLError as e:
         raise LiveError(f"{what}: cannot use the key and certificate ({e.reason}; is "
                         "ssl.key.password right?)") from None

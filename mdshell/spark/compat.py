@@ -1,0 +1,58 @@
+"""Every use of pyspark's and Spark's internals, in one place (pyspark is pinned below the
+next minor release in pyproject.toml; tests/test_compat.py fails loudly when an upgrade moves
+one of them).
+
+- The worker daemon (:mod:`.daemon`): ``pyspark.daemon.manager`` is started by our own daemon
+  module (Spark's ``spark.python.daemon.module`` setting), after the installed pyspark is put
+  ahead of the ``pyspark/python/lib/pyspark.zip`` Spark puts first on the workers' path.
+- Arrow's JVM properties ``arrow.enable_unsafe_memory_access`` and
+  ``arrow.enable_null_check_for_get``, read by Arrow's ``BoundsChecking`` and
+  ``NullCheckingForGet`` classes in the jars pyspark ships: a local session's JVM turns Arrow's
+  checks off (see ``session.LOCAL_JVM``).
+- ``pyspark.sql.pandas.types.from_arrow_schema``: Spark's own Arrow-to-Spark type mapping.
+
+No pyspark import at module level: the daemon imports this before it reorders the path.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+DAEMON_KEY = "spark.python.daemon.module"
+ARROW_UNSAFE = {"arrow.enable_unsafe_memory_access": "true",
+                "arrow.enable_null_check_for_get": "false"}
+ARROW_FAST_ACCESS = " ".join(f"-D{k}={v}" for k, v in ARROW_UNSAFE.items())
+# Where pyspark ships the archive Spark puts on its workers' path, inside the installed package.
+ZIP_IN_PACKAGE = ("python", "lib", "pyspark.zip")
+
+
+def installed_first(path: list[str]) -> None:
+    """Put the site directory of an installed pyspark before the ``pyspark.zip`` it ships
+    (``<site>/pyspark/python/lib/pyspark.zip``); a zip from elsewhere is left first."""
+    for i, entry in enumerate(path):
+        if os.path.basename(entry) != ZIP_IN_PACKAGE[-1]:
+            continue
+        package = os.path.dirname(os.path.dirname(os.path.dirname(entry)))
+        lib = os.path.join(package, *ZIP_IN_PACKAGE[:-1])
+        if (os.path.basename(package) == "pyspark" and os.path.dirname(entry) == lib
+                and os.path.isfile(os.path.join(package, "__init__.py"))):
+            path.insert(i, os.path.dirname(package))
+        return
+
+
+def run_daemon_manager() -> None:
+    """pyspark's worker daemon loop (forks a worker per task; never returns normally)."""
+    from pyspark.daemon import manager
+
+    manager()
+
+
+def arrow_to_spark(arrow_schema: Any) -> StructType:
+    """The Spark SQL schema of an Arrow schema, as Spark itself maps the types."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(arrow_schema, prefer_timestamp_ntz=False)

@@ -1,0 +1,120 @@
+"""Everything the TUI changes in the process to start fast, in one place, each undone on exit.
+
+Four changes, each worth a measurable part of the start-up:
+
+- the cyclic GC is off from the start until the first load is done (imports and the load
+  allocate millions of objects and keep them all: collections would only walk them again);
+  what exists then is frozen and collections resume;
+- a forked child reads the overview on another core while Textual is imported (prefetch.py);
+- otherwise the load starts in a thread before Textual's import (``Engine.start_load``);
+- once the UI is up, a short thread switch interval lets the UI thread take the GIL back from
+  a loading thread within a millisecond, so keys are answered during a load.
+
+:func:`started` makes them and restores the GC and the switch interval in ``finally``,
+whatever happened (a load that failed, an exception, Ctrl-C). ``MDSHELL_PLAIN_START=1``
+turns all four off: a plain start, to compare with or to rule them out when something is odd.
+The state is process-wide (as the GC and the switch interval are): one start-up at a time.
+No textual here.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .prefetch import Prefetch
+
+PLAIN_START = "MDSHELL_PLAIN_START"
+SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
+
+
+def plain() -> bool:
+    """Whether ``MDSHELL_PLAIN_START=1`` asks for a start with none of the changes."""
+    return os.environ.get(PLAIN_START, "") == "1"
+
+
+class Startup:
+    """The changes of one start-up and what they replaced."""
+
+    def __init__(self, plain_start: bool) -> None:
+        self.plain = plain_start
+        self.gc_was_enabled = gc.isenabled()
+        self.switch_interval = sys.getswitchinterval()
+        self.gc_off = False
+        self.prefetch: Prefetch | None = None
+
+    def begin(self) -> None:
+        if not self.plain:
+            gc.disable()
+            self.gc_off = True
+
+    def start_load(self, engine: Engine, at: str | None) -> Prefetch | None:
+        """Start reading the source before Textual is imported: a forked child for the
+        overview, else the load itself in a thread. Nothing on a plain start (the app loads
+        in its worker). Call it before any thread exists (a fork copies only its own)."""
+        if self.plain:
+            return None
+        from .prefetch import start
+
+        self.prefetch = start(engine) if at is None else None
+        if self.prefetch is None:
+            engine.start_load()
+        return self.prefetch
+
+    def ui_up(self) -> None:
+        if not self.plain:
+            sys.setswitchinterval(SWITCH_INTERVAL)
+
+    def loaded(self) -> None:
+        """The first load is done: freeze what exists, collections resume for what follows."""
+        if self.gc_off:
+            gc.freeze()
+            self._restore_gc()
+
+    def end(self) -> None:
+        try:
+            if self.prefetch is not None:
+                self.prefetch.close()
+        finally:
+            self._restore_gc()
+            sys.setswitchinterval(self.switch_interval)
+
+    def _restore_gc(self) -> None:
+        self.gc_off = False
+        if self.gc_was_enabled:
+            gc.enable()
+
+
+_active: Startup | None = None
+
+
+@contextmanager
+def started() -> Iterator[Startup]:
+    """The start-up changes for the life of the block (none with ``MDSHELL_PLAIN_START=1``)."""
+    global _active
+    startup = Startup(plain())
+    _active = startup
+    try:
+        startup.begin()
+        yield startup
+    finally:
+        _active = None
+        startup.end()
+
+
+def ui_up() -> None:
+    """The app is mounted (called by it; nothing outside a start-up, as in tests)."""
+    if _active is not None:
+        _active.ui_up()
+
+
+def loaded() -> None:
+    """The app's first load is done (called by it; nothing outside a start-up)."""
+    if _active is not None:
+        _active.loaded()
