@@ -900,3 +900,105 @@ def test_a_file_path_gets_data_source_advice_not_the_clis(spark: Any) -> None:
     assert len(rows) == 1 and rows[0]["offset"] is None
     said = rows[0]["warnings"][0]
     assert "-s FILE" not in said and "the kraft source reads metadata directories" in said
+
+
+# ------------------------------------------------------------------ pushdown, URIs, discovery
+
+PUSHED_TYPE = "PartitionChangeRecord"
+
+
+def _explained(df: Any) -> str:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain("formatted")
+    return out.getvalue()
+
+
+def _files_read(df: Any) -> int:
+    """With maxPartitionBytes 1 each Spark partition is one file read whole."""
+    return int(df.rdd.getNumPartitions())
+
+
+def _rows(df: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in df.select("directory", "file", "offset", "type",
+                                              "topic_id", "payload").collect())
+
+
+def test_pushdown_type_filter_is_pushed_and_reads_fewer_files(spark: Any) -> None:
+    """A fleet query with where type = ...: the filter is pushed (explain says so), no snapshot
+    is read (a snapshot never holds that type), the rows are those Spark's own filter gives."""
+    paths = [str(FIXTURES / f) for f in GOOD_FIXTURES + BAD_FIXTURES]
+    if corpus_dirs():
+        paths.append(str(CORPUS / "*"))
+    def base() -> Any:  # a reader's option() changes the reader itself
+        return (spark.read.format("kraft").option("snapshots", "true")
+                .option("maxPartitionBytes", 1))
+
+    where = f"type = '{PUSHED_TYPE}'"
+    pushed = base().load(paths).where(where)
+    plain = base().option("pushdown", "false").load(paths).where(where)
+    plan = _explained(pushed)
+    assert f"EqualTo(type,{PUSHED_TYPE})" in plan, plan
+    assert "EqualTo(type" not in _explained(plain)
+    got, want = _rows(pushed), _rows(plain)
+    assert got == want and len(got) > 10
+    n_pushed, n_plain = _files_read(pushed), _files_read(plain)
+    print(f"\nfiles read: {n_plain} without pushdown, {n_pushed} with; rows {len(got)}")
+    assert n_pushed < n_plain
+
+
+def test_pushdown_directory_file_offset_and_topic_skip_what_cannot_match(spark: Any) -> None:
+    d = FIXTURES / "segments-snapshots"
+    where_dir = str(DirectorySource(str(d)).layout.directory)
+    def base() -> Any:  # a reader's option() changes the reader itself
+        return spark.read.format("kraft").option("maxPartitionBytes", 1)
+
+    paths = [str(d), str(FIXTURES / "cluster-basic")]
+    segs = DirectorySource(str(d)).layout.segments
+    assert len(segs) > 1
+    low = segs[1].base_offset
+    topic = base().load(str(d)).where("topic_id is not null").first()["topic_id"]
+    for where, fewer in (
+            (f"directory = '{where_dir}' and offset >= {low}", True),
+            (f"file = '{os.path.basename(segs[0].path)}'", True),
+            (f"offset < {low} and topic_id = '{topic}'", True),
+            (f"offset between 3 and {low + 2}", False)):
+        pushed = base().load(paths).where(where)
+        plain = base().option("pushdown", "false").load(paths).where(where)
+        assert _rows(pushed) == _rows(plain), where
+        plan = _explained(pushed)
+        assert "PushedFilters: [" in plan, (where, plan)
+        if fewer:
+            assert _files_read(pushed) < _files_read(plain), where
+
+
+def test_pushdown_never_breaks_a_session_without_the_setting(spark: Any) -> None:
+    """Without spark.sql.python.filterPushdown.enabled (a plain spark-submit), the source as a
+    user registers it reads with Spark's own filtering; asking for pushdown says what to set."""
+    from mdshell.spark.datasource import KraftDataSource
+
+    d = str(FIXTURES / "cluster-basic")
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    try:
+        spark.dataSource.register(KraftDataSource)
+        n = spark.read.format("kraft").load(d).where(f"type = '{PUSHED_TYPE}'").count()
+        assert n == sum(r.name == PUSHED_TYPE for r in iter_log(open_source(d)))
+        with pytest.raises(Exception, match="filterPushdown"):
+            spark.read.format("kraft").option("pushdown", "true").load(d).count()
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+        from mdshell.spark.session import _register
+
+        _register(spark)
+
+
+def test_file_uris_read_like_paths_and_other_stores_are_one_line(spark: Any) -> None:
+    d = FIXTURES / "segments-snapshots"
+    n = spark.read.format("kraft").load(str(d)).count()
+    assert spark.read.format("kraft").load(d.as_uri()).count() == n
+    assert spark.read.format("kraft").load(f"file://{FIXTURES}/segments-snap*").count() == n
+    with pytest.raises(Exception, match=r"s3a:// paths are not read directly"):
+        spark.read.format("kraft").load("s3a://bucket/kafka/*").count()

@@ -36,6 +36,7 @@ import logging
 import os
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -44,6 +45,7 @@ from pyspark.sql.types import StructType
 
 from ..problems import SourceError
 from . import fastlog, tables
+from .pushdown import ANY_TABLE, RECORD_COLUMNS, Pushed
 
 LOG = logging.getLogger("mdshell.spark")
 EXTRA = pa.schema([("directory", pa.string()), ("cluster_id", pa.string()),
@@ -71,7 +73,7 @@ def expand_paths(options: dict[str, str]) -> list[str]:
     if options.get("path"):
         given.append(options["path"])
     out: list[str] = []
-    for p in given:
+    for p in map(local_path, given):
         if not glob.has_magic(p):
             out.append(p)
             continue
@@ -79,6 +81,27 @@ def expand_paths(options: dict[str, str]) -> list[str]:
         # one matching nothing is reported as a missing directory.
         out += sorted(m for m in glob.glob(p) if os.path.isdir(m)) or [p]
     return out
+
+
+def local_path(uri: str) -> str:
+    """A path or a ``file:`` URI (``file:///a/b``, Hadoop's ``file:/a/b``) as a local path.
+    Other filesystems (``hdfs://``, ``s3a://``...) are refused in one line: every file is
+    read with the OS's own calls, so it must be mounted where the executors run."""
+    scheme, sep, _ = uri.partition("://")
+    if uri.startswith("file:"):
+        path = uri[len("file://"):] if sep else uri[len("file:"):]
+        if sep and not path.startswith("/"):  # file://host/path: only the local host
+            host, _, path = path.partition("/")
+            if host not in ("", "localhost"):
+                raise ValueError(f"kraft: {uri}: a file URI names this host only "
+                                 "(file:///path)")
+            path = "/" + path
+        return unquote(path)
+    if sep and scheme.isalnum() and len(scheme) > 1:
+        raise ValueError(f"kraft: {uri}: {scheme}:// paths are not read directly; mount the "
+                         "store on every executor (or copy the directories) and give the "
+                         "local path or a file:// URI")
+    return uri
 
 
 class FilePart(InputPartition):
@@ -131,7 +154,10 @@ def _size(part: FilePart) -> int:
 
 
 class KraftDataSource(DataSource):
-    """Kafka KRaft metadata logs as a Spark table."""
+    """Kafka KRaft metadata logs as a Spark table (filters pushed down when
+    ``.option("pushdown", "true")`` is given)."""
+
+    PUSHDOWN = False  # the ``pushdown`` option's default
 
     @classmethod
     def name(cls) -> str:
@@ -148,13 +174,25 @@ class KraftDataSource(DataSource):
         return spark_schema(self._table())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KraftReader(expand_paths(dict(self.options)), self._table(),
+        # A reader that defines pushFilters fails every read unless the session has
+        # spark.sql.python.filterPushdown.enabled (and this worker cannot see the setting):
+        # it is chosen only when asked, so a plain spark-submit never breaks.
+        push = _flag(self.options.get("pushdown"), self.PUSHDOWN)
+        cls = FilteringReader if push else KraftReader
+        return cls(expand_paths(dict(self.options)), self._table(),
                            _offset(self.options.get("at")),
                            _flag(self.options.get("showSecrets"), False),
                            _flag(self.options.get("payload"), True),
                            _flag(self.options.get("snapshots"), False),
                            _bytes(self.options.get("maxPartitionBytes"), MAX_PARTITION_BYTES),
                            _bytes(self.options.get("openCostInBytes"), OPEN_COST_BYTES))
+
+
+class PushdownKraftDataSource(KraftDataSource):
+    """The source as mdshell's own sessions register it: they enable Python filter pushdown,
+    so it is on by default (``.option("pushdown", "false")`` turns it off)."""
+
+    PUSHDOWN = True
 
 
 # The shell's advice for a file path; the data source reads directories only.
@@ -193,24 +231,30 @@ class KraftReader(DataSourceReader):
         self.paths, self.table, self.at = paths, table, at
         self.show_secrets, self.payload, self.snapshots = show_secrets, payload, snapshots
         self.max_bytes, self.open_cost = max_bytes, open_cost
+        self.pushed = Pushed()
 
     def partitions(self) -> list[InputPartition]:
         if not self.paths:
             raise ValueError("kraft: give a path: .load(DIR), a glob, or a list of directories")
         parts: list[FilePart] = []
         refusals = 0
+        pushed = self.pushed
         for d in self.paths:
             try:
                 d, cid = tables.identify(d)
+                if not (pushed.keeps("directory", d) and pushed.keeps("cluster_id", cid)):
+                    continue
                 if self.table != "records":
                     refused = None if self.at is None else tables.at_refused(d, self.at)
                     parts.append(FilePart(d, cid, None, refused))
                     refusals += refused is not None
                     continue
                 files = [f for f in tables.log_files(d)
-                         if self.snapshots or f.role == "segment"]
+                         if (self.snapshots or f.role == "segment") and pushed.keeps_file(
+                             os.path.basename(f.path), f.role, f.first, f.last)]
             except SourceError as e:
-                parts.append(FilePart(d, None, None, _in_spark(str(e))))
+                if pushed.keeps("directory", d) and pushed.keeps("cluster_id", None):
+                    parts.append(FilePart(d, None, None, _in_spark(str(e))))
                 continue
             parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
         if refusals and refusals == len(parts):  # no directory has that offset
@@ -223,7 +267,11 @@ class KraftReader(DataSourceReader):
             return  # Spark's stand-in when there is nothing to read (no file at all)
         schema = arrow_schema(self.table)
         for part in partition.parts:
-            yield from self._read(part, schema)
+            for batch in self._read(part, schema):
+                if self.pushed:
+                    batch = self.pushed.filter(batch)
+                if batch.num_rows:
+                    yield batch
 
     def _read(self, partition: FilePart, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         if partition.error is not None:
@@ -242,6 +290,19 @@ class KraftReader(DataSourceReader):
         for table, warnings in tables.file_records(partition.file, self.show_secrets,
                                                    payload=self.payload):
             yield from _with_extra(schema, table, partition, warnings)
+
+
+class FilteringReader(KraftReader):
+    """The reader with filter pushdown (PySpark 4.1+, with
+    ``spark.sql.python.filterPushdown.enabled``): equality (and ``IN``) on ``directory`` and
+    ``cluster_id``, and for records on ``file``, ``source``, ``type``, ``topic_id`` and
+    ``offset`` (ranges too) are taken. Directories and files that cannot match are never
+    read (an offset range rules out segments, a type a snapshot never holds rules out
+    snapshots); the rows read are filtered before they reach Spark."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        columns = RECORD_COLUMNS if self.table == "records" else ANY_TABLE
+        yield from self.pushed.take(filters, columns)
 
 
 def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
