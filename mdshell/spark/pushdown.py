@@ -56,10 +56,11 @@ class Pushed:
 
     def _take(self, f: Any, columns: tuple[str, ...]) -> bool:
         kind = type(f).__name__
-        attr = getattr(f, "attribute", ())
+        attr: tuple[str, ...] = tuple(getattr(f, "attribute", ()))
         if len(attr) != 1 or attr[0] not in columns:
             return False
-        column, value = attr[0], getattr(f, "value", None)
+        column: str = attr[0]
+        value: Any = getattr(f, "value", None)
         want = int if column == "offset" else str
         if kind in ("EqualTo", "In"):
             values = tuple(value) if kind == "In" else (value,)
