@@ -1002,3 +1002,22 @@ def test_file_uris_read_like_paths_and_other_stores_are_one_line(spark: Any) -> 
     assert spark.read.format("kraft").load(f"file://{FIXTURES}/segments-snap*").count() == n
     with pytest.raises(Exception, match=r"s3a:// paths are not read directly"):
         spark.read.format("kraft").load("s3a://bucket/kafka/*").count()
+
+
+def test_plain_pyspark_finds_the_kraft_source_without_registering(tmp_path: Path) -> None:
+    """A user's own PySpark job: no register call, no pushdown setting; the pyspark_kraft
+    module is found by PySpark's discovery of pyspark_* modules."""
+    _need_java()
+    d = str(FIXTURES / "cluster-basic")
+    code = (
+        "import sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "spark = (SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')\n"
+        f"         .config('spark.driver.extraJavaOptions', {QUICK_JVM!r}).getOrCreate())\n"
+        "print('N', spark.read.format('kraft').load(sys.argv[1]).count())\n"
+        "spark.stop()\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    out = subprocess.run([sys.executable, "-c", code, d], capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path, env=env)
+    assert f"N {len(list(iter_log(open_source(d))))}\n" in out.stdout, out.stderr[-2000:]

@@ -31,7 +31,7 @@ LOG_ONLY_TYPES = frozenset({
     "UnfenceBrokerRecord", "UnregisterBrokerRecord", "BrokerRegistrationChangeRecord",
     "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord",
     "RemoveAccessControlEntryRecord", "RemoveDelegationTokenRecord",
-    "RemoveUserScramCredentialRecord", "ControllerRegistrationChangeRecord"})
+    "RemoveUserScramCredentialRecord"})
 
 
 @dataclass
