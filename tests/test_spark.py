@@ -1000,8 +1000,8 @@ def test_file_uris_read_like_paths_and_other_stores_are_one_line(spark: Any) -> 
     n = spark.read.format("kraft").load(str(d)).count()
     assert spark.read.format("kraft").load(d.as_uri()).count() == n
     assert spark.read.format("kraft").load(f"file://{FIXTURES}/segments-snap*").count() == n
-    with pytest.raises(Exception, match=r"s3a:// paths are not read directly"):
-        spark.read.format("kraft").load("s3a://bucket/kafka/*").count()
+    with pytest.raises(Exception, match=r"ftp:// paths are not read"):
+        spark.read.format("kraft").load("ftp://host/kafka/*").count()
 
 
 def test_plain_pyspark_finds_the_kraft_source_without_registering(tmp_path: Path) -> None:
@@ -1021,3 +1021,79 @@ def test_plain_pyspark_finds_the_kraft_source_without_registering(tmp_path: Path
     out = subprocess.run([sys.executable, "-c", code, d], capture_output=True, text=True,
                          timeout=600, cwd=tmp_path, env=env)
     assert f"N {len(list(iter_log(open_source(d))))}\n" in out.stdout, out.stderr[-2000:]
+
+
+def _moto_server(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """moto's standalone S3 server on loopback (moto[server] in this Python, or in the folder
+    $MDSHELL_MOTO_PATH names), and its endpoint."""
+    import importlib.util
+
+    extra = os.environ.get("MDSHELL_MOTO_PATH")
+    if importlib.util.find_spec("moto") is None and not extra:
+        pytest.skip("an S3 server for this test needs moto[server] (pip install "
+                    "'moto[server]', or MDSHELL_MOTO_PATH=a folder holding it)")
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": extra} if extra else dict(os.environ)
+    log = tmp_path / "moto.log"
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                             str(port)], stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                            env=env)
+    try:
+        _wait_for(lambda: _listening(port), 60, "moto server", [proc], [log])
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def test_a_fleet_in_s3_reads_like_local_copies(tmp_path: Path) -> None:
+    """Two fixture copies in a real S3-speaking server (moto, on loopback) read with one
+    load("s3a://bucket/copies/*") in a plain PySpark job: the same records and topics as
+    the local directories, rows naming the s3a:// directory."""
+    _need_java()
+    import pyarrow.fs as pafs
+
+    proc, endpoint = _moto_server(tmp_path)
+    try:
+        aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+        fs = pafs.S3FileSystem(endpoint_override=endpoint, access_key="testing",
+                               secret_key="testing", region="us-east-1",
+                               allow_bucket_creation=True)
+        fs.create_dir("bucket")
+        names = {"segs": "segments-snapshots", "basic": "cluster-basic"}
+        for name, fixture in names.items():
+            pafs.copy_files(str(FIXTURES / fixture), f"bucket/copies/{name}",
+                            destination_filesystem=fs)
+        code = (
+            "import json, sys\n"
+            "from pyspark.sql import SparkSession\n"
+            "spark = (SparkSession.builder.master('local[2]')\n"
+            "         .config('spark.ui.enabled', 'false')\n"
+            f"         .config('spark.driver.extraJavaOptions', {QUICK_JVM!r}).getOrCreate())\n"
+            "r = spark.read.format('kraft').load('s3a://bucket/copies/*')\n"
+            "n = {x['directory']: x['count'] for x in r.groupBy('directory').count().collect()}\n"
+            "w = [x['warnings'] for x in r.where('warnings is not null').collect()]\n"
+            "t = spark.read.format('kraft').option('table', 'topics')"
+            ".load('s3a://bucket/copies/*')\n"
+            "topics = sorted([x['directory'], x['name']] for x in t.collect())\n"
+            "print('OUT', json.dumps([n, w, topics]))\n"
+            "spark.stop()\n")
+        env = {**os.environ, **aws, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
+               "SPARK_LOCAL_IP": "127.0.0.1"}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=600, cwd=tmp_path, env=env)
+        line = next((x for x in out.stdout.splitlines() if x.startswith("OUT ")), None)
+        assert line, out.stderr[-3000:]
+        counts, warnings, topics = json.loads(line[4:])
+        meta = "__cluster_metadata-0"
+        want = {f"s3a://bucket/copies/{name}/{meta}": len(list(iter_log(open_source(
+            str(FIXTURES / fixture))))) for name, fixture in names.items()}
+        assert counts == want and warnings == []
+        assert topics == sorted([f"s3a://bucket/copies/{name}/{meta}", t] for name, fixture
+                                in names.items() for t in load(open_source(
+                                    str(FIXTURES / fixture))).image.topics_by_name)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -44,7 +44,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..problems import SourceError
-from . import fastlog, tables
+from . import fastlog, remote, tables
 from .pushdown import ANY_TABLE, RECORD_COLUMNS, Pushed
 
 LOG = logging.getLogger("mdshell.spark")
@@ -74,6 +74,9 @@ def expand_paths(options: dict[str, str]) -> list[str]:
         given.append(options["path"])
     out: list[str] = []
     for p in map(local_path, given):
+        if remote.is_remote(p):
+            out += remote.expand(p)
+            continue
         if not glob.has_magic(p):
             out.append(p)
             continue
@@ -97,10 +100,10 @@ def local_path(uri: str) -> str:
                                  "(file:///path)")
             path = "/" + path
         return unquote(path)
-    if sep and scheme.isalnum() and len(scheme) > 1:
-        raise ValueError(f"kraft: {uri}: {scheme}:// paths are not read directly; mount the "
-                         "store on every executor (or copy the directories) and give the "
-                         "local path or a file:// URI")
+    if sep and scheme.isalnum() and len(scheme) > 1 and not remote.is_remote(uri):
+        raise ValueError(f"kraft: {uri}: {scheme}:// paths are not read (known: file://, "
+                         f"{', '.join(s + '://' for s in remote.SCHEMES)}); mount the store on "
+                         "every executor and give the local path")
     return uri
 
 
@@ -109,10 +112,13 @@ class FilePart(InputPartition):
     the whole directory, ``error``: the directory could not be listed."""
 
     def __init__(self, directory: str, cluster_id: str | None, path: str | None,
-                 error: str | None = None, file: tables.LogFile | None = None) -> None:
+                 error: str | None = None, file: tables.LogFile | None = None,
+                 shown: str | None = None, remote: bool = False) -> None:
         self.directory, self.cluster_id, self.path, self.error = (directory, cluster_id, path,
                                                                   error)
         self.file = file
+        self.shown = shown or directory  # the ``directory`` column (a URI for a remote one)
+        self.remote = remote  # a remote directory, copied and read by one task
 
 
 class Pack(InputPartition):
@@ -144,6 +150,8 @@ def _size(part: FilePart) -> int:
     """Bytes a task reads for a file, or for a directory's image (its segments and
     snapshots); 0 when they cannot be listed (the task reports why)."""
     try:
+        if part.remote:
+            return 0
         if part.path is not None:
             return os.path.getsize(part.path)
         if part.error is None:
@@ -240,6 +248,11 @@ class KraftReader(DataSourceReader):
         refusals = 0
         pushed = self.pushed
         for d in self.paths:
+            if remote.is_remote(d):
+                shown = remote.metadata_uri(d)
+                if pushed.keeps("directory", shown):
+                    parts.append(FilePart(shown, None, None, remote=True))
+                continue
             try:
                 d, cid = tables.identify(d)
                 if not (pushed.keeps("directory", d) and pushed.keeps("cluster_id", cid)):
@@ -249,9 +262,7 @@ class KraftReader(DataSourceReader):
                     parts.append(FilePart(d, cid, None, refused))
                     refusals += refused is not None
                     continue
-                files = [f for f in tables.log_files(d)
-                         if (self.snapshots or f.role == "segment") and pushed.keeps_file(
-                             os.path.basename(f.path), f.role, f.first, f.last)]
+                files = self._files(d)
             except SourceError as e:
                 if pushed.keeps("directory", d) and pushed.keeps("cluster_id", None):
                     parts.append(FilePart(d, None, None, _in_spark(str(e))))
@@ -261,6 +272,30 @@ class KraftReader(DataSourceReader):
             more = f" (and in {refusals - 1} more directories)" if refusals > 1 else ""
             raise ValueError(f"kraft: option at: {parts[0].directory}: {parts[0].error}{more}")
         return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
+
+    def _files(self, d: str) -> list[tables.LogFile]:
+        """The files of a directory this read needs (segments, snapshots if asked; none that
+        the pushed filters rule out)."""
+        return [f for f in tables.log_files(d)
+                if (self.snapshots or f.role == "segment") and self.pushed.keeps_file(
+                    os.path.basename(f.path), f.role, f.first, f.last)]
+
+    def _read_remote(self, part: FilePart, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """A remote directory: copied here, then read as a local one would be."""
+        uri = part.directory
+        try:
+            with remote.staged(uri) as local:
+                d, cid = tables.identify(local)
+                if self.table != "records":
+                    refused = None if self.at is None else tables.at_refused(d, self.at)
+                    local_parts = [FilePart(d, cid, None, refused, shown=uri)]
+                else:
+                    local_parts = [FilePart(d, cid, f.path, file=f, shown=uri)
+                                   for f in self._files(d)]
+                for p in local_parts:
+                    yield from self._read(p, schema)
+        except (OSError, SourceError) as e:
+            yield _empty_with(schema, part, [f"{uri}: {_in_spark(str(e))}"])
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, Pack):
@@ -274,6 +309,9 @@ class KraftReader(DataSourceReader):
                     yield batch
 
     def _read(self, partition: FilePart, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        if partition.remote:
+            yield from self._read_remote(partition, schema)
+            return
         if partition.error is not None:
             yield _empty_with(schema, partition, [partition.error])
             return
@@ -307,14 +345,16 @@ class FilteringReader(KraftReader):
 
 def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
                 warnings: list[str]) -> Iterator[pa.RecordBatch]:
+    if part.shown != part.directory:  # a remote directory's copy: say where it really is
+        warnings = [w.replace(part.directory, part.shown) for w in warnings]
     for w in warnings:
-        LOG.warning("%s: %s", part.path or part.directory, w)
+        LOG.warning("%s: %s", part.path or part.shown, w)
     if table.num_rows == 0:
         if warnings:
             yield _empty_with(schema, part, warnings)
         return
     for batch in table.to_batches(max_chunksize=BATCH_ROWS):
-        extra = _constants(part.directory, part.cluster_id, tuple(warnings), batch.num_rows)
+        extra = _constants(part.shown, part.cluster_id, tuple(warnings), batch.num_rows)
         yield pa.RecordBatch.from_arrays([*extra, *batch.columns], schema=schema)
 
 
@@ -330,7 +370,7 @@ def _constants(directory: str, cluster_id: str | None, warnings: tuple[str, ...]
 def _empty_with(schema: pa.Schema, part: FilePart, warnings: list[str]) -> pa.RecordBatch:
     """One row holding only where it comes from and its warnings."""
     row: dict[str, Any] = {f.name: None for f in schema}
-    row.update(directory=part.directory, cluster_id=part.cluster_id, warnings=warnings)
+    row.update(directory=part.shown, cluster_id=part.cluster_id, warnings=warnings)
     if "file" in row and part.path is not None:
         row["file"] = os.path.basename(part.path)
     return pa.RecordBatch.from_pylist([row], schema=schema)
