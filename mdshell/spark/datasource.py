@@ -16,6 +16,11 @@ and ``payload`` (default true; false leaves the JSON payload null, for queries t
 only key columns: it saves
 the JSON of each distinct record value, so little on a quiet log).
 
+PATH may be a ``file:`` URI or a remote one (``s3a://``, ``gs://``, ``hdfs://``: see
+:mod:`.remote`). With ``.option("pushdown", "true")`` (and Spark's
+``spark.sql.python.filterPushdown.enabled``) filters on key columns are taken and the files
+they rule out are never read (see :mod:`.pushdown`).
+
 Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's own warnings
 for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
 job. A file or directory that yields no row but has warnings gives one row whose record
