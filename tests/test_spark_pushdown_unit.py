@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from mdshell.spark.datasource import local_path
@@ -105,3 +106,31 @@ def test_file_uris_are_local_paths_and_other_stores_one_line() -> None:
         assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="this host only"):
         local_path("file://otherhost/data")
+
+
+def test_records_of_a_pushed_type_are_those_of_the_whole_file() -> None:
+    """A type pushed into the file reader (fast path and the shell's reader for damaged
+    files) gives exactly the rows a filter over all rows gives."""
+    from mdshell.problems import SourceError
+    from mdshell.spark.tables import file_records, log_files
+
+    from .conftest import FIXTURES, corpus_dirs
+
+    dirs = [p for p in sorted(FIXTURES.iterdir()) if p.is_dir()] + corpus_dirs()[:8]
+    checked = 0
+    for d in dirs:
+        try:
+            files = log_files(str(d))
+        except SourceError:
+            continue
+        for f in files:
+            whole = pa.concat_tables([t for t, _ in file_records(f, False)])
+            types = frozenset(t for t in whole.column("type").to_pylist()[:3] if t)
+            if not types:
+                continue
+            got = pa.concat_tables([t for t, _ in file_records(f, False, types=types)])
+            want = whole.filter(pc.is_in(whole.column("type"),
+                                         value_set=pa.array(sorted(types))))
+            assert got.equals(want), f.path
+            checked += 1
+    assert checked > 20

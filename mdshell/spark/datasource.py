@@ -331,7 +331,8 @@ class KraftReader(DataSourceReader):
             return
         assert partition.file is not None
         for table, warnings in tables.file_records(partition.file, self.show_secrets,
-                                                   payload=self.payload):
+                                                   payload=self.payload,
+                                                   types=self.pushed.allowed.get("type")):
             yield from _with_extra(schema, table, partition, warnings)
 
 
