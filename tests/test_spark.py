@@ -902,3 +902,200 @@ def test_a_file_path_gets_data_source_advice_not_the_clis(spark: Any) -> None:
     assert len(rows) == 1 and rows[0]["offset"] is None
     said = rows[0]["warnings"][0]
     assert "-s FILE" not in said and "the kraft source reads metadata directories" in said
+
+
+# ------------------------------------------------------------------ pushdown, URIs, discovery
+
+PUSHED_TYPE = "PartitionChangeRecord"
+
+
+def _explained(df: Any) -> str:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain("formatted")
+    return out.getvalue()
+
+
+def _files_read(df: Any) -> int:
+    """With maxPartitionBytes 1 each Spark partition is one file read whole."""
+    return int(df.rdd.getNumPartitions())
+
+
+def _rows(df: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in df.select("directory", "file", "offset", "type",
+                                              "topic_id", "payload").collect())
+
+
+def test_pushdown_type_filter_is_pushed_and_reads_fewer_files(spark: Any) -> None:
+    """A fleet query with where type = ...: the filter is pushed (explain says so), no snapshot
+    is read (a snapshot never holds that type), the rows are those Spark's own filter gives."""
+    paths = [str(FIXTURES / f) for f in GOOD_FIXTURES + BAD_FIXTURES]
+    if corpus_dirs():
+        paths.append(str(CORPUS / "*"))
+    def base() -> Any:  # a reader's option() changes the reader itself
+        return (spark.read.format("kraft").option("snapshots", "true")
+                .option("maxPartitionBytes", 1))
+
+    where = f"type = '{PUSHED_TYPE}'"
+    pushed = base().load(paths).where(where)
+    plain = base().option("pushdown", "false").load(paths).where(where)
+    plan = _explained(pushed)
+    assert f"EqualTo(type,{PUSHED_TYPE})" in plan, plan
+    assert "EqualTo(type" not in _explained(plain)
+    got, want = _rows(pushed), _rows(plain)
+    assert got == want and len(got) > 10
+    n_pushed, n_plain = _files_read(pushed), _files_read(plain)
+    print(f"\nfiles read: {n_plain} without pushdown, {n_pushed} with; rows {len(got)}")
+    assert n_pushed < n_plain
+
+
+def test_pushdown_directory_file_offset_and_topic_skip_what_cannot_match(spark: Any) -> None:
+    d = FIXTURES / "segments-snapshots"
+    where_dir = str(DirectorySource(str(d)).layout.directory)
+    def base() -> Any:  # a reader's option() changes the reader itself
+        return spark.read.format("kraft").option("maxPartitionBytes", 1)
+
+    paths = [str(d), str(FIXTURES / "cluster-basic")]
+    segs = DirectorySource(str(d)).layout.segments
+    assert len(segs) > 1
+    low = segs[1].base_offset
+    topic = base().load(str(d)).where("topic_id is not null").first()["topic_id"]
+    for where, fewer in (
+            (f"directory = '{where_dir}' and offset >= {low}", True),
+            (f"file = '{os.path.basename(segs[0].path)}'", True),
+            (f"offset < {low} and topic_id = '{topic}'", True),
+            (f"offset between 3 and {low + 2}", False)):
+        pushed = base().load(paths).where(where)
+        plain = base().option("pushdown", "false").load(paths).where(where)
+        assert _rows(pushed) == _rows(plain), where
+        plan = _explained(pushed)
+        assert "PushedFilters: [" in plan, (where, plan)
+        if fewer:
+            assert _files_read(pushed) < _files_read(plain), where
+
+
+def test_pushdown_never_breaks_a_session_without_the_setting(spark: Any) -> None:
+    """Without spark.sql.python.filterPushdown.enabled (a plain spark-submit), the source as a
+    user registers it reads with Spark's own filtering; asking for pushdown says what to set."""
+    from mdshell.spark.datasource import KraftDataSource
+
+    d = str(FIXTURES / "cluster-basic")
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    try:
+        spark.dataSource.register(KraftDataSource)
+        n = spark.read.format("kraft").load(d).where(f"type = '{PUSHED_TYPE}'").count()
+        assert n == sum(r.name == PUSHED_TYPE for r in iter_log(open_source(d)))
+        with pytest.raises(Exception, match="filterPushdown"):
+            spark.read.format("kraft").option("pushdown", "true").load(d).count()
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+        from mdshell.spark.session import _register
+
+        _register(spark)
+
+
+def test_file_uris_read_like_paths_and_other_stores_are_one_line(spark: Any) -> None:
+    d = FIXTURES / "segments-snapshots"
+    n = spark.read.format("kraft").load(str(d)).count()
+    assert spark.read.format("kraft").load(d.as_uri()).count() == n
+    assert spark.read.format("kraft").load(f"file://{FIXTURES}/segments-snap*").count() == n
+    with pytest.raises(Exception, match=r"ftp:// paths are not read"):
+        spark.read.format("kraft").load("ftp://host/kafka/*").count()
+
+
+def test_plain_pyspark_finds_the_kraft_source_without_registering(tmp_path: Path) -> None:
+    """A user's own PySpark job: no register call, no pushdown setting; the pyspark_kraft
+    module is found by PySpark's discovery of pyspark_* modules."""
+    _need_java()
+    d = str(FIXTURES / "cluster-basic")
+    code = (
+        "import sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "spark = (SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')\n"
+        f"         .config('spark.driver.extraJavaOptions', {QUICK_JVM!r}).getOrCreate())\n"
+        "print('N', spark.read.format('kraft').load(sys.argv[1]).count())\n"
+        "spark.stop()\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    out = subprocess.run([sys.executable, "-c", code, d], capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path, env=env)
+    assert f"N {len(list(iter_log(open_source(d))))}\n" in out.stdout, out.stderr[-2000:]
+
+
+def _moto_server(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """moto's standalone S3 server on loopback (moto[server] in this Python, or in the folder
+    $MDSHELL_MOTO_PATH names), and its endpoint."""
+    import importlib.util
+
+    extra = os.environ.get("MDSHELL_MOTO_PATH")
+    if importlib.util.find_spec("moto") is None and not extra:
+        pytest.skip("an S3 server for this test needs moto[server] (pip install "
+                    "'moto[server]', or MDSHELL_MOTO_PATH=a folder holding it)")
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": extra} if extra else dict(os.environ)
+    log = tmp_path / "moto.log"
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                             str(port)], stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                            env=env)
+    try:
+        _wait_for(lambda: _listening(port), 60, "moto server", [proc], [log])
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def test_a_fleet_in_s3_reads_like_local_copies(tmp_path: Path) -> None:
+    """Two fixture copies in a real S3-speaking server (moto, on loopback) read with one
+    load("s3a://bucket/copies/*") in a plain PySpark job: the same records and topics as
+    the local directories, rows naming the s3a:// directory."""
+    _need_java()
+    import pyarrow.fs as pafs
+
+    proc, endpoint = _moto_server(tmp_path)
+    try:
+        aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+        fs = pafs.S3FileSystem(endpoint_override=endpoint, access_key="testing",
+                               secret_key="testing", region="us-east-1",
+                               allow_bucket_creation=True)
+        fs.create_dir("bucket")
+        names = {"segs": "segments-snapshots", "basic": "cluster-basic"}
+        for name, fixture in names.items():
+            pafs.copy_files(str(FIXTURES / fixture), f"bucket/copies/{name}",
+                            destination_filesystem=fs)
+        code = (
+            "import json, sys\n"
+            "from pyspark.sql import SparkSession\n"
+            "spark = (SparkSession.builder.master('local[2]')\n"
+            "         .config('spark.ui.enabled', 'false')\n"
+            f"         .config('spark.driver.extraJavaOptions', {QUICK_JVM!r}).getOrCreate())\n"
+            "r = spark.read.format('kraft').load('s3a://bucket/copies/*')\n"
+            "n = {x['directory']: x['count'] for x in r.groupBy('directory').count().collect()}\n"
+            "w = [x['warnings'] for x in r.where('warnings is not null').collect()]\n"
+            "t = spark.read.format('kraft').option('table', 'topics')"
+            ".load('s3a://bucket/copies/*')\n"
+            "topics = sorted([x['directory'], x['name']] for x in t.collect())\n"
+            "print('OUT', json.dumps([n, w, topics]))\n"
+            "spark.stop()\n")
+        env = {**os.environ, **aws, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
+               "SPARK_LOCAL_IP": "127.0.0.1"}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=600, cwd=tmp_path, env=env)
+        line = next((x for x in out.stdout.splitlines() if x.startswith("OUT ")), None)
+        assert line, out.stderr[-3000:]
+        counts, warnings, topics = json.loads(line[4:])
+        meta = "__cluster_metadata-0"
+        want = {f"s3a://bucket/copies/{name}/{meta}": len(list(iter_log(open_source(
+            str(FIXTURES / fixture))))) for name, fixture in names.items()}
+        assert counts == want and warnings == []
+        assert topics == sorted([f"s3a://bucket/copies/{name}/{meta}", t] for name, fixture
+                                in names.items() for t in load(open_source(
+                                    str(FIXTURES / fixture))).image.topics_by_name)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -16,6 +16,11 @@ and ``payload`` (default true; false leaves the JSON payload null, for queries t
 only key columns: it saves
 the JSON of each distinct record value, so little on a quiet log).
 
+PATH may be a ``file:`` URI or a remote one (``s3a://``, ``gs://``, ``hdfs://``: see
+:mod:`.remote`). With ``.option("pushdown", "true")`` (and Spark's
+``spark.sql.python.filterPushdown.enabled``) filters on key columns are taken and the files
+they rule out are never read (see :mod:`.pushdown`).
+
 Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's own warnings
 for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
 job. A file or directory that yields no row but has warnings gives one row whose record
@@ -36,14 +41,16 @@ import logging
 import os
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..problems import SourceError
-from . import fastlog, tables
+from . import fastlog, remote, tables
 from .compat import arrow_to_spark
+from .pushdown import ANY_TABLE, RECORD_COLUMNS, Pushed
 
 LOG = logging.getLogger("mdshell.spark")
 EXTRA = pa.schema([("directory", pa.string()), ("cluster_id", pa.string()),
@@ -71,7 +78,10 @@ def expand_paths(options: dict[str, str]) -> list[str]:
     if options.get("path"):
         given.append(options["path"])
     out: list[str] = []
-    for p in given:
+    for p in map(local_path, given):
+        if remote.is_remote(p):
+            out += remote.expand(p)
+            continue
         if not glob.has_magic(p):
             out.append(p)
             continue
@@ -81,15 +91,39 @@ def expand_paths(options: dict[str, str]) -> list[str]:
     return out
 
 
+def local_path(uri: str) -> str:
+    """A path or a ``file:`` URI (``file:///a/b``, Hadoop's ``file:/a/b``) as a local path.
+    Other filesystems (``hdfs://``, ``s3a://``...) are refused in one line: every file is
+    read with the OS's own calls, so it must be mounted where the executors run."""
+    scheme, sep, _ = uri.partition("://")
+    if uri.startswith("file:"):
+        path = uri[len("file://"):] if sep else uri[len("file:"):]
+        if sep and not path.startswith("/"):  # file://host/path: only the local host
+            host, _, path = path.partition("/")
+            if host not in ("", "localhost"):
+                raise ValueError(f"kraft: {uri}: a file URI names this host only "
+                                 "(file:///path)")
+            path = "/" + path
+        return unquote(path)
+    if sep and scheme.isalnum() and len(scheme) > 1 and not remote.is_remote(uri):
+        raise ValueError(f"kraft: {uri}: {scheme}:// paths are not read (known: file://, "
+                         f"{', '.join(s + '://' for s in remote.SCHEMES)}); mount the store on "
+                         "every executor and give the local path")
+    return uri
+
+
 class FilePart(InputPartition):
     """One segment or snapshot (records), or one directory (image tables); ``path`` None:
     the whole directory, ``error``: the directory could not be listed."""
 
     def __init__(self, directory: str, cluster_id: str | None, path: str | None,
-                 error: str | None = None, file: tables.LogFile | None = None) -> None:
+                 error: str | None = None, file: tables.LogFile | None = None,
+                 shown: str | None = None, remote: bool = False) -> None:
         self.directory, self.cluster_id, self.path, self.error = (directory, cluster_id, path,
                                                                   error)
         self.file = file
+        self.shown = shown or directory  # the ``directory`` column (a URI for a remote one)
+        self.remote = remote  # a remote directory, copied and read by one task
 
 
 class Pack(InputPartition):
@@ -121,6 +155,8 @@ def _size(part: FilePart) -> int:
     """Bytes a task reads for a file, or for a directory's image (its segments and
     snapshots); 0 when they cannot be listed (the task reports why)."""
     try:
+        if part.remote:
+            return 0
         if part.path is not None:
             return os.path.getsize(part.path)
         if part.error is None:
@@ -131,7 +167,10 @@ def _size(part: FilePart) -> int:
 
 
 class KraftDataSource(DataSource):
-    """Kafka KRaft metadata logs as a Spark table."""
+    """Kafka KRaft metadata logs as a Spark table (filters pushed down when
+    ``.option("pushdown", "true")`` is given)."""
+
+    PUSHDOWN = False  # the ``pushdown`` option's default
 
     @classmethod
     def name(cls) -> str:
@@ -148,13 +187,25 @@ class KraftDataSource(DataSource):
         return spark_schema(self._table())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KraftReader(expand_paths(dict(self.options)), self._table(),
+        # A reader that defines pushFilters fails every read unless the session has
+        # spark.sql.python.filterPushdown.enabled (and this worker cannot see the setting):
+        # it is chosen only when asked, so a plain spark-submit never breaks.
+        push = _flag(self.options.get("pushdown"), self.PUSHDOWN)
+        cls = FilteringReader if push else KraftReader
+        return cls(expand_paths(dict(self.options)), self._table(),
                            _offset(self.options.get("at")),
                            _flag(self.options.get("showSecrets"), False),
                            _flag(self.options.get("payload"), True),
                            _flag(self.options.get("snapshots"), False),
                            _bytes(self.options.get("maxPartitionBytes"), MAX_PARTITION_BYTES),
                            _bytes(self.options.get("openCostInBytes"), OPEN_COST_BYTES))
+
+
+class PushdownKraftDataSource(KraftDataSource):
+    """The source as mdshell's own sessions register it: they enable Python filter pushdown,
+    so it is on by default (``.option("pushdown", "false")`` turns it off)."""
+
+    PUSHDOWN = True
 
 
 # The shell's advice for a file path; the data source reads directories only.
@@ -193,24 +244,33 @@ class KraftReader(DataSourceReader):
         self.paths, self.table, self.at = paths, table, at
         self.show_secrets, self.payload, self.snapshots = show_secrets, payload, snapshots
         self.max_bytes, self.open_cost = max_bytes, open_cost
+        self.pushed = Pushed()
 
     def partitions(self) -> list[InputPartition]:
         if not self.paths:
             raise ValueError("kraft: give a path: .load(DIR), a glob, or a list of directories")
         parts: list[FilePart] = []
         refusals = 0
+        pushed = self.pushed
         for d in self.paths:
+            if remote.is_remote(d):
+                shown = remote.metadata_uri(d)
+                if pushed.keeps("directory", shown):
+                    parts.append(FilePart(shown, None, None, remote=True))
+                continue
             try:
                 d, cid = tables.identify(d)
+                if not (pushed.keeps("directory", d) and pushed.keeps("cluster_id", cid)):
+                    continue
                 if self.table != "records":
                     refused = None if self.at is None else tables.at_refused(d, self.at)
                     parts.append(FilePart(d, cid, None, refused))
                     refusals += refused is not None
                     continue
-                files = [f for f in tables.log_files(d)
-                         if self.snapshots or f.role == "segment"]
+                files = self._files(d)
             except SourceError as e:
-                parts.append(FilePart(d, None, None, _in_spark(str(e))))
+                if pushed.keeps("directory", d) and pushed.keeps("cluster_id", None):
+                    parts.append(FilePart(d, None, None, _in_spark(str(e))))
                 continue
             parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
         if refusals and refusals == len(parts):  # no directory has that offset
@@ -218,14 +278,45 @@ class KraftReader(DataSourceReader):
             raise ValueError(f"kraft: option at: {parts[0].directory}: {parts[0].error}{more}")
         return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
 
+    def _files(self, d: str) -> list[tables.LogFile]:
+        """The files of a directory this read needs (segments, snapshots if asked; none that
+        the pushed filters rule out)."""
+        return [f for f in tables.log_files(d)
+                if (self.snapshots or f.role == "segment") and self.pushed.keeps_file(
+                    os.path.basename(f.path), f.role, f.first, f.last)]
+
+    def _read_remote(self, part: FilePart, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """A remote directory: copied here, then read as a local one would be."""
+        uri = part.directory
+        try:
+            with remote.staged(uri) as local:
+                d, cid = tables.identify(local)
+                if self.table != "records":
+                    refused = None if self.at is None else tables.at_refused(d, self.at)
+                    local_parts = [FilePart(d, cid, None, refused, shown=uri)]
+                else:
+                    local_parts = [FilePart(d, cid, f.path, file=f, shown=uri)
+                                   for f in self._files(d)]
+                for p in local_parts:
+                    yield from self._read(p, schema)
+        except (OSError, SourceError) as e:
+            yield _empty_with(schema, part, [f"{uri}: {_in_spark(str(e))}"])
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, Pack):
             return  # Spark's stand-in when there is nothing to read (no file at all)
         schema = arrow_schema(self.table)
         for part in partition.parts:
-            yield from self._read(part, schema)
+            for batch in self._read(part, schema):
+                if self.pushed:
+                    batch = self.pushed.filter(batch)
+                if batch.num_rows:
+                    yield batch
 
     def _read(self, partition: FilePart, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        if partition.remote:
+            yield from self._read_remote(partition, schema)
+            return
         if partition.error is not None:
             yield _empty_with(schema, partition, [partition.error])
             return
@@ -240,20 +331,36 @@ class KraftReader(DataSourceReader):
             return
         assert partition.file is not None
         for table, warnings in tables.file_records(partition.file, self.show_secrets,
-                                                   payload=self.payload):
+                                                   payload=self.payload,
+                                                   types=self.pushed.allowed.get("type")):
             yield from _with_extra(schema, table, partition, warnings)
+
+
+class FilteringReader(KraftReader):
+    """The reader with filter pushdown (PySpark 4.1+, with
+    ``spark.sql.python.filterPushdown.enabled``): equality (and ``IN``) on ``directory`` and
+    ``cluster_id``, and for records on ``file``, ``source``, ``type``, ``topic_id`` and
+    ``offset`` (ranges too) are taken. Directories and files that cannot match are never
+    read (an offset range rules out segments, a type a snapshot never holds rules out
+    snapshots); the rows read are filtered before they reach Spark."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        columns = RECORD_COLUMNS if self.table == "records" else ANY_TABLE
+        yield from self.pushed.take(filters, columns)
 
 
 def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
                 warnings: list[str]) -> Iterator[pa.RecordBatch]:
+    if part.shown != part.directory:  # a remote directory's copy: say where it really is
+        warnings = [w.replace(part.directory, part.shown) for w in warnings]
     for w in warnings:
-        LOG.warning("%s: %s", part.path or part.directory, w)
+        LOG.warning("%s: %s", part.path or part.shown, w)
     if table.num_rows == 0:
         if warnings:
             yield _empty_with(schema, part, warnings)
         return
     for batch in table.to_batches(max_chunksize=BATCH_ROWS):
-        extra = _constants(part.directory, part.cluster_id, tuple(warnings), batch.num_rows)
+        extra = _constants(part.shown, part.cluster_id, tuple(warnings), batch.num_rows)
         yield pa.RecordBatch.from_arrays([*extra, *batch.columns], schema=schema)
 
 
@@ -269,7 +376,7 @@ def _constants(directory: str, cluster_id: str | None, warnings: tuple[str, ...]
 def _empty_with(schema: pa.Schema, part: FilePart, warnings: list[str]) -> pa.RecordBatch:
     """One row holding only where it comes from and its warnings."""
     row: dict[str, Any] = {f.name: None for f in schema}
-    row.update(directory=part.directory, cluster_id=part.cluster_id, warnings=warnings)
+    row.update(directory=part.shown, cluster_id=part.cluster_id, warnings=warnings)
     if "file" in row and part.path is not None:
         row["file"] = os.path.basename(part.path)
     return pa.RecordBatch.from_pylist([row], schema=schema)

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..problems import Problem, SourceError
@@ -105,21 +106,25 @@ def _fast_log(source: DirectorySource, show_secrets: bool) -> pa.Table | None:
     return pa.concat_tables(parts) if parts else None
 
 
-def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bool = True
-                 ) -> Iterator[tuple[pa.Table, list[str]]]:
+def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bool = True,
+                 types: frozenset[str] | None = None) -> Iterator[tuple[pa.Table, list[str]]]:
     """The records of one file in Arrow chunks, with the reader's warnings for the file (given
     with the last chunk). A clean file is read by :mod:`.fastlog`; any other by the shell's
-    reader."""
+    reader. ``types``: only records of these types (the others' rows and payloads are never
+    built)."""
     source = "log" if f.role == "segment" else "snapshot"
     fast = fastlog.read_file(f.directory, f.path, f.role, f.first, f.last)
     if fast is not None:
-        table = fast_table(fast, os.path.basename(f.path), show_secrets, payload, source)
+        table = fast_table(fast, os.path.basename(f.path), show_secrets, payload, source,
+                           types)
         for start in range(0, max(table.num_rows, 1), chunk):
             yield table.slice(start, chunk), []
         return
     problems: list[Problem] = []
     try:
         it = iter_file(f, problems)
+        if types is not None:
+            it = (r for r in it if r.name in types)
         while True:
             batch = [r for _, r in zip(range(chunk), it, strict=False)]
             if len(batch) < chunk:
@@ -152,11 +157,19 @@ _VALUE_COLUMNS = ("control", "type", "version", "broker_id", "topic_id", "partit
 
 
 def fast_table(fast: tuple[Any, ...], name: str, show_secrets: bool,
-               payload: bool, source: str = "log") -> pa.Table:
+               payload: bool, source: str = "log", types: frozenset[str] | None = None
+               ) -> pa.Table:
     """The ``records`` table from :func:`fastlog.read_file`: per-record columns from its
     arrays, value columns from the distinct values' rows (built by :func:`records_table`,
-    so they are the same cells)."""
+    so they are the same cells). ``types``: only the records of these types."""
     offsets, epochs, timestamps, index, distinct = fast[:5]
+    if types is not None:
+        wanted = [r is not None and r.name in types for r in distinct]
+        distinct = [r if w else None for r, w in zip(distinct, wanted, strict=True)]
+        if len(index):
+            keep = np.array(wanted, bool)[index]
+            offsets, epochs, timestamps, index = (offsets[keep], epochs[keep],
+                                                  timestamps[keep], index[keep])
     rows = records_table([r if r is not None else _NEVER_TAKEN for r in distinct],
                          show_secrets, payload)
     n = len(offsets)

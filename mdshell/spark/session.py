@@ -25,12 +25,16 @@ if TYPE_CHECKING:
 
 _SESSION: SparkSession | None = None
 
+# PySpark 4.1+: Python data sources may take filters (the kraft source's readers do when asked).
+PUSHDOWN_KEY = "spark.sql.python.filterPushdown.enabled"
+
 DEFAULT_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
+    PUSHDOWN_KEY: "true",
 }
 # A local session's Python workers are this interpreter: its daemon reads pyspark's cached
 # bytecode (see :mod:`.daemon`). A cluster's workers keep Spark's own.
@@ -106,11 +110,18 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     sc.setLogLevel("ERROR")
     _python_logs_to(path)
     spark = SparkSession(sc)
-    from .datasource import KraftDataSource
-
-    spark.dataSource.register(KraftDataSource)
+    _register(spark)
     _SESSION = spark
     return spark
+
+
+def _register(spark: SparkSession) -> None:
+    """The ``kraft`` source, pushing filters down by default when the session allows it (a
+    user's ``--config`` may turn the setting off: then a reader taking filters would fail)."""
+    from .datasource import KraftDataSource, PushdownKraftDataSource
+
+    on = str(spark.conf.get(PUSHDOWN_KEY, "false")).lower() == "true"
+    spark.dataSource.register(PushdownKraftDataSource if on else KraftDataSource)
 
 
 MASTER_WAIT_S = 3.0  # per address of a spark:// master
