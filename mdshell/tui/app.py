@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from .engine import CheckRow, Engine
+from .interrupt import Interrupt
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
 from .prefetch import Prefetch
 
@@ -47,7 +48,8 @@ class MdshellApp(App[int]):
         Binding("slash", "search", "Search"),
         Binding("colon", "command_bar", "Command"),
         Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "Cancel", show=False, priority=True),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
     ]
 
     def __init__(self, engine: Engine, at: str | None = None,
@@ -68,6 +70,7 @@ class MdshellApp(App[int]):
         self._loading_timer: Timer | None = None
         self.advanced = False  # live: the image moved on (set from the polling thread)
         self._last_live_refresh = 0.0
+        self.interrupt = Interrupt()
 
     def compose(self) -> ComposeResult:
         yield from ()
@@ -351,6 +354,11 @@ class MdshellApp(App[int]):
 
     def _switched(self) -> None:
         self.fit(self.size.width, self.size.height)
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C: cancel or clear (interrupt.py); quits when pressed twice."""
+        if self.interrupt.press(self):
+            await self.action_quit()
 
     async def action_quit(self) -> None:
         self.exit(return_code=1 if self.fatal else 0)
