@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from textual.widgets import Input
+from typing import Any
+
+import pytest
+from rich.style import Style
+from textual.widgets import Input, Static
 
 from mdshell.tui.browser import BrowserScreen
 
@@ -34,3 +38,53 @@ async def test_ctrl_c_clears_the_command_bar_and_quits_only_twice() -> None:
         await pilot.press("ctrl+c")
         await until(pilot, lambda: app.exiting, "the quit")
     assert app.return_code == 0
+
+
+def _shown_segments(app: Any, selector: str) -> list[tuple[str, Style]]:
+    """The widget's lines as the terminal gets them: through the app's filters (NO_COLOR's
+    greys included), each segment with its final style."""
+    widget = app.screen.query_one(selector, Static)
+    out = []
+    for y in range(widget.size.height):
+        segments = list(widget.render_line(y))
+        for f in app._filters:
+            segments = f.apply(segments, app.styles.background)
+        out += [(s.text, s.style or Style()) for s in segments if s.text.strip()]
+    return out
+
+
+def _luminance(style: Style) -> float:
+    color = style.color
+    if color is None or color.is_default:
+        return 1.0  # the terminal's own foreground
+    r, g, b = color.get_truecolor()
+    return (0.299 * r + 0.587 * g + 0.114 * b) / 255
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
+@aio
+async def test_passing_checks_are_readable(theme: str) -> None:
+    """The passing checks' names are not drawn in their background's colour."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.theme = theme
+        await pilot.pause()
+        names = [(t, s) for t, s in _shown_segments(app, "#health") if "fenced brokers," in t]
+        assert names, "the passing checks' line"
+        for _text, style in names:
+            assert style.bgcolor is None or style.color != style.bgcolor
+
+
+@aio
+async def test_no_color_fail_items_not_dimmer_than_warn(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """NO_COLOR: a FAIL item is bold and no darker than a WARN item."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        shown = _shown_segments(app, "#health")
+        fail = [s for t, s in shown if t.strip().startswith("broker 4")]
+        warn = [s for t, s in shown if t.strip() == "broker 5"]
+        assert fail and warn, shown
+        assert all(s.bold for s in fail)
+        assert min(map(_luminance, fail)) >= max(map(_luminance, warn))

@@ -13,7 +13,7 @@ from textual.widgets import Footer, Static, Tree
 
 from .engine import CheckRow
 from .screen import DataScreen
-from .widgets import StatusBar, status_badge
+from .widgets import StatusBar, item_style, status_badge
 
 MAX_ITEMS = 1000  # per check; the count says how many more there are
 
@@ -55,13 +55,14 @@ class HealthScreen(DataScreen):
             return
         first_item = None
         for c in checks:
-            label = status_badge(c.status)
+            label = status_badge(c.status, self.app.no_color)
             label.append(f" {c.name}: ", style="bold")
             label.append(c.summary)
             node = tree.root.add(label, data=None, expand=c.status in ("fail", "warn"),
                                  allow_expand=bool(c.items))
             for item in c.items[:MAX_ITEMS]:
-                text = Text(item.text, style={"fail": "red", "warn": "yellow"}.get(c.status, ""))
+                text = Text(item.text, style=item_style(c.status, self.app.no_color)
+                            if c.status in ("fail", "warn") else "")
                 if item.path:
                     text.append(f"  → {item.path}", style="dim")
                 leaf = node.add_leaf(text, data=item.path)

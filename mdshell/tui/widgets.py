@@ -22,6 +22,16 @@ STATE_STYLE = {
 STATUS_STYLE = {"fail": "bold white on red", "warn": "bold black on yellow",
                 "info": "bold white on blue", "ok": "bold black on green"}
 STATUS_MARK = {"fail": " FAIL ", "warn": " WARN ", "info": " INFO ", "ok": "  OK  "}
+ITEM_STYLE = {"fail": "bold red", "warn": "yellow", "ok": "green"}
+# NO_COLOR turns colours into greys by luminance (red darker than yellow): severity shows by
+# weight and reverse video instead, never by a grey.
+MONO_STATUS_STYLE = {"fail": "bold reverse", "warn": "reverse", "info": "", "ok": ""}
+MONO_ITEM_STYLE = {"fail": "bold", "warn": "", "ok": ""}
+
+
+def item_style(status: str, mono: bool = False) -> str:
+    """The style of a check's items (and the passing checks' names) under its badge."""
+    return (MONO_ITEM_STYLE if mono else ITEM_STYLE).get(status, "")
 
 
 def state_text(state: str) -> Text:
@@ -30,8 +40,9 @@ def state_text(state: str) -> Text:
                                              else ""))
 
 
-def status_badge(status: str) -> Text:
-    return Text(STATUS_MARK.get(status, status), style=STATUS_STYLE.get(status, ""))
+def status_badge(status: str, mono: bool = False) -> Text:
+    styles = MONO_STATUS_STYLE if mono else STATUS_STYLE
+    return Text(STATUS_MARK.get(status, status), style=styles.get(status, ""))
 
 
 def short_source(path: str, limit: int = 48) -> str:
