@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -88,3 +89,24 @@ async def test_no_color_fail_items_not_dimmer_than_warn(monkeypatch: pytest.Monk
         assert fail and warn, shown
         assert all(s.bold for s in fail)
         assert min(map(_luminance, fail)) >= max(map(_luminance, warn))
+
+
+@aio
+async def test_screenshot_without_downloads_lands_here(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The palette's Screenshot with no ~/Downloads: saved in the working directory, and the
+    notification says where."""
+    home, here = tmp_path / "home", tmp_path / "here"
+    home.mkdir()
+    here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    async with app_for(FIXTURES.resolve() / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.action_screenshot()
+        await until(pilot, lambda: any(here.glob("*.svg")), "the screenshot file")
+        saved = next(here.glob("*.svg"))
+        assert "<svg" in saved.read_text()
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any(str(saved) in m for m in said), said

@@ -355,6 +355,12 @@ class MdshellApp(App[int]):
     def _switched(self) -> None:
         self.fit(self.size.width, self.size.height)
 
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """The palette's Screenshot, saved where it can be (screenshot.py)."""
+        from .screenshot import save
+
+        save(self, filename, path)
+
     async def action_interrupt(self) -> None:
         """Ctrl+C: cancel or clear (interrupt.py); quits when pressed twice."""
         if self.interrupt.press(self):
