@@ -11,8 +11,8 @@ from textual.widgets import Input, Static
 
 from mdshell.tui.browser import BrowserScreen
 
-from .conftest import FIXTURES
-from .test_tui import SIZE, aio, app_for, browser_tree, ready, until
+from .conftest import CORPUS, FIXTURES, need_corpus
+from .test_tui import SIZE, aio, app_for, browser_tree, detail_text, ready, until
 
 
 @aio
@@ -110,3 +110,37 @@ async def test_screenshot_without_downloads_lands_here(tmp_path: Path,
         await pilot.pause()
         said = [n.message for n in app._notifications]
         assert any(str(saved) in m for m in said), said
+
+
+def _view_has(app: Any, what: str) -> bool:
+    return isinstance(app.screen, BrowserScreen) and bool(app.screen.query("#view-body")) \
+        and what in detail_text(app, "view")
+
+
+@aio
+async def test_topic_view_counts_partitions_and_shows_configs() -> None:
+    """A 50-partition topic says "50 partitions" (not 52 entries: name and id are fields)
+    and lists the configs set on it."""
+    need_corpus()
+    d = CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
+    async with app_for(d).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.jump("/image/topics/byName/__consumer_offsets")
+        await until(pilot, lambda: _view_has(app, "__consumer_offsets"), "the topic")
+        view = detail_text(app, "view")
+        assert "50 partitions" in view and "entries" not in view
+        assert "cleanup.policy" in view and "compact" in view
+
+
+@aio
+async def test_controllers_node_not_empty_when_the_quorum_has_a_leader() -> None:
+    """Before 3.7 no controller registers: the Controllers node says so and names the
+    quorum's leader the overview lists, instead of "(empty)"."""
+    need_corpus()
+    d = CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
+    async with app_for(d).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.jump("/image/cluster/controllers")
+        await until(pilot, lambda: _view_has(app, "controllers"), "the controllers node")
+        view = detail_text(app, "view")
+        assert "(empty)" not in view and "1 (leader" in view

@@ -18,6 +18,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from .engine import Engine
+from .nodeview import count_line, empty_note, topic_configs
 from .resulttable import ResultTable, TextScroll
 from .widgets import state_text
 
@@ -269,7 +270,7 @@ def readable(eng: Engine, path: str) -> RenderableType:
         return Group(title, Text(eng.text(path)))
     entries = eng.children(path)
     if not entries:
-        return Group(title, Text("(empty)", style="dim"))
+        return Group(title, empty_note(eng, path))
     states = eng.broker_states()
     rows = []
     for e in entries[:TABLE_ROWS]:
@@ -280,7 +281,7 @@ def readable(eng: Engine, path: str) -> RenderableType:
     # that the table's columns only hold what they name.
     plain = [(e, d) for e, d in rows if not (cols and isinstance(d, dict))]
     tabled = [(e, d) for e, d in rows if cols and isinstance(d, dict)]
-    parts: list[RenderableType] = [title, Text(f"{len(entries):,} entries", style="dim")]
+    parts: list[RenderableType] = [title, count_line(path, entries)]
     if plain:
         f = Table(box=None, show_header=False, pad_edge=False)
         f.add_column(style="bold dim")
@@ -289,6 +290,9 @@ def readable(eng: Engine, path: str) -> RenderableType:
             f.add_row(e.name + ("/" if e.is_dir else ""),
                       "" if e.is_dir else _short(eng.text(e.path)))
         parts.append(f)
+    configs = topic_configs(eng, path)  # a topic's own settings above its partitions
+    if configs is not None:
+        parts.append(configs)
     if tabled:
         t = Table(box=None, header_style="bold dim", pad_edge=False)
         t.add_column("name", no_wrap=True)
