@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.style import Style
-from textual.widgets import Input, Static
+from textual.containers import Vertical
+from textual.widgets import Input, OptionList, Static
 
 from mdshell.tui.browser import BrowserScreen
+from mdshell.tui.search import SearchScreen
 
 from .conftest import CORPUS, FIXTURES, need_corpus
 from .test_tui import SIZE, aio, app_for, browser_tree, detail_text, ready, until
@@ -144,3 +147,37 @@ async def test_controllers_node_not_empty_when_the_quorum_has_a_leader() -> None
         await until(pilot, lambda: _view_has(app, "controllers"), "the controllers node")
         view = detail_text(app, "view")
         assert "(empty)" not in view and "1 (leader" in view
+
+
+@aio
+async def test_search_index_built_in_a_worker_indexing_until_ready() -> None:
+    """`/` never builds the index on the UI thread: until the worker's index is in, the box
+    says "indexing…" and keeps what is typed; then the results for it show. No match says
+    so instead of a blank list."""
+    app = app_for(FIXTURES / "cluster-basic")
+    build = app.engine.search_index
+    gate = threading.Event()
+    threads: list[str] = []
+
+    def gated() -> list[tuple[str, str, str]]:
+        threads.append(threading.current_thread().name)
+        gate.wait(10)
+        return build()
+
+    app.engine.search_index = gated  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.loaded and app.checks is not None, "the load")
+        await pilot.press("slash")
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen), "the search box")
+        box = app.screen.query_one(Vertical)
+        await until(pilot, lambda: "indexing" in str(box.border_title), "indexing…")
+        await pilot.press(*"topic-2")
+        gate.set()
+        results = app.screen.query_one(OptionList)
+        await until(pilot, lambda: results.option_count > 0 and "topic-2" in str(
+            results.get_option_at_index(0).prompt), "the results")
+        assert "entries" in str(box.border_title)
+        assert threading.main_thread().name not in threads
+        await pilot.press(*"zzqq")
+        await until(pilot, lambda: results.option_count == 1 and "no match" in str(
+            results.get_option_at_index(0).prompt), "no match")

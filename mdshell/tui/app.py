@@ -64,6 +64,7 @@ class MdshellApp(App[int]):
         self.fatal: str | None = None  # a load error: shown, then printed on exit
         self.generation = 0  # bumped when the image changes (time travel)
         self.checks: list[CheckRow] | None = None
+        self.search_index: list[tuple[str, str, str]] | None = None  # None: being built
         self.fault_prefixes: set[str] = set()
         self.load_seconds = 0.0
         self.pending_jump: str | None = None
@@ -226,10 +227,17 @@ class MdshellApp(App[int]):
         generation = self.generation
         checks = self.engine.checks()
         self.call_from_thread(self._checked, checks, generation)
+        # `/` searches this index; built here, so that the key opens the box at once.
+        index = self.engine.search_index()
+        self.call_from_thread(self._indexed, index, generation)
         if not self.engine.live:
             # The history screen's timeline reads every batch header (0.3 s on 100k
             # partitions): read it here, so that `l` opens at once.
             self.engine.timeline()
+
+    def _indexed(self, index: list[tuple[str, str, str]], generation: int) -> None:
+        if generation == self.generation:
+            self.search_index = index
 
     def _checked(self, checks: list[CheckRow], generation: int) -> None:
         if generation != self.generation:
@@ -325,6 +333,7 @@ class MdshellApp(App[int]):
         if not live:
             self.checks = None
             self.fault_prefixes = set()
+            self.search_index = None
         self.refresh_screens()
         self.check_health()
 
