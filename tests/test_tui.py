@@ -143,7 +143,7 @@ async def test_tree_navigation_and_detail_tabs() -> None:
         await pilot.press("x")
         await pilot.pause()
         assert "PartitionRegistration(replicas=[1, 2, 3]" in detail_text(app, "text")
-        await pilot.press("j")
+        await pilot.press("J")
         await pilot.pause()
         assert '"leader": -1' in detail_text(app, "json")
         await pilot.press("c")

@@ -23,6 +23,7 @@ from textual.timer import Timer
 from .engine import CheckRow, Engine
 from .interrupt import Interrupt
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
+from .nav import Back, move
 from .prefetch import Prefetch
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
@@ -47,6 +48,10 @@ class MdshellApp(App[int]):
         Binding("l", "mode('history')", "History"),
         Binding("slash", "search", "Search"),
         Binding("colon", "command_bar", "Command"),
+        Binding("question_mark", "help", "Help"),
+        Binding("f1", "help", "Help", show=False),
+        Binding("j", "move(1)", "Down", show=False),
+        Binding("k", "move(-1)", "Up", show=False),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "interrupt", "Cancel", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
@@ -72,6 +77,7 @@ class MdshellApp(App[int]):
         self.advanced = False  # live: the image moved on (set from the polling thread)
         self._last_live_refresh = 0.0
         self.interrupt = Interrupt()
+        self.back = Back()
 
     def compose(self) -> ComposeResult:
         yield from ()
@@ -293,8 +299,33 @@ class MdshellApp(App[int]):
 
     def action_mode(self, mode: str) -> None:
         if self._now(partial(self.action_mode, mode)):
+            if mode == self.current_mode and hasattr(self.screen, "focus_home"):
+                self.screen.focus_home()  # `t` on the tree: the focus back on the tree
+                return
             self.switch_mode(mode)
             self._switched()
+
+    def action_move(self, step: int) -> None:
+        move(self, step)
+
+    def action_help(self) -> None:
+        from .helpscreen import HelpScreen, key_rows
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.current_mode or "mdshell", key_rows(self.screen)))
+
+    def go_back(self) -> bool:
+        """Esc after a jump: the mode (and tree node) it came from; False: nowhere."""
+        where = self.back.pop()
+        if where is None:
+            return False
+        mode, path = where
+        if mode == "tree" and path:
+            self.jump(path, remember=False)
+        else:
+            self.switch_mode(mode)
+            self._switched()
+        return True
 
     def action_search(self) -> None:
         if self._now(self.action_search):
@@ -312,8 +343,11 @@ class MdshellApp(App[int]):
         if hasattr(screen, "open_command_bar"):
             screen.open_command_bar()
 
-    def jump(self, path: str) -> None:
-        """Show ``path`` in the tree, selected, with its details."""
+    def jump(self, path: str, remember: bool = True) -> None:
+        """Show ``path`` in the tree, selected, with its details; Esc comes back."""
+        if remember and self.current_mode:
+            here = getattr(self.screen, "current_path", lambda: None)()
+            self.back.push(self.current_mode, here)
         self.pending_jump = path
         self.switch_mode("tree")
         self.call_after_refresh(self._do_jump)

@@ -56,7 +56,8 @@ class DetailPane(Vertical):
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="view"):
-            for tab, title in zip(TABS, ("View", "Text", "JSON", "Changes", "Output"),
+            for tab, title in zip(TABS, ("v View", "x Text", "J JSON", "c Changes",
+                                                 "r Output"),
                                   strict=True):
                 with TabPane(title, id=tab):
                     with TextScroll(id=f"{tab}-scroll"):

@@ -9,9 +9,10 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Static, Tree
 
 from .engine import CheckRow
+from .footer import KeyFooter
 from .screen import DataScreen
 from .widgets import StatusBar, item_style, status_badge
 
@@ -31,7 +32,7 @@ class HealthScreen(DataScreen):
         tree: Tree[str | None] = Tree("checks", id="checks")
         tree.show_root = False
         yield tree
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_data()

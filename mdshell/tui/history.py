@@ -12,10 +12,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Input, Sparkline, Static
+from textual.widgets import DataTable, Input, Sparkline, Static
 
 from .detail import MAX_LINES
 from .engine import Timeline, run_lines
+from .footer import KeyFooter
 from .screen import DataScreen
 from .widgets import StatusBar
 
@@ -64,7 +65,7 @@ class HistoryScreen(DataScreen):
         yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="result-box"):
             yield Static(id="result")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -10,6 +10,8 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from .fmt import plural
+
 if TYPE_CHECKING:
     from .engine import Engine
     from .rows import Entry
@@ -18,16 +20,11 @@ TOPIC = re.compile(r"^/image/topics/by(Name|Id)/[^/]+$")
 CONTROLLERS = "/image/cluster/controllers"
 
 
-def plural(n: int, noun: str) -> str:
-    """``1 partition``, ``50 partitions`` (thousands separated)."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 def count_line(path: str, entries: list[Entry]) -> Text:
     """Under a topic: its partitions (name and id are fields, not entries)."""
     if TOPIC.match(path):
         return Text(plural(sum(e.name.isdigit() for e in entries), "partition"), style="dim")
-    return Text(plural(len(entries), "entry").replace("entrys", "entries"), style="dim")
+    return Text(plural(len(entries), "entry", "entries"), style="dim")
 
 
 def topic_configs(eng: Engine, path: str) -> RenderableType | None:

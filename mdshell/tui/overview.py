@@ -11,9 +11,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from .engine import CheckRow, NodeRow, Overview
+from .footer import KeyFooter
 from .healthrows import health_title
 from .screen import DataScreen
 from .widgets import StatusBar, item_style, state_text, status_badge
@@ -40,7 +41,7 @@ class OverviewScreen(DataScreen):
             yield Static(id="controllers", classes="panel")
             yield Static(id="features", classes="panel")
             yield Static(id="warnings", classes="panel")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_data()

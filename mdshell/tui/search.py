@@ -52,7 +52,7 @@ def matches(index: list[Entry], query: str) -> tuple[list[Entry], list[Entry]]:
     """Every entry that matches ``query`` (in index order: a longer query searches only
     these) and the same, best first."""
     scored = []
-    hits = []
+    hits: list[Entry] = []
     for entry in index:
         s = fuzzy_score(query, entry[0])
         if s is not None:
@@ -81,9 +81,11 @@ class SearchScreen(ModalScreen[None]):
                         id="query")
             yield OptionList(id="results")
 
-    index: list[Entry] | None = None
-    found: list[Entry] = []
-    _last: tuple[str, list[Entry]] = ("", [])  # the last query and all it matched
+    def __init__(self) -> None:
+        super().__init__()
+        self.index: list[Entry] | None = None
+        self.found: list[Entry] = []
+        self._last: tuple[str, list[Entry]] = ("", [])  # the last query and all it matched
 
     def on_mount(self) -> None:
         # The index is built in a worker once the image is loaded (app.search_ready); until

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..tree.javafmt import iso_zoned_utc
+from .fmt import ui_time
 from .rows import Timeline
 
 if TYPE_CHECKING:
@@ -36,5 +36,5 @@ def time_at(timeline: Timeline, offset: int) -> str:
     """The timestamp of the batch holding ``offset`` (for the history cursor)."""
     for base, last, _n, t in timeline.batches:
         if base <= offset <= last:
-            return iso_zoned_utc(t)
+            return ui_time(t)
     return "-"
