@@ -12,6 +12,9 @@ from textual.containers import Vertical
 from textual.widgets import Input, OptionList, Static
 
 from mdshell.tui.browser import BrowserScreen
+from mdshell.tui.health import HealthScreen
+from mdshell.tui.history import HistoryScreen
+from mdshell.tui.overview import OverviewScreen
 from mdshell.tui.search import SearchScreen
 
 from .conftest import CORPUS, FIXTURES, need_corpus
@@ -181,3 +184,78 @@ async def test_search_index_built_in_a_worker_indexing_until_ready() -> None:
         await pilot.press(*"zzqq")
         await until(pilot, lambda: results.option_count == 1 and "no match" in str(
             results.get_option_at_index(0).prompt), "no match")
+
+
+@aio
+async def test_footer_and_header_fit_80_columns() -> None:
+    """At 80x24 every screen's footer ends with "? Help" and "q Quit" (nothing cut), and the
+    header never parts a label from its value ("MV" and its version on one line); times show
+    three digits of milliseconds."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        for key, screen in (("o", OverviewScreen), ("t", BrowserScreen),
+                            ("h", HealthScreen), ("l", HistoryScreen)):
+            await pilot.press(key)
+            await until(pilot, lambda s=screen: isinstance(app.screen, s), key)
+            await pilot.pause(0.2)
+            footer = _line(app, 23)
+            assert footer.rstrip().endswith("? Help q Quit"), (key, footer)
+            header = [_line(app, y) for y in range(3)]
+            assert not any(ln.rstrip().endswith(" MV") for ln in header), header
+            assert any("MV 4.0-IV3" in ln for ln in header), header
+            assert any("2024-04-24T23:07:11.490Z" in ln for ln in header), header
+
+
+def _line(app: Any, y: int) -> str:
+    """Row ``y`` of the screen as the terminal shows it (modal screens included)."""
+    return app.screen._compositor.render_strips()[y].text
+
+
+@aio
+async def test_help_overlay_lists_the_screens_keys() -> None:
+    """`?` (and F1) open the keys of the screen they were pressed on; Esc closes."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        for key, screen, own in (("l", HistoryScreen, "Diff mark→here"),
+                                 ("t", BrowserScreen, "JSON tab")):
+            await pilot.press(key)
+            await until(pilot, lambda s=screen: isinstance(app.screen, s), key)
+            for opener in ("question_mark", "f1"):
+                await pilot.press(opener)
+                await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen", opener)
+                shown = "\n".join(_line(app, y) for y in range(SIZE[1]))
+                assert own in shown and "Search" in shown and "Ctrl+C" in shown
+                await pilot.press("escape")
+                await until(pilot, lambda s=screen: isinstance(app.screen, s), "closed")
+
+
+@aio
+async def test_j_k_move_and_esc_goes_back_after_a_jump() -> None:
+    """j/k move the tree's cursor (J is the JSON tab); Enter on a health item jumps to the
+    tree and Esc comes back to health; `t` gives the focus back to the tree."""
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_line == 0, "the cursor home")
+        await pilot.press("j", "j")
+        assert tree.cursor_line == 2
+        await pilot.press("k")
+        assert tree.cursor_line == 1
+        detail = app.screen.query_one("#detail")
+        await pilot.press("J")
+        await until(pilot, lambda: detail.active == "json", "the JSON tab")  # type: ignore
+        detail.query_one("#json-scroll").focus()
+        await pilot.press("t")
+        await until(pilot, lambda: app.screen.focused is tree, "the tree focused again")
+        await pilot.press("h")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
+        checks = app.screen.query_one("#checks")
+        await until(pilot, lambda: checks.cursor_node is not None  # type: ignore
+                    and checks.cursor_node.data is not None, "a health item")  # type: ignore
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, BrowserScreen)
+                    and tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/cluster/brokers/4", "the jump")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "back to health")
