@@ -259,3 +259,38 @@ async def test_j_k_move_and_esc_goes_back_after_a_jump() -> None:
                     and tree.cursor_node.data == "/image/cluster/brokers/4", "the jump")
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, HealthScreen), "back to health")
+
+
+@aio
+async def test_a_long_command_shows_it_runs_and_esc_cancels() -> None:
+    """A command still running: a spinner and its seconds in the Output tab (not the previous
+    output); Esc cancels it and says so."""
+    app = app_for(FIXTURES / "cluster-basic")
+    run = app.engine.run
+    gate = threading.Event()
+
+    def slow(line: str) -> Any:
+        if line.startswith("topics"):
+            gate.wait(10)
+        return run(line)
+
+    app.engine.run = slow  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press("colon")
+            await browser_tree(pilot)
+            await until(pilot, lambda: isinstance(app.screen.focused, Input), "the bar")
+            await pilot.press(*"pwd", "enter")
+            await until(pilot, lambda: "pwd" in detail_text(app, "output"), "pwd's output")
+            await pilot.press(*"topics --describe", "enter")
+            await until(pilot, lambda: "running" in detail_text(app, "output"), "the spinner")
+            first = detail_text(app, "output")
+            await pilot.pause(0.3)
+            assert " s" in first and detail_text(app, "output") != first  # it ticks
+            await pilot.press("escape")
+            await until(pilot, lambda: "cancelling" in detail_text(app, "output"), "cancel")
+            gate.set()
+            await until(pilot, lambda: "(cancelled)" in detail_text(app, "output"), "the end")
+    finally:
+        gate.set()

@@ -262,6 +262,11 @@ class BrowserScreen(DataScreen):
         if not self.query_one(DetailPane).focus_table():
             self.focus_next()
 
+    @on(CommandBar.Started)
+    def _started(self, event: CommandBar.Started) -> None:
+        bar = self.query_one(CommandBar)
+        self.query_one(DetailPane).show_running(event.line, lambda: bar.running)
+
     @on(CommandBar.SqlStarted)
     def _sql_started(self, event: CommandBar.SqlStarted) -> None:
         self.query_one(DetailPane).show_sql_running(event.line, event.run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
@@ -189,6 +190,7 @@ class DetailPane(Vertical):
         """A command whose result is a table (``topics``, ``brokers``...): the same DataTable
         as ``sql`` (headers sort), its text form a key away (``x``)."""
         self._command = (line, lines, errors)
+        self._stop_running()
         t = Text(f"{line}\n", style="bold reverse")
         t.append(f"{table.total:,} rows", style="bold")
         if table.total > len(table.rows):
@@ -239,12 +241,31 @@ class DetailPane(Vertical):
         self._sorted_by = (key, reverse)
         event.data_table.sort(key, key=_sort_key, reverse=reverse)
 
+    def show_running(self, line: str, still_running: Callable[[], bool]) -> None:
+        """A command in its worker: a spinner and its seconds until its result comes."""
+        from . import running
+
+        self._command = None
+        self._sql_mode(False)
+        self._stop_running()
+        self._spinner = running.start(self.query_one("#output-body", Static), line,
+                                      still_running)
+        self.active = "output"
+
+    _spinner: Timer | None = None
+
+    def _stop_running(self) -> None:
+        if self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
+
     def show_output(self, title: str, lines: list[str], errors: list[str],
                     finished: bool = True) -> None:
         self._command = None
         self._text(title, lines, errors, finished)
 
     def _text(self, title: str, lines: list[str], errors: list[str], finished: bool) -> None:
+        self._stop_running()
         self._sql_mode(False)
         t = Text()
         t.append(f"{title}\n", style="bold reverse")
