@@ -294,3 +294,32 @@ async def test_a_long_command_shows_it_runs_and_esc_cancels() -> None:
             await until(pilot, lambda: "(cancelled)" in detail_text(app, "output"), "the end")
     finally:
         gate.set()
+
+
+def test_bars_are_drawn_from_zero() -> None:
+    """A quiet log's 440 and 441 records per column look alike (near full, not full and
+    empty); an interval of NoOps only is a baseline, not a gap."""
+    from mdshell.tui.bars import bars
+
+    rows = bars([440, 441, 0], [440, 441, 5], 4).plain.splitlines()
+    assert [r[0] for r in rows] == [r[1] for r in rows] == ["█"] * 4
+    assert [r[2] for r in rows] == [" ", " ", " ", "▁"]
+
+
+@aio
+async def test_history_plots_changes_not_noops() -> None:
+    """The history counts changes (records other than NoOp) per interval: their sum is the
+    log's records minus its NoOpRecords, as `records` lists them."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        await pilot.pause(0.2)
+        screen = app.screen
+        listed = list(app.engine.run("records").lines)
+        noops = sum(" NoOpRecord(" in ln for ln in listed)
+        assert noops > 0
+        assert sum(screen.changes) == len(listed) - noops  # type: ignore[attr-defined]
+        assert sum(screen.counts) == len(listed)  # type: ignore[attr-defined]
+        legend = _line(app, 3)
+        assert "NoOps only" in legend and "S snapshot" in legend
