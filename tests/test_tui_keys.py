@@ -323,3 +323,12 @@ async def test_history_plots_changes_not_noops() -> None:
         assert sum(screen.counts) == len(listed)  # type: ignore[attr-defined]
         legend = _line(app, 3)
         assert "NoOps only" in legend and "S snapshot" in legend
+
+
+@aio
+async def test_counts_say_topic_in_the_singular() -> None:
+    """One topic is "1 topic", with a space; many are plural."""
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        counts = "".join(t for t, _s in _shown_segments(app, "#counts"))
+        assert "1 topic " in counts and "3 partitions" in counts, counts

@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from .engine import CheckRow, NodeRow, Overview
+from .fmt import plural
 from .footer import KeyFooter
 from .healthrows import health_title
 from .screen import DataScreen
@@ -86,10 +87,10 @@ class OverviewScreen(DataScreen):
         assert ov is not None
         panel = self.query_one("#health", Static)
         counts = Text()
-        counts.append(f"{ov.topics:,}", style="bold")
-        counts.append(" topics   ")
-        counts.append(f"{ov.partitions:,}", style="bold")
-        counts.append(" partitions   ")
+        for n, noun in ((ov.topics, "topic"), (ov.partitions, "partition")):
+            count, _, word = plural(n, noun).partition(" ")
+            counts.append(count, style="bold")
+            counts.append(f" {word}   ")
         if checks is None:
             for each in ("fail", "warn", "ok"):
                 panel.set_class(False, each)
