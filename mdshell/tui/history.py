@@ -1,7 +1,7 @@
 """History and time travel: changes (non-NoOp records) per offset interval as bars from zero,
 with snapshots (S) and leader changes (L) marked; step with arrows, Enter travels there (the
-whole UI follows), g goes to an offset or a UTC time, m marks a point and d shows the diff from the mark to the
-cursor."""
+whole UI follows), g goes to an offset or a UTC time, m marks a point and d shows the diff
+from the mark to the cursor."""
 
 from __future__ import annotations
 
