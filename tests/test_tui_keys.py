@@ -332,3 +332,28 @@ async def test_counts_say_topic_in_the_singular() -> None:
         app = await ready(pilot)
         counts = "".join(t for t, _s in _shown_segments(app, "#counts"))
         assert "1 topic " in counts and "3 partitions" in counts, counts
+
+
+@aio
+async def test_the_focused_pane_shows() -> None:
+    """Tab moves the focus between the tree and the detail pane, and the focused one is
+    tinted: a tree row's and a detail row's background change with the focus."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: app.screen.focused is tree, "the tree focused")
+        await pilot.pause(0.2)
+
+        def backgrounds() -> tuple[object, object]:
+            strip = list(app.screen._compositor.render_strips()[10])
+            return strip[0].style.bgcolor, strip[-1].style.bgcolor  # type: ignore[union-attr]
+
+        tree_focused = backgrounds()
+        await pilot.press("tab", "tab")
+        await until(pilot, lambda: app.screen.focused is not None
+                    and app.screen.focused.id == "view-scroll", "the detail focused")
+        await pilot.pause(0.2)
+        detail_focused = backgrounds()
+        assert tree_focused[0] != detail_focused[0]
+        assert tree_focused[1] != detail_focused[1]

@@ -174,8 +174,9 @@ class BrowserScreen(DataScreen):
     _sync_timer: Timer | None = None
     DEFAULT_CSS = """
     BrowserScreen Horizontal { height: 1fr; }
-    BrowserScreen ImageTree:focus, BrowserScreen DetailPane:focus-within {
-        background-tint: $accent 10%; }
+    BrowserScreen ImageTree:focus { background-tint: $primary 12%; }
+    BrowserScreen DetailPane:focus-within TextScroll,
+    BrowserScreen DetailPane:focus-within ResultTable { background: $primary 12%; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("v", "tab('view')", "View tab", show=False),
