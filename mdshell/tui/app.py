@@ -15,15 +15,16 @@ from typing import ClassVar
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.events import Resize
 from textual.screen import Screen
 from textual.timer import Timer
 
 from .engine import CheckRow, Engine
 from .interrupt import Interrupt
+from .keymap import APP_KEYS
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
-from .nav import Back, move
+from .nav import Back, go_back, move
 from .prefetch import Prefetch
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
@@ -41,21 +42,7 @@ class MdshellApp(App[int]):
     CSS = """
     Screen { background: $background; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("o", "mode('overview')", "Overview"),
-        Binding("t", "mode('tree')", "Tree"),
-        Binding("h", "mode('health')", "Health"),
-        Binding("l", "mode('history')", "History"),
-        Binding("slash", "search", "Search"),
-        Binding("colon", "command_bar", "Command"),
-        Binding("question_mark", "help", "Help"),
-        Binding("f1", "help", "Help", show=False),
-        Binding("j", "move(1)", "Down", show=False),
-        Binding("k", "move(-1)", "Up", show=False),
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "interrupt", "Cancel", show=False, priority=True),
-        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_KEYS
 
     def __init__(self, engine: Engine, at: str | None = None,
                  prefetch: Prefetch | None = None) -> None:
@@ -309,23 +296,13 @@ class MdshellApp(App[int]):
         move(self, step)
 
     def action_help(self) -> None:
-        from .helpscreen import HelpScreen, key_rows
+        from .helpscreen import open_help
 
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.current_mode or "mdshell", key_rows(self.screen)))
+        open_help(self)
 
     def go_back(self) -> bool:
-        """Esc after a jump: the mode (and tree node) it came from; False: nowhere."""
-        where = self.back.pop()
-        if where is None:
-            return False
-        mode, path = where
-        if mode == "tree" and path:
-            self.jump(path, remember=False)
-        else:
-            self.switch_mode(mode)
-            self._switched()
-        return True
+        """Esc after a jump: where it came from (nav.py); False: nowhere."""
+        return go_back(self)
 
     def action_search(self) -> None:
         if self._now(self.action_search):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.table import Table
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
@@ -41,8 +41,6 @@ def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
 def _ours(node: object, action: str) -> bool:
     """A binding mdshell declares (the screen's, the app's, or one of its widgets' own), not
     the scrolling keys every Textual widget has."""
-    from textual.app import App
-
     if isinstance(node, Screen | App):
         return True
     own = type(node).__dict__.get("BINDINGS", [])
@@ -76,3 +74,9 @@ class HelpScreen(ModalScreen[None]):
             box.border_title = f"Keys: {self.title_text}"
             box.border_subtitle = "Esc closes"
             yield Static(t)
+
+
+def open_help(app: App[int]) -> None:
+    """The overlay over the current screen (not over itself)."""
+    if not isinstance(app.screen, HelpScreen):
+        app.push_screen(HelpScreen(app.current_mode or "mdshell", key_rows(app.screen)))

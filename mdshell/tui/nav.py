@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from textual.app import App
 
+    from .app import MdshellApp
+
 BACK_LIMIT = 50
 
 
@@ -36,3 +38,16 @@ class Back:
 
     def pop(self) -> tuple[str, str | None] | None:
         return self.stack.pop() if self.stack else None
+
+
+def go_back(app: MdshellApp) -> bool:
+    """The mode (and tree node) the last jump came from; False when there is none."""
+    where = app.back.pop()
+    if where is None:
+        return False
+    mode, path = where
+    if mode == "tree" and path:
+        app.jump(path, remember=False)
+    else:
+        app.action_mode(mode)
+    return True
