@@ -24,6 +24,7 @@ from mdshell.tui.app import MdshellApp, make_app
 from mdshell.tui.browser import MORE, PAGE, BrowserScreen, ImageTree
 from mdshell.tui.detail import DetailPane
 from mdshell.tui.engine import Engine
+from mdshell.tui.fmt import plural
 from mdshell.tui.health import HealthScreen
 from mdshell.tui.history import HistoryScreen
 from mdshell.tui.loading import ErrorScreen, TooSmallScreen
@@ -143,7 +144,7 @@ async def test_tree_navigation_and_detail_tabs() -> None:
         await pilot.press("x")
         await pilot.pause()
         assert "PartitionRegistration(replicas=[1, 2, 3]" in detail_text(app, "text")
-        await pilot.press("j")
+        await pilot.press("J")
         await pilot.pause()
         assert '"leader": -1' in detail_text(app, "json")
         await pilot.press("c")
@@ -696,8 +697,8 @@ async def test_history_cursor_counts_the_records_of_its_own_range() -> None:
         assert any(base <= 50 <= last for base, last, _r, _t in tl.batches)
         assert screen.starts[screen.cursor] <= 50 and records_in(screen.cursor) > 0
         assert screen.counts[screen.cursor] == records_in(screen.cursor)
-        n = records_in(screen.cursor)
-        assert f"({n:,} record{'' if n == 1 else 's'} in this interval)" in str(
+        n, c = records_in(screen.cursor), screen.changes[screen.cursor]
+        assert f"{plural(c, 'change')}, {plural(n - c, 'NoOp')}" in str(
             screen.query_one("#where", Static).render())
         for _ in range(len(screen.starts)):
             await pilot.press("right")

@@ -13,14 +13,17 @@ from typing import ClassVar
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.events import Resize
 from textual.screen import Screen
 from textual.timer import Timer
 
 from . import startup
 from .engine import CheckRow, Engine
+from .interrupt import Interrupt
+from .keymap import APP_KEYS
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
+from .nav import Back, go_back, move
 from .prefetch import Prefetch
 from .textual_compat import exiting, mark_styled
 
@@ -38,16 +41,7 @@ class MdshellApp(App[int]):
     CSS = """
     Screen { background: $background; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("o", "mode('overview')", "Overview"),
-        Binding("t", "mode('tree')", "Tree"),
-        Binding("h", "mode('health')", "Health"),
-        Binding("l", "mode('history')", "History"),
-        Binding("slash", "search", "Search"),
-        Binding("colon", "command_bar", "Command"),
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_KEYS
 
     def __init__(self, engine: Engine, at: str | None = None,
                  prefetch: Prefetch | None = None) -> None:
@@ -61,12 +55,15 @@ class MdshellApp(App[int]):
         self.fatal: str | None = None  # a load error: shown, then printed on exit
         self.generation = 0  # bumped when the image changes (time travel)
         self.checks: list[CheckRow] | None = None
+        self.search_index: list[tuple[str, str, str]] | None = None  # None: being built
         self.fault_prefixes: set[str] = set()
         self.load_seconds = 0.0
         self.pending_jump: str | None = None
         self._loading_timer: Timer | None = None
         self.advanced = False  # live: the image moved on (set from the polling thread)
         self._last_live_refresh = 0.0
+        self.interrupt = Interrupt()
+        self.back = Back()
 
     def compose(self) -> ComposeResult:
         yield from ()
@@ -217,10 +214,17 @@ class MdshellApp(App[int]):
         generation = self.generation
         checks = self.engine.checks()
         self.call_from_thread(self._checked, checks, generation)
+        # `/` searches this index; built here, so that the key opens the box at once.
+        index = self.engine.search_index()
+        self.call_from_thread(self._indexed, index, generation)
         if not self.engine.live:
             # The history screen's timeline reads every batch header (0.3 s on 100k
             # partitions): read it here, so that `l` opens at once.
             self.engine.timeline()
+
+    def _indexed(self, index: list[tuple[str, str, str]], generation: int) -> None:
+        if generation == self.generation:
+            self.search_index = index
 
     def _checked(self, checks: list[CheckRow], generation: int) -> None:
         if generation != self.generation:
@@ -276,8 +280,23 @@ class MdshellApp(App[int]):
 
     def action_mode(self, mode: str) -> None:
         if self._now(partial(self.action_mode, mode)):
+            if mode == self.current_mode and hasattr(self.screen, "focus_home"):
+                self.screen.focus_home()  # `t` on the tree: the focus back on the tree
+                return
             self.switch_mode(mode)
             self._switched()
+
+    def action_move(self, step: int) -> None:
+        move(self, step)
+
+    def action_help(self) -> None:
+        from .helpscreen import open_help
+
+        open_help(self)
+
+    def go_back(self) -> bool:
+        """Esc after a jump: where it came from (nav.py); False: nowhere."""
+        return go_back(self)
 
     def action_search(self) -> None:
         if self._now(self.action_search):
@@ -295,8 +314,11 @@ class MdshellApp(App[int]):
         if hasattr(screen, "open_command_bar"):
             screen.open_command_bar()
 
-    def jump(self, path: str) -> None:
-        """Show ``path`` in the tree, selected, with its details."""
+    def jump(self, path: str, remember: bool = True) -> None:
+        """Show ``path`` in the tree, selected, with its details; Esc comes back."""
+        if remember and self.current_mode:
+            here = getattr(self.screen, "current_path", lambda: None)()
+            self.back.push(self.current_mode, here)
         self.pending_jump = path
         self.switch_mode("tree")
         self.call_after_refresh(self._do_jump)
@@ -316,6 +338,7 @@ class MdshellApp(App[int]):
         if not live:
             self.checks = None
             self.fault_prefixes = set()
+            self.search_index = None
         self.refresh_screens()
         self.check_health()
 
@@ -345,6 +368,17 @@ class MdshellApp(App[int]):
 
     def _switched(self) -> None:
         self.fit(self.size.width, self.size.height)
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """The palette's Screenshot, saved where it can be (screenshot.py)."""
+        from .screenshot import save
+
+        save(self, filename, path)
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C: cancel or clear (interrupt.py); quits when pressed twice."""
+        if self.interrupt.press(self):
+            await self.action_quit()
 
     async def action_quit(self) -> None:
         self.exit(return_code=1 if self.fatal else 0)

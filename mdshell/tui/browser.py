@@ -11,12 +11,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.timer import Timer
-from textual.widgets import Footer, Tree
+from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from .commandbar import CommandBar
 from .detail import DetailPane
 from .engine import SECTIONS
+from .footer import KeyFooter
 from .screen import DataScreen
 from .widgets import StatusBar, state_text
 
@@ -173,14 +174,17 @@ class BrowserScreen(DataScreen):
     _sync_timer: Timer | None = None
     DEFAULT_CSS = """
     BrowserScreen Horizontal { height: 1fr; }
+    BrowserScreen ImageTree:focus { background-tint: $primary 12%; }
+    BrowserScreen DetailPane:focus-within TextScroll,
+    BrowserScreen DetailPane:focus-within ResultTable { background: $primary 12%; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("v", "tab('view')", "View"),
-        Binding("x", "tab('text')", "Text"),
-        Binding("j", "tab('json')", "JSON"),
-        Binding("c", "tab('changes')", "Changes"),
-        Binding("r", "tab('output')", "Output"),
-        Binding("escape", "cancel", "Cancel", show=False),
+        Binding("v", "tab('view')", "View tab", show=False),
+        Binding("x", "tab('text')", "Text tab (a table's text form)", show=False),
+        Binding("J", "tab('json')", "JSON tab", show=False),
+        Binding("c", "tab('changes')", "Changes tab", show=False),
+        Binding("r", "tab('output')", "Output tab", show=False),
+        Binding("escape", "cancel", "Cancel / back", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -189,7 +193,7 @@ class BrowserScreen(DataScreen):
             yield ImageTree()
             yield DetailPane()
         yield CommandBar()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_data()
@@ -259,6 +263,11 @@ class BrowserScreen(DataScreen):
         if not self.query_one(DetailPane).focus_table():
             self.focus_next()
 
+    @on(CommandBar.Started)
+    def _started(self, event: CommandBar.Started) -> None:
+        bar = self.query_one(CommandBar)
+        self.query_one(DetailPane).show_running(event.line, lambda: bar.running)
+
     @on(CommandBar.SqlStarted)
     def _sql_started(self, event: CommandBar.SqlStarted) -> None:
         self.query_one(DetailPane).show_sql_running(event.line, event.run)
@@ -269,10 +278,21 @@ class BrowserScreen(DataScreen):
                                                    event.cancelled, event.seconds)
 
     def action_cancel(self) -> None:
-        """Esc anywhere on this screen: cancel the running command (sql included)."""
+        """Esc anywhere on this screen: cancel the running command (sql included); else back
+        to where a jump came from; else the focus back on the tree."""
         bar = self.query_one(CommandBar)
         if bar.running:
             bar.action_close()
+        elif not self.mdapp.go_back():
+            self.focus_home()
+
+    def focus_home(self) -> None:
+        self.query_one(ImageTree).focus()
+
+    def current_path(self) -> str | None:
+        node = self.query_one(ImageTree).cursor_node
+        return node.data if node is not None and node.data \
+            and not node.data.startswith(MORE) else None
 
     @on(CommandBar.Ran)
     def _ran(self, event: CommandBar.Ran) -> None:

@@ -56,6 +56,11 @@ class CommandBar(Input):
         finished: bool
         table: SqlTable | None = None  # the result is a table (topics, brokers...)
 
+    @dataclass
+    class Started(Message):
+        """A command (not sql) went to its worker: the pane shows it running."""
+        line: str
+
     class Closed(Message):
         """Esc closed the bar: the screen moves the focus (to a table on show, or on)."""
 
@@ -155,6 +160,7 @@ class CommandBar(Input):
             self.post_message(self.SqlStarted(line, self.sql))
             self.run_sql(line, self.sql)
         else:
+            self.post_message(self.Started(line))
             self.run_command(line)
 
     @work(thread=True, exclusive=True, group="command")

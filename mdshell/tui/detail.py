@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
@@ -18,6 +19,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
 from .engine import Engine
+from .nodeview import count_line, empty_note, topic_configs
 from .resulttable import ResultTable, TextScroll
 from .widgets import state_text
 
@@ -55,7 +57,8 @@ class DetailPane(Vertical):
 
     def compose(self) -> ComposeResult:
         with TabbedContent(initial="view"):
-            for tab, title in zip(TABS, ("View", "Text", "JSON", "Changes", "Output"),
+            for tab, title in zip(TABS, ("v View", "x Text", "J JSON", "c Changes",
+                                                 "r Output"),
                                   strict=True):
                 with TabPane(title, id=tab):
                     with TextScroll(id=f"{tab}-scroll"):
@@ -187,6 +190,7 @@ class DetailPane(Vertical):
         """A command whose result is a table (``topics``, ``brokers``...): the same DataTable
         as ``sql`` (headers sort), its text form a key away (``x``)."""
         self._command = (line, lines, errors)
+        self._stop_running()
         t = Text(f"{line}\n", style="bold reverse")
         t.append(f"{table.total:,} rows", style="bold")
         if table.total > len(table.rows):
@@ -237,12 +241,31 @@ class DetailPane(Vertical):
         self._sorted_by = (key, reverse)
         event.data_table.sort(key, key=_sort_key, reverse=reverse)
 
+    def show_running(self, line: str, still_running: Callable[[], bool]) -> None:
+        """A command in its worker: a spinner and its seconds until its result comes."""
+        from . import running
+
+        self._command = None
+        self._sql_mode(False)
+        self._stop_running()
+        self._spinner = running.start(self.query_one("#output-body", Static), line,
+                                      still_running)
+        self.active = "output"
+
+    _spinner: Timer | None = None
+
+    def _stop_running(self) -> None:
+        if self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
+
     def show_output(self, title: str, lines: list[str], errors: list[str],
                     finished: bool = True) -> None:
         self._command = None
         self._text(title, lines, errors, finished)
 
     def _text(self, title: str, lines: list[str], errors: list[str], finished: bool) -> None:
+        self._stop_running()
         self._sql_mode(False)
         t = Text()
         t.append(f"{title}\n", style="bold reverse")
@@ -269,7 +292,7 @@ def readable(eng: Engine, path: str) -> RenderableType:
         return Group(title, Text(eng.text(path)))
     entries = eng.children(path)
     if not entries:
-        return Group(title, Text("(empty)", style="dim"))
+        return Group(title, empty_note(eng, path))
     states = eng.broker_states()
     rows = []
     for e in entries[:TABLE_ROWS]:
@@ -280,7 +303,7 @@ def readable(eng: Engine, path: str) -> RenderableType:
     # that the table's columns only hold what they name.
     plain = [(e, d) for e, d in rows if not (cols and isinstance(d, dict))]
     tabled = [(e, d) for e, d in rows if cols and isinstance(d, dict)]
-    parts: list[RenderableType] = [title, Text(f"{len(entries):,} entries", style="dim")]
+    parts: list[RenderableType] = [title, count_line(path, entries)]
     if plain:
         f = Table(box=None, show_header=False, pad_edge=False)
         f.add_column(style="bold dim")
@@ -289,6 +312,9 @@ def readable(eng: Engine, path: str) -> RenderableType:
             f.add_row(e.name + ("/" if e.is_dir else ""),
                       "" if e.is_dir else _short(eng.text(e.path)))
         parts.append(f)
+    configs = topic_configs(eng, path)  # a topic's own settings above its partitions
+    if configs is not None:
+        parts.append(configs)
     if tabled:
         t = Table(box=None, header_style="bold dim", pad_edge=False)
         t.add_column("name", no_wrap=True)

@@ -18,11 +18,11 @@ from ..image import model as m
 from ..image.names import metadata_version_name
 from ..session import Loaded, Session, load
 from ..source import Source, open_source
-from ..tree.javafmt import iso_zoned_utc
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
 from . import timeline as tl
+from .fmt import ui_time
 from .healthrows import check_rows
 from .liveinfo import live_leader, live_observers, live_row, live_voters
 from .overviewrows import broker_rows, controller_rows, feature_rows
@@ -180,8 +180,8 @@ class Engine:
         prov = img.provenance
         verdict = self.sh.session.verdict()
         return Header(self._cluster_id(), self.label, self.source.kind,
-                      prov.offset, prov.epoch, iso_zoned_utc(prov.time_ms) if prov.time_ms >= 0
-                      else "-", metadata_version_name(img.metadata_version_level)
+                      prov.offset, prov.epoch, ui_time(prov.time_ms),
+                      metadata_version_name(img.metadata_version_level)
                       if img.metadata_version is not None else "unset",
                       not self.opts.show_secrets, self.loaded.upto, self.live_row(),
                       verdict.badges, verdict.words())

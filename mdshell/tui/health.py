@@ -9,11 +9,12 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Static, Tree
 
 from .engine import CheckRow
+from .footer import KeyFooter
 from .screen import DataScreen
-from .widgets import StatusBar, status_badge
+from .widgets import StatusBar, item_style, status_badge
 
 MAX_ITEMS = 1000  # per check; the count says how many more there are
 
@@ -31,7 +32,7 @@ class HealthScreen(DataScreen):
         tree: Tree[str | None] = Tree("checks", id="checks")
         tree.show_root = False
         yield tree
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_data()
@@ -55,13 +56,14 @@ class HealthScreen(DataScreen):
             return
         first_item = None
         for c in checks:
-            label = status_badge(c.status)
+            label = status_badge(c.status, self.app.no_color)
             label.append(f" {c.name}: ", style="bold")
             label.append(c.summary)
             node = tree.root.add(label, data=None, expand=c.status in ("fail", "warn"),
                                  allow_expand=bool(c.items))
             for item in c.items[:MAX_ITEMS]:
-                text = Text(item.text, style={"fail": "red", "warn": "yellow"}.get(c.status, ""))
+                text = Text(item.text, style=item_style(c.status, self.app.no_color)
+                            if c.status in ("fail", "warn") else "")
                 if item.path:
                     text.append(f"  → {item.path}", style="dim")
                 leaf = node.add_leaf(text, data=item.path)

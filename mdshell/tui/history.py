@@ -1,7 +1,7 @@
-"""History and time travel: records per offset interval as a sparkline with snapshots (S)
-and leader changes (L) marked; step with arrows, Enter travels there (the whole UI follows),
-g goes to an offset or a UTC time, m marks a point and d shows the diff from the mark to the
-cursor."""
+"""History and time travel: changes (non-NoOp records) per offset interval as bars from zero,
+with snapshots (S) and leader changes (L) marked; step with arrows, Enter travels there (the
+whole UI follows), g goes to an offset or a UTC time, m marks a point and d shows the diff
+from the mark to the cursor."""
 
 from __future__ import annotations
 
@@ -12,12 +12,29 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Input, Sparkline, Static
+from textual.widgets import DataTable, Input, Static
 
+from .bars import bars
 from .detail import MAX_LINES
 from .engine import Timeline, run_lines
+from .fmt import plural
+from .footer import KeyFooter
 from .screen import DataScreen
 from .widgets import StatusBar
+
+SPARK_ROWS = 4
+
+
+def history_title(tl: Timeline, width: int) -> Text:
+    """The bars' legend, shorter where the full one would not fit ``width``."""
+    span = f"  offsets {tl.first}–{tl.last}, {len(tl.batches):,} batches  "
+    for what, snap, lead in (("Changes per offset interval", " snapshot ", " leader change"),
+                             ("Changes", " snapshot ", " leader"), ("Changes", "", "")):
+        t = Text.assemble((what, "bold"), span, ("S", "bold cyan"), snap,
+                          ("L", "bold magenta"), lead, ("  ▁", "dim"), " NoOps only")
+        if t.cell_len <= width:
+            return t
+    return t
 
 
 class HistoryScreen(DataScreen):
@@ -25,7 +42,9 @@ class HistoryScreen(DataScreen):
     HistoryScreen #spark { height: 4; margin: 0 1; }
     HistoryScreen .line { height: 1; margin: 0 1; }
     HistoryScreen #events { height: 1fr; min-height: 5; }
-    HistoryScreen #result-box { height: 1fr; border-top: hkey $primary-darken-2; }
+    HistoryScreen #result-box { height: 1fr; border-top: hkey $primary-darken-2;
+                                display: none; }
+    HistoryScreen #result-box.shown { display: block; }
     HistoryScreen #goto { display: none; }
     HistoryScreen #goto.open { display: block; }
     """
@@ -56,7 +75,7 @@ class HistoryScreen(DataScreen):
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield Static(id="title", classes="line")
-        yield Sparkline([], id="spark")
+        yield Static(id="spark")
         yield Static(id="marks", classes="line")
         yield Static(id="where", classes="line")
         yield Input(placeholder="offset, 'latest', or a UTC time like 2024-04-24T23:06",
@@ -64,7 +83,7 @@ class HistoryScreen(DataScreen):
         yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="result-box"):
             yield Static(id="result")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -83,11 +102,8 @@ class HistoryScreen(DataScreen):
         tl = self.timeline
         self.width = max(10, self.app.size.width - 4)
         self.counts, self.starts = tl.buckets(self.width)
-        self.query_one(Sparkline).data = [float(c) for c in self.counts] or [0.0]
-        self.query_one("#title", Static).update(Text.assemble(
-            ("Records per offset interval", "bold"),
-            f"  offsets {tl.first}–{tl.last}, {len(tl.batches):,} batches   ",
-            ("S", "bold cyan"), " snapshot  ", ("L", "bold magenta"), " leader change"))
+        self.changes = tl.buckets(self.width, changes=True)[0]
+        self.query_one("#title", Static).update(history_title(tl, self.width))
         self._fill_events(tl)
         at = eng.header().at
         self._place(at if at is not None else tl.last)
@@ -125,6 +141,8 @@ class HistoryScreen(DataScreen):
 
     def _draw(self) -> None:
         tl = self.timeline
+        self.query_one("#spark", Static).update(
+            bars(self.changes, self.counts, SPARK_ROWS, self.cursor))
         marks = [" "] * len(self.starts)
         for off in tl.snapshots:
             marks[self._bucket_of(off)] = "S"
@@ -141,15 +159,15 @@ class HistoryScreen(DataScreen):
         self.query_one("#marks", Static).update(line)
         where = Text()
         if self.target is not None:
-            where.append("cursor: offset ", style="dim")
+            where.append("offset ", style="dim")
             where.append(str(self.target), style="bold")
-            where.append(f"  {self.mdapp.engine.time_at(self.target)}")
+            where.append(f" {self.mdapp.engine.time_at(self.target)}")
             if self.counts:
-                n = self.counts[self.cursor]
-                where.append(f"  ({n:,} record{'' if n == 1 else 's'} in this interval)",
+                n, c = self.counts[self.cursor], self.changes[self.cursor]
+                where.append(f"  {plural(c, 'change')}, {plural(n - c, 'NoOp')}",
                              style="dim")
         if self.mark is not None:
-            where.append("   mark: ", style="dim")
+            where.append("  mark ", style="dim")
             where.append(str(self.mark), style="bold yellow")
         self.query_one("#where", Static).update(where)
 
@@ -241,9 +259,14 @@ class HistoryScreen(DataScreen):
         box.update(t)
         box.loading = False
 
+    def _busy(self) -> None:
+        """The result area shows (it takes no rows until a travel or a diff)."""
+        self.query_one("#result-box").add_class("shown")
+        self.query_one("#result", Static).loading = True
+
     @work(thread=True, exclusive=True, group="history")
     def _travel(self, offset: int | None) -> None:
-        self.app.call_from_thread(setattr, self.query_one("#result", Static), "loading", True)
+        self.app.call_from_thread(self._busy)
         res = self.mdapp.engine.at(offset)
         lines, _ = run_lines(res, lambda: False)
         self.app.call_from_thread(self._travelled, lines, list(res.errors))
@@ -255,7 +278,7 @@ class HistoryScreen(DataScreen):
 
     @work(thread=True, exclusive=True, group="history")
     def _diff(self, a: int, b: int) -> None:
-        self.app.call_from_thread(setattr, self.query_one("#result", Static), "loading", True)
+        self.app.call_from_thread(self._busy)
         last = self.timeline.last
         res = self.mdapp.engine.diff(None if a == last else a, None if b == last else b)
         lines, _ = run_lines(res, lambda: False)

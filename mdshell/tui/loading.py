@@ -11,8 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Center, Middle
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, ProgressBar, Static
+from textual.widgets import ProgressBar, Static
 
+from .footer import KeyFooter
 from .progress import LoadProgress
 
 
@@ -38,7 +39,7 @@ class LoadingScreen(Screen[None]):
                 yield Static(self._text(), id="what")
             with Center():
                 yield ProgressBar(total=100, show_eta=False, id="bar")  # no animation
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         # A slow tick: every frame drawn is time taken from the load.
@@ -89,7 +90,7 @@ class ErrorScreen(Screen[None]):
         t.append(self.message)
         t.append("\n\nPress q to quit.", style="dim")
         yield Static(t)
-        yield Footer()
+        yield KeyFooter()
 
 
 class TooSmallScreen(ModalScreen[None]):

@@ -11,12 +11,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from .engine import CheckRow, NodeRow, Overview
+from .fmt import plural
+from .footer import KeyFooter
 from .healthrows import health_title
 from .screen import DataScreen
-from .widgets import StatusBar, state_text, status_badge
+from .widgets import StatusBar, item_style, state_text, status_badge
 
 
 class OverviewScreen(DataScreen):
@@ -40,7 +42,7 @@ class OverviewScreen(DataScreen):
             yield Static(id="controllers", classes="panel")
             yield Static(id="features", classes="panel")
             yield Static(id="warnings", classes="panel")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_data()
@@ -85,10 +87,10 @@ class OverviewScreen(DataScreen):
         assert ov is not None
         panel = self.query_one("#health", Static)
         counts = Text()
-        counts.append(f"{ov.topics:,}", style="bold")
-        counts.append(" topics   ")
-        counts.append(f"{ov.partitions:,}", style="bold")
-        counts.append(" partitions   ")
+        for n, noun in ((ov.topics, "topic"), (ov.partitions, "partition")):
+            count, _, word = plural(n, noun).partition(" ")
+            counts.append(count, style="bold")
+            counts.append(f" {word}   ")
         if checks is None:
             for each in ("fail", "warn", "ok"):
                 panel.set_class(False, each)
@@ -102,7 +104,7 @@ class OverviewScreen(DataScreen):
                 panel.set_class(each == status, each)
             panel.border_title = f"Health: {words}" + (" · h for details" if status != "ok"
                                                         else "")
-            panel.update(_health(checks))
+            panel.update(_health(checks, self.app.no_color))
             by_name = {c.name: len(c.items) for c in checks}
             for name, label in (("offline partitions", "offline"),
                                 ("under-replicated partitions", "under-replicated"),
@@ -121,27 +123,28 @@ class OverviewScreen(DataScreen):
         panel.update(body)  # type: ignore[arg-type]
 
 
-def _health(checks: list[CheckRow]) -> Group:
-    """Failures and warnings with their first items; the passing checks on one line."""
+def _health(checks: list[CheckRow], mono: bool = False) -> Group:
+    """Failures and warnings with their first items; the passing checks on one line (the
+    badge alone on its colour, the names in the panel's: never green on green)."""
     lines = []
     passed = [c.name for c in checks if c.status == "ok"]
     for c in checks:
         if c.status == "ok":
             continue
         t = Text()
-        t.append_text(status_badge(c.status))
+        t.append_text(status_badge(c.status, mono))
         t.append(f" {c.name}: ", style="bold")
         t.append(c.summary)
         lines.append(t)
         if c.status in ("fail", "warn"):
             for item in c.items[:3]:
-                lines.append(Text(f"        {item.text}", style="red" if c.status == "fail"
-                                  else "yellow"))
+                lines.append(Text(f"        {item.text}", style=item_style(c.status, mono)))
             if len(c.items) > 3:
                 lines.append(Text(f"        ... {len(c.items) - 3:,} more (h)", style="dim"))
     if passed:
-        t = status_badge("ok")
-        t.append(" " + ", ".join(passed), style="green")
+        t = Text()
+        t.append_text(status_badge("ok", mono))
+        t.append(" " + ", ".join(passed), style=item_style("ok", mono))
         lines.append(t)
     return Group(*lines)
 

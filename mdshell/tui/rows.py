@@ -92,6 +92,7 @@ class Timeline:
     batches: list[tuple[int, int, int, int]]  # base offset, last offset, records, max time
     snapshots: list[int]  # last offsets covered by each snapshot
     leader_changes: list[tuple[int, int, int]]  # offset, leader id, epoch
+    noops: frozenset[int] = frozenset()  # base offsets of the batches of one NoOpRecord
 
     def bucket(self, offset: int, n: int) -> int:
         """Which of ``n`` equal offset ranges holds ``offset`` (what :meth:`buckets` counts
@@ -100,8 +101,9 @@ class Timeline:
         span = max(last - first + 1, 1)
         return min(max(offset - first, 0) * n // span, n - 1)
 
-    def buckets(self, n: int) -> tuple[list[int], list[int]]:
-        """Records per bucket and each bucket's first offset, ``n`` equal offset ranges."""
+    def buckets(self, n: int, changes: bool = False) -> tuple[list[int], list[int]]:
+        """Records per bucket and each bucket's first offset, ``n`` equal offset ranges;
+        ``changes``: without the NoOp batches (what an operator looks for)."""
         if self.first is None or self.last is None or n <= 0:
             return [], []
         span = max(self.last - self.first + 1, 1)
@@ -110,6 +112,8 @@ class Timeline:
         ends = [s - 1 for s in starts[1:]] + [self.last]
         counts = [0] * n
         for base, last, records, _t in self.batches:
+            if changes and base in self.noops:
+                continue
             lo, hi = self.bucket(base, n), self.bucket(last, n)
             if lo == hi:
                 counts[lo] += records

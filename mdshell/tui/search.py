@@ -41,15 +41,25 @@ def fuzzy_score(query: str, text: str) -> int | None:
     return 5_000 - gaps * 20 - first - len(t)
 
 
-def search(index: list[tuple[str, str, str]], query: str,
-           limit: int = LIMIT) -> list[tuple[str, str, str]]:
+Entry = tuple[str, str, str]  # (what, kind, path)
+
+
+def search(index: list[Entry], query: str, limit: int = LIMIT) -> list[Entry]:
+    return matches(index, query)[1][:limit]
+
+
+def matches(index: list[Entry], query: str) -> tuple[list[Entry], list[Entry]]:
+    """Every entry that matches ``query`` (in index order: a longer query searches only
+    these) and the same, best first."""
     scored = []
+    hits: list[Entry] = []
     for entry in index:
         s = fuzzy_score(query, entry[0])
         if s is not None:
-            scored.append((s, entry))
+            scored.append((s, len(hits)))
+            hits.append(entry)
     scored.sort(key=lambda x: -x[0])
-    return [e for _s, e in scored[:limit]]
+    return hits, [hits[i] for _s, i in scored]
 
 
 class SearchScreen(ModalScreen[None]):
@@ -71,24 +81,56 @@ class SearchScreen(ModalScreen[None]):
                         id="query")
             yield OptionList(id="results")
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.index: list[Entry] | None = None
+        self.found: list[Entry] = []
+        self._last: tuple[str, list[Entry]] = ("", [])  # the last query and all it matched
+
     def on_mount(self) -> None:
-        self.index = self.app.engine.search_index()  # type: ignore[attr-defined]
-        self.query_one(Vertical).border_title = f"Search ({len(self.index):,} entries)"
-        self._show("")
+        # The index is built in a worker once the image is loaded (app.search_ready); until
+        # it is, the box takes keys and says "indexing…".
+        self._poll()
+
+    def _poll(self) -> None:
+        index = self.app.search_index  # type: ignore[attr-defined]
+        if index is None:
+            self.query_one(Vertical).border_title = "Search (indexing…)"
+            self._say("indexing…")
+            self.set_timer(0.1, self._poll)
+            return
+        self.index = index
+        self._last = ("", index)
+        self.query_one(Vertical).border_title = f"Search ({len(index):,} entries)"
+        self._show(self.query_one(Input).value)
 
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
-        self._show(event.value)
+        if self.index is not None:
+            self._show(event.value)
 
     def _show(self, query: str) -> None:
-        found = search(self.index, query)
-        self.found = found
+        assert self.index is not None
+        last_query, last_hits = self._last
+        pool = last_hits if query.startswith(last_query) else self.index
+        hits, ranked = matches(pool, query)
+        self._last = (query, hits)
+        self.found = ranked[:LIMIT]
+        if not self.found:
+            self._say(f"no match for {query!r}")
+            return
         results = self.query_one(OptionList)
         results.clear_options()
         results.add_options([Option(_row(what, kind), id=str(i))
-                             for i, (what, kind, _p) in enumerate(found)])
-        if found:
-            results.highlighted = 0
+                             for i, (what, kind, _p) in enumerate(self.found)])
+        results.highlighted = 0
+
+    def _say(self, words: str) -> None:
+        """One line in place of the results (no match, indexing)."""
+        self.found = []
+        results = self.query_one(OptionList)
+        results.clear_options()
+        results.add_option(Option(Text(words, style="dim italic"), disabled=True))
 
     def action_move(self, step: int) -> None:
         results = self.query_one(OptionList)

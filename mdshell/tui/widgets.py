@@ -22,6 +22,16 @@ STATE_STYLE = {
 STATUS_STYLE = {"fail": "bold white on red", "warn": "bold black on yellow",
                 "info": "bold white on blue", "ok": "bold black on green"}
 STATUS_MARK = {"fail": " FAIL ", "warn": " WARN ", "info": " INFO ", "ok": "  OK  "}
+ITEM_STYLE = {"fail": "bold red", "warn": "yellow", "ok": "green"}
+# NO_COLOR turns colours into greys by luminance (red darker than yellow): severity shows by
+# weight and reverse video instead, never by a grey.
+MONO_STATUS_STYLE = {"fail": "bold reverse", "warn": "reverse", "info": "", "ok": ""}
+MONO_ITEM_STYLE = {"fail": "bold", "warn": "", "ok": ""}
+
+
+def item_style(status: str, mono: bool = False) -> str:
+    """The style of a check's items (and the passing checks' names) under its badge."""
+    return (MONO_ITEM_STYLE if mono else ITEM_STYLE).get(status, "")
 
 
 def state_text(state: str) -> Text:
@@ -30,8 +40,9 @@ def state_text(state: str) -> Text:
                                              else ""))
 
 
-def status_badge(status: str) -> Text:
-    return Text(STATUS_MARK.get(status, status), style=STATUS_STYLE.get(status, ""))
+def status_badge(status: str, mono: bool = False) -> Text:
+    styles = MONO_STATUS_STYLE if mono else STATUS_STYLE
+    return Text(STATUS_MARK.get(status, status), style=styles.get(status, ""))
 
 
 def short_source(path: str, limit: int = 48) -> str:
@@ -48,33 +59,41 @@ def badge_text(badge: str, at: int | None) -> Text:
     return Text(f" {label} ", style=STATUS_STYLE[status])
 
 
-def header_text(h: Header) -> Text:
-    """The badges first: at 80 columns the rest may wrap out of the bar, never them."""
-    t = Text()
-    t.append(" mdshell ", style="bold reverse")
-    for badge in h.badges:
-        t.append(" ")
-        t.append_text(badge_text(badge, h.at))
-    t.append("  cluster ", style="dim")
-    t.append(h.cluster_id, style="bold")
-    t.append(f"  {h.kind} ", style="dim")
-    t.append(short_source(h.source))
-    t.append("  offset ", style="dim")
-    t.append(str(h.offset), style="bold")
-    t.append(" epoch ", style="dim")
-    t.append(str(h.epoch))
-    t.append("  ", style="dim")
-    t.append(h.time)
-    t.append("  MV ", style="dim")
-    t.append(h.metadata_version, style="bold")
-    t.append("  ")
-    if h.redacted:
-        t.append("secrets redacted", style="green")
-    else:
-        t.append("SECRETS SHOWN", style="bold white on red")
+def header_fields(h: Header) -> list[Text]:
+    """The header's fields, each kept whole on a line (a label never parts from its value);
+    the badges first: at 80 columns the rest may wrap out of the bar, never them."""
+    fields = [Text(" mdshell ", style="bold reverse")]
+    fields += [badge_text(badge, h.at) for badge in h.badges]
+    fields.append(_field("cluster ", h.cluster_id))
+    fields.append(Text.assemble((f"{h.kind} ", "dim"), short_source(h.source)))
+    fields.append(Text.assemble(("offset ", "dim"), (str(h.offset), "bold"), (" epoch ", "dim"),
+                                str(h.epoch)))
+    fields.append(Text(h.time))
+    fields.append(_field("MV ", h.metadata_version))
+    fields.append(Text("secrets redacted", style="green") if h.redacted
+                  else Text("SECRETS SHOWN", style="bold white on red"))
     if h.live is not None:
-        t.append("  ")
-        t.append_text(live_text(h.live))
+        fields.append(live_text(h.live))
+    return fields
+
+
+def _field(label: str, value: str) -> Text:
+    return Text.assemble((label, "dim"), (value, "bold"))
+
+
+def header_text(h: Header, width: int = 10_000) -> Text:
+    """The fields two spaces apart, a new line where the next would not fit in ``width``."""
+    t = Text()
+    used = 0
+    for f in header_fields(h):
+        if used and used + 2 + f.cell_len > width:
+            t.append("\n")
+            used = 0
+        elif used:
+            t.append("  ")
+            used += 2
+        t.append_text(f)
+        used += f.cell_len
     return t
 
 
@@ -102,5 +121,12 @@ class StatusBar(Static):
     StatusBar { dock: top; height: auto; max-height: 3; background: $panel; padding: 0 1; }
     """
 
+    header: Header | None = None
+
     def refresh_header(self, h: Header) -> None:
-        self.update(header_text(h))
+        self.header = h
+        self.update(header_text(h, self.content_size.width or 10_000))
+
+    def on_resize(self) -> None:
+        if self.header is not None:
+            self.update(header_text(self.header, self.content_size.width))

@@ -1,0 +1,22 @@
+"""The app's keys, in one place: screens, search, command bar, help, movement, quit (the
+README's key table, docs/tui.md and the help overlay list them)."""
+
+from __future__ import annotations
+
+from textual.binding import Binding, BindingType
+
+APP_KEYS: list[BindingType] = [
+    Binding("o", "mode('overview')", "Overview"),
+    Binding("t", "mode('tree')", "Tree"),
+    Binding("h", "mode('health')", "Health"),
+    Binding("l", "mode('history')", "History"),
+    Binding("slash", "search", "Search"),
+    Binding("colon", "command_bar", "Command"),
+    Binding("question_mark", "help", "Help"),
+    Binding("f1", "help", "Help", show=False),
+    Binding("j", "move(1)", "Down", show=False),
+    Binding("k", "move(-1)", "Up", show=False),
+    Binding("q", "quit", "Quit"),
+    Binding("ctrl+c", "interrupt", "Cancel", show=False, priority=True),
+    Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+]

@@ -1,0 +1,57 @@
+"""What the detail pane adds to a directory's table: its count in the right noun (a topic
+counts partitions, not entries), a topic's configs, and why a list is empty."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .fmt import plural
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .rows import Entry
+
+TOPIC = re.compile(r"^/image/topics/by(Name|Id)/[^/]+$")
+CONTROLLERS = "/image/cluster/controllers"
+
+
+def count_line(path: str, entries: list[Entry]) -> Text:
+    """Under a topic: its partitions (name and id are fields, not entries)."""
+    if TOPIC.match(path):
+        return Text(plural(sum(e.name.isdigit() for e in entries), "partition"), style="dim")
+    return Text(plural(len(entries), "entry", "entries"), style="dim")
+
+
+def topic_configs(eng: Engine, path: str) -> RenderableType | None:
+    """A topic's dynamic configs (those set on it; the rest are the brokers' defaults)."""
+    if not TOPIC.match(path):
+        return None
+    name = eng.text(f"{path}/name").strip() if path.split("/")[3] == "byId" \
+        else path.rsplit("/", 1)[1]
+    entries = eng.children(f"/image/configs/TOPIC:{name}")
+    if not entries:
+        return Text("configs: none set on the topic (broker defaults)", style="dim")
+    t = Table(box=None, header_style="bold dim", pad_edge=False, title_justify="left",
+              title=Text(f"configs ({len(entries)})", style="bold dim"))
+    t.add_column("config", no_wrap=True)
+    t.add_column("value", overflow="fold")
+    for e in entries:
+        t.add_row(e.name, eng.text(e.path))
+    return t
+
+
+def empty_note(eng: Engine, path: str) -> Text:
+    """An empty directory; for controllers, where the quorum's nodes are then (before 3.7
+    controllers do not register, yet the quorum has voters and a leader)."""
+    if path == CONTROLLERS:
+        rows = eng.overview().controllers
+        if rows:
+            known = ", ".join(f"{r.id} ({r.state})" for r in rows)
+            return Text(f"no controller registration in this image; the quorum: {known} "
+                        "(see /quorum)", style="yellow")
+    return Text("(empty)", style="dim")

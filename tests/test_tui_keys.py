@@ -1,0 +1,359 @@
+"""Issue 22's defects, each driven by Pilot: keys, focus, words and colours of the TUI."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.style import Style
+from textual.containers import Vertical
+from textual.widgets import Input, OptionList, Static
+
+from mdshell.tui.browser import BrowserScreen
+from mdshell.tui.health import HealthScreen
+from mdshell.tui.history import HistoryScreen
+from mdshell.tui.overview import OverviewScreen
+from mdshell.tui.search import SearchScreen
+
+from .conftest import CORPUS, FIXTURES, need_corpus
+from .test_tui import SIZE, aio, app_for, browser_tree, detail_text, ready, until
+
+
+@aio
+async def test_ctrl_c_clears_the_command_bar_and_quits_only_twice() -> None:
+    """Ctrl+C in the bar clears the line, then closes the bar; the app keeps running; two
+    Ctrl+C in a row quit (exit 0)."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("colon")
+        await browser_tree(pilot)
+        await until(pilot, lambda: isinstance(app.screen.focused, Input), "the command bar")
+        bar = app.screen.focused
+        assert isinstance(bar, Input)
+        await pilot.press(*"topics", "ctrl+c")
+        await pilot.pause()
+        assert not app.exiting and bar.value == "" and bar.has_class("open")
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.exiting and not bar.has_class("open")
+        assert isinstance(app.screen, BrowserScreen)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.exiting  # one press when nothing runs: a hint, no quit
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: app.exiting, "the quit")
+    assert app.return_code == 0
+
+
+def _shown_segments(app: Any, selector: str) -> list[tuple[str, Style]]:
+    """The widget's lines as the terminal gets them: through the app's filters (NO_COLOR's
+    greys included), each segment with its final style."""
+    widget = app.screen.query_one(selector, Static)
+    out = []
+    for y in range(widget.size.height):
+        segments = list(widget.render_line(y))
+        for f in app._filters:
+            segments = f.apply(segments, app.styles.background)
+        out += [(s.text, s.style or Style()) for s in segments if s.text.strip()]
+    return out
+
+
+def _luminance(style: Style) -> float:
+    color = style.color
+    if color is None or color.is_default:
+        return 1.0  # the terminal's own foreground
+    r, g, b = color.get_truecolor()
+    return (0.299 * r + 0.587 * g + 0.114 * b) / 255
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
+@aio
+async def test_passing_checks_are_readable(theme: str) -> None:
+    """The passing checks' names are not drawn in their background's colour."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.theme = theme
+        await pilot.pause()
+        names = [(t, s) for t, s in _shown_segments(app, "#health") if "fenced brokers," in t]
+        assert names, "the passing checks' line"
+        for _text, style in names:
+            assert style.bgcolor is None or style.color != style.bgcolor
+
+
+@aio
+async def test_no_color_fail_items_not_dimmer_than_warn(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """NO_COLOR: a FAIL item is bold and no darker than a WARN item."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        shown = _shown_segments(app, "#health")
+        fail = [s for t, s in shown if t.strip().startswith("broker 4")]
+        warn = [s for t, s in shown if t.strip() == "broker 5"]
+        assert fail and warn, shown
+        assert all(s.bold for s in fail)
+        assert min(map(_luminance, fail)) >= max(map(_luminance, warn))
+
+
+@aio
+async def test_screenshot_without_downloads_lands_here(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The palette's Screenshot with no ~/Downloads: saved in the working directory, and the
+    notification says where."""
+    home, here = tmp_path / "home", tmp_path / "here"
+    home.mkdir()
+    here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    async with app_for(FIXTURES.resolve() / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.action_screenshot()
+        await until(pilot, lambda: any(here.glob("*.svg")), "the screenshot file")
+        saved = next(here.glob("*.svg"))
+        assert "<svg" in saved.read_text()
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any(str(saved) in m for m in said), said
+
+
+def _view_has(app: Any, what: str) -> bool:
+    return isinstance(app.screen, BrowserScreen) and bool(app.screen.query("#view-body")) \
+        and what in detail_text(app, "view")
+
+
+@aio
+async def test_topic_view_counts_partitions_and_shows_configs() -> None:
+    """A 50-partition topic says "50 partitions" (not 52 entries: name and id are fields)
+    and lists the configs set on it."""
+    need_corpus()
+    d = CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
+    async with app_for(d).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.jump("/image/topics/byName/__consumer_offsets")
+        await until(pilot, lambda: _view_has(app, "__consumer_offsets"), "the topic")
+        view = detail_text(app, "view")
+        assert "50 partitions" in view and "entries" not in view
+        assert "cleanup.policy" in view and "compact" in view
+
+
+@aio
+async def test_controllers_node_not_empty_when_the_quorum_has_a_leader() -> None:
+    """Before 3.7 no controller registers: the Controllers node says so and names the
+    quorum's leader the overview lists, instead of "(empty)"."""
+    need_corpus()
+    d = CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
+    async with app_for(d).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.jump("/image/cluster/controllers")
+        await until(pilot, lambda: _view_has(app, "controllers"), "the controllers node")
+        view = detail_text(app, "view")
+        assert "(empty)" not in view and "1 (leader" in view
+
+
+@aio
+async def test_search_index_built_in_a_worker_indexing_until_ready() -> None:
+    """`/` never builds the index on the UI thread: until the worker's index is in, the box
+    says "indexing…" and keeps what is typed; then the results for it show. No match says
+    so instead of a blank list."""
+    app = app_for(FIXTURES / "cluster-basic")
+    build = app.engine.search_index
+    gate = threading.Event()
+    threads: list[str] = []
+
+    def gated() -> list[tuple[str, str, str]]:
+        threads.append(threading.current_thread().name)
+        gate.wait(10)
+        return build()
+
+    app.engine.search_index = gated  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.loaded and app.checks is not None, "the load")
+        await pilot.press("slash")
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen), "the search box")
+        box = app.screen.query_one(Vertical)
+        await until(pilot, lambda: "indexing" in str(box.border_title), "indexing…")
+        await pilot.press(*"topic-2")
+        gate.set()
+        results = app.screen.query_one(OptionList)
+        await until(pilot, lambda: results.option_count > 0 and "topic-2" in str(
+            results.get_option_at_index(0).prompt), "the results")
+        assert "entries" in str(box.border_title)
+        assert threading.main_thread().name not in threads
+        await pilot.press(*"zzqq")
+        await until(pilot, lambda: results.option_count == 1 and "no match" in str(
+            results.get_option_at_index(0).prompt), "no match")
+
+
+@aio
+async def test_footer_and_header_fit_80_columns() -> None:
+    """At 80x24 every screen's footer ends with "? Help" and "q Quit" (nothing cut), and the
+    header never parts a label from its value ("MV" and its version on one line); times show
+    three digits of milliseconds."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        for key, screen in (("o", OverviewScreen), ("t", BrowserScreen),
+                            ("h", HealthScreen), ("l", HistoryScreen)):
+            await pilot.press(key)
+            await until(pilot, lambda s=screen: isinstance(app.screen, s), key)
+            await pilot.pause(0.2)
+            footer = _line(app, 23)
+            assert footer.rstrip().endswith("? Help q Quit"), (key, footer)
+            header = [_line(app, y) for y in range(3)]
+            assert not any(ln.rstrip().endswith(" MV") for ln in header), header
+            assert any("MV 4.0-IV3" in ln for ln in header), header
+            assert any("2024-04-24T23:07:11.490Z" in ln for ln in header), header
+
+
+def _line(app: Any, y: int) -> str:
+    """Row ``y`` of the screen as the terminal shows it (modal screens included)."""
+    return app.screen._compositor.render_strips()[y].text
+
+
+@aio
+async def test_help_overlay_lists_the_screens_keys() -> None:
+    """`?` (and F1) open the keys of the screen they were pressed on; Esc closes."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        for key, screen, own in (("l", HistoryScreen, "Diff mark→here"),
+                                 ("t", BrowserScreen, "JSON tab")):
+            await pilot.press(key)
+            await until(pilot, lambda s=screen: isinstance(app.screen, s), key)
+            for opener in ("question_mark", "f1"):
+                await pilot.press(opener)
+                await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen", opener)
+                shown = "\n".join(_line(app, y) for y in range(SIZE[1]))
+                assert own in shown and "Search" in shown and "Ctrl+C" in shown
+                await pilot.press("escape")
+                await until(pilot, lambda s=screen: isinstance(app.screen, s), "closed")
+
+
+@aio
+async def test_j_k_move_and_esc_goes_back_after_a_jump() -> None:
+    """j/k move the tree's cursor (J is the JSON tab); Enter on a health item jumps to the
+    tree and Esc comes back to health; `t` gives the focus back to the tree."""
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_line == 0, "the cursor home")
+        await pilot.press("j", "j")
+        assert tree.cursor_line == 2
+        await pilot.press("k")
+        assert tree.cursor_line == 1
+        detail = app.screen.query_one("#detail")
+        await pilot.press("J")
+        await until(pilot, lambda: detail.active == "json", "the JSON tab")  # type: ignore
+        detail.query_one("#json-scroll").focus()
+        await pilot.press("t")
+        await until(pilot, lambda: app.screen.focused is tree, "the tree focused again")
+        await pilot.press("h")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
+        checks = app.screen.query_one("#checks")
+        await until(pilot, lambda: checks.cursor_node is not None  # type: ignore
+                    and checks.cursor_node.data is not None, "a health item")  # type: ignore
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, BrowserScreen)
+                    and tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/cluster/brokers/4", "the jump")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "back to health")
+
+
+@aio
+async def test_a_long_command_shows_it_runs_and_esc_cancels() -> None:
+    """A command still running: a spinner and its seconds in the Output tab (not the previous
+    output); Esc cancels it and says so."""
+    app = app_for(FIXTURES / "cluster-basic")
+    run = app.engine.run
+    gate = threading.Event()
+
+    def slow(line: str) -> Any:
+        if line.startswith("topics"):
+            gate.wait(10)
+        return run(line)
+
+    app.engine.run = slow  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await pilot.press("colon")
+            await browser_tree(pilot)
+            await until(pilot, lambda: isinstance(app.screen.focused, Input), "the bar")
+            await pilot.press(*"pwd", "enter")
+            await until(pilot, lambda: "pwd" in detail_text(app, "output"), "pwd's output")
+            await pilot.press(*"topics --describe", "enter")
+            await until(pilot, lambda: "running" in detail_text(app, "output"), "the spinner")
+            first = detail_text(app, "output")
+            await pilot.pause(0.3)
+            assert " s" in first and detail_text(app, "output") != first  # it ticks
+            await pilot.press("escape")
+            await until(pilot, lambda: "cancelling" in detail_text(app, "output"), "cancel")
+            gate.set()
+            await until(pilot, lambda: "(cancelled)" in detail_text(app, "output"), "the end")
+    finally:
+        gate.set()
+
+
+def test_bars_are_drawn_from_zero() -> None:
+    """A quiet log's 440 and 441 records per column look alike (near full, not full and
+    empty); an interval of NoOps only is a baseline, not a gap."""
+    from mdshell.tui.bars import bars
+
+    rows = bars([440, 441, 0], [440, 441, 5], 4).plain.splitlines()
+    assert [r[0] for r in rows] == [r[1] for r in rows] == ["█"] * 4
+    assert [r[2] for r in rows] == [" ", " ", " ", "▁"]
+
+
+@aio
+async def test_history_plots_changes_not_noops() -> None:
+    """The history counts changes (records other than NoOp) per interval: their sum is the
+    log's records minus its NoOpRecords, as `records` lists them."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        await pilot.pause(0.2)
+        screen = app.screen
+        listed = list(app.engine.run("records").lines)
+        noops = sum(" NoOpRecord(" in ln for ln in listed)
+        assert noops > 0
+        assert sum(screen.changes) == len(listed) - noops  # type: ignore[attr-defined]
+        assert sum(screen.counts) == len(listed)  # type: ignore[attr-defined]
+        legend = _line(app, 3)
+        assert "NoOps only" in legend and "S snapshot" in legend
+
+
+@aio
+async def test_counts_say_topic_in_the_singular() -> None:
+    """One topic is "1 topic", with a space; many are plural."""
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        counts = "".join(t for t, _s in _shown_segments(app, "#counts"))
+        assert "1 topic " in counts and "3 partitions" in counts, counts
+
+
+@aio
+async def test_the_focused_pane_shows() -> None:
+    """Tab moves the focus between the tree and the detail pane, and the focused one is
+    tinted: a tree row's and a detail row's background change with the focus."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: app.screen.focused is tree, "the tree focused")
+        await pilot.pause(0.2)
+
+        def backgrounds() -> tuple[object, object]:
+            strip = list(app.screen._compositor.render_strips()[10])
+            return strip[0].style.bgcolor, strip[-1].style.bgcolor  # type: ignore[union-attr]
+
+        tree_focused = backgrounds()
+        await pilot.press("tab", "tab")
+        await until(pilot, lambda: app.screen.focused is not None
+                    and app.screen.focused.id == "view-scroll", "the detail focused")
+        await pilot.pause(0.2)
+        detail_focused = backgrounds()
+        assert tree_focused[0] != detail_focused[0]
+        assert tree_focused[1] != detail_focused[1]
