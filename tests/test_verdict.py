@@ -129,7 +129,8 @@ async def test_tui_says_what_health_says_on_a_log_cut_mid_batch(tmp_path: Path) 
         screen = app.screen
         assert isinstance(screen, OverviewScreen)
         bar = text_of(screen.query_one("StatusBar", Static))
-        assert bar.startswith(" mdshell   DAMAGED ")
+        first = bar.splitlines()[0].split()
+        assert first[:2] == ["mdshell", "DAMAGED"], bar  # the badge right after the name
         panel = screen.query_one("#health", Static)
         assert panel.border_title == f"Health: {health[-1]} · h for details"
         assert panel.has_class("fail") and not panel.has_class("ok")
