@@ -107,6 +107,8 @@ ORACLE_MODULES = {"test_oracle.py", "test_oracle_corpus.py"}
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start fetching Kafka's verdicts in the background when oracle tests will run."""
+    if session.config.option.collectonly:
+        return
     if any(item.path.name in ORACLE_MODULES for item in session.items):
         from .kafka import background
 
