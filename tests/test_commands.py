@@ -246,7 +246,7 @@ def test_quorum_of_a_copy_without_log(tmp_path: Path) -> None:
         out = lines(sh, "quorum")
         assert f"LogEndOffset:     {words}" in out, out
         assert not any("None" in line for line in out), out
-        assert sh.run(["quorum"]).data["logEndOffset"] == 94
+        assert sh.run(["quorum"]).json()["logEndOffset"] == 94
         assert lines(sh, "cat", "/quorum/logEndOffset") == ["94"]
 
 

@@ -98,7 +98,7 @@ def test_usage_errors() -> None:
     both = run_cli("-d", "/tmp", "-q", "127.0.0.1:1", "ls")
     assert both.returncode == 2
     bad = run_cli("-q", "no-port-here", "ls")
-    assert bad.returncode == 1 and "HOST:PORT" in bad.stderr
+    assert bad.returncode == 2 and "HOST:PORT" in bad.stderr  # a usage error
 
 
 def test_separators_and_escapes_in_keys() -> None:

@@ -122,7 +122,7 @@ def test_repl_in_a_terminal(pane: Pane, tmp_path: Path) -> None:
 
     pane.type("lss")
     pane.send("Enter")
-    pane.wait(lambda s: "\x1b[31mlss: unknown command; did you mean 'ls'?" in s,
+    pane.wait(lambda s: "\x1b[31mmdshell: lss: unknown command; did you mean 'ls'?" in s,
               "a red error line", escapes=True)
 
     pane.wait_last(here)

@@ -53,12 +53,18 @@ def test_one_shot_changes_equal_the_full_path(directory: Path) -> None:
         open_shell(directory)
     except SourceError:
         pytest.skip("not a loadable directory (its own tests check the message)")
-    latest = open_shell(directory).latest
+    shell = open_shell(directory)
+    latest = shell.latest
     replayer = latest.replayer
     # Warnings about records away from the path (unknown types, refused records) come only
-    # from a full load; what the reading itself finds comes always.
+    # from a full load; what the reading itself finds comes always, then the verdict (where
+    # the damage left the image is said by the verdict only).
     replayed = replayer is not None and replayer.builder.problems
-    said = "".join(f"mdshell: warning: {p.message}\n" for p in latest.problems)
+    said = "".join(f"mdshell: warning: {p.message}\n" for p in latest.problems
+                   if p.code != "image")
+    verdict = shell.session.verdict()
+    if latest.problems and not verdict.sound:
+        said += f"mdshell: warning: {verdict.words()}\n"
     for path in _paths(directory):
         for output in ("text", "json"):
             run = cli("-d", str(directory), "-o", output, "changes", path)
