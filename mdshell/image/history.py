@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
-from ..wire.batch import Batch
+from ..wire.batch import CONTROL_FLAG, Batch
 from . import model as m
 from .journal import Journal, rebuild
 from .replay import ImageBuilder
@@ -125,17 +125,19 @@ class Replayer:
 
     def apply(self, batch: Batch, upto: int | None = None, skip_below: int = -1) -> None:
         """Apply one metadata batch (control batches carry no image change)."""
-        if batch.is_control:
+        if batch.attributes & CONTROL_FLAG:
             return
         b = self.builder
         before = b.records_applied
         b.apply_batch(batch, upto, skip_below)
-        self._since += b.records_applied - before
-        if self._since >= self.every and b.txn is None and b.journal is not None:
-            self._since = 0
-            offset = b.image.provenance.offset
-            if offset >= 0:
-                self.history.add(offset, b.mark())
+        since = self._since + b.records_applied - before
+        if since < self.every or b.txn is not None or b.journal is None:
+            self._since = since
+            return
+        self._since = 0
+        offset = b.image.provenance.offset
+        if offset >= 0:
+            self.history.add(offset, b.mark())
 
     def checkpoint(self) -> m.Image:
         """Publish now and remember the image by its offset. Where no journal was kept (a

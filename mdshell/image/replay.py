@@ -15,13 +15,13 @@ from dataclasses import replace
 from typing import Any
 
 from ..problems import Problem
-from ..wire import frames
+from ..wire import codec, frames
 from ..wire.batch import Batch, metadata_ranges
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
 from ..wire.kinds import RecordKind as K
 from ..wire.primitives import uuid_sort_key, uuid_str
-from ..wire.records import record_name
+from ..wire.records import METADATA, record_name
 from . import model as m
 from .index import SnapshotIndex
 from .journal import MUTABLE_VALUES, Journal
@@ -242,8 +242,22 @@ class ImageBuilder:
                 if key == _NO_OP:
                     continue
                 self._pos = vpos
-                key, ver, value = frames.decode_metadata(buf, vpos, vend)
-                self._dispatch(key, ver, value, off)
+                # The generated decoder of a known frame, called directly; anything off goes
+                # the checked way, which says what.
+                dec = _DECODERS.get(key << 7 | ver) or _decoder(key, ver)
+                decoded: dict[str, Any] | None = None
+                if dec is not _CHECKED:
+                    try:
+                        decoded, end = dec(buf, body, vend)
+                        if end != vend:
+                            decoded = None
+                    except Exception:
+                        decoded = None
+                if decoded is None:
+                    key, ver, value = frames.decode_metadata(buf, vpos, vend)
+                    self._dispatch(key, ver, value, off)
+                else:
+                    self._dispatch(key, ver, decoded, off)
                 last_tid = None  # a topic may have been replaced or removed
         finally:
             self.records_applied += applied
@@ -344,6 +358,23 @@ class ImageBuilder:
         if topic is not None:
             self.set_partition(topic, pid, lazy)
             self.records_applied += 1
+
+
+def _CHECKED(buf: bytes, pos: int, end: int) -> tuple[dict[str, Any], int]:
+    """Stands for a frame without a decoder of its own (unknown type or version)."""
+    raise AssertionError("never called")
+
+
+# Generated decoders by ``api key << 7 | version`` (both below 128: the 3-byte frame).
+_DECODERS: dict[int, Callable[[bytes, int, int], tuple[dict[str, Any], int]]] = {}
+
+
+def _decoder(key: int, ver: int) -> Callable[[bytes, int, int], tuple[dict[str, Any], int]]:
+    msg = METADATA.get(key)
+    dec = (codec.decoder_for(msg, ver) if msg is not None and msg.valid.contains(ver)
+           else _CHECKED)
+    _DECODERS[key << 7 | ver] = dec
+    return dec
 
 
 _MAPS = ("finalized_features", "brokers", "controllers", "topics_by_id", "topics_by_name",
@@ -464,16 +495,15 @@ def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
     if d["leader"] != -2:
         leader, leader_epoch = d["leader"], p.leader_epoch + 1
     lrs = p.leader_recovery_state if d["leaderRecoveryState"] == -1 else d["leaderRecoveryState"]
+    isr, removing, adding = d["isr"], d["removingReplicas"], d["addingReplicas"]
+    elr, last_elr = d["eligibleLeaderReplicas"], d["lastKnownElr"]
+    # Positional, in field order (keywords cost more, once per change of a long log).
     return m.Partition(
-        replicas=replicas, directories=dirs,
-        isr=p.isr if d["isr"] is None else d["isr"],
-        removing_replicas=(p.removing_replicas if d["removingReplicas"] is None
-                           else d["removingReplicas"]),
-        adding_replicas=p.adding_replicas if d["addingReplicas"] is None else d["addingReplicas"],
-        elr=p.elr if d["eligibleLeaderReplicas"] is None else d["eligibleLeaderReplicas"],
-        last_known_elr=p.last_known_elr if d["lastKnownElr"] is None else d["lastKnownElr"],
-        leader=leader, leader_recovery_state=lrs, leader_epoch=leader_epoch,
-        partition_epoch=p.partition_epoch + 1)
+        replicas, dirs, p.isr if isr is None else isr,
+        p.removing_replicas if removing is None else removing,
+        p.adding_replicas if adding is None else adding,
+        p.elr if elr is None else elr, p.last_known_elr if last_elr is None else last_elr,
+        leader, lrs, leader_epoch, p.partition_epoch + 1)
 
 
 def _partition_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
