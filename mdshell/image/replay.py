@@ -198,6 +198,7 @@ class ImageBuilder:
         prefix = frames.partition_prefix
         last_tid: bytes | None = None
         last_parts: dict[int, m.Partition | m.LazyPartition] = {}
+        last_id = b""
         noted = self.journal.parts if self.journal is not None else None
         hi = stop if stop is not None else 1 << 63
         applied = 0  # lazily stored partitions, added to records_applied at the end
@@ -223,10 +224,10 @@ class ImageBuilder:
                             if topic is None:
                                 self._put_lazy_partition(lazy, off)  # reports the unknown id
                                 continue
-                            last_tid, last_parts = tid, topic.partitions
+                            last_tid, last_parts, last_id = tid, topic.partitions, topic.id
                         last_parts[pid] = lazy
                         if noted is not None:
-                            noted += (tid, pid, lazy)
+                            noted += (last_id, pid, lazy)  # the topic's id: not one a record
                         applied += 1
                         continue
                 if vend < 0:
