@@ -1,46 +1,112 @@
-"""Images published along a replay, by offset: time travel starts from the nearest one.
+"""Images along a replay, by offset: time travel starts from the nearest one.
 
-Published images share everything they have in common (see ``ImageBuilder.publish``), so a
-checkpoint every few thousand records costs the maps that changed, not a copy of the image.
+History holds one whole image, where the replay started (a snapshot's end, or the empty
+image before the log), the latest image published, and in between a mark every few thousand
+records at a batch end: the journal of what changed since the mark before (see
+:mod:`.journal`). An image at a mark is rebuilt from the start and the journals when asked,
+so history costs what changed, not what exists, however the records were batched.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from typing import overload
 
-from ..wire.batch import Batch
+from ..wire.batch import CONTROL_FLAG, Batch
 from . import model as m
+from .journal import Journal, rebuild
 from .replay import ImageBuilder
 
-CHECKPOINT_RECORDS = 1000  # records between checkpoints: the most an `at` replays
+CHECKPOINT_RECORDS = 1000  # records between marks: the most an `at` replays
+NO_CHECKPOINTS = 1 << 62  # ``every`` for a replay that keeps no history (an observer's)
 
 
 class History:
-    """Published images by the last offset they include (ascending)."""
+    """Marks by the last offset they include (ascending), each an image on demand."""
 
     def __init__(self) -> None:
         self.offsets: list[int] = []
-        self.images: list[m.Image] = []
+        self._start = m.Image()  # the whole image the journals start from
+        self._journals: list[Journal] = []
+        self._upto: list[int] = []  # how many journals lead to each mark's image
+        self._images: dict[int, m.Image] = {}  # whole images kept, by mark index
+        self._rebuilt: tuple[int, m.Image] | None = None  # the last one rebuilt
 
-    def add(self, offset: int, image: m.Image) -> None:
-        if self.offsets and offset <= self.offsets[-1]:
-            if offset == self.offsets[-1]:
-                self.images[-1] = image
-            return
-        self.offsets.append(offset)
-        self.images.append(image)
+    def restart(self, image: m.Image) -> None:
+        """History starts again at ``image`` (a mark when it holds an offset)."""
+        self.offsets.clear()
+        self._journals.clear()
+        self._upto.clear()
+        self._images.clear()
+        self._rebuilt = None
+        self._start = image
+        if image.provenance.offset >= 0:
+            self.offsets.append(image.provenance.offset)
+            self._upto.append(0)
+            self._images[0] = image
+
+    def add(self, offset: int, journal: Journal, image: m.Image | None = None) -> None:
+        """A mark at ``offset``: ``journal`` leads to it from the mark before. ``image``
+        (the published one) is kept whole until the next published one replaces it."""
+        if not (self.offsets and offset <= self.offsets[-1] and journal.empty()):
+            self._journals.append(journal)
+            self.offsets.append(offset)
+            self._upto.append(len(self._journals))
+        if image is not None:
+            last = len(self.offsets) - 1
+            self._images = {i: img for i, img in self._images.items() if self._upto[i] == 0}
+            self._images[last] = image
 
     def nearest(self, offset: int) -> tuple[int, m.Image] | None:
         """The latest image as of ``offset`` or before, or None."""
         i = bisect.bisect_right(self.offsets, offset) - 1
-        return (self.offsets[i], self.images[i]) if i >= 0 else None
+        return (self.offsets[i], self.image(i)) if i >= 0 else None
+
+    def image(self, i: int) -> m.Image:
+        """The image at mark ``i``."""
+        kept = self._images.get(i)
+        if kept is not None:
+            return kept
+        upto = self._upto[i]
+        start, done = self._start, 0
+        if self._rebuilt is not None and self._upto[self._rebuilt[0]] <= upto:
+            done, start = self._upto[self._rebuilt[0]], self._rebuilt[1]
+        image = rebuild(start, self._journals[done:upto])
+        self._rebuilt = (i, image)
+        return image
+
+    @property
+    def images(self) -> Sequence[m.Image]:
+        """The image at each of :attr:`offsets` (rebuilt one by one as they are read)."""
+        return _Images(self)
+
+
+class _Images(Sequence[m.Image]):
+    def __init__(self, history: History) -> None:
+        self._history = history
+
+    def __len__(self) -> int:
+        return len(self._history.offsets)
+
+    @overload
+    def __getitem__(self, i: int) -> m.Image: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[m.Image]: ...
+
+    def __getitem__(self, i: int | slice) -> m.Image | Sequence[m.Image]:
+        if isinstance(i, slice):
+            return [self._history.image(j) for j in range(len(self))[i]]
+        return self._history.image(range(len(self))[i])
+
+    def __iter__(self) -> Iterator[m.Image]:
+        return (self._history.image(i) for i in range(len(self)))
 
 
 class Replayer:
     """Replay that can be fed more batches at any time (live follow: cost proportional to
     the new records). Each :meth:`feed` publishes an image that never changes afterwards;
-    checkpoints go to ``history`` every ``every`` records, at batch ends outside metadata
+    marks go to ``history`` every ``every`` records, at batch ends outside metadata
     transactions."""
 
     def __init__(self, builder: ImageBuilder | None = None, history: History | None = None,
@@ -50,25 +116,41 @@ class Replayer:
         self.every = every
         self._since = 0
         self.current: m.Image = self.builder.publish()
+        self._restart()
+
+    def _restart(self) -> None:
+        """History starts at the current image; journals from here when marks are wanted."""
+        self.history.restart(self.current)
+        self.builder.journal = Journal() if self.every < NO_CHECKPOINTS else None
 
     def apply(self, batch: Batch, upto: int | None = None, skip_below: int = -1) -> None:
         """Apply one metadata batch (control batches carry no image change)."""
-        if batch.is_control:
+        if batch.attributes & CONTROL_FLAG:
             return
         b = self.builder
         before = b.records_applied
         b.apply_batch(batch, upto, skip_below)
-        self._since += b.records_applied - before
-        if self._since >= self.every and b.txn is None:
-            self.checkpoint()
+        since = self._since + b.records_applied - before
+        if since < self.every or b.txn is not None or b.journal is None:
+            self._since = since
+            return
+        self._since = 0
+        offset = b.image.provenance.offset
+        if offset >= 0:
+            self.history.add(offset, b.mark())
 
     def checkpoint(self) -> m.Image:
-        """Publish now and remember the image by its offset."""
-        image = self.builder.publish()
+        """Publish now and remember the image by its offset. Where no journal was kept (a
+        snapshot's replay, an observer's), history starts again here."""
+        b = self.builder
+        journal = b.mark() if b.journal is not None else None
+        image = b.publish()
         self._since = 0
-        if image.provenance.offset >= 0:
-            self.history.add(image.provenance.offset, image)
         self.current = image
+        if journal is None or image.provenance.offset < 0:
+            self._restart()
+        else:
+            self.history.add(image.provenance.offset, journal, image)
         return image
 
     def feed(self, batches: Iterable[Batch], upto: int | None = None) -> m.Image:

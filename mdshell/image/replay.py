@@ -15,15 +15,16 @@ from dataclasses import replace
 from typing import Any
 
 from ..problems import Problem, add
-from ..wire import frames
+from ..wire import codec, frames
 from ..wire.batch import Batch, metadata_ranges
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
 from ..wire.kinds import RecordKind as K
 from ..wire.primitives import uuid_sort_key, uuid_str
-from ..wire.records import record_name
+from ..wire.records import METADATA, record_name
 from . import model as m
 from .index import SnapshotIndex
+from .journal import MUTABLE_VALUES, Journal
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
 _NO_OP, _PARTITION = K.NO_OP, K.PARTITION  # globals: the per-record loop reads them
@@ -76,6 +77,8 @@ class ImageBuilder:
         self.records_applied = 0
         self.file = ""
         self.index: SnapshotIndex | None = None  # set to keep what `changes` needs
+        # What changed since the last mark, for history (None: not kept).
+        self.journal: Journal | None = None
         self._ordinal = -1
         self._pos = -1
 
@@ -96,6 +99,43 @@ class ImageBuilder:
         self._owned.clear()
         return published
 
+    def mark(self) -> Journal:
+        """The changes since the last mark (sealed with the image's single values); the
+        journal starts again. Values replay changes in place are frozen from here on (the
+        next write copies them), so the journal keeps them as they are now."""
+        journal = self.journal
+        assert journal is not None
+        owned = self._owned
+        for name in MUTABLE_VALUES:
+            log = journal.maps.get(name)
+            if log is not None:
+                for value in log.values.values():
+                    owned.discard(id(value))
+        self.journal = Journal()
+        return journal.seal(self.image)
+
+    def put(self, name: str, key: Any, value: Any) -> None:
+        """``image.<name>[key] = value``, copied first if shared, and journaled."""
+        self.writable(name)[key] = value
+        if self.journal is not None:
+            self.journal.log(name).put(key, value)
+
+    def drop(self, name: str, key: Any) -> Any:
+        """Remove ``image.<name>[key]`` (journaled); its value, None when there was none."""
+        if key not in getattr(self.image, name):
+            return None
+        value = self.writable(name).pop(key)
+        if self.journal is not None:
+            self.journal.log(name).drop(key)
+        return value
+
+    def set_partition(self, topic: m.Topic, pid: int,
+                      value: m.Partition | m.LazyPartition) -> None:
+        """``topic.partitions[pid] = value`` on a writable topic, journaled."""
+        topic.partitions[pid] = value
+        if self.journal is not None:
+            self.journal.parts += (topic.id, pid, value)
+
     def writable(self, name: str) -> dict[Any, Any]:
         """The image's map ``name``, copied first if a published image shares it."""
         d: dict[Any, Any] = getattr(self.image, name)
@@ -113,10 +153,13 @@ class ImageBuilder:
             if not create:
                 return None
             v = outer[key] = {}
-            self._owned.add(id(v))
         elif id(v) not in self._owned:
             v = outer[key] = dict(v)
-            self._owned.add(id(v))
+        else:
+            return v  # made or copied since the last mark: journaled then
+        self._owned.add(id(v))
+        if self.journal is not None:
+            self.journal.log(name).put(key, v)
         return v
 
     def topic(self, tid: bytes) -> m.Topic | None:
@@ -137,7 +180,7 @@ class ImageBuilder:
             return reg
         new = replace(reg)
         self._owned.add(id(new))
-        self.writable("brokers")[bid] = new
+        self.put("brokers", bid, new)
         return new
 
     # ------------------------------------------------------------ batches
@@ -155,6 +198,8 @@ class ImageBuilder:
         prefix = frames.partition_prefix
         last_tid: bytes | None = None
         last_parts: dict[int, m.Partition | m.LazyPartition] = {}
+        last_id = b""
+        noted = self.journal.parts if self.journal is not None else None
         # No bound: a damaged base offset (outside the CRC) can put a batch's records past
         # any i64 either way; inside a snapshot the offsets do not matter.
         hi = stop if stop is not None else 1 << 64
@@ -183,8 +228,10 @@ class ImageBuilder:
                             if topic is None:
                                 self._put_lazy_partition(lazy, off)  # reports the unknown id
                                 continue
-                            last_tid, last_parts = tid, topic.partitions
+                            last_tid, last_parts, last_id = tid, topic.partitions, topic.id
                         last_parts[pid] = lazy
+                        if noted is not None:
+                            noted += (last_id, pid, lazy)  # the topic's id: not one a record
                         applied += 1
                         continue
                 if vend < 0:
@@ -200,8 +247,22 @@ class ImageBuilder:
                 if key == _NO_OP:
                     continue
                 self._pos = vpos
-                key, ver, value = frames.decode_metadata(buf, vpos, vend)
-                self._dispatch(key, ver, value, off)
+                # The generated decoder of a known frame, called directly; anything off goes
+                # the checked way, which says what.
+                dec = _DECODERS.get(key << 7 | ver) or _decoder(key, ver)
+                decoded: dict[str, Any] | None = None
+                if dec is not _CHECKED:
+                    try:
+                        decoded, end = dec(buf, body, vend)
+                        if end != vend:
+                            decoded = None
+                    except Exception:
+                        decoded = None
+                if decoded is None:
+                    key, ver, value = frames.decode_metadata(buf, vpos, vend)
+                    self._dispatch(key, ver, value, off)
+                else:
+                    self._dispatch(key, ver, decoded, off)
                 last_tid = None  # a topic may have been replaced or removed
         finally:
             self.records_applied += applied
@@ -300,8 +361,25 @@ class ImageBuilder:
         pid, tid = frames.partition_prefix(buf, body)
         topic = self._topic(tid, "PartitionRecord", off)
         if topic is not None:
-            topic.partitions[pid] = lazy
+            self.set_partition(topic, pid, lazy)
             self.records_applied += 1
+
+
+def _CHECKED(buf: bytes, pos: int, end: int) -> tuple[dict[str, Any], int]:
+    """Stands for a frame without a decoder of its own (unknown type or version)."""
+    raise AssertionError("never called")
+
+
+# Generated decoders by ``api key << 7 | version`` (both below 128: the 3-byte frame).
+_DECODERS: dict[int, Callable[[bytes, int, int], tuple[dict[str, Any], int]]] = {}
+
+
+def _decoder(key: int, ver: int) -> Callable[[bytes, int, int], tuple[dict[str, Any], int]]:
+    msg = METADATA.get(key)
+    dec = (codec.decoder_for(msg, ver) if msg is not None and msg.valid.contains(ver)
+           else _CHECKED)
+    _DECODERS[key << 7 | ver] = dec
+    return dec
 
 
 _MAPS = ("finalized_features", "brokers", "controllers", "topics_by_id", "topics_by_name",
@@ -321,18 +399,18 @@ def _features(items: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
 
 
 def _register_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    b.writable("brokers")[d["brokerId"]] = m.BrokerRegistration(
+    b.put("brokers", d["brokerId"], m.BrokerRegistration(
         id=d["brokerId"], epoch=d["brokerEpoch"], incarnation_id=d["incarnationId"],
         listeners=_endpoints(d["endPoints"]), supported_features=_features(d["features"]),
         rack=d["rack"], fenced=d["fenced"], in_controlled_shutdown=d["inControlledShutdown"],
         is_migrating_zk_broker=d["isMigratingZkBroker"],
         directories=sorted(d["logDirs"], key=uuid_sort_key),
         cordoned_directories=(None if d["cordonedLogDirs"] is None
-                              else sorted(d["cordonedLogDirs"], key=uuid_sort_key)))
+                              else sorted(d["cordonedLogDirs"], key=uuid_sort_key))))
 
 
 def _unregister_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    if b.writable("brokers").pop(d["brokerId"], None) is None:
+    if b.drop("brokers", d["brokerId"]) is None:
         b._warn("no-broker", f"UnregisterBrokerRecord at offset {off} for broker "
                 f"{d['brokerId']}, which is not registered", off)
 
@@ -383,14 +461,14 @@ def _broker_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _register_controller(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    b.writable("controllers")[d["controllerId"]] = m.ControllerRegistration(
+    b.put("controllers", d["controllerId"], m.ControllerRegistration(
         id=d["controllerId"], incarnation_id=d["incarnationId"],
         zk_migration_ready=d["zkMigrationReady"], listeners=_endpoints(d["endPoints"]),
-        supported_features=_features(d["features"]))
+        supported_features=_features(d["features"])))
 
 
 def _unregister_controller(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    if b.writable("controllers").pop(d["controllerId"], None) is None:
+    if b.drop("controllers", d["controllerId"]) is None:
         b._warn("no-controller", f"UnregisterControllerRecord at offset {off} for controller "
                 f"{d['controllerId']}, which is not registered", off)
 
@@ -398,14 +476,16 @@ def _unregister_controller(b: ImageBuilder, d: dict[str, Any], off: int) -> None
 def _topic_record(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     topic = m.Topic(d["name"], d["topicId"], notes=b.image.notes)
     b.own(topic)
-    b.writable("topics_by_id")[topic.id] = topic
-    b.writable("topics_by_name")[topic.name] = topic
+    b.put("topics_by_id", topic.id, topic)
+    b.put("topics_by_name", topic.name, topic)
+    if b.journal is not None:
+        b.journal.made[topic.id] = len(b.journal.parts)  # its partitions start from here
 
 
 def _partition(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     topic = b._topic(d["topicId"], "PartitionRecord", off)
     if topic is not None:
-        topic.partitions[d["partitionId"]] = m.partition_from_record(d)
+        b.set_partition(topic, d["partitionId"], m.partition_from_record(d))
 
 
 def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
@@ -420,16 +500,15 @@ def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
     if d["leader"] != -2:
         leader, leader_epoch = d["leader"], p.leader_epoch + 1
     lrs = p.leader_recovery_state if d["leaderRecoveryState"] == -1 else d["leaderRecoveryState"]
+    isr, removing, adding = d["isr"], d["removingReplicas"], d["addingReplicas"]
+    elr, last_elr = d["eligibleLeaderReplicas"], d["lastKnownElr"]
+    # Positional, in field order (keywords cost more, once per change of a long log).
     return m.Partition(
-        replicas=replicas, directories=dirs,
-        isr=p.isr if d["isr"] is None else d["isr"],
-        removing_replicas=(p.removing_replicas if d["removingReplicas"] is None
-                           else d["removingReplicas"]),
-        adding_replicas=p.adding_replicas if d["addingReplicas"] is None else d["addingReplicas"],
-        elr=p.elr if d["eligibleLeaderReplicas"] is None else d["eligibleLeaderReplicas"],
-        last_known_elr=p.last_known_elr if d["lastKnownElr"] is None else d["lastKnownElr"],
-        leader=leader, leader_recovery_state=lrs, leader_epoch=leader_epoch,
-        partition_epoch=p.partition_epoch + 1)
+        replicas, dirs, p.isr if isr is None else isr,
+        p.removing_replicas if removing is None else removing,
+        p.adding_replicas if adding is None else adding,
+        p.elr if elr is None else elr, p.last_known_elr if last_elr is None else last_elr,
+        leader, lrs, leader_epoch, p.partition_epoch + 1)
 
 
 def _partition_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
@@ -442,7 +521,7 @@ def _partition_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
         b._warn("no-partition", f"PartitionChangeRecord at offset {off} for partition "
                 f"{topic.name}-{pid}, which does not exist; skipped", off)
         return
-    topic.partitions[pid] = merge_partition(p, d)
+    b.set_partition(topic, pid, merge_partition(p, d))
 
 
 _CLEAR_ELR: dict[str, Any] = {
@@ -469,20 +548,19 @@ def _clear_elr(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
             if p is not None and (p.elr or p.last_known_elr):
                 writable = writable or b.topic(topic.id)
                 if writable is not None:
-                    writable.partitions[pid] = merge_partition(p, _CLEAR_ELR)
+                    b.set_partition(writable, pid, merge_partition(p, _CLEAR_ELR))
 
 
 def _remove_topic(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     img = b.image
-    topic: m.Topic | None = b.writable("topics_by_id").pop(d["topicId"], None)
+    topic: m.Topic | None = b.drop("topics_by_id", d["topicId"])
     if topic is None:
         b._warn("no-topic", f"RemoveTopicRecord at offset {off} names unknown topic id "
                 f"{uuid_str(d['topicId'])}; skipped", off)
         return
     if img.topics_by_name.get(topic.name) is topic:
-        del b.writable("topics_by_name")[topic.name]
-    if (TOPIC_CONFIG, topic.name) in img.configs:
-        del b.writable("configs")[(TOPIC_CONFIG, topic.name)]
+        b.drop("topics_by_name", topic.name)
+    b.drop("configs", (TOPIC_CONFIG, topic.name))
 
 
 def _config(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
@@ -492,7 +570,7 @@ def _config(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
         if values is not None:
             values.pop(d["name"], None)
             if not values:
-                del b.writable("configs")[resource]
+                b.drop("configs", resource)
         return
     values = b.inner("configs", resource, create=True)
     assert values is not None
@@ -504,9 +582,9 @@ def _feature_level(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     if d["name"] == METADATA_VERSION_FEATURE:
         img.metadata_version = d["featureLevel"]
     elif d["featureLevel"] == 0:
-        b.writable("finalized_features").pop(d["name"], None)
+        b.drop("finalized_features", d["name"])
     else:
-        b.writable("finalized_features")[d["name"]] = d["featureLevel"]
+        b.put("finalized_features", d["name"], d["featureLevel"])
 
 
 def _zk_migration(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
@@ -521,7 +599,7 @@ def _client_quota(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
         if values is not None:
             values.pop(d["key"], None)
             if not values:
-                del b.writable("client_quotas")[entity]
+                b.drop("client_quotas", entity)
         return
     values = b.inner("client_quotas", entity, create=True)
     assert values is not None
@@ -533,12 +611,12 @@ def _producer_ids(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _acl(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    b.writable("acls")[d["id"]] = m.Acl(d["resourceType"], d["resourceName"], d["patternType"],
-                                  d["principal"], d["host"], d["operation"], d["permissionType"])
+    b.put("acls", d["id"], m.Acl(d["resourceType"], d["resourceName"], d["patternType"],
+                                 d["principal"], d["host"], d["operation"], d["permissionType"]))
 
 
 def _remove_acl(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    if b.writable("acls").pop(d["id"], None) is None:
+    if b.drop("acls", d["id"]) is None:
         b._warn("no-acl", f"RemoveAccessControlEntryRecord at offset {off} for unknown ACL "
                 f"{uuid_str(d['id'])}; skipped", off)
 
@@ -555,18 +633,17 @@ def _remove_scram(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     if users is not None:
         users.pop(d["name"], None)
         if not users:
-            del b.writable("scram")[d["mechanism"]]
+            b.drop("scram", d["mechanism"])
 
 
 def _token(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    b.writable("delegation_tokens")[d["tokenId"]] = m.DelegationToken(
+    b.put("delegation_tokens", d["tokenId"], m.DelegationToken(
         d["tokenId"], d["owner"], d["requester"], d["renewers"], d["issueTimestamp"],
-        d["maxTimestamp"], d["expirationTimestamp"])
+        d["maxTimestamp"], d["expirationTimestamp"]))
 
 
 def _remove_token(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    if d["tokenId"] in b.image.delegation_tokens:
-        del b.writable("delegation_tokens")[d["tokenId"]]
+    b.drop("delegation_tokens", d["tokenId"])
 
 
 IGNORED = None  # a table row for a record kind that has no effect there

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from .batches import CODECS
 from .scenario import Scenario, generate
+from .snapshot import MAX_BATCH_BYTES
 
 
 def _codecs(text: str) -> list[str]:
@@ -72,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"codec of data batches, cycled if several ({', '.join(CODECS)})")
     h.add_argument("--snapshot-compression", choices=list(CODECS), default="none",
                    help="codec of snapshot data batches (default none, as Kafka)")
+    h.add_argument("--snapshot-batch-bytes", type=_positive, default=MAX_BATCH_BYTES,
+                   metavar="BYTES", help="close a snapshot batch before it passes this size "
+                   "(default 8 MiB, as Kafka; records go in chunks of 1024)")
     h.add_argument("--segment-bytes", type=_positive, default=1 << 30, metavar="BYTES",
                    help="roll segments at this size (default 1 GiB)")
     h.add_argument("--partition-dirs", action="store_true",
@@ -92,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         snapshot_at=[x for x in args.snapshot_at.split(",") if x.strip()],
         log_from=args.log_from, compression=args.compression,
         snapshot_compression=args.snapshot_compression,
+        snapshot_batch_bytes=args.snapshot_batch_bytes,
         metadata_version=args.metadata_version, kraft_version=args.kraft_version,
         segment_bytes=args.segment_bytes, noops_per_change=args.noops_per_change,
         partition_dirs=args.partition_dirs, seed=args.seed)

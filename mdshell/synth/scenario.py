@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .batches import codec_named
 from .builder import ClusterBuilder
+from .snapshot import MAX_BATCH_BYTES
 from .versions import MV_3_7_IV2, MV_4_0_IV1
 
 POINT_SETUP, POINT_END = "setup", "end"
@@ -36,6 +37,7 @@ class Scenario:
     log_from: str = "start"  # or "snapshot": segments start at the first snapshot
     compression: Sequence[str] = ("none",)
     snapshot_compression: str = "none"
+    snapshot_batch_bytes: int = MAX_BATCH_BYTES  # Kafka's 8 MiB; smaller gives more batches
     metadata_version: int = 25
     kraft_version: int = 0
     segment_bytes: int = 1 << 30
@@ -90,7 +92,8 @@ def generate(sc: Scenario, out_dir: str) -> Summary:
                        kraft_version=sc.kraft_version,
                        controllers=range(CONTROLLER_BASE_ID, CONTROLLER_BASE_ID + sc.controllers),
                        compression=sc.compression, segment_bytes=sc.segment_bytes)
-    snap_opts = {"codec": codec_named(sc.snapshot_compression)}
+    snap_opts = {"codec": codec_named(sc.snapshot_compression),
+                 "max_batch_bytes": sc.snapshot_batch_bytes}
     first_snapshot_pending = sc.log_from == "snapshot"
     suppress = b.log_suppressed() if first_snapshot_pending else contextlib.nullcontext()
     history = History(b, sc)

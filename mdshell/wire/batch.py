@@ -194,7 +194,12 @@ def metadata_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int, int,
     varints) is read here when it has its common 3-byte form (frame version 1, key and
     version below 128); otherwise ``api_key`` is -1 and ``frames.decode_metadata`` reads the
     whole value. A null value has ``value_end`` -1."""
-    buf, out = _ranges(batch, True)
+    if not batch.attributes & COMPRESSION_MASK:  # most batches: the records are in place
+        buf, start = batch.buf, batch.pos + HEADER_SIZE
+        out = ranges_in(buf, start, batch.pos + LOG_OVERHEAD + batch.length, batch.count,
+                        batch.base_offset, True)
+    else:
+        buf, out = _ranges(batch, True)
     return buf, out  # type: ignore[return-value]
 
 

@@ -1,0 +1,120 @@
+"""Benchmark: log replay and history memory (issue 19), whole process, CPU time and peak RSS.
+
+Usage: python bench/replay.py [--out DIR] [--runs N] [--code PATH ...] [--only NAME,...]
+
+Directories (written once by ``mdshell.synth`` into ``--out``, default bench/out, and reused):
+
+- ``tail``: a 100k-partition snapshot and a 42 MB log tail after it (454k records, one a
+  batch: partition changes, broker changes, NoOps), the issue's command.
+- ``1M-small`` / ``1M-big``: the same 1M-partition snapshot in batches of ~1,000 records
+  (``--snapshot-batch-bytes 100000``) and of 8 MiB (Kafka's): memory must not depend on it.
+- ``1M-log``: 1M partitions made by the log from offset 0 (no snapshot; a batch per topic,
+  101 records): history marks every 1,000 records all along.
+
+Each is loaded by ``python -m mdshell -d DIR cat /image/provenance`` in a fresh process (start-up
+included), ``--runs`` times, alternating between the ``--code`` checkouts given (PYTHONPATH;
+default this checkout), so that versions are compared in the same minutes: the machine may be
+shared, and CPU time (user + system) says more than wall time there. Then, in one process
+per checkout, ``at`` to the middle of the tail after the load (the history at work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLUSTER = ["--brokers", "30", "--controllers", "3", "--partitions-per-topic", "100", "--rf", "3"]
+DIRS = {
+    "tail": [*CLUSTER, "--topics", "1000", "--history-changes", "200000", "--noops-per-change",
+             "1", "--snapshot-at", "setup", "--log-from", "snapshot", "--segment-bytes",
+             "104857600"],
+    "1M-small": [*CLUSTER, "--topics", "10000", "--history-changes", "2000", "--snapshot-at",
+                 "setup", "--log-from", "snapshot", "--seed", "7", "--snapshot-batch-bytes",
+                 "100000"],
+    "1M-big": [*CLUSTER, "--topics", "10000", "--history-changes", "2000", "--snapshot-at",
+               "setup", "--log-from", "snapshot", "--seed", "7"],
+    "1M-log": [*CLUSTER, "--topics", "10000", "--history-changes", "2000", "--seed", "7"],
+}
+
+AT_CODE = """
+import sys, time
+from mdshell.commands import Shell
+from mdshell.session import Session
+session = Session.open(directory=sys.argv[1])
+latest = session.latest
+shell = Shell(session)
+first = latest.base
+last = latest.image.provenance.offset
+best = 1e9
+for target in ((first + last) // 2, last - 3, first + 1000):
+    start = time.process_time()
+    list(shell.run(["at", str(target)]).lines)
+    list(shell.run(["cat", "/image/provenance"]).lines)
+    best = min(best, time.process_time() - start)
+    shell.run(["at", "latest"])
+print(f"{best:.3f}")
+"""
+
+
+def generate(out: Path, name: str) -> Path:
+    target = out / f"replay-{name}"
+    if not (target / "__cluster_metadata-0").is_dir():
+        print(f"generating {target} ...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(target),
+                        *DIRS[name]], check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return target
+
+
+def once(code: str, directory: Path) -> tuple[float, float, float]:
+    """(CPU s, peak RSS MiB, wall s) of one load in a fresh process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "mdshell", "-d", str(directory), "cat",
+                             "/image/provenance"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=code),
+                            cwd="/")  # `-m` puts the working directory first on sys.path
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"{code}: mdshell -d {directory} failed: {err}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, wall
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default=str(ROOT / "bench" / "out"))
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--code", nargs="*", default=[str(ROOT)],
+                   help="checkouts to compare (PYTHONPATH of each run)")
+    p.add_argument("--only", default=",".join(DIRS), help="directories to measure")
+    ns = p.parse_args()
+    out = Path(ns.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print("| directory | code | CPU (best) | CPU (median) | peak RSS |\n|---|---|---|---|---|")
+    for name in ns.only.split(","):
+        d = generate(out, name)
+        runs: dict[str, list[tuple[float, float, float]]] = {c: [] for c in ns.code}
+        for _ in range(ns.runs):
+            for code in ns.code:
+                runs[code].append(once(code, d))
+        for code, rs in runs.items():
+            cpus = sorted(r[0] for r in rs)
+            print(f"| {name} | {code} | {cpus[0]:.2f} s | {cpus[len(cpus) // 2]:.2f} s | "
+                  f"{max(r[1] for r in rs):.0f} MiB |", flush=True)
+        if name == "tail":
+            for code in ns.code:
+                res = subprocess.run([sys.executable, "-c", AT_CODE, str(d)],
+                                     capture_output=True, text=True, cwd="/",
+                                     env=dict(os.environ, PYTHONPATH=code))
+                took = f"{res.stdout.strip()} s" if res.returncode == 0 else "n/a (no Session)"
+                print(f"| tail: `at` after the load (CPU, best of 3 offsets) | {code} | "
+                      f"{took} | | |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
