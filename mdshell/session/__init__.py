@@ -261,11 +261,13 @@ class Session:
                 end = loc.batch.last_offset
             image = builder.publish()
         return Loaded(image, _until(latest.problems, offset),
-                      [f for f in latest.files if f.first_offset is None
-                       or f.first_offset <= offset or f.role == "snapshot"],
-                      [c for c in latest.controls if c.offset <= offset],
-                      latest.snapshot, offset, max(end, offset) if end >= 0 else None,
-                      latest.complete_from_zero, None, latest.base)
+                      files=[f for f in latest.files if f.first_offset is None
+                             or f.first_offset <= offset or f.role == "snapshot"],
+                      controls=[c for c in latest.controls if c.offset <= offset],
+                      snapshot=latest.snapshot, upto=offset,
+                      end_offset=max(end, offset) if end >= 0 else None,
+                      complete_from_zero=latest.complete_from_zero, replayer=None,
+                      base=latest.base)
 
     def damage_before(self, loaded: Loaded, offset: int) -> Problem | None:
         """The damage that stops ``loaded`` short of ``offset`` (None: it reaches it)."""
@@ -306,8 +308,10 @@ class Session:
         image = replayer.checkpoint()
         found = [*replayer.builder.problems, *problems]
         problems = merge(latest.problems, found)  # a flood folded further replaces itself
-        new = Loaded(image, problems, latest.files, controls, latest.snapshot, None,
-                     last, latest.complete_from_zero, replayer, latest.base, following)
+        new = Loaded(image, problems, files=latest.files, controls=controls,
+                     snapshot=latest.snapshot, upto=None, end_offset=last,
+                     complete_from_zero=latest.complete_from_zero, replayer=replayer,
+                     base=latest.base, next_offset=following)
         following = self.loaded is latest
         self.latest = new
         self._range = self._rebuild = None

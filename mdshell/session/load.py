@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from ..image.history import CHECKPOINT_RECORDS, History, Replayer
 from ..image.index import SnapshotIndex
@@ -39,6 +39,7 @@ class Loaded:
 
     image: Image
     problems: list[Problem]
+    _: KW_ONLY  # the rest by name: three places build one, with a dozen fields
     files: list[FileRead]
     controls: list[ControlEntry]
     snapshot: Checkpoint | None = None
@@ -226,8 +227,10 @@ def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list
         problems.append(Problem("notice" if damaged_file else "image",
                                 _stopped_at(source, cp, image), None, None))
     following = start if stream.end_offset is None else max(start, stream.end_offset + 1)
-    return Loaded(image, problems, run.files, run.controls, cp, upto, end, complete,
-                  run.replayer, cp.end_offset - 1 if cp else -1, following, run.index)
+    return Loaded(image, problems, files=run.files, controls=run.controls, snapshot=cp,
+                  upto=upto, end_offset=end, complete_from_zero=complete,
+                  replayer=run.replayer, base=cp.end_offset - 1 if cp else -1,
+                  next_offset=following, index=run.index)
 
 
 def _stopped_at(source: Source, cp: Checkpoint | None, image: Image) -> str:
