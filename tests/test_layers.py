@@ -230,3 +230,38 @@ def test_the_layer_check_sees_function_level_imports(tmp_path: Path) -> None:
     src.write_text("import os\n\ndef f():\n    from ..cli import main\n    return main\n")
     found = imports("mdshell.commands.mod", src, {"mdshell.cli"})
     assert found == [("mdshell.cli", LAZY)]
+
+
+def _patches_a_source(tree: ast.AST) -> list[int]:
+    """Lines that set or delete an attribute of a source (``source.x = ...``,
+    ``self.source.x = ...``, ``del source.x``): a source says what it can do, nobody
+    rewires it from outside."""
+    found = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign | ast.Delete)
+                   else [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign)
+                   else [])
+        for t in targets:
+            if isinstance(t, ast.Attribute):
+                owner = t.value
+                name = (owner.id if isinstance(owner, ast.Name)
+                        else owner.attr if isinstance(owner, ast.Attribute) else "")
+                if name in ("source", "_source"):
+                    found.append(t.lineno)
+    return found
+
+
+def test_no_module_outside_source_patches_a_source() -> None:
+    bad = {name: lines for name, path in modules().items()
+           if not name.startswith("mdshell.source")
+           for lines in [_patches_a_source(ast.parse(path.read_text(encoding="utf-8")))]
+           if lines}
+    assert bad == {}
+
+
+def test_the_patch_check_sees_a_patch() -> None:
+    code = ("source.log_stream = f\n"
+            "self.source.snapshot_stream = g\n"
+            "del source.log_stream\n"
+            "self._source = s\n")
+    assert _patches_a_source(ast.parse(code)) == [1, 2, 3]

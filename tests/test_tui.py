@@ -618,13 +618,13 @@ async def test_loading_screen_shows_bytes_of_the_total() -> None:
 
     source = Engine.open(str(FIXTURES / "segments-snapshots"), None).source
     progress = LoadProgress()
-    undo = progress.watch(source)
-    stream = source.log_stream(0)
+    hook = progress.start(source)
+    stream = hook(source.log_stream(0))
     batches = iter(stream)
     for _ in range(3):
         next(batches)
-    undo()
     assert 0 < progress.done < progress.total
+    assert "log_stream" not in vars(source)  # the source is never patched
 
     class Host(App[None]):
         def on_mount(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 
 from ..image.history import CHECKPOINT_RECORDS, History, Replayer
@@ -31,6 +32,12 @@ from ..wire import control as ctl
 from ..wire.batch import UNDECODABLE
 
 NO_CHECKPOINTS = 1 << 62
+# What a front end may wrap around each stream a load reads (to count its batches).
+StreamHook = Callable[[BatchStream], BatchStream]
+
+
+def _same(stream: BatchStream) -> BatchStream:
+    return stream
 
 
 @dataclass(slots=True)
@@ -54,7 +61,8 @@ class Loaded:
 
 def load(source: Source, upto: int | None = None, observer: Observer | None = None,
          history: bool = False, wants: Wants | None = None,
-         every: int | None = None, sieve: Sieve | None = None) -> Loaded:
+         every: int | None = None, sieve: Sieve | None = None,
+         watch: StreamHook | None = None) -> Loaded:
     """The image as of ``upto`` (None: the end); ``observer`` sees every applied record
     (``wants`` narrows the PartitionRecords it sees, so the others stay undecoded).
 
@@ -62,6 +70,8 @@ def load(source: Source, upto: int | None = None, observer: Observer | None = No
     there, else the oldest usable snapshot) so that an observer sees every change.
     ``every`` sets how many records lie between the images kept for time travel.
     ``sieve`` (with an observer) applies only the records it picks: the image is partial.
+    ``watch`` sees each stream the load reads (a front end's progress counts its batches)
+    and returns the stream to read.
     """
     problems: list[Problem] = source.layout_problems()
     candidates = [c for c in reversed(source.snapshots())
@@ -70,16 +80,16 @@ def load(source: Source, upto: int | None = None, observer: Observer | None = No
         start = source.history_start()
         candidates = [] if start is None else [c for c in reversed(candidates)]
     bootstrap = _bootstrap_controls(source)
-    make = _Make(source, observer, wants, every, sieve)
+    make = _Make(source, observer, wants, every, sieve, watch or _same)
     for cp in candidates:
         run = make.from_snapshot(cp, problems)
         if run is not None:
             run.controls[:0] = bootstrap
             run.replayer.builder.origin = ""
-            return _replay_log(source, run, cp, problems, upto)
+            return _replay_log(make, run, cp, problems, upto)
     run = make.empty()
     run.controls = bootstrap
-    return _replay_log(source, run, None, problems, upto)
+    return _replay_log(make, run, None, problems, upto)
 
 
 @dataclass
@@ -98,6 +108,7 @@ class _Make:
     wants: Wants | None
     every: int | None
     sieve: Sieve | None = None
+    watch: StreamHook = field(default=lambda stream: stream)
 
     def builder(self) -> ImageBuilder:
         return ImageBuilder(observer=self.observer, eager=self.source.eager, wants=self.wants,
@@ -117,7 +128,7 @@ class _Make:
         if self.observer is None:
             builder.index = SnapshotIndex()
         run = _Run(Replayer(builder, History(), NO_CHECKPOINTS))
-        stream = self.source.snapshot_stream(cp)
+        stream = self.watch(self.source.snapshot_stream(cp))
         _apply(run, stream, None, -1)
         mine = stream.problems
         if mine and mine[0].code == "unreadable":
@@ -193,10 +204,11 @@ def _below(stream: BatchStream, out: list[ControlEntry]) -> None:
     stream.below.clear()
 
 
-def _replay_log(source: Source, run: _Run, cp: Checkpoint | None, problems: list[Problem],
+def _replay_log(make: _Make, run: _Run, cp: Checkpoint | None, problems: list[Problem],
                 upto: int | None) -> Loaded:
     start = cp.end_offset if cp else 0
-    stream = source.log_stream(start, upto, cp)
+    source = make.source
+    stream = make.watch(source.log_stream(start, upto, cp))
     _apply(run, stream, upto, start if cp else -1)
     problems.extend(stream.problems)
     run.files.extend(stream.files)

@@ -92,11 +92,8 @@ class Engine:
             assert self._opener is not None
             self._source = self._opener()
         source = self._source
-        undo = self.progress.watch(source)
-        try:
-            session = Session(source, quiet_gc(lambda: load(source)))
-        finally:
-            undo()
+        hook = self.progress.start(source)
+        session = Session(source, quiet_gc(lambda: load(source, watch=hook)))
         self.shell = Shell(session, opts=self.opts, interactive=True)
         follow = getattr(source, "follow", None)
         if follow is not None:

@@ -1,14 +1,13 @@
 """How far a load has got: bytes and batches read of what the source holds.
 
-The loader knows nothing about progress; this counts the batches its streams hand out (each
-carries its file and byte position), so the loading screen can show real progress without
-the core growing a callback. No textual import here.
+The loader takes a hook that sees each stream it reads (``load(watch=...)``); this one counts
+the batches the streams hand out (each carries its file and byte position), so the loading
+screen shows real progress. No textual import here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from ..source import Located, Source
 from ..source.base import BatchStream
@@ -37,24 +36,11 @@ class LoadProgress:
     def fraction(self) -> float | None:
         return self.done / self.total if self.total else None
 
-    def watch(self, source: Source) -> Callable[[], None]:
-        """Count what ``source``'s streams hand out from now on; returns the undo."""
+    def start(self, source: Source) -> Callable[[BatchStream], BatchStream]:
+        """Size up what ``source`` holds; the hook to give ``load(watch=...)``, which counts
+        what each stream hands out."""
         self._sizes, self.total = _sizes(source)
-        originals = source.snapshot_stream, source.log_stream
-
-        def snapshot_stream(cp: Any) -> BatchStream:
-            return self._counted(originals[0](cp))
-
-        def log_stream(*args: Any, **kwargs: Any) -> BatchStream:
-            return self._counted(originals[1](*args, **kwargs))
-
-        source.snapshot_stream = snapshot_stream  # type: ignore[method-assign,assignment]
-        source.log_stream = log_stream  # type: ignore[method-assign]
-
-        def undo() -> None:
-            del source.snapshot_stream, source.log_stream  # back to the class's methods
-
-        return undo
+        return self._counted
 
     def _counted(self, stream: BatchStream) -> BatchStream:
         stream.batches = self._count(iter(stream.batches))
