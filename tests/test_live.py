@@ -217,7 +217,7 @@ def test_live_and_quorum_nodes(kafka: KraftCluster) -> None:
                    "at earliest\ncat /image/provenance\n"
                    "records --snapshot --batches --limit 1\n")
     assert more.returncode == 0, more.stderr
-    assert "image as of offset" in more.stdout and "segments" in more.stdout
+    assert "image as of " in more.stdout and "segments" in more.stdout
     # The fetched snapshot listed batch by batch, as kafka-dump-log prints a file.
     assert re.search(r"^Dumping \d{20}-\d{10}\.checkpoint$", more.stdout, re.M)
     assert "isControl: true" in more.stdout and "isvalid: true" in more.stdout
