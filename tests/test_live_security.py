@@ -268,4 +268,4 @@ def test_plaintext_client_on_a_sasl_listener_is_told_at_once(secure: Secure) -> 
         LiveSource(secure.sasl)
     took = time.monotonic() - t0
     print(f"PLAINTEXT client on a SASL listener: told after {took:.2f} s")
-    assert took < 2, took  # was 5 s of retries
+    assert took < 4, took  # was 5 s of retries (then a vague message)
