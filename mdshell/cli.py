@@ -315,8 +315,9 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
         session.latest  # noqa: B018  (load now: its warnings are due whatever the command)
     code = emit(result, out, output=output, width=width, notes=shell.new_notes,
                 said=shell.said)
-    if strict and code == EXIT_OK and session.is_loaded and not session.verdict().sound:
-        return EXIT_FAIL
+    if strict and code == EXIT_OK and (result.warnings or (
+            session.is_loaded and not session.verdict().sound)):
+        return EXIT_FAIL  # the image is not sound, or what the command read warned
     if code == EXIT_OK and session.is_loaded and any(
             p.code in UNFETCHED for p in session.latest.problems):
         return EXIT_FAIL  # said at load, in one line: the image could not be fetched

@@ -715,7 +715,8 @@ def test_unreachable_master_is_one_line_within_seconds(tmp_path: Path) -> None:
     assert time.monotonic() - started < 15
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.splitlines() == [
-        f"sql: no Spark master answered at spark://127.0.0.1:{port}: start it, or give "
+        f"mdshell: sql: no Spark master answered at spark://127.0.0.1:{port}: start it, or "
+        "give "
         "another --spark-master URL ($MDSHELL_SPARK_MASTER)"]
 
 
