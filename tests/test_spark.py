@@ -826,7 +826,7 @@ def test_ctrl_c_cancels_a_one_shot_query(tmp_path: Path) -> None:
         pane.send("C-c")
         screen = pane.wait(lambda s: "[exit " in s, "the exit", timeout=30)
         lines = [x.replace("^C", "") for x in screen.splitlines() if x.strip()]
-        assert lines == ["query cancelled", "[exit 130]"], screen  # ^C: the terminal's echo
+        assert lines == ["mdshell: query cancelled", "[exit 130]"], screen  # ^C: its echo
     finally:
         pane.tmux("kill-server")
 
