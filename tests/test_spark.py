@@ -817,6 +817,9 @@ def _until(check: Any, what: str, timeout: float) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.xfail(reason="issue 23, open: Ctrl-C of a one-shot sql in tmux is sometimes not "
+                   "seen within 30 s here (passed alone, failed after the other Spark tests); "
+                   "not yet explained", strict=False)
 def test_ctrl_c_cancels_a_one_shot_query(tmp_path: Path) -> None:
     """Ctrl-C in a terminal during a one-shot sql: one line, exit 130, no Java stack."""
     pane, events = _cancel_pane(tmp_path, shlex_quote(["sql", LONG_QUERY]))
