@@ -123,33 +123,32 @@ def _view_has(app: Any, what: str) -> bool:
         and what in detail_text(app, "view")
 
 
-@aio
-async def test_topic_view_counts_partitions_and_shows_configs() -> None:
-    """A 50-partition topic says "50 partitions" (not 52 entries: name and id are fields)
-    and lists the configs set on it."""
+async def _corpus_view(path: str, marker: str) -> str:
+    """The View tab of ``path`` in a 3.6 corpus directory (no controller registrations)."""
     need_corpus()
     d = CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
     async with app_for(d).run_test(size=SIZE) as pilot:
         app = await ready(pilot)
-        app.jump("/image/topics/byName/__consumer_offsets")
-        await until(pilot, lambda: _view_has(app, "__consumer_offsets"), "the topic")
-        view = detail_text(app, "view")
-        assert "50 partitions" in view and "entries" not in view
-        assert "cleanup.policy" in view and "compact" in view
+        app.jump(path)
+        await until(pilot, lambda: _view_has(app, marker), marker)
+        return detail_text(app, "view")
+
+
+@aio
+async def test_topic_view_counts_partitions_and_shows_configs() -> None:
+    """A 50-partition topic says "50 partitions" (not 52 entries: name and id are fields)
+    and lists the configs set on it."""
+    view = await _corpus_view("/image/topics/byName/__consumer_offsets", "__consumer_offsets")
+    assert "50 partitions" in view and "entries" not in view
+    assert "cleanup.policy" in view and "compact" in view
 
 
 @aio
 async def test_controllers_node_not_empty_when_the_quorum_has_a_leader() -> None:
     """Before 3.7 no controller registers: the Controllers node says so and names the
     quorum's leader the overview lists, instead of "(empty)"."""
-    need_corpus()
-    d = CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
-    async with app_for(d).run_test(size=SIZE) as pilot:
-        app = await ready(pilot)
-        app.jump("/image/cluster/controllers")
-        await until(pilot, lambda: _view_has(app, "controllers"), "the controllers node")
-        view = detail_text(app, "view")
-        assert "(empty)" not in view and "1 (leader" in view
+    view = await _corpus_view("/image/cluster/controllers", "controllers")
+    assert "(empty)" not in view and "1 (leader" in view
 
 
 @aio
