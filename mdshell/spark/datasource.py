@@ -39,6 +39,7 @@ import glob
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
@@ -171,6 +172,8 @@ class KraftDataSource(DataSource):
     ``.option("pushdown", "true")`` is given)."""
 
     PUSHDOWN = False  # the ``pushdown`` option's default
+    MAX_BYTES = MAX_PARTITION_BYTES  # the ``maxPartitionBytes`` option's default
+    OPEN_COST = OPEN_COST_BYTES  # the ``openCostInBytes`` option's default
 
     @classmethod
     def name(cls) -> str:
@@ -197,8 +200,8 @@ class KraftDataSource(DataSource):
                            _flag(self.options.get("showSecrets"), False),
                            _flag(self.options.get("payload"), True),
                            _flag(self.options.get("snapshots"), False),
-                           _bytes(self.options.get("maxPartitionBytes"), MAX_PARTITION_BYTES),
-                           _bytes(self.options.get("openCostInBytes"), OPEN_COST_BYTES))
+                           _bytes(self.options.get("maxPartitionBytes"), self.MAX_BYTES),
+                           _bytes(self.options.get("openCostInBytes"), self.OPEN_COST))
 
 
 class PushdownKraftDataSource(KraftDataSource):
@@ -206,6 +209,40 @@ class PushdownKraftDataSource(KraftDataSource):
     so it is on by default (``.option("pushdown", "false")`` turns it off)."""
 
     PUSHDOWN = True
+
+
+PUSHDOWN_KEY = "spark.sql.python.filterPushdown.enabled"
+PACKING_KEYS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+
+
+def register(spark: Any) -> type[KraftDataSource]:
+    """Register ``kraft`` in ``spark`` with this session's settings as its defaults: Spark's
+    file packing (``spark.sql.files.maxPartitionBytes``, ``openCostInBytes``) and, when
+    ``spark.sql.python.filterPushdown.enabled`` is on, pushdown. The source's planning runs
+    in a Python worker that sees no session, so the values are read here, on the driver, and
+    travel with the registered class (a source found without registering has Spark's
+    defaults, 128 MiB and 4 MiB)."""
+    push = str(spark.conf.get(PUSHDOWN_KEY, "false")).lower() == "true"
+    base = PushdownKraftDataSource if push else KraftDataSource
+    max_bytes = _conf_bytes(spark.conf.get(PACKING_KEYS[0], None), MAX_PARTITION_BYTES)
+    open_cost = _conf_bytes(spark.conf.get(PACKING_KEYS[1], None), OPEN_COST_BYTES)
+    # Made here, not importable by name: pickled with its values for the worker.
+    cls = type(base.__name__, (base,), {"MAX_BYTES": max_bytes, "OPEN_COST": open_cost,
+                                        "__doc__": base.__doc__})
+    spark.dataSource.register(cls)
+    return cls
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def _conf_bytes(value: str | None, default: int) -> int:
+    """A Spark byte size ("128MB", "64m", "4194304"), as Spark reads it; else ``default``."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value or ""))
+    if m is None or m.group(2).lower() not in _UNITS:
+        return default
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
 # The shell's advice for a file path; the data source reads directories only.
@@ -234,7 +271,13 @@ def _flag(value: str | None, default: bool) -> bool:
 
 
 def _bytes(value: str | None, default: int) -> int:
-    return default if value in (None, "") else int(str(value))
+    if value in (None, ""):
+        return default
+    n = _conf_bytes(value, -1)
+    if n < 0:
+        raise ValueError(f"kraft: option: {value!r} is not a size in bytes (e.g. 134217728 "
+                         "or 128m)")
+    return n
 
 
 class KraftReader(DataSourceReader):
