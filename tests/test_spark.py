@@ -552,6 +552,26 @@ def test_the_sessions_file_packing_settings_are_the_sources_defaults(spark: Any)
         register(spark)
 
 
+@pytest.mark.parametrize(("options", "said"), [
+    ({"table": "partitions", "at": "x"}, "kraft: option at: 'x' is not an offset (a number)"),
+    ({"maxPartitionBytes": "lots"}, "kraft: option maxPartitionBytes: 'lots' is not a size in "
+     "bytes (e.g. 134217728 or 128m)"),
+    ({"table": "nope"}, "kraft: unknown table 'nope' (known: "),
+], ids=["at", "bytes", "table"])
+def test_an_option_error_is_one_line_in_a_users_job(spark: Any, options: dict[str, str],
+                                                    said: str) -> None:
+    """A bad option reaches a PySpark job as Spark's AnalysisException whose first line is
+    the source's message, not a Python traceback from the planning worker."""
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException) as e:
+        spark.read.format("kraft").options(**options).load(str(FIXTURES / "cluster-basic")) \
+            .count()
+    text = str(e.value)
+    assert "Traceback" not in text and "File " not in text, text
+    assert said in text.splitlines()[0], text
+
+
 def test_missing_directory_is_a_warning_row(spark: Any, tmp_path: Path) -> None:
     missing = str(tmp_path / "nope")
     rows = spark.read.format("kraft").load([missing, str(FIXTURES / "cluster-basic")]) \

@@ -62,6 +62,17 @@ MAX_PARTITION_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes
 OPEN_COST_BYTES = 4 << 20  # Spark's spark.sql.files.openCostInBytes
 
 
+def refuse(message: str) -> ValueError:
+    """An error in the options or paths of a read, for Spark to show as one line. Spark puts
+    the Python traceback of a data source's planning into its AnalysisException's message,
+    before ours; inside a Spark Python worker (this process then plans this one read and
+    fails) the traceback is turned off, so the message reads ``... reader: ValueError: kraft:
+    option at: 'x' is not an offset (a number)``."""
+    if os.environ.get("SPARK_PYTHON_RUNTIME") == "PYTHON_WORKER":
+        os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+    return ValueError(message)
+
+
 def arrow_schema(table: str) -> pa.Schema:
     base = tables.TABLES[table][0]
     return pa.schema([*EXTRA, *base])
@@ -102,14 +113,14 @@ def local_path(uri: str) -> str:
         if sep and not path.startswith("/"):  # file://host/path: only the local host
             host, _, path = path.partition("/")
             if host not in ("", "localhost"):
-                raise ValueError(f"kraft: {uri}: a file URI names this host only "
-                                 "(file:///path)")
+                raise refuse(f"kraft: {uri}: a file URI names this host only "
+                             "(file:///path)")
             path = "/" + path
         return unquote(path)
     if sep and scheme.isalnum() and len(scheme) > 1 and not remote.is_remote(uri):
-        raise ValueError(f"kraft: {uri}: {scheme}:// paths are not read (known: file://, "
-                         f"{', '.join(s + '://' for s in remote.SCHEMES)}); mount the store on "
-                         "every executor and give the local path")
+        raise refuse(f"kraft: {uri}: {scheme}:// paths are not read (known: file://, "
+                     f"{', '.join(s + '://' for s in remote.SCHEMES)}); mount the store on "
+                     "every executor and give the local path")
     return uri
 
 
@@ -182,8 +193,8 @@ class KraftDataSource(DataSource):
     def _table(self) -> str:
         name = self.options.get("table", "records").lower()
         if name not in tables.TABLES:
-            raise ValueError(f"kraft: unknown table {name!r} (known: "
-                             f"{', '.join(sorted(tables.TABLES))})")
+            raise refuse(f"kraft: unknown table {name!r} (known: "
+                         f"{', '.join(sorted(tables.TABLES))})")
         return name
 
     def schema(self) -> StructType:
@@ -200,8 +211,8 @@ class KraftDataSource(DataSource):
                            _flag(self.options.get("showSecrets"), False),
                            _flag(self.options.get("payload"), True),
                            _flag(self.options.get("snapshots"), False),
-                           _bytes(self.options.get("maxPartitionBytes"), self.MAX_BYTES),
-                           _bytes(self.options.get("openCostInBytes"), self.OPEN_COST))
+                           _bytes(self.options, "maxPartitionBytes", self.MAX_BYTES),
+                           _bytes(self.options, "openCostInBytes", self.OPEN_COST))
 
 
 class PushdownKraftDataSource(KraftDataSource):
@@ -263,20 +274,21 @@ def _offset(value: str | None) -> int | None:
     try:
         return int(str(value))
     except ValueError:
-        raise ValueError(f"kraft: option at: {value!r} is not an offset (a number)") from None
+        raise refuse(f"kraft: option at: {value!r} is not an offset (a number)") from None
 
 
 def _flag(value: str | None, default: bool) -> bool:
     return default if value in (None, "") else str(value).lower() in _TRUE
 
 
-def _bytes(value: str | None, default: int) -> int:
+def _bytes(options: Any, name: str, default: int) -> int:
+    value = options.get(name)
     if value in (None, ""):
         return default
     n = _conf_bytes(value, -1)
     if n < 0:
-        raise ValueError(f"kraft: option: {value!r} is not a size in bytes (e.g. 134217728 "
-                         "or 128m)")
+        raise refuse(f"kraft: option {name}: {value!r} is not a size in bytes (e.g. "
+                     "134217728 or 128m)")
     return n
 
 
@@ -291,7 +303,7 @@ class KraftReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         if not self.paths:
-            raise ValueError("kraft: give a path: .load(DIR), a glob, or a list of directories")
+            raise refuse("kraft: give a path: .load(DIR), a glob, or a list of directories")
         parts: list[FilePart] = []
         refusals = 0
         pushed = self.pushed
@@ -318,7 +330,7 @@ class KraftReader(DataSourceReader):
             parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
         if refusals and refusals == len(parts):  # no directory has that offset
             more = f" (and in {refusals - 1} more directories)" if refusals > 1 else ""
-            raise ValueError(f"kraft: option at: {parts[0].directory}: {parts[0].error}{more}")
+            raise refuse(f"kraft: option at: {parts[0].directory}: {parts[0].error}{more}")
         return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
 
     def _files(self, d: str) -> list[tables.LogFile]:
