@@ -149,14 +149,15 @@ def groupby(spark: Any, directory: Path) -> None:
     built = time.perf_counter() - start
     start = time.perf_counter()
     rows = query.collect(query.run(view, "select leader, count(*) as n, "
-                                         "avg(size(isr)) as isr from partitions group by leader"))
+                                         "avg(size(isr)) as isr from partitions group by leader"
+                                   )[0])
     ran = time.perf_counter() - start
     report(bench="groupby", partitions=sum(r["n"] for r in rows.to_pylist()),
            load_s=round(load, 2), table_and_register_s=round(built, 2), query_s=round(ran, 2),
            after_session_s=round(built + ran, 2), cpu_s=round(cpu_since(cpu), 2))
     start = time.perf_counter()
     query.collect(query.run(view, "select topic, max(leader_epoch) from partitions "
-                                  "group by topic order by 2 desc limit 10"))
+                                  "group by topic order by 2 desc limit 10")[0])
     report(bench="groupby (registered)", query_s=round(time.perf_counter() - start, 2))
 
 
@@ -170,8 +171,6 @@ def scratch(spark: Any, directory: Path) -> None:
     Parquet copy ``sql`` writes (what it does), ``createDataFrame(...).cache()``, and the
     Parquet copy cached. Each: the table made (``make``), the first query (a cache fills
     then), and the mean of the next five (the repeated queries of a session)."""
-    from pyspark import StorageLevel
-
     from mdshell.session import load
     from mdshell.source import open_source
     from mdshell.spark import query, tables
@@ -179,10 +178,8 @@ def scratch(spark: Any, directory: Path) -> None:
     source = open_source(str(directory))
     table = tables.build("partitions", tables.View(source, load(source)))
     ways = {"parquet copy (what sql does)": lambda: query.frame(spark, "bench_p", table),
-            "createDataFrame + cache()": lambda: spark.createDataFrame(table).persist(
-                StorageLevel.MEMORY_AND_DISK),
-            "parquet copy + cache()": lambda: query.frame(spark, "bench_c", table).persist(
-                StorageLevel.MEMORY_AND_DISK)}
+            "createDataFrame + cache()": lambda: spark.createDataFrame(table).cache(),
+            "parquet copy + cache()": lambda: query.frame(spark, "bench_c", table).cache()}
     for way, make in ways.items():
         start, cpu = time.perf_counter(), tree()
         df = make()
