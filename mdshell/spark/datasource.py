@@ -10,6 +10,7 @@ its end, or as of ``.option("at", OFFSET)``, each directory read by one task. Sm
 directories) are packed into one Spark partition the way Spark packs small files of its own
 file sources: largest first, up to ``maxPartitionBytes`` (default 128 MiB) per partition, each
 file counting ``openCostInBytes`` (default 4 MiB) more than its size; a file is never split.
+Registered with :func:`register`, the session's ``spark.sql.files.*`` settings are the defaults.
 ``.option("maxPartitionBytes", 1)`` gives one partition per file. Other options:
 ``snapshots`` (above), ``showSecrets`` (default false: secrets redacted as in the shell)
 and ``payload`` (default true; false leaves the JSON payload null, for queries that need
