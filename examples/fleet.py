@@ -21,9 +21,9 @@ from pyspark.sql import functions as F
 
 def main(paths: str, out: str | None) -> None:
     spark = SparkSession.builder.appName("mdshell-fleet").getOrCreate()
-    from mdshell.spark.datasource import KraftDataSource
+    from mdshell.spark.datasource import register
 
-    spark.dataSource.register(KraftDataSource)
+    register(spark)  # with this session's spark.sql.files packing settings as defaults
     # Only key columns are used here: skip building the JSON payloads.
     records = spark.read.format("kraft").option("payload", "false").load(paths)
     partitions = spark.read.format("kraft").option("table", "partitions").load(paths)

@@ -49,7 +49,9 @@ def sql(shell: Shell, args: list[str]) -> Result:
     view = View(shell.source, shell.loaded, shell.opts.show_secrets)
     try:
         return _sql(query, view, ns)
-    except (query.Cancelled, KeyboardInterrupt):  # Ctrl-C: the jobs were cancelled
+    except query.Cancelled as e:  # Ctrl-C: the jobs were cancelled
+        return Result(errors=[str(e)], exit_code=130)
+    except KeyboardInterrupt:  # Ctrl-C outside a job (building a table)
         return Result(errors=["query cancelled"], exit_code=130)
 
 

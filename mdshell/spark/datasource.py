@@ -10,6 +10,7 @@ its end, or as of ``.option("at", OFFSET)``, each directory read by one task. Sm
 directories) are packed into one Spark partition the way Spark packs small files of its own
 file sources: largest first, up to ``maxPartitionBytes`` (default 128 MiB) per partition, each
 file counting ``openCostInBytes`` (default 4 MiB) more than its size; a file is never split.
+Registered with :func:`register`, the session's ``spark.sql.files.*`` settings are the defaults.
 ``.option("maxPartitionBytes", 1)`` gives one partition per file. Other options:
 ``snapshots`` (above), ``showSecrets`` (default false: secrets redacted as in the shell)
 and ``payload`` (default true; false leaves the JSON payload null, for queries that need
@@ -39,6 +40,7 @@ import glob
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
@@ -59,6 +61,17 @@ _TRUE = {"true", "1", "yes"}
 BATCH_ROWS = 65536  # rows per Arrow batch handed to Spark
 MAX_PARTITION_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes
 OPEN_COST_BYTES = 4 << 20  # Spark's spark.sql.files.openCostInBytes
+
+
+def refuse(message: str) -> ValueError:
+    """An error in the options or paths of a read, for Spark to show as one line. Spark puts
+    the Python traceback of a data source's planning into its AnalysisException's message,
+    before ours; inside a Spark Python worker (this process then plans this one read and
+    fails) the traceback is turned off, so the message reads ``... reader: ValueError: kraft:
+    option at: 'x' is not an offset (a number)``."""
+    if os.environ.get("SPARK_PYTHON_RUNTIME") == "PYTHON_WORKER":
+        os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+    return ValueError(message)
 
 
 def arrow_schema(table: str) -> pa.Schema:
@@ -101,14 +114,14 @@ def local_path(uri: str) -> str:
         if sep and not path.startswith("/"):  # file://host/path: only the local host
             host, _, path = path.partition("/")
             if host not in ("", "localhost"):
-                raise ValueError(f"kraft: {uri}: a file URI names this host only "
-                                 "(file:///path)")
+                raise refuse(f"kraft: {uri}: a file URI names this host only "
+                             "(file:///path)")
             path = "/" + path
         return unquote(path)
     if sep and scheme.isalnum() and len(scheme) > 1 and not remote.is_remote(uri):
-        raise ValueError(f"kraft: {uri}: {scheme}:// paths are not read (known: file://, "
-                         f"{', '.join(s + '://' for s in remote.SCHEMES)}); mount the store on "
-                         "every executor and give the local path")
+        raise refuse(f"kraft: {uri}: {scheme}:// paths are not read (known: file://, "
+                     f"{', '.join(s + '://' for s in remote.SCHEMES)}); mount the store on "
+                     "every executor and give the local path")
     return uri
 
 
@@ -171,6 +184,8 @@ class KraftDataSource(DataSource):
     ``.option("pushdown", "true")`` is given)."""
 
     PUSHDOWN = False  # the ``pushdown`` option's default
+    MAX_BYTES = MAX_PARTITION_BYTES  # the ``maxPartitionBytes`` option's default
+    OPEN_COST = OPEN_COST_BYTES  # the ``openCostInBytes`` option's default
 
     @classmethod
     def name(cls) -> str:
@@ -179,8 +194,8 @@ class KraftDataSource(DataSource):
     def _table(self) -> str:
         name = self.options.get("table", "records").lower()
         if name not in tables.TABLES:
-            raise ValueError(f"kraft: unknown table {name!r} (known: "
-                             f"{', '.join(sorted(tables.TABLES))})")
+            raise refuse(f"kraft: unknown table {name!r} (known: "
+                         f"{', '.join(sorted(tables.TABLES))})")
         return name
 
     def schema(self) -> StructType:
@@ -197,8 +212,8 @@ class KraftDataSource(DataSource):
                            _flag(self.options.get("showSecrets"), False),
                            _flag(self.options.get("payload"), True),
                            _flag(self.options.get("snapshots"), False),
-                           _bytes(self.options.get("maxPartitionBytes"), MAX_PARTITION_BYTES),
-                           _bytes(self.options.get("openCostInBytes"), OPEN_COST_BYTES))
+                           _bytes(self.options, "maxPartitionBytes", self.MAX_BYTES),
+                           _bytes(self.options, "openCostInBytes", self.OPEN_COST))
 
 
 class PushdownKraftDataSource(KraftDataSource):
@@ -206,6 +221,40 @@ class PushdownKraftDataSource(KraftDataSource):
     so it is on by default (``.option("pushdown", "false")`` turns it off)."""
 
     PUSHDOWN = True
+
+
+PUSHDOWN_KEY = "spark.sql.python.filterPushdown.enabled"
+PACKING_KEYS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+
+
+def register(spark: Any) -> type[KraftDataSource]:
+    """Register ``kraft`` in ``spark`` with this session's settings as its defaults: Spark's
+    file packing (``spark.sql.files.maxPartitionBytes``, ``openCostInBytes``) and, when
+    ``spark.sql.python.filterPushdown.enabled`` is on, pushdown. The source's planning runs
+    in a Python worker that sees no session, so the values are read here, on the driver, and
+    travel with the registered class (a source found without registering has Spark's
+    defaults, 128 MiB and 4 MiB)."""
+    push = str(spark.conf.get(PUSHDOWN_KEY, "false")).lower() == "true"
+    base = PushdownKraftDataSource if push else KraftDataSource
+    max_bytes = _conf_bytes(spark.conf.get(PACKING_KEYS[0], None), MAX_PARTITION_BYTES)
+    open_cost = _conf_bytes(spark.conf.get(PACKING_KEYS[1], None), OPEN_COST_BYTES)
+    # Made here, not importable by name: pickled with its values for the worker.
+    cls = type(base.__name__, (base,), {"MAX_BYTES": max_bytes, "OPEN_COST": open_cost,
+                                        "__doc__": base.__doc__})
+    spark.dataSource.register(cls)
+    return cls
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def _conf_bytes(value: str | None, default: int) -> int:
+    """A Spark byte size ("128MB", "64m", "4194304"), as Spark reads it; else ``default``."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value or ""))
+    if m is None or m.group(2).lower() not in _UNITS:
+        return default
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
 # The shell's advice for a file path; the data source reads directories only.
@@ -226,15 +275,22 @@ def _offset(value: str | None) -> int | None:
     try:
         return int(str(value))
     except ValueError:
-        raise ValueError(f"kraft: option at: {value!r} is not an offset (a number)") from None
+        raise refuse(f"kraft: option at: {value!r} is not an offset (a number)") from None
 
 
 def _flag(value: str | None, default: bool) -> bool:
     return default if value in (None, "") else str(value).lower() in _TRUE
 
 
-def _bytes(value: str | None, default: int) -> int:
-    return default if value in (None, "") else int(str(value))
+def _bytes(options: Any, name: str, default: int) -> int:
+    value = options.get(name)
+    if value in (None, ""):
+        return default
+    n = _conf_bytes(value, -1)
+    if n < 0:
+        raise refuse(f"kraft: option {name}: {value!r} is not a size in bytes (e.g. "
+                     "134217728 or 128m)")
+    return n
 
 
 class KraftReader(DataSourceReader):
@@ -248,7 +304,7 @@ class KraftReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         if not self.paths:
-            raise ValueError("kraft: give a path: .load(DIR), a glob, or a list of directories")
+            raise refuse("kraft: give a path: .load(DIR), a glob, or a list of directories")
         parts: list[FilePart] = []
         refusals = 0
         pushed = self.pushed
@@ -275,7 +331,7 @@ class KraftReader(DataSourceReader):
             parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
         if refusals and refusals == len(parts):  # no directory has that offset
             more = f" (and in {refusals - 1} more directories)" if refusals > 1 else ""
-            raise ValueError(f"kraft: option at: {parts[0].directory}: {parts[0].error}{more}")
+            raise refuse(f"kraft: option at: {parts[0].directory}: {parts[0].error}{more}")
         return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
 
     def _files(self, d: str) -> list[tables.LogFile]:

@@ -152,28 +152,40 @@ def cancellable(work: Callable[[], T]) -> T:
         while not ended.wait(0.1):
             pass
     except KeyboardInterrupt:
-        _cancel(spark, group, ended)
-        raise Cancelled("query cancelled") from None
+        left = _cancel(spark, group, ended)
+        raise Cancelled(_cancelled_line(left)) from None
     if "error" in box:
         raise box["error"]
     return box["value"]
 
 
-def _cancel(spark: SparkSession, group: str, ended: threading.Event) -> None:
+def _cancelled_line(left: int) -> str:
+    if not left:
+        return "query cancelled"
+    return (f"query cancelled, but {left} of its Spark tasks still run after "
+            f"{CANCEL_WAIT_S:.0f} s (Spark stops a task only between batches of rows; a nested "
+            "loop join may run on): later queries wait for them")
+
+
+def _cancel(spark: SparkSession, group: str, ended: threading.Event) -> int:
     """Cancel the group until its thread has ended and none of its tasks runs (Spark
-    cancels only the active jobs, and a task stops a little after its job fails)."""
+    cancels only the active jobs, and a task stops a little after its job fails); returns
+    the tasks still running when the wait ends."""
     deadline = time.monotonic() + CANCEL_WAIT_S
     sc = spark.sparkContext
+    left = 0
     while time.monotonic() < deadline:
         try:
             sc.cancelJobGroup(group)
-            if ended.is_set() and not _running_tasks(spark, group):
-                return
+            left = _running_tasks(spark, group)
+            if ended.is_set() and not left:
+                return 0
             ended.wait(0.2)
         except KeyboardInterrupt:  # another Ctrl-C: the cancel is already under way
             continue
         except Exception:  # Spark went away: nothing left to cancel
-            return
+            return 0
+    return left
 
 
 def _running_tasks(spark: SparkSession, group: str) -> int:

@@ -118,10 +118,9 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
 def _register(spark: SparkSession) -> None:
     """The ``kraft`` source, pushing filters down by default when the session allows it (a
     user's ``--config`` may turn the setting off: then a reader taking filters would fail)."""
-    from .datasource import KraftDataSource, PushdownKraftDataSource
+    from .datasource import register
 
-    on = str(spark.conf.get(PUSHDOWN_KEY, "false")).lower() == "true"
-    spark.dataSource.register(PushdownKraftDataSource if on else KraftDataSource)
+    register(spark)
 
 
 MASTER_WAIT_S = 3.0  # per address of a spark:// master
