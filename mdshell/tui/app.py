@@ -294,6 +294,12 @@ class MdshellApp(App[int]):
 
         open_help(self)
 
+    def action_filter(self) -> None:
+        from .filterbar import open_filter
+
+        if self._now(self.action_filter):
+            open_filter(self)
+
     def go_back(self) -> bool:
         """Esc after a jump: where it came from (nav.py); False: nowhere."""
         return go_back(self)

@@ -11,13 +11,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from . import treefilter
 from .commandbar import CommandBar
 from .detail import DetailPane
 from .engine import SECTIONS
 from .footer import KeyFooter
+from .resulttable import ResultTable
 from .screen import DataScreen
 from .widgets import StatusBar, state_text
 
@@ -39,13 +42,16 @@ class ImageTree(Tree[str]):
         self.guide_depth = 2
         self.loaded_paths: set[str] = set()
         self.nodes: dict[str, TreeNode[str]] = {}  # path -> node, for every node listed
+        self.filters: dict[str, str] = {}  # path ("" the root) -> the text F narrows it to
+        self.base_labels: dict[str, Text] = {}  # a filtered node's label without the filter
+        self.filter_node: TreeNode[str] | None = None
 
     def fill(self) -> None:
         """The sections (Brokers, Topics...), collapsed."""
         self.clear()
         self.loaded_paths.clear()
         self.nodes.clear()
-        for label, path in SECTIONS:
+        for label, path in treefilter.sections(self, SECTIONS):
             self.nodes.setdefault(path, self.root.add(self._label(label, path, section=True),
                                                       data=path))
         self.root.expand()
@@ -89,7 +95,8 @@ class ImageTree(Tree[str]):
             if state:
                 t.append("  ")
                 t.append_text(state_text(state))
-        return t
+        text = self.filters.get(path)
+        return treefilter.suffixed(t, text) if text else t
 
     def load_children(self, node: TreeNode[str]) -> None:
         path = node.data
@@ -100,7 +107,8 @@ class ImageTree(Tree[str]):
 
     def load_page(self, node: TreeNode[str], path: str, start: int) -> TreeNode[str] | None:
         """Add a page of children (and a "more" node when there are more); the more node."""
-        entries, total = self.app.engine.page(path, start, PAGE)  # type: ignore[attr-defined]
+        entries, total = self.app.engine.page(  # type: ignore[attr-defined]
+            path, start, PAGE, self.filters.get(path))
         for e in entries:
             label = self._label(e.name, e.path)
             added = (node.add(label, data=e.path) if e.is_dir
@@ -111,6 +119,16 @@ class ImageTree(Tree[str]):
             more = Text(f"… {total - shown:,} more (Enter shows the next {PAGE})", style="dim")
             return node.add_leaf(more, data=f"{MORE}{shown}:{path}")
         return None
+
+    filter_text = property(lambda self: self.filters.get(
+        treefilter.key_of(self, self.filter_node or treefilter.list_node(self)), ""),
+        lambda self, _text: None)
+
+    def filter_name(self) -> str:
+        return treefilter.name(self)
+
+    def apply_filter(self, text: str) -> tuple[int, int]:
+        return treefilter.apply(self, text)
 
     def load_more(self, more: TreeNode[str]) -> TreeNode[str] | None:
         assert more.data is not None and more.parent is not None
@@ -285,6 +303,13 @@ class BrowserScreen(DataScreen):
             bar.action_close()
         elif not self.mdapp.go_back():
             self.focus_home()
+
+    def filter_target(self) -> Widget:
+        """F with the focus on the detail pane: its table, if one shows; else the tree."""
+        table = self.query_one("#sql-table", ResultTable)
+        if self.query_one(DetailPane).active == "output" and table.display:
+            return table
+        return self.query_one(ImageTree)
 
     def focus_home(self) -> None:
         self.query_one(ImageTree).focus()

@@ -223,11 +223,12 @@ class DetailPane(Vertical):
         return False
 
     def _fill(self, table: SqlTable) -> None:
-        dt = self.query_one("#sql-table", DataTable)
+        dt = self.query_one("#sql-table", ResultTable)
         dt.clear(columns=True)
         self._sorted_by = None
         dt.add_columns(*table.columns)
-        dt.add_rows(table.rows)
+        dt.filter_text = ""  # a new table: F starts afresh
+        dt.fill([(None, list(row)) for row in table.rows])
 
     _sorted_by: tuple[object, bool] | None = None
 

@@ -226,13 +226,18 @@ class Engine:
     def children(self, path: str) -> list[Entry]:
         return self.page(path, 0, None)[0]
 
-    def page(self, path: str, start: int, count: int | None) -> tuple[list[Entry], int]:
+    def page(self, path: str, start: int, count: int | None,
+             match: str | None = None) -> tuple[list[Entry], int]:
         """Children ``start`` to ``start + count`` (None: all) and how many there are; only
-        the page's nodes are built, so a 10k-partition topic costs one page."""
+        the page's nodes are built, so a 10k-partition topic costs one page. ``match``:
+        only the names holding it (any case), the filter of the tree."""
         node = self.node(path)
         if node is None or not node.is_dir:
             return [], 0
         names = sorted_names(node.names())
+        if match:
+            low = match.lower()
+            names = [n for n in names if low in n.lower()]
         base = path.rstrip("/")
         out = []
         for name in names[start:None if count is None else start + count]:

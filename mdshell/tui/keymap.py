@@ -12,6 +12,7 @@ APP_KEYS: list[BindingType] = [
     Binding("l", "mode('history')", "History"),
     Binding("slash", "search", "Search"),
     Binding("colon", "command_bar", "Command"),
+    Binding("F", "filter", "Filter"),
     Binding("question_mark", "help", "Help"),
     Binding("f1", "help", "Help", show=False),
     Binding("j", "move(1)", "Down", show=False),

@@ -13,6 +13,8 @@ from textual.containers import ScrollableContainer
 from textual.widget import Widget
 from textual.widgets import DataTable
 
+from .filterbar import matches
+
 STEP = 8  # columns scrolled per Left/Right press
 PAGE_KEYS: list[BindingType] = [
     Binding("shift+right", "page_right", "Page right", show=False),
@@ -24,7 +26,31 @@ def _by(widget: Widget, columns: int) -> None:
     widget.scroll_to(x=widget.scroll_target_x + columns, animate=False)
 
 
-class ResultTable(DataTable[str]):
+class FilterTable(DataTable[str]):
+    """A table whose rows ``F`` narrows: :meth:`fill` keeps them all, the filter shows those
+    holding the text (sorting then sorts what shows)."""
+
+    filter_text = ""
+
+    def fill(self, rows: list[tuple[str | None, list[object]]]) -> None:
+        """Every row, as (key, cells); the filter typed stays applied."""
+        self.all_rows = rows
+        self.apply_filter(self.filter_text)
+
+    def apply_filter(self, text: str) -> tuple[int, int]:
+        rows = getattr(self, "all_rows", [])
+        low = text.lower()
+        shown = [(k, c) for k, c in rows if not low or matches(low, *c)]
+        self.clear()
+        for key, cells in shown:
+            self.add_row(*cells, key=key)
+        return len(shown), len(rows)
+
+    def filter_name(self) -> str:
+        return "rows"
+
+
+class ResultTable(FilterTable):
     """Up/Down move over rows; Left/Right scroll by STEP columns, Shift+Left/Right by a
     page, Home/End to either edge; a header click sorts (the detail pane handles it)."""
 
