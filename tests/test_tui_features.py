@@ -76,3 +76,34 @@ async def test_filter_narrows_health_items_and_history_events() -> None:
         await pilot.press("F", *offsets[-1])
         await until(pilot, lambda: events.row_count == 1, "one event")  # type: ignore
         assert events.get_row_at(0)[1] == offsets[-1]  # type: ignore[attr-defined]
+
+
+@aio
+async def test_y_copies_the_path_and_Y_the_value_or_the_row() -> None:
+    """y puts the tree node's path on the clipboard (OSC 52), Y its value; on a table, Y
+    copies the row under the cursor; a one-line notification says what was copied. (F on
+    the table narrows its rows.)"""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        path = "/image/topics/byName/topic-2/name"
+        app.jump(path)
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == path, "the jump")
+        await pilot.press("y")
+        await until(pilot, lambda: app.clipboard == path, "the path copied")
+        await pilot.press("Y")
+        await until(pilot, lambda: app.clipboard == app.engine.text(path), "the value")
+        assert "topic-2" in app.clipboard
+        said = [n.message for n in app._notifications]
+        assert said[-1].startswith("copied value: ") and "\n" not in said[-1]
+        await pilot.press("colon", *"brokers", "enter", "escape")
+        table = app.screen.query_one("#sql-table")
+        await until(pilot, lambda: app.screen.focused is table, "the table focused")
+        await pilot.press("Y")
+        await until(pilot, lambda: app.clipboard.startswith("0\tunfenced\t"), "the row")
+        await pilot.press("F", *"rack-2", "enter")  # a command's table filters too
+        await until(pilot, lambda: table.row_count == 1, "one broker")  # type: ignore
+        await until(pilot, lambda: app.screen.focused is table, "the table again")
+        await pilot.press("Y")
+        await until(pilot, lambda: app.clipboard.startswith("2\tunfenced\t"), "its row")

@@ -300,6 +300,11 @@ class MdshellApp(App[int]):
         if self._now(self.action_filter):
             open_filter(self)
 
+    def action_copy(self, value: bool) -> None:
+        from .clipboard import copy
+
+        copy(self, value)
+
     def go_back(self) -> bool:
         """Esc after a jump: where it came from (nav.py); False: nowhere."""
         return go_back(self)

@@ -319,6 +319,13 @@ class BrowserScreen(DataScreen):
         return node.data if node is not None and node.data \
             and not node.data.startswith(MORE) else None
 
+    def copy_text(self, value: bool) -> tuple[str, str] | None:
+        """y: the tree node's path; Y: its value (Kafka's text form)."""
+        path = self.current_path()
+        if path is None:
+            return None
+        return ("value", self.mdapp.engine.text(path)) if value else ("path", path)
+
     @on(CommandBar.Ran)
     def _ran(self, event: CommandBar.Ran) -> None:
         if event.line.split()[:1] == ["at"] and not event.errors:

@@ -93,6 +93,15 @@ class HealthScreen(DataScreen):
         if first_item is not None:
             tree.call_after_refresh(tree.move_cursor, first_item)
 
+    def copy_text(self, value: bool) -> tuple[str, str] | None:
+        """y: the path of the node at fault; Y: the item (or check) as it reads."""
+        node = self.query_one("#checks", Tree).cursor_node
+        if node is None:
+            return None
+        if value:
+            return "item", str(node.label)
+        return None if not node.data else ("path", node.data)
+
     def action_jump(self) -> None:
         node = self.query_one("#checks", Tree).cursor_node
         if node is not None and node.data:

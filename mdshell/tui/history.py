@@ -201,6 +201,10 @@ class HistoryScreen(DataScreen):
         self.mark = self.target
         self._draw()
 
+    def copy_text(self, _value: bool) -> tuple[str, str] | None:
+        """y (and Y off the events table): the offset under the cursor."""
+        return None if self.target is None else ("offset", str(self.target))
+
     def action_latest(self) -> None:
         self._travel(None)
 
