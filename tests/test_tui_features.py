@@ -107,3 +107,58 @@ async def test_y_copies_the_path_and_Y_the_value_or_the_row() -> None:
         await until(pilot, lambda: app.screen.focused is table, "the table again")
         await pilot.press("Y")
         await until(pilot, lambda: app.clipboard.startswith("2\tunfenced\t"), "its row")
+
+
+def _rows(table: Any) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+@aio
+async def test_topics_and_brokers_are_sortable_tables_with_breadcrumbs() -> None:
+    """The Topics node's View is a table (partitions, RF, under-replicated, offline, configs
+    set) and the Brokers node's has leader and replica counts, as `topics --describe` has
+    them; s sorts (S the other way); Enter opens the row; the pane's title is the path from
+    its section."""
+    async with app_for(FIXTURES / "health-under-replicated").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        parts = app.engine.run("topics --describe").value.rows
+        app.jump("/image/topics/byName")
+        await browser_tree(pilot)
+        table = app.screen.query_one("#view-table")
+        await until(pilot, lambda: table.display and table.row_count > 0, "topics table")
+        rows = _rows(table)
+        assert [c.label.plain for c in table.columns.values()][:5] == [  # type: ignore
+            "topic", "partitions", "RF", "under-replicated", "offline"]
+        assert rows[0][:5] == ["orders", str(len(parts)), "3",
+                               str(sum(p["underReplicated"] for p in parts)),
+                               str(sum(p["offline"] for p in parts))]
+        app.jump("/image/cluster/brokers")
+        await until(pilot, lambda: _rows(table)[:1] and _rows(table)[0][0] == "1", "brokers")
+        for row in _rows(table):
+            b = int(row[0])
+            assert row[3] == str(sum(p["leader"] == b for p in parts))
+            assert row[4] == str(sum(b in p["replicas"] for p in parts))
+        table.focus()
+        await pilot.press("s", "S")  # by broker id, then the other way
+        await until(pilot, lambda: [r[0] for r in _rows(table)] == ["3", "2", "1"], "sorted")
+        await pilot.press("enter")
+        crumbs = app.screen.query_one("#crumbs", Static)
+        await until(pilot, lambda: text_of(crumbs).strip() == "Brokers › 3", "broker 3")
+
+
+@aio
+async def test_topics_table_lists_configs_set() -> None:
+    """Each topic's row lists the configs set on it (those that differ from the defaults)."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.jump("/image/topics/byName")
+        await browser_tree(pilot)
+        table = app.screen.query_one("#view-table")
+        await until(pilot, lambda: table.row_count == 4, "topics table")
+        configs = {r[0]: r[5] for r in _rows(table)}
+        for name in configs:
+            set_on = sorted(app.engine.children(f"/image/configs/TOPIC:{name}"),
+                            key=lambda e: e.name)
+            assert configs[name] == (",".join(
+                f"{e.name}={app.engine.text(e.path)}" for e in set_on) or "-")
+        assert "cleanup.policy=compact" in configs["topic-0"]

@@ -24,15 +24,20 @@ def row_text(table: DataTable[object]) -> str | None:
     return "\t".join(c.plain if isinstance(c, Text) else str(c) for c in row)
 
 
+def row_path(table: DataTable[object]) -> tuple[str, str] | None:
+    """The path a row stands for (the Topics and Brokers tables key rows by path)."""
+    key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+    return ("path", key) if key and key.startswith("/") else None
+
+
 def copy(app: App[int], value: bool) -> None:
     screen = app.screen
     focused = screen.focused
     if isinstance(focused, Input):
         return
     got: tuple[str, str] | None = None
-    if value and isinstance(focused, DataTable):
-        row = row_text(focused)
-        got = None if row is None else ("row", row)
+    if isinstance(focused, DataTable) and focused.row_count:
+        got = ("row", row_text(focused) or "") if value else row_path(focused)
     if got is None:
         got = getattr(screen, "copy_text", lambda _v: None)(value)
     if got is None:

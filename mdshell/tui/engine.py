@@ -28,7 +28,7 @@ from .liveinfo import live_leader, live_observers, live_row, live_voters
 from .overviewrows import broker_rows, controller_rows, feature_rows
 from .plain import broker_state, quiet_gc, run_lines, sorted_names
 from .progress import LoadProgress
-from .rows import CheckRow, Entry, Header, Item, LiveRow, NodeRow, Overview, Timeline
+from .rows import CheckRow, Entry, Header, Item, ListTable, LiveRow, NodeRow, Overview, Timeline
 
 __all__ = ["SECTIONS", "CheckRow", "Engine", "Entry", "Header", "Item", "NodeRow", "Overview",
            "Timeline", "quiet_gc", "run_lines"]
@@ -266,6 +266,25 @@ class Engine:
     def is_dir(self, path: str) -> bool:
         node = self.node(path)
         return node is not None and node.is_dir
+
+    def list_table(self, path: str) -> ListTable | None:
+        """Topics or Brokers as a table (listrows.py; reads every partition: call it in a
+        worker); None for other paths. Kept for the image it was made from."""
+        from . import listrows
+
+        img = self.loaded.image
+        made_for, table = self._list_cache
+        if made_for is None or made_for[0] != path or made_for[1] is not img:
+            if path == listrows.TOPICS:
+                table = listrows.topics_table(img, self.opts.show_secrets)
+            elif path == listrows.BROKERS:
+                table = listrows.brokers_table(img)
+            else:
+                return None
+            self._list_cache = ((path, img), table)
+        return table
+
+    _list_cache: tuple[tuple[str, m.Image] | None, ListTable | None] = (None, None)
 
     # ---------------------------------------------------------------- commands
 

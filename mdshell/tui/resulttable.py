@@ -6,12 +6,15 @@ held keys do not queue up)."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
+from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer
 from textual.widget import Widget
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from .filterbar import matches
 
@@ -26,13 +29,45 @@ def _by(widget: Widget, columns: int) -> None:
     widget.scroll_to(x=widget.scroll_target_x + columns, animate=False)
 
 
+def sort_key(cell: Any) -> tuple[int, float, str]:
+    """Numbers as numbers, before words."""
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text)
+
+
 class FilterTable(DataTable[str]):
-    """A table whose rows ``F`` narrows: :meth:`fill` keeps them all, the filter shows those
-    holding the text (sorting then sorts what shows)."""
+    """A table whose rows ``F`` narrows (:meth:`fill` keeps them all, the filter shows those
+    holding the text) and sort: a header click, or ``s`` for the next column (again on the
+    same column: the other way, as a second click)."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "sort_next", "Sort", show=False),
+        Binding("S", "sort_again", "Sort the other way", show=False),
+    ]
     filter_text = ""
+    sorted_by: tuple[ColumnKey, bool] | None = None  # column, reversed
 
-    def fill(self, rows: list[tuple[str | None, list[object]]]) -> None:
+    def sort_by(self, column: ColumnKey, reverse: bool | None = None) -> None:
+        """Sort by ``column``; by it again: the other way."""
+        if reverse is None:
+            reverse = self.sorted_by == (column, False)
+        self.sorted_by = (column, reverse)
+        self.sort(column, key=sort_key, reverse=reverse)
+
+    def action_sort_next(self) -> None:
+        keys = list(self.columns)
+        if keys:
+            at = keys.index(self.sorted_by[0]) + 1 if self.sorted_by else 0
+            self.sort_by(keys[at % len(keys)], reverse=False)
+
+    def action_sort_again(self) -> None:
+        if self.sorted_by is not None:
+            self.sort_by(self.sorted_by[0], reverse=not self.sorted_by[1])
+
+    def fill(self, rows: Sequence[tuple[str | None, Sequence[object]]]) -> None:
         """Every row, as (key, cells); the filter typed stays applied."""
         self.all_rows = rows
         self.apply_filter(self.filter_text)
@@ -44,6 +79,8 @@ class FilterTable(DataTable[str]):
         self.clear()
         for key, cells in shown:
             self.add_row(*cells, key=key)
+        if self.sorted_by is not None:
+            self.sort_by(*self.sorted_by)
         return len(shown), len(rows)
 
     def filter_name(self) -> str:
@@ -52,7 +89,7 @@ class FilterTable(DataTable[str]):
 
 class ResultTable(FilterTable):
     """Up/Down move over rows; Left/Right scroll by STEP columns, Shift+Left/Right by a
-    page, Home/End to either edge; a header click sorts (the detail pane handles it)."""
+    page, Home/End to either edge; a header click or ``s`` sorts."""
 
     BINDINGS: ClassVar[list[BindingType]] = PAGE_KEYS
 

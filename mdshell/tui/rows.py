@@ -121,3 +121,12 @@ class Timeline:
             for i in range(lo, hi + 1):  # a batch over several ranges: its offsets in each
                 counts[i] += max(0, min(last, ends[i]) - max(base, starts[i]) + 1)
         return counts, starts
+
+
+@dataclass
+class ListTable:
+    """A list as a table (Topics, Brokers): its columns, and each row's cells and path."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    keys: list[str]
