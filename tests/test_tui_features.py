@@ -3,12 +3,16 @@ breadcrumbs, search over partitions and ports, reload."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
-from textual.widgets import Input, Static
+from textual.widgets import Input, OptionList, Static
 
+from mdshell.tui.engine import Engine
 from mdshell.tui.health import HealthScreen
 from mdshell.tui.history import HistoryScreen
+from mdshell.tui.search import SearchScreen
 
 from .conftest import FIXTURES
 from .test_tui import SIZE, aio, app_for, browser_tree, ready, text_of, until
@@ -162,3 +166,90 @@ async def test_topics_table_lists_configs_set() -> None:
             assert configs[name] == (",".join(
                 f"{e.name}={app.engine.text(e.path)}" for e in set_on) or "-")
         assert "cleanup.policy=compact" in configs["topic-0"]
+
+
+@aio
+async def test_search_finds_partitions_and_ports() -> None:
+    """`/` finds a partition as TOPIC-N (Enter opens it) and a broker by its port; a query
+    with no match says so."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await until(pilot, lambda: app.search_index is not None, "the index")
+        await pilot.press("slash")
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen), "the search box")
+        results = app.screen.query_one(OptionList)
+
+        def first() -> str:
+            return str(results.get_option_at_index(0).prompt) if results.option_count else ""
+
+        await pilot.press(*"9092")
+        await until(pilot, lambda: "broker-0.kafka.internal:9092" in first(), "the port")
+        assert "PLAINTEXT of broker 0" in first()
+        await pilot.press(*["backspace"] * 4, *"topic-1-2")
+        await until(pilot, lambda: first().startswith("topic-1-2  partition 2"), "partition")
+        await pilot.press("enter")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/topics/byName/topic-1/2", "the jump")
+        await pilot.press("slash")
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen), "the box again")
+        results = app.screen.query_one(OptionList)
+        await pilot.press(*"topic-1-99")
+        await until(pilot, lambda: "no match" in first(), "no such partition")
+
+
+def _cut_log(tmp_path: Path, keep_from_end: int) -> tuple[Path, Path, bytes]:
+    """cluster-basic copied with its log cut after a whole batch, ``keep_from_end`` batches
+    short; (the directory, its log file, the bytes cut off)."""
+    d = tmp_path / "cluster"
+    shutil.copytree(FIXTURES / "cluster-basic", d)
+    log = next((d / "__cluster_metadata-0").glob("*.log"))
+    data = log.read_bytes()
+    ends, pos = [], 0
+    while pos + 12 <= len(data):
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+        ends.append(pos)
+    cut = ends[-1 - keep_from_end]
+    log.write_bytes(data[:cut])
+    return d, log, data[cut:]
+
+
+def _header(app: Any) -> str:
+    return " ".join(_line(app, y) for y in range(3))
+
+
+def _line(app: Any, y: int) -> str:
+    return app.screen._compositor.render_strips()[y].text  # type: ignore[no-any-return]
+
+
+@aio
+async def test_r_rereads_the_directory_and_f_follows_it(tmp_path: Path) -> None:
+    """r reads what was appended to the directory since (the header's offset moves, one
+    line says how far); f follows appends with the header saying FOLLOWING, f stops."""
+    d, log, rest = _cut_log(tmp_path, 6)
+    full = Engine.open(str(FIXTURES / "cluster-basic"), None)
+    full.load()
+    end = full.header().offset
+    async with app_for(d).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        start = app.engine.header().offset
+        assert start < end
+        await pilot.press("r")
+        await until(pilot, lambda: any("nothing new" in n.message
+                                       for n in app._notifications), "nothing new")
+        half = rest[:len(rest) // 2]  # some batches, then one Kafka is still writing
+        with log.open("ab") as f:
+            f.write(half)
+        await pilot.press("r")
+        await until(pilot, lambda: any("new offsets" in n.message
+                                       for n in app._notifications), "the appends read")
+        await until(pilot, lambda: start < app.engine.header().offset < end, "moved")
+        assert "DAMAGED" not in _header(app)  # the batch half written is read next time
+        await pilot.press("f")
+        await until(pilot, lambda: "● FOLLOWING" in _header(app), "following")
+        with log.open("ab") as f:
+            f.write(rest[len(half):])
+        await until(pilot, lambda: f"offset {end} " in _header(app), "the appends followed")
+        assert app.engine.header().offset == end
+        await pilot.press("f")
+        await until(pilot, lambda: "FOLLOWING" not in _header(app), "stopped")

@@ -201,7 +201,7 @@ class BrowserScreen(DataScreen):
         Binding("x", "tab('text')", "Text tab (a table's text form)", show=False),
         Binding("J", "tab('json')", "JSON tab", show=False),
         Binding("c", "tab('changes')", "Changes tab", show=False),
-        Binding("r", "tab('output')", "Output tab", show=False),
+        Binding("O", "tab('output')", "Output tab", show=False),
         Binding("escape", "cancel", "Cancel / back", show=False),
     ]
 

@@ -62,7 +62,7 @@ class DetailPane(Vertical):
         yield Static(id="crumbs")
         with TabbedContent(initial="view"):
             for tab, title in zip(TABS, ("v View", "x Text", "J JSON", "c Changes",
-                                                 "r Output"),
+                                                 "O Output"),
                                   strict=True):
                 with TabPane(title, id=tab):
                     with TextScroll(id=f"{tab}-scroll"):

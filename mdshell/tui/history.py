@@ -201,6 +201,9 @@ class HistoryScreen(DataScreen):
         self.mark = self.target
         self._draw()
 
+    def filter_target(self) -> FilterTable:
+        return self.query_one(FilterTable)
+
     def copy_text(self, _value: bool) -> tuple[str, str] | None:
         """y (and Y off the events table): the offset under the cursor."""
         return None if self.target is None else ("offset", str(self.target))

@@ -15,6 +15,8 @@ APP_KEYS: list[BindingType] = [
     Binding("F", "filter", "Filter"),
     Binding("y", "copy(False)", "Copy path", show=False),
     Binding("Y", "copy(True)", "Copy value / row", show=False),
+    Binding("r", "reload", "Re-read", show=False),
+    Binding("f", "follow", "Follow", show=False),
     Binding("question_mark", "help", "Help"),
     Binding("f1", "help", "Help", show=False),
     Binding("j", "move(1)", "Down", show=False),

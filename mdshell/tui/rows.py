@@ -65,6 +65,7 @@ class LiveRow:
     shown: int  # the last offset of the image shown
     seconds_since_fetch: float | None
     error: str | None = None  # the follower stopped: why
+    word: str = "LIVE"  # FOLLOWING: a directory followed (``f``), not a quorum
 
     @property
     def lag(self) -> int | None:

@@ -102,15 +102,16 @@ def live_text(row: LiveRow) -> Text:
     (then the header's LIVE STALE badge says so too)."""
     lag = row.lag
     if row.error:
-        return Text(f"● LIVE stopped: {row.error}", style="bold yellow")
+        return Text(f"● {row.word} stopped: {row.error}", style="bold yellow")
     style = "bold green" if lag == 0 else "bold yellow"
-    t = Text("● LIVE", style=style)
+    t = Text(f"● {row.word}", style=style)
     t.append(" hw ", style="dim")
     t.append("?" if row.high_watermark is None else str(row.high_watermark))
     t.append(" lag ", style="dim")
     t.append("?" if lag is None else f"{lag:,}", style=style)
     if row.seconds_since_fetch is not None:
-        t.append(f" · fetched {row.seconds_since_fetch:.1f} s ago", style="dim")
+        done = "read" if row.word == "FOLLOWING" else "fetched"
+        t.append(f" · {done} {row.seconds_since_fetch:.1f} s ago", style="dim")
     return t
 
 
