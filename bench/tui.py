@@ -1,6 +1,6 @@
 """Benchmark of the full-screen interface: first paint, expanding a big topic, key latency.
 
-Usage: python bench/tui.py [--runs N] [--out bench/out]
+Usage: python bench/tui.py [--runs N] [--out bench/out] [--at-scale 500k]
 
 Targets (issue 9): first paint of the overview ≤ 1.0 s on the 100k-partition directory and
 ≤ 0.5 s on the largest corpus directory; expanding a 10k-partition topic ≤ 0.3 s; a key press
@@ -181,10 +181,96 @@ def key_while_loading(d: Path, presses: int = 20) -> list[float]:
     return asyncio.run(run())
 
 
+def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
+    """Issue 22's figures on a big directory, one app run: first paint (in process), the
+    search index ready, ``/`` open with results, a key typed in the search box answered,
+    j/k in the tree, a key typed in the Topics filter (F), the Topics table built (in its
+    worker) and ``r`` with nothing new. Keys are delivered as the terminal driver does
+    (``simulate_key``) and timed until their effect is in the app's state."""
+    from mdshell.tui.app import make_app
+    from mdshell.tui.browser import ImageTree
+    from mdshell.tui.engine import Engine
+    from mdshell.tui.overview import OverviewScreen
+    from mdshell.tui.search import SearchScreen
+
+    out: dict[str, list[float]] = {}
+
+    def note(name: str, seconds: float) -> None:
+        out.setdefault(name, []).append(seconds)
+
+    async def timed(pilot, key: str, done) -> float:  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        pilot.app.simulate_key(key)
+        await _until(pilot, done)
+        return time.perf_counter() - start
+
+    async def run() -> None:
+        start = time.perf_counter()
+        app = make_app(Engine.open(str(d), None))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: isinstance(app.screen, OverviewScreen)
+                         and app.screen.overview is not None
+                         and app.screen.query_one("#brokers").region.height > 0)
+            note("first paint (in process)", time.perf_counter() - start)
+            await _until(pilot, lambda: app.loaded, limit=300)
+            note("image loaded", time.perf_counter() - start)
+            await _until(pilot, lambda: app.search_index is not None, limit=300)
+            note("search index ready (worker)", time.perf_counter() - start)
+            await pilot.pause(0.5)
+            note("/ opens the box with results", await timed(
+                pilot, "slash", lambda: isinstance(app.screen, SearchScreen)
+                and app.screen.query_one("#results").option_count > 0))
+            typed = ""
+            for ch in "topic-4217":
+                typed += ch
+                note("a key typed in the search box", await timed(
+                    pilot, ch, lambda t=typed: app.screen._last[0] == t))
+            await pilot.press("escape", "t")
+            await _until(pilot, lambda: bool(app.screen.query(ImageTree)))
+            tree = app.screen.query_one(ImageTree)
+            await pilot.pause(0.3)
+            for i in range(presses):
+                before = tree.cursor_line
+                note("j/k in the tree", await timed(
+                    pilot, "j" if i % 2 == 0 else "k", lambda b=before: tree.cursor_line != b))
+            topics = "/image/topics/byName"
+            app.jump(f"{topics}/topic-0001")
+            await _until(pilot, lambda: tree.cursor_node is not None
+                         and (tree.cursor_node.data or "").startswith(f"{topics}/"))
+            await pilot.pause(0.3)
+            note("F opens the filter", await timed(
+                pilot, "F", lambda: app.screen.focused is not None
+                and app.screen.focused.id == "filter-input"))
+            typed = ""
+            for ch in "42":
+                typed += ch
+                note("a key typed in the Topics filter (5,000 names)", await timed(
+                    pilot, ch, lambda t=typed: tree.filters.get(topics) == t))
+            await pilot.press("escape")
+            await pilot.pause(0.3)
+            began = time.perf_counter()
+            app.jump(topics)
+            table = app.screen.query_one("#view-table")
+            await _until(pilot, lambda: table.row_count > 0 and table.display, limit=300)
+            note("Topics table (every partition read, in a worker)",
+                 time.perf_counter() - began)
+            for i in range(presses):
+                before = tree.cursor_line
+                note("j/k in the tree", await timed(
+                    pilot, "j" if i % 2 == 0 else "k", lambda b=before: tree.cursor_line != b))
+            said = len(app._notifications)
+            note("r with nothing new (notification shown)", await timed(
+                pilot, "r", lambda: len(app._notifications) > said))
+    asyncio.run(run())
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--only-keys", action="store_true", help="only the key-latency figure")
+    p.add_argument("--at-scale", metavar="SIZE", help="issue 22's figures on a generated "
+                   "directory: first paint, search open, key latency (e.g. 500k)")
     p.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ns = p.parse_args()
     out = Path(ns.out)
@@ -197,6 +283,20 @@ def main() -> None:
         print(f"{label:56s} best {best:6.3f} s  median {median:6.3f} s  (target {target})",
               file=sys.stderr)
 
+    if ns.at_scale:
+        big = generate(out, ns.at_scale)
+        figures: dict[str, list[float]] = {}
+        for _ in range(ns.runs):
+            for k, v in at_scale(big).items():
+                figures.setdefault(k, []).extend(v)
+        lines = ["| measurement | best / median / max | target |", "|---|---|---|"]
+        for k, v in figures.items():
+            lines.append(f"| {k} | {min(v) * 1000:.0f} / {statistics.median(v) * 1000:.0f}"
+                         f" / {max(v) * 1000:.0f} ms | |")
+        lines.append(f"| (load average at the end) | {os.getloadavg()[0]:.1f} on "
+                     f"{os.cpu_count()} cores | |")
+        print("\n".join(lines))
+        return
     if ns.only_keys:
         keys = key_while_loading(generate(out, "100k"))
         print(f"median {statistics.median(keys) * 1000:.0f} ms, max {max(keys) * 1000:.0f} ms")

@@ -253,3 +253,23 @@ async def test_r_rereads_the_directory_and_f_follows_it(tmp_path: Path) -> None:
         assert app.engine.header().offset == end
         await pilot.press("f")
         await until(pilot, lambda: "FOLLOWING" not in _header(app), "stopped")
+
+
+def test_every_app_key_is_in_the_key_tables() -> None:
+    """Each key of the app (keymap.py) is in the README's key table and in docs/tui.md's."""
+    from textual.binding import Binding
+
+    from mdshell.tui.keymap import APP_KEYS
+
+    from .conftest import ROOT
+
+    shown = {"slash": "/", "colon": ":", "question_mark": "?", "f1": "F1"}
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("## Keys in the full-screen interface"):]
+    tables = [table[:table.index("\n## ")], (ROOT / "docs" / "tui.md").read_text()]
+    for b in APP_KEYS:
+        assert isinstance(b, Binding)
+        key = f"`{shown.get(b.key, b.key)}`"
+        for text in tables:
+            rows = [ln for ln in text.splitlines() if ln.startswith("| `")]
+            assert any(key in ln.split(" | ")[0] for ln in rows), (key, b.description)
