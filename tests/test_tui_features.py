@@ -36,6 +36,7 @@ async def test_filter_narrows_the_tree_list_in_place() -> None:
         assert _children(topics) == ["topic-0", "topic-1", "topic-2", "topic-3"]
         await pilot.press("F")
         await until(pilot, lambda: isinstance(app.screen.focused, Input), "the filter bar")
+        assert tree.region.height > SIZE[1] // 2  # the bar takes one line, not the screen
         await pilot.press("2")
         await until(pilot, lambda: _children(topics) == ["topic-2"], "the narrowed list")
         count = app.screen.query_one("#filter-count", Static)

@@ -41,6 +41,7 @@ class MdshellApp(KeyActions):
     TITLE = "mdshell"
     CSS = """
     Screen { background: $background; }
+    Toast { width: auto; max-width: 90%; }
     """
     BINDINGS: ClassVar[list[BindingType]] = APP_KEYS
 

@@ -3,6 +3,7 @@ and the command bar at the bottom."""
 
 from __future__ import annotations
 
+import json
 from typing import ClassVar
 
 from rich.text import Text
@@ -320,11 +321,15 @@ class BrowserScreen(DataScreen):
             and not node.data.startswith(MORE) else None
 
     def copy_text(self, value: bool) -> tuple[str, str] | None:
-        """y: the tree node's path; Y: its value (Kafka's text form)."""
+        """y: the tree node's path; Y: its value (a leaf: Kafka's text form; a directory,
+        a topic say: all of it as JSON)."""
         path = self.current_path()
-        if path is None:
-            return None
-        return ("value", self.mdapp.engine.text(path)) if value else ("path", path)
+        if path is None or not value:
+            return None if path is None else ("path", path)
+        eng = self.mdapp.engine
+        if eng.is_dir(path):
+            return "JSON", json.dumps(eng.data(path), indent=2, ensure_ascii=False)
+        return "value", eng.text(path)
 
     @on(CommandBar.Ran)
     def _ran(self, event: CommandBar.Ran) -> None:

@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from textual import on
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
+from textual.widget import Widget
 from textual.widgets import Input, Static
 
 if TYPE_CHECKING:
     from textual.app import App, ComposeResult
-    from textual.widget import Widget
 
 
 @runtime_checkable
@@ -31,12 +30,13 @@ def matches(text: str, *cells: object) -> bool:
     return any(text in str(c).lower() for c in cells)
 
 
-class FilterBar(Horizontal):
-    """One line above the footer: what is filtered, the text, how many lines show."""
+class FilterBar(Widget):
+    """One line above the footer: what is filtered, the text, how many lines show. (Not a
+    Horizontal: screens size their Horizontal panes.)"""
 
     DEFAULT_CSS = """
-    FilterBar { dock: bottom; margin-bottom: 1; height: 1; display: none;
-                background: $panel; }
+    FilterBar { layout: horizontal; dock: bottom; margin-bottom: 1; height: 1;
+                display: none; background: $panel; }
     FilterBar.open { display: block; }
     FilterBar #filter-what { width: auto; padding: 0 1; color: $accent; text-style: bold; }
     FilterBar Input { width: 1fr; }

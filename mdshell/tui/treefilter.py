@@ -37,7 +37,8 @@ def name(tree: ImageTree) -> str:
     tree.filter_node = node
     if node is tree.root:
         return "sections"
-    return str(tree.base_labels.get(key_of(tree, node), node.label)).split("  ")[0]
+    label = str(tree.base_labels.get(key_of(tree, node), node.label))
+    return label.split("  ")[0].removeprefix("✗ ")
 
 
 def apply(tree: ImageTree, text: str) -> tuple[int, int]:
