@@ -71,6 +71,8 @@ class Engine:
         self.lock = threading.Lock()
         self._early: threading.Thread | None = None
         self._early_error: BaseException | None = None
+        self._list_cache: tuple[m.Image | None, dict[str, ListTable]] = (None, {})
+        self._list_lock = threading.Lock()
         # The overview a forked child read (prefetch.py), shown until load() is done.
         self.preview: Overview | None = None
 
@@ -317,22 +319,18 @@ class Engine:
 
     def list_table(self, path: str) -> ListTable | None:
         """Topics or Brokers as a table (listrows.py; reads every partition: call it in a
-        worker); None for other paths. Kept for the image it was made from."""
+        worker; both come from one pass); None for other paths. Kept for the image they were
+        made from; a second caller meanwhile (the cursor passing the node again) waits for
+        the first's tables."""
         from . import listrows
 
-        img = self.loaded.image
-        made_for, table = self._list_cache
-        if made_for is None or made_for[0] != path or made_for[1] is not img:
-            if path == listrows.TOPICS:
-                table = listrows.topics_table(img, self.opts.show_secrets)
-            elif path == listrows.BROKERS:
-                table = listrows.brokers_table(img)
-            else:
-                return None
-            self._list_cache = ((path, img), table)
-        return table
-
-    _list_cache: tuple[tuple[str, m.Image] | None, ListTable | None] = (None, None)
+        if path not in (listrows.TOPICS, listrows.BROKERS):
+            return None
+        with self._list_lock:
+            img = self.loaded.image
+            if self._list_cache[0] is not img:
+                self._list_cache = (img, listrows.tables(img, self.opts.show_secrets))
+            return self._list_cache[1][path]
 
     # ---------------------------------------------------------------- commands
 
