@@ -9,6 +9,7 @@ from typing import Any
 
 from textual.widgets import Input, OptionList, Static
 
+from mdshell.tui.browser import ImageTree
 from mdshell.tui.engine import Engine
 from mdshell.tui.health import HealthScreen
 from mdshell.tui.history import HistoryScreen
@@ -122,8 +123,8 @@ def _rows(table: Any) -> list[list[str]]:
 async def test_topics_and_brokers_are_sortable_tables_with_breadcrumbs() -> None:
     """The Topics node's View is a table (partitions, RF, under-replicated, offline, configs
     set) and the Brokers node's has leader and replica counts, as `topics --describe` has
-    them; s sorts (S the other way); Enter opens the row; the pane's title is the path from
-    its section."""
+    them; s sorts (S the other way); F from the pane narrows the table (not the tree); Enter
+    opens the row; the pane's title is the path from its section."""
     async with app_for(FIXTURES / "health-under-replicated").run_test(size=SIZE) as pilot:
         app = await ready(pilot)
         parts = app.engine.run("topics --describe").value.rows
@@ -146,9 +147,14 @@ async def test_topics_and_brokers_are_sortable_tables_with_breadcrumbs() -> None
         table.focus()
         await pilot.press("s", "S")  # by broker id, then the other way
         await until(pilot, lambda: [r[0] for r in _rows(table)] == ["3", "2", "1"], "sorted")
+        app.screen.query_one("ContentTabs").focus()  # F from the pane's tabs: its table
+        await pilot.press("F", *"rack-0", "enter")
+        await until(pilot, lambda: app.screen.focused is table, "the table focused")
+        assert [r[0] for r in _rows(table)] == ["2"]
+        assert "/image/cluster/brokers" in app.screen.query_one(ImageTree).nodes  # untouched
         await pilot.press("enter")
         crumbs = app.screen.query_one("#crumbs", Static)
-        await until(pilot, lambda: text_of(crumbs).strip() == "Brokers › 3", "broker 3")
+        await until(pilot, lambda: text_of(crumbs).strip() == "Brokers › 2", "broker 2")
 
 
 @aio

@@ -306,10 +306,16 @@ class BrowserScreen(DataScreen):
             self.focus_home()
 
     def filter_target(self) -> Widget:
-        """F with the focus on the detail pane: its table, if one shows; else the tree."""
-        table = self.query_one("#sql-table", ResultTable)
-        if self.query_one(DetailPane).active == "output" and table.display:
-            return table
+        """F with the focus in the detail pane (its tabs, its text): the table it shows, if
+        one does (Topics, Brokers, a command's); else the tree."""
+        detail = self.query_one(DetailPane)
+        focused = self.focused
+        if focused is not None and detail in focused.ancestors_with_self:
+            tab = detail.active
+            table = self.query_one(f"#{'sql' if tab == 'output' else tab}-table", ResultTable) \
+                if tab in ("output", "view") else None
+            if table is not None and table.display:
+                return table
         return self.query_one(ImageTree)
 
     def focus_home(self) -> None:

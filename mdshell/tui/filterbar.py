@@ -109,8 +109,9 @@ def filter_target(app: App[int]) -> Widget | None:
     return chosen if isinstance(chosen, Filterable) else None
 
 
-def open_filter(app: App[int]) -> None:
-    """``F``: the filter bar on the current screen (mounted the first time)."""
+async def open_filter(app: App[int]) -> None:
+    """``F``: the filter bar on the current screen (mounted the first time, awaited: keys
+    typed right after F wait for it, they land in the box)."""
     screen = app.screen
     if isinstance(screen.focused, Input):
         return  # typing in a box: F is a letter there
@@ -124,5 +125,5 @@ def open_filter(app: App[int]) -> None:
         bars.first().open(target)
         return
     bar = FilterBar()
-    screen.mount(bar)
-    bar.call_after_refresh(bar.open, target)
+    await screen.mount(bar)
+    bar.open(target)

@@ -34,11 +34,14 @@ class KeyActions(App[int]):
 
         open_help(self)
 
-    def action_filter(self) -> None:
+    async def action_filter(self) -> None:
         from .filterbar import open_filter
 
-        if self._now(self.action_filter):
-            open_filter(self)
+        def later() -> None:
+            self.call_later(self.action_filter)
+
+        if self._now(later):
+            await open_filter(self)
 
     def action_copy(self, value: bool) -> None:
         from .clipboard import copy
