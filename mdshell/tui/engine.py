@@ -329,7 +329,9 @@ class Engine:
         with self._list_lock:
             img = self.loaded.image
             if self._list_cache[0] is not img:
-                self._list_cache = (img, listrows.tables(img, self.opts.show_secrets))
+                # No GC meanwhile: a full collection stalls the UI thread too.
+                self._list_cache = (img, quiet_gc(
+                    lambda: listrows.tables(img, self.opts.show_secrets)))
             return self._list_cache[1][path]
 
     # ---------------------------------------------------------------- commands
