@@ -221,8 +221,10 @@ class MdshellApp(KeyActions):
         self.call_from_thread(self._indexed, index, generation)
         if not self.engine.live:
             # The history screen's timeline reads every batch header (0.3 s on 100k
-            # partitions): read it here, so that `l` opens at once.
+            # partitions), the Topics and Brokers tables every partition: made here, so
+            # that `l` and those nodes open at once.
             self.engine.timeline()
+            self.engine.list_table("/image/topics/byName")
 
     def _indexed(self, index: list[tuple[str, str, str]], generation: int) -> None:
         if generation == self.generation:
