@@ -60,6 +60,9 @@ class HealthScreen(DataScreen):
 
     def apply_filter(self, text: str) -> tuple[int, int]:
         self.filter_text = text
+        hint = "Enter on an item opens the node at fault in the tree."
+        self.query_one("#hint", Static).update(
+            f"{hint}  Filtered: {text!r} (F edits it)" if text else hint)
         checks = self.mdapp.checks or []
         shown = narrow(checks, text)
         self.fill(checks)
