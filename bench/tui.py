@@ -227,6 +227,12 @@ def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
             gc.freeze()
             await _until(pilot, lambda: app.search_index is not None, limit=300)
             note("search index ready (worker)", time.perf_counter() - start)
+            # The same worker then makes the timeline and the Topics/Brokers tables: the
+            # keys below are timed once it is done (keys while such work runs: see the
+            # "while the Topics table is built" figure).
+            await _until(pilot, lambda: app.engine._list_cache[0] is not None, limit=300)
+            note("timeline and Topics/Brokers tables made (same worker)",
+                 time.perf_counter() - start)
             await pilot.pause(0.5)
             note("/ opens the box with results", await timed(
                 pilot, "slash", lambda: isinstance(app.screen, SearchScreen)
@@ -266,7 +272,7 @@ def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
             app.jump(topics)
             table = app.screen.query_one("#view-table")
             await _until(pilot, lambda: table.row_count > 0 and table.display, limit=300)
-            note("Topics table (every partition read, in a worker)",
+            note("Topics node: its table shown (made already)",
                  time.perf_counter() - began)
             from mdshell.tui.engine import quiet_gc
             from mdshell.tui.listrows import tables

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .rows import ListTable
 
 NOUN = {TOPICS: "topic", BROKERS: "broker"}
+SHOWN = 500  # rows in the widget at most (a DataTable measures every cell it holds)
 
 
 def is_list(path: str) -> bool:
@@ -51,14 +52,20 @@ def fill(detail: DetailPane, path: str, made: ListTable) -> None:
     if detail.path != path:
         return  # the cursor moved on meanwhile
     table = detail.query_one("#view-table", ResultTable)
+    if getattr(table, "made", None) is made:
+        return  # on show already (the cursor came back to the node)
     if getattr(table, "list_path", None) != path:  # another list: sort and filter afresh
         table.clear(columns=True)
         table.sorted_by = None
         table.filter_text = ""
         table.add_columns(*made.columns)
         table.list_path = path  # type: ignore[attr-defined]
+    table.limit = SHOWN
+    table.made = made  # type: ignore[attr-defined]
     table.fill(list(zip(made.keys, made.rows, strict=True)))
     t = Text(f"{path}\n", style="bold")
     t.append(plural(len(made.rows), NOUN[path]), style="bold")
+    if len(made.rows) > SHOWN:
+        t.append(f", the first {SHOWN} shown (F and s work on all)", style="bold")
     t.append("  (Enter opens · s or a header sorts · F filters · y/Y copy)", style="dim")
     detail.query_one("#view-status", Static).update(t)

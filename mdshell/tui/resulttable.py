@@ -41,7 +41,9 @@ def sort_key(cell: Any) -> tuple[int, float, str]:
 class FilterTable(DataTable[str]):
     """A table whose rows ``F`` narrows (:meth:`fill` keeps them all, the filter shows those
     holding the text) and sort: a header click, or ``s`` for the next column (again on the
-    same column: the other way, as a second click)."""
+    same column: the other way, as a second click). Filter and sort run over every row;
+    at most ``limit`` of them are put in the widget (a DataTable measures every cell it
+    holds: 5,000 topics would freeze the screen for a second)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "sort_next", "Sort", show=False),
@@ -49,13 +51,15 @@ class FilterTable(DataTable[str]):
     ]
     filter_text = ""
     sorted_by: tuple[ColumnKey, bool] | None = None  # column, reversed
+    limit: int | None = None  # rows put in the widget at most (None: all)
+    matching = 0  # rows the filter keeps (all of them are sorted)
 
     def sort_by(self, column: ColumnKey, reverse: bool | None = None) -> None:
         """Sort by ``column``; by it again: the other way."""
         if reverse is None:
             reverse = self.sorted_by == (column, False)
         self.sorted_by = (column, reverse)
-        self.sort(column, key=sort_key, reverse=reverse)
+        self._show()
 
     def action_sort_next(self) -> None:
         keys = list(self.columns)
@@ -68,20 +72,30 @@ class FilterTable(DataTable[str]):
             self.sort_by(self.sorted_by[0], reverse=not self.sorted_by[1])
 
     def fill(self, rows: Sequence[tuple[str | None, Sequence[object]]]) -> None:
-        """Every row, as (key, cells); the filter typed stays applied."""
+        """Every row, as (key, cells); the filter typed and the sort stay applied."""
         self.all_rows = rows
-        self.apply_filter(self.filter_text)
+        self._show()
 
     def apply_filter(self, text: str) -> tuple[int, int]:
-        rows = getattr(self, "all_rows", [])
-        low = text.lower()
-        shown = [(k, c) for k, c in rows if not low or matches(low, *c)]
-        self.clear()
-        for key, cells in shown:
-            self.add_row(*cells, key=key)
+        self.filter_text = text
+        self._show()
+        return self.matching, len(getattr(self, "all_rows", []))
+
+    def _show(self) -> None:
+        low = self.filter_text.lower()
+        rows = [(k, c) for k, c in getattr(self, "all_rows", [])
+                if not low or matches(low, *c)]
         if self.sorted_by is not None:
-            self.sort_by(*self.sorted_by)
-        return len(shown), len(rows)
+            column, reverse = self.sorted_by
+            at = list(self.columns).index(column)
+            rows.sort(key=lambda r: sort_key(r[1][at]), reverse=reverse)
+        self.matching = len(rows)
+        cursor = self.cursor_row
+        self.clear()
+        for key, cells in rows[:self.limit]:
+            self.add_row(*cells, key=key)
+        if self.row_count:
+            self.move_cursor(row=min(cursor, self.row_count - 1))
 
     def filter_name(self) -> str:
         return "rows"
