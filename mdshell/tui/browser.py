@@ -26,6 +26,7 @@ from .screen import DataScreen
 from .widgets import StatusBar, state_text
 
 PAGE = 300  # children added per expansion step: a 10k-partition topic opens at once
+FILTER_PAGE = 100  # the same under a filter (F): each key typed lists them again
 SETTLE = 0.03  # seconds without cursor moves before the detail pane renders
 MORE = "\0more:"  # the data of a "more" node: MORE + start + ":" + parent path
 
@@ -108,8 +109,9 @@ class ImageTree(Tree[str]):
 
     def load_page(self, node: TreeNode[str], path: str, start: int) -> TreeNode[str] | None:
         """Add a page of children (and a "more" node when there are more); the more node."""
+        size = FILTER_PAGE if self.filters.get(path) else PAGE
         entries, total = self.app.engine.page(  # type: ignore[attr-defined]
-            path, start, PAGE, self.filters.get(path))
+            path, start, size, self.filters.get(path))
         for e in entries:
             label = self._label(e.name, e.path)
             added = (node.add(label, data=e.path) if e.is_dir
@@ -117,7 +119,7 @@ class ImageTree(Tree[str]):
             self.nodes[e.path] = added
         shown = start + len(entries)
         if shown < total:
-            more = Text(f"… {total - shown:,} more (Enter shows the next {PAGE})", style="dim")
+            more = Text(f"… {total - shown:,} more (Enter shows the next {size})", style="dim")
             return node.add_leaf(more, data=f"{MORE}{shown}:{path}")
         return None
 
