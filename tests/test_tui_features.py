@@ -237,7 +237,7 @@ async def test_r_rereads_the_directory_and_f_follows_it(tmp_path: Path) -> None:
     full = Engine.open(str(FIXTURES / "cluster-basic"), None)
     full.load()
     end = full.header().offset
-    async with app_for(d).run_test(size=SIZE) as pilot:
+    async with app_for(d).run_test(size=(80, 24)) as pilot:  # FOLLOWING fits at 80 too
         app = await ready(pilot)
         start = app.engine.header().offset
         assert start < end

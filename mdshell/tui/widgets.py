@@ -61,9 +61,12 @@ def badge_text(badge: str, at: int | None) -> Text:
 
 def header_fields(h: Header) -> list[Text]:
     """The header's fields, each kept whole on a line (a label never parts from its value);
-    the badges first: at 80 columns the rest may wrap out of the bar, never them."""
+    the badges and the live (or FOLLOWING) state first: at 80 columns the rest may wrap out
+    of the bar, never them."""
     fields = [Text(" mdshell ", style="bold reverse")]
     fields += [badge_text(badge, h.at) for badge in h.badges]
+    if h.live is not None:  # a state too: kept on the bar's first lines at 80 columns
+        fields.append(live_text(h.live))
     fields.append(_field("cluster ", h.cluster_id))
     fields.append(Text.assemble((f"{h.kind} ", "dim"), short_source(h.source)))
     fields.append(Text.assemble(("offset ", "dim"), (str(h.offset), "bold"), (" epoch ", "dim"),
@@ -72,8 +75,6 @@ def header_fields(h: Header) -> list[Text]:
     fields.append(_field("MV ", h.metadata_version))
     fields.append(Text("secrets redacted", style="green") if h.redacted
                   else Text("SECRETS SHOWN", style="bold white on red"))
-    if h.live is not None:
-        fields.append(live_text(h.live))
     return fields
 
 
