@@ -133,6 +133,9 @@ class ImageTree(Tree[str]):
     def apply_filter(self, text: str) -> tuple[int, int]:
         return treefilter.apply(self, text)
 
+    def filter_done(self) -> None:
+        treefilter.done(self)
+
     def load_more(self, more: TreeNode[str]) -> TreeNode[str] | None:
         assert more.data is not None and more.parent is not None
         start, _, path = more.data[len(MORE):].partition(":")

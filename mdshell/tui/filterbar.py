@@ -79,7 +79,9 @@ class FilterBar(Widget):
     @on(Input.Submitted, "#filter-input")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        target = self.target
         self._close()
+        getattr(target, "filter_done", lambda: None)()  # the tree: onto the first name
 
     def action_clear(self) -> None:
         self.query_one(Input).value = ""

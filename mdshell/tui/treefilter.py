@@ -63,8 +63,9 @@ def apply(tree: ImageTree, text: str) -> tuple[int, int]:
     node.remove_children()
     tree.load_page(node, key, 0)
     node.expand()
-    first = node.children[0] if node.children else node
-    tree.call_after_refresh(tree.move_cursor, first)
+    # The cursor on the list's node while typing (the detail pane stays, no work per key);
+    # on its first name once the filter is kept (done).
+    tree.call_after_refresh(tree.move_cursor, node)
     engine = tree.app.engine  # type: ignore[attr-defined]
     return engine.page(key, 0, 0, text)[1], engine.page(key, 0, 0)[1]
 
@@ -91,3 +92,10 @@ def sections(tree: ImageTree, pairs: list[tuple[str, str]]) -> list[tuple[str, s
     text = tree.filters.get(ROOT, "").lower()
     return [(label, path) for label, path in pairs if text in label.lower()]
 
+
+
+def done(tree: ImageTree) -> None:
+    """Enter in the bar: the cursor on the first name the filter kept."""
+    node = tree.filter_node
+    if node is not None and node is not tree.root and node.children:
+        tree.move_cursor(node.children[0])
