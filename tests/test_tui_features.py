@@ -4,6 +4,8 @@ breadcrumbs, search over partitions and ports, reload."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +282,27 @@ def test_every_app_key_is_in_the_key_tables() -> None:
         for text in tables:
             rows = [ln for ln in text.splitlines() if ln.startswith("| `")]
             assert any(key in ln.split(" | ")[0] for ln in rows), (key, b.description)
+
+
+@aio
+async def test_a_big_topics_table_holds_500_rows_but_sorts_and_filters_all(
+        tmp_path: Path) -> None:
+    """600 topics: the table holds the first 500 (and says so); s the other way and F act
+    on all 600 (the last topic comes first; a name past the 500th is found)."""
+    d = tmp_path / "many"
+    subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(d), "--topics", "600",
+                    "--partitions-per-topic", "1", "--history-changes", "0"], check=True,
+                   capture_output=True)
+    async with app_for(d / "__cluster_metadata-0").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        app.jump("/image/topics/byName")
+        await browser_tree(pilot)
+        table = app.screen.query_one("#view-table")
+        await until(pilot, lambda: table.row_count == 500, "the first 500 rows")  # type: ignore
+        assert "the first 500 shown" in text_of(app.screen.query_one("#view-status", Static))
+        table.focus()
+        await pilot.press("s", "S")  # by topic, then the other way: over all 600
+        await until(pilot, lambda: _rows(table)[0][0] == "topic-599", "sorted over all")
+        await pilot.press("F", *"topic-55")
+        await until(pilot, lambda: table.row_count == 10, "topic-550..559")  # type: ignore
+        assert _rows(table)[0][0] == "topic-559"  # still sorted the other way
