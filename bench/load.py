@@ -27,6 +27,7 @@ ONE_MB = "dkoh12__Systems"
 # 30 brokers, RF 3, 100 partitions a topic; a snapshot after setup, then a log of changes.
 GENERATED = {
     "100k": ["--topics", "1000"],
+    "500k": ["--topics", "5000"],
     "1M": ["--topics", "10000"],
     # 100k partitions and a log of 12,000 changes after the snapshot: live-follow feeding.
     "100k-tail": ["--topics", "1000", "--history-changes", "12000"],

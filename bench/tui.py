@@ -1,6 +1,6 @@
 """Benchmark of the full-screen interface: first paint, expanding a big topic, key latency.
 
-Usage: python bench/tui.py [--runs N] [--out bench/out]
+Usage: python bench/tui.py [--runs N] [--out bench/out] [--at-scale 500k]
 
 Targets (issue 9): first paint of the overview ≤ 1.0 s on the 100k-partition directory and
 ≤ 0.5 s on the largest corpus directory; expanding a 10k-partition topic ≤ 0.3 s; a key press
@@ -15,12 +15,18 @@ answered within 100 ms while a load runs.
   screen has refreshed.
 - "key while loading": with a worker thread rebuilding the image at the middle of the log,
   the time from a Down key to the tree cursor having moved (each of 20 presses).
+- ``--at-scale 500k`` (issue 22, targets: the search box open ≤ 0.3 s, every key answered
+  ≤ 100 ms): on a generated directory (5,000 topics of 100 partitions, bench/load.py's
+  GENERATED), first paint, the search index ready, ``/`` open with results, keys typed in
+  the search box and in the Topics filter, j/k in the tree (before and while the Topics
+  table is built in its worker), the Topics table, ``r`` with nothing new.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import shutil
 import statistics
@@ -53,7 +59,7 @@ async def _until(pilot, check, limit: float = 60.0) -> None:  # type: ignore[no-
     deadline = time.perf_counter() + limit
     while not check():
         if time.perf_counter() > deadline:
-            raise SystemExit("timed out")
+            raise SystemExit(f"timed out after {limit:.0f} s")
         await pilot.pause(0.002)
 
 
@@ -181,10 +187,151 @@ def key_while_loading(d: Path, presses: int = 20) -> list[float]:
     return asyncio.run(run())
 
 
+def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
+    """Issue 22's figures on a big directory, one app run: first paint (in process), the
+    search index ready, ``/`` open with results, a key typed in the search box answered,
+    j/k in the tree, a key typed in the Topics filter (F), the Topics table built (in its
+    worker) and ``r`` with nothing new. Keys are delivered as the terminal driver does
+    (``simulate_key``) and timed until their effect is in the app's state."""
+    from mdshell.tui.app import make_app
+    from mdshell.tui.browser import ImageTree
+    from mdshell.tui.engine import Engine
+    from mdshell.tui.overview import OverviewScreen
+    from mdshell.tui.search import SearchScreen
+
+    out: dict[str, list[float]] = {}
+
+    def note(name: str, seconds: float) -> None:
+        out.setdefault(name, []).append(seconds)
+        print(f"  {name}: {seconds * 1000:.0f} ms", file=sys.stderr, flush=True)
+        used = getattr(timed, "cpu", None)
+        if used is not None:  # a key: its CPU too
+            cpu.setdefault(f"CPU: {name}", []).append(used)
+            timed.cpu = None  # type: ignore[attr-defined]
+
+    cpu: dict[str, list[float]] = {}
+
+    async def timed(pilot, key: str, done) -> float:  # type: ignore[no-untyped-def]
+        """Wall seconds until ``done()``; the process's CPU seconds meanwhile go to ``cpu``
+        under the key's figure (all threads: the UI's own when no worker runs)."""
+        start, used = time.perf_counter(), time.process_time()
+        pilot.app.simulate_key(key)
+        await _until(pilot, done)
+        timed.cpu = time.process_time() - used  # type: ignore[attr-defined]
+        return time.perf_counter() - start
+
+    async def run() -> None:
+        start = time.perf_counter()
+        app = make_app(Engine.open(str(d), None))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: isinstance(app.screen, OverviewScreen)
+                         and app.screen.overview is not None
+                         and app.screen.query_one("#brokers").region.height > 0)
+            note("first paint (in process)", time.perf_counter() - start)
+            await _until(pilot, lambda: app.loaded, limit=300)
+            note("image loaded", time.perf_counter() - start)
+            # As the program's start-up does (startup.py; not active in-process): threads
+            # switch every 1 ms, and what the load built is frozen out of the GC's walks.
+            sys.setswitchinterval(0.001)
+            gc.freeze()
+            await _until(pilot, lambda: app.search_index is not None, limit=300)
+            note("search index ready (worker)", time.perf_counter() - start)
+            # The same worker then makes the timeline and the Topics/Brokers tables: the
+            # keys below are timed once it is done (keys while such work runs: see the
+            # "while the Topics table is built" figure).
+            await _until(pilot, lambda: app.engine._list_cache[0] is not None, limit=300)
+            note("timeline and Topics/Brokers tables made (same worker)",
+                 time.perf_counter() - start)
+            await pilot.pause(0.5)
+            note("/ opens the box with results", await timed(
+                pilot, "slash", lambda: isinstance(app.screen, SearchScreen)
+                and app.screen.query_one("#results").option_count > 0))
+            typed = ""
+            for ch in "topic-4217":
+                typed += ch
+                note("a key typed in the search box", await timed(
+                    pilot, ch, lambda t=typed: app.screen._last[0] == t))
+            await pilot.press("escape", "t")
+            await _until(pilot, lambda: bool(app.screen.query(ImageTree)))
+            tree = app.screen.query_one(ImageTree)
+            await pilot.pause(0.3)
+            for i in range(presses):
+                before = tree.cursor_line
+                note("j/k in the tree", await timed(
+                    pilot, "j" if i % 2 == 0 else "k", lambda b=before: tree.cursor_line != b))
+            topics = "/image/topics/byName"
+            app.jump(f"{topics}/topic-0001")
+            await _until(pilot, lambda: tree.cursor_node is not None
+                         and (tree.cursor_node.data or "").startswith(f"{topics}/"))
+            await pilot.pause(0.3)
+            note("F opens the filter", await timed(
+                pilot, "F", lambda: app.screen.focused is not None
+                and app.screen.focused.id == "filter-input"))
+            typed = ""
+            for ch in "42":
+                typed += ch
+                note("a key typed in the Topics filter (5,000 names)", await timed(
+                    pilot, ch, lambda t=typed: tree.filters.get(topics) == t))
+            await pilot.press("escape")
+            await pilot.pause(0.3)
+            said = len(app._notifications)
+            note("r with nothing new (notification shown)", await timed(
+                pilot, "r", lambda: len(app._notifications) > said))
+            began = time.perf_counter()
+            app.jump(topics)
+            table = app.screen.query_one("#view-table")
+            await _until(pilot, lambda: table.row_count > 0 and table.display, limit=300)
+            note("Topics node: its table shown (made already)",
+                 time.perf_counter() - began)
+            from mdshell.tui.engine import quiet_gc
+            from mdshell.tui.listrows import tables
+
+            building = {"on": True}
+
+            def busy() -> None:  # the Topics table's work, again and again
+                while building["on"]:
+                    quiet_gc(lambda: tables(app.engine.loaded.image, False))
+
+            app.run_worker(busy, thread=True)
+            await pilot.pause(0.2)
+            for i in range(presses):
+                before = tree.cursor_line
+                note("j/k in the tree while the Topics table is built", await timed(
+                    pilot, "j" if i % 2 == 0 else "k", lambda b=before: tree.cursor_line != b))
+            building["on"] = False
+    asyncio.run(run())
+    return out | cpu
+
+
+def cpu_at_scale(d: Path) -> list[tuple[str, float]]:
+    """CPU seconds of the work behind those keys, without the UI (less swayed by other jobs
+    than wall time): the load, the search index, the Topics and Brokers tables, a page of
+    the Topics filter, ``r`` with nothing new."""
+    from mdshell.tui.engine import Engine
+
+    eng = Engine.open(str(d), None)
+    out = []
+
+    def cpu(label: str, work) -> None:  # type: ignore[no-untyped-def]
+        start = time.process_time()
+        work()
+        out.append((label, time.process_time() - start))
+
+    cpu("load", eng.load)
+    cpu("search index", eng.search_index)
+    cpu("Topics and Brokers tables (one pass)", lambda: eng.list_table("/image/topics/byName"))
+    cpu("a page of the Topics filter ('42')",
+        lambda: eng.page("/image/topics/byName", 0, 300, "42"))
+    cpu("r with nothing new", eng.reread)
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--only-keys", action="store_true", help="only the key-latency figure")
+    p.add_argument("--at-scale", metavar="SIZE", help="issue 22's figures on a generated "
+                   "directory: first paint, search open, key latency (e.g. 500k)")
     p.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ns = p.parse_args()
     out = Path(ns.out)
@@ -197,6 +344,22 @@ def main() -> None:
         print(f"{label:56s} best {best:6.3f} s  median {median:6.3f} s  (target {target})",
               file=sys.stderr)
 
+    if ns.at_scale:
+        big = generate(out, ns.at_scale)
+        figures: dict[str, list[float]] = {}
+        for _ in range(ns.runs):
+            for k, v in at_scale(big).items():
+                figures.setdefault(k, []).extend(v)
+        lines = ["| measurement | best / median / max | target |", "|---|---|---|"]
+        for k, v in figures.items():
+            lines.append(f"| {k} | {min(v) * 1000:.0f} / {statistics.median(v) * 1000:.0f}"
+                         f" / {max(v) * 1000:.0f} ms | |")
+        for label, seconds in cpu_at_scale(big):
+            lines.append(f"| CPU: {label} | {seconds * 1000:.0f} ms | |")
+        lines.append(f"| (load average at the end) | {os.getloadavg()[0]:.1f} on "
+                     f"{os.cpu_count()} cores | |")
+        print("\n".join(lines))
+        return
     if ns.only_keys:
         keys = key_while_loading(generate(out, "100k"))
         print(f"median {statistics.median(keys) * 1000:.0f} ms, max {max(keys) * 1000:.0f} ms")

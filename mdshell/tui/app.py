@@ -12,7 +12,7 @@ from functools import partial
 from typing import ClassVar
 
 from textual import work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.events import Resize
 from textual.screen import Screen
@@ -21,9 +21,10 @@ from textual.timer import Timer
 from . import startup
 from .engine import CheckRow, Engine
 from .interrupt import Interrupt
+from .keyactions import KeyActions
 from .keymap import APP_KEYS
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
-from .nav import Back, go_back, move
+from .nav import Back, go_back
 from .prefetch import Prefetch
 from .textual_compat import exiting, mark_styled
 
@@ -34,12 +35,13 @@ LIVE_TICK = 0.5  # seconds between polls of a live quorum (and header refreshes)
 LIVE_REFRESH = 1.0  # at most one redraw of the data per this many seconds while records flow
 
 
-class MdshellApp(App[int]):
+class MdshellApp(KeyActions):
     """mdshell's full-screen interface over one loaded source."""
 
     TITLE = "mdshell"
     CSS = """
     Screen { background: $background; }
+    Toast { width: auto; max-width: 90%; }
     """
     BINDINGS: ClassVar[list[BindingType]] = APP_KEYS
 
@@ -219,8 +221,10 @@ class MdshellApp(App[int]):
         self.call_from_thread(self._indexed, index, generation)
         if not self.engine.live:
             # The history screen's timeline reads every batch header (0.3 s on 100k
-            # partitions): read it here, so that `l` opens at once.
+            # partitions), the Topics and Brokers tables every partition: made here, so
+            # that `l` and those nodes open at once.
             self.engine.timeline()
+            self.engine.list_table("/image/topics/byName")
 
     def _indexed(self, index: list[tuple[str, str, str]], generation: int) -> None:
         if generation == self.generation:
@@ -285,14 +289,6 @@ class MdshellApp(App[int]):
                 return
             self.switch_mode(mode)
             self._switched()
-
-    def action_move(self, step: int) -> None:
-        move(self, step)
-
-    def action_help(self) -> None:
-        from .helpscreen import open_help
-
-        open_help(self)
 
     def go_back(self) -> bool:
         """Esc after a jump: where it came from (nav.py); False: nowhere."""

@@ -3,6 +3,7 @@ and the command bar at the bottom."""
 
 from __future__ import annotations
 
+import json
 from typing import ClassVar
 
 from rich.text import Text
@@ -11,17 +12,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from . import treefilter
 from .commandbar import CommandBar
 from .detail import DetailPane
 from .engine import SECTIONS
 from .footer import KeyFooter
+from .resulttable import ResultTable
 from .screen import DataScreen
 from .widgets import StatusBar, state_text
 
 PAGE = 300  # children added per expansion step: a 10k-partition topic opens at once
+FILTER_PAGE = 100  # the same under a filter (F): each key typed lists them again
 SETTLE = 0.03  # seconds without cursor moves before the detail pane renders
 MORE = "\0more:"  # the data of a "more" node: MORE + start + ":" + parent path
 
@@ -39,13 +44,16 @@ class ImageTree(Tree[str]):
         self.guide_depth = 2
         self.loaded_paths: set[str] = set()
         self.nodes: dict[str, TreeNode[str]] = {}  # path -> node, for every node listed
+        self.filters: dict[str, str] = {}  # path ("" the root) -> the text F narrows it to
+        self.base_labels: dict[str, Text] = {}  # a filtered node's label without the filter
+        self.filter_node: TreeNode[str] | None = None
 
     def fill(self) -> None:
         """The sections (Brokers, Topics...), collapsed."""
         self.clear()
         self.loaded_paths.clear()
         self.nodes.clear()
-        for label, path in SECTIONS:
+        for label, path in treefilter.sections(self, SECTIONS):
             self.nodes.setdefault(path, self.root.add(self._label(label, path, section=True),
                                                       data=path))
         self.root.expand()
@@ -89,7 +97,8 @@ class ImageTree(Tree[str]):
             if state:
                 t.append("  ")
                 t.append_text(state_text(state))
-        return t
+        text = self.filters.get(path)
+        return treefilter.suffixed(t, text) if text else t
 
     def load_children(self, node: TreeNode[str]) -> None:
         path = node.data
@@ -100,7 +109,9 @@ class ImageTree(Tree[str]):
 
     def load_page(self, node: TreeNode[str], path: str, start: int) -> TreeNode[str] | None:
         """Add a page of children (and a "more" node when there are more); the more node."""
-        entries, total = self.app.engine.page(path, start, PAGE)  # type: ignore[attr-defined]
+        size = FILTER_PAGE if self.filters.get(path) else PAGE
+        entries, total = self.app.engine.page(  # type: ignore[attr-defined]
+            path, start, size, self.filters.get(path))
         for e in entries:
             label = self._label(e.name, e.path)
             added = (node.add(label, data=e.path) if e.is_dir
@@ -108,9 +119,22 @@ class ImageTree(Tree[str]):
             self.nodes[e.path] = added
         shown = start + len(entries)
         if shown < total:
-            more = Text(f"… {total - shown:,} more (Enter shows the next {PAGE})", style="dim")
+            more = Text(f"… {total - shown:,} more (Enter shows the next {size})", style="dim")
             return node.add_leaf(more, data=f"{MORE}{shown}:{path}")
         return None
+
+    filter_text = property(lambda self: self.filters.get(
+        treefilter.key_of(self, self.filter_node or treefilter.list_node(self)), ""),
+        lambda self, _text: None)
+
+    def filter_name(self) -> str:
+        return treefilter.name(self)
+
+    def apply_filter(self, text: str) -> tuple[int, int]:
+        return treefilter.apply(self, text)
+
+    def filter_done(self) -> None:
+        treefilter.done(self)
 
     def load_more(self, more: TreeNode[str]) -> TreeNode[str] | None:
         assert more.data is not None and more.parent is not None
@@ -183,7 +207,7 @@ class BrowserScreen(DataScreen):
         Binding("x", "tab('text')", "Text tab (a table's text form)", show=False),
         Binding("J", "tab('json')", "JSON tab", show=False),
         Binding("c", "tab('changes')", "Changes tab", show=False),
-        Binding("r", "tab('output')", "Output tab", show=False),
+        Binding("O", "tab('output')", "Output tab", show=False),
         Binding("escape", "cancel", "Cancel / back", show=False),
     ]
 
@@ -286,6 +310,19 @@ class BrowserScreen(DataScreen):
         elif not self.mdapp.go_back():
             self.focus_home()
 
+    def filter_target(self) -> Widget:
+        """F with the focus in the detail pane (its tabs, its text): the table it shows, if
+        one does (Topics, Brokers, a command's); else the tree."""
+        detail = self.query_one(DetailPane)
+        focused = self.focused
+        if focused is not None and detail in focused.ancestors_with_self:
+            tab = detail.active
+            table = self.query_one(f"#{'sql' if tab == 'output' else tab}-table", ResultTable) \
+                if tab in ("output", "view") else None
+            if table is not None and table.display:
+                return table
+        return self.query_one(ImageTree)
+
     def focus_home(self) -> None:
         self.query_one(ImageTree).focus()
 
@@ -293,6 +330,17 @@ class BrowserScreen(DataScreen):
         node = self.query_one(ImageTree).cursor_node
         return node.data if node is not None and node.data \
             and not node.data.startswith(MORE) else None
+
+    def copy_text(self, value: bool) -> tuple[str, str] | None:
+        """y: the tree node's path; Y: its value (a leaf: Kafka's text form; a directory,
+        a topic say: all of it as JSON)."""
+        path = self.current_path()
+        if path is None or not value:
+            return None if path is None else ("path", path)
+        eng = self.mdapp.engine
+        if eng.is_dir(path):
+            return "JSON", json.dumps(eng.data(path), indent=2, ensure_ascii=False)
+        return "value", eng.text(path)
 
     @on(CommandBar.Ran)
     def _ran(self, event: CommandBar.Ran) -> None:

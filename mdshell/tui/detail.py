@@ -18,9 +18,10 @@ from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
 
+from . import listview
 from .engine import Engine
-from .nodeview import count_line, empty_note, topic_configs
-from .resulttable import ResultTable, TextScroll
+from .nodeview import count_line, crumbs, empty_note, topic_configs
+from .resulttable import FilterTable, ResultTable, TextScroll
 from .widgets import state_text
 
 if TYPE_CHECKING:
@@ -42,7 +43,9 @@ class DetailPane(Vertical):
     DetailPane { height: 1fr; width: 1fr; }
     DetailPane TextScroll { height: 1fr; }
     DetailPane Static { width: auto; }
-    DetailPane #sql-status { width: 1fr; height: auto; display: none; }
+    DetailPane #crumbs { width: 1fr; height: 1; padding: 0 1; background: $panel; }
+    DetailPane .status, DetailPane #sql-status { width: 1fr; height: auto; display: none; }
+    DetailPane #view-table { height: 1fr; display: none; }
     DetailPane #sql-progress { display: none; }
     DetailPane #sql-table { height: 1fr; display: none; }
     """
@@ -56,13 +59,17 @@ class DetailPane(Vertical):
         self._command: tuple[str, list[str], list[str]] | None = None
 
     def compose(self) -> ComposeResult:
+        yield Static(id="crumbs")
         with TabbedContent(initial="view"):
             for tab, title in zip(TABS, ("v View", "x Text", "J JSON", "c Changes",
-                                                 "r Output"),
+                                                 "O Output"),
                                   strict=True):
                 with TabPane(title, id=tab):
                     with TextScroll(id=f"{tab}-scroll"):
                         yield Static(id=f"{tab}-body")
+                    if tab == "view":  # Topics, Brokers: a table (listview.py)
+                        yield Static(id="view-status", classes="status")
+                        yield ResultTable(id="view-table")
                     if tab == "output":  # sql: status line, progress, result table
                         yield Static(id="sql-status")
                         yield ProgressBar(id="sql-progress", show_eta=False)
@@ -82,6 +89,7 @@ class DetailPane(Vertical):
 
     def show_path(self, path: str) -> None:
         self.path = path
+        self.query_one("#crumbs", Static).update(crumbs(path))
         self._rendered.clear()
         if self.active == "output":
             self.active = "view"
@@ -97,6 +105,11 @@ class DetailPane(Vertical):
         if not tab or self.path is None or tab in self._rendered or tab == "output":
             return
         self._rendered.add(tab)
+        if tab == "view":
+            listview.mode(self, listview.is_list(self.path))
+            if listview.is_list(self.path):
+                listview.show(self, self.path)
+                return
         body = self.query_one(f"#{tab}-body", Static)
         shown = self._render_tab(tab, self.path)
         if tab == "view":
@@ -223,23 +236,24 @@ class DetailPane(Vertical):
         return False
 
     def _fill(self, table: SqlTable) -> None:
-        dt = self.query_one("#sql-table", DataTable)
+        dt = self.query_one("#sql-table", ResultTable)
         dt.clear(columns=True)
-        self._sorted_by = None
+        dt.sorted_by = None
         dt.add_columns(*table.columns)
-        dt.add_rows(table.rows)
+        dt.filter_text = ""  # a new table: F starts afresh
+        dt.fill([(None, list(row)) for row in table.rows])
 
-    _sorted_by: tuple[object, bool] | None = None
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a row of the Topics or Brokers table: that topic or broker."""
+        key = event.row_key.value
+        if event.data_table.id == "view-table" and key:
+            self.app.jump(key)  # type: ignore[attr-defined]
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """A click on a column's header sorts by it (again: the other way); numbers as
         numbers."""
-        if event.data_table.id != "sql-table":
-            return
-        key = event.column_key
-        reverse = self._sorted_by == (key, False)
-        self._sorted_by = (key, reverse)
-        event.data_table.sort(key, key=_sort_key, reverse=reverse)
+        if isinstance(event.data_table, FilterTable):
+            event.data_table.sort_by(event.column_key)
 
     def show_running(self, line: str, still_running: Callable[[], bool]) -> None:
         """A command in its worker: a spinner and its seconds until its result comes."""
@@ -327,14 +341,6 @@ def readable(eng: Engine, path: str) -> RenderableType:
     if more > 0:
         parts.append(Text(f"... {more:,} more (expand the tree node to see them)", style="dim"))
     return Group(*parts)
-
-
-def _sort_key(cell: Any) -> tuple[int, float, str]:
-    text = str(cell)
-    try:
-        return (0, float(text), "")
-    except ValueError:
-        return (1, 0.0, text)
 
 
 def _fields(data: dict[str, Any], states: dict[int, str]) -> Table:

@@ -9,7 +9,9 @@ benchmarks drive the engine on its own.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..commands import Shell
@@ -26,9 +28,18 @@ from .fmt import ui_time
 from .healthrows import check_rows
 from .liveinfo import live_leader, live_observers, live_row, live_voters
 from .overviewrows import broker_rows, controller_rows, feature_rows
-from .plain import broker_state, quiet_gc, run_lines, sorted_names
+from .plain import broker_state, quiet_gc, read_appends, run_lines, sorted_names
 from .progress import LoadProgress
-from .rows import CheckRow, Entry, Header, Item, LiveRow, NodeRow, Overview, Timeline
+from .rows import CheckRow, Entry, Header, Item, ListTable, LiveRow, NodeRow, Overview, Timeline
+
+
+@dataclass
+class Follow:
+    """A directory followed (``f``): when it was last read, what stopped it."""
+
+    read_at: float = 0.0  # time.monotonic()
+    error: str | None = None
+
 
 __all__ = ["SECTIONS", "CheckRow", "Engine", "Entry", "Header", "Item", "NodeRow", "Overview",
            "Timeline", "quiet_gc", "run_lines"]
@@ -60,6 +71,8 @@ class Engine:
         self.lock = threading.Lock()
         self._early: threading.Thread | None = None
         self._early_error: BaseException | None = None
+        self._list_cache: tuple[m.Image | None, dict[str, ListTable]] = (None, {})
+        self._list_lock = threading.Lock()
         # The overview a forked child read (prefetch.py), shown until load() is done.
         self.preview: Overview | None = None
 
@@ -149,6 +162,8 @@ class Engine:
         if not self.lock.acquire(blocking=False):
             return False
         try:
+            if self.follow is not None:
+                return self._advance(self.follow)
             moved = self.sh.session.poll_source()
         finally:
             self.lock.release()
@@ -156,10 +171,45 @@ class Engine:
             self._timeline = None
         return moved
 
+    def reread(self) -> tuple[int, int]:
+        """``r``: what was appended to the directory since it was read (waits for a running
+        command); the latest image's next offset before and after. Raises with one line."""
+        before = self.sh.latest.next_offset
+        state = self.follow or Follow()
+        with self.lock:
+            self._advance(state)
+        if state.error:
+            raise ValueError(state.error)
+        return before, self.sh.latest.next_offset
+
+    def _advance(self, follow: Follow) -> bool:
+        try:
+            moved = read_appends(self.sh.session)
+        except Exception as e:  # a segment deleted under us, a bad read: said in the header
+            follow.error = str(e) or type(e).__name__
+            return False
+        follow.error, follow.read_at = None, time.monotonic()
+        if moved:
+            self._timeline = None
+        return moved
+
+    @property
+    def rereadable(self) -> bool:
+        """A directory (``-d``): ``r`` reads what was appended, ``f`` follows it."""
+        return self._source is not None and self.source.kind == "directory"
+
+    follow: Follow | None = None  # ``f``: the directory is followed (polled like a quorum)
+
     def live_row(self) -> LiveRow | None:
         if self.shell is None:
             return None
-        return live_row(self._source, self.sh.latest.image.provenance.offset)
+        latest = self.sh.latest
+        if self.follow is not None:  # all on disk is read: the lag is what is not shown
+            since = time.monotonic() - self.follow.read_at if self.follow.read_at else None
+            return LiveRow(latest.next_offset, latest.next_offset,
+                           self.loaded.image.provenance.offset, since, self.follow.error,
+                           word="FOLLOWING")
+        return live_row(self._source, latest.image.provenance.offset)
 
     @property
     def sh(self) -> Shell:
@@ -226,13 +276,18 @@ class Engine:
     def children(self, path: str) -> list[Entry]:
         return self.page(path, 0, None)[0]
 
-    def page(self, path: str, start: int, count: int | None) -> tuple[list[Entry], int]:
+    def page(self, path: str, start: int, count: int | None,
+             match: str | None = None) -> tuple[list[Entry], int]:
         """Children ``start`` to ``start + count`` (None: all) and how many there are; only
-        the page's nodes are built, so a 10k-partition topic costs one page."""
+        the page's nodes are built, so a 10k-partition topic costs one page. ``match``:
+        only the names holding it (any case), the filter of the tree."""
         node = self.node(path)
         if node is None or not node.is_dir:
             return [], 0
         names = sorted_names(node.names())
+        if match:
+            low = match.lower()
+            names = [n for n in names if low in n.lower()]
         base = path.rstrip("/")
         out = []
         for name in names[start:None if count is None else start + count]:
@@ -262,6 +317,23 @@ class Engine:
         node = self.node(path)
         return node is not None and node.is_dir
 
+    def list_table(self, path: str) -> ListTable | None:
+        """Topics or Brokers as a table (listrows.py; reads every partition: call it in a
+        worker; both come from one pass); None for other paths. Kept for the image they were
+        made from; a second caller meanwhile (the cursor passing the node again) waits for
+        the first's tables."""
+        from . import listrows
+
+        if path not in (listrows.TOPICS, listrows.BROKERS):
+            return None
+        with self._list_lock:
+            img = self.loaded.image
+            if self._list_cache[0] is not img:
+                # No GC meanwhile: a full collection stalls the UI thread too.
+                self._list_cache = (img, quiet_gc(
+                    lambda: listrows.tables(img, self.opts.show_secrets)))
+            return self._list_cache[1][path]
+
     # ---------------------------------------------------------------- commands
 
     def run(self, line: str) -> Result:
@@ -288,7 +360,9 @@ class Engine:
     # ---------------------------------------------------------------- search
 
     def search_index(self) -> list[tuple[str, str, str]]:
-        """(what, kind, path) for everything `/` finds: topics, ids, nodes, config keys."""
+        """(what, kind, path) for everything `/` finds: topics, ids, nodes, their listeners'
+        host:port, config keys. Partitions are not listed (500k of them): the search finds
+        ``TOPIC-N`` from the topic's entry (search.partition_hits)."""
         img = self.loaded.image
         out = [(t.name, "topic", join(["image", "topics", "byName", t.name]))
                for t in img.topics_by_name.values()]
@@ -298,6 +372,11 @@ class Engine:
         out += [(f"broker {b}", "broker", f"/image/cluster/brokers/{b}") for b in img.brokers]
         out += [(f"controller {c}", "controller", f"/image/cluster/controllers/{c}")
                 for c in img.controllers]
+        for kind, nodes in (("broker", img.brokers), ("controller", img.controllers)):
+            for nid, reg in nodes.items():  # host:port of each listener
+                out += [(f"{e.host}:{e.port}", f"{name} of {kind} {nid}",
+                         f"/image/cluster/{kind}s/{nid}")
+                        for name, e in sorted(reg.listeners.items())]
         for res in self.children("/image/configs"):
             for key in self.children(res.path):
                 out.append((f"{key.name}={self.text(key.path)}", f"config of {res.name}",

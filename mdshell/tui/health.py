@@ -3,6 +3,7 @@ to the node at fault (the fenced broker, the offline partition, the stale contro
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
@@ -12,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static, Tree
 
 from .engine import CheckRow
+from .filterbar import matches
 from .footer import KeyFooter
 from .screen import DataScreen
 from .widgets import StatusBar, item_style, status_badge
@@ -48,6 +50,24 @@ class HealthScreen(DataScreen):
         if self.is_mounted:
             self.fill(self.mdapp.checks)
 
+    filter_text = ""  # F: only the checks and items holding it
+
+    def filter_target(self) -> HealthScreen:
+        return self
+
+    def filter_name(self) -> str:
+        return "checks"
+
+    def apply_filter(self, text: str) -> tuple[int, int]:
+        self.filter_text = text
+        hint = "Enter on an item opens the node at fault in the tree."
+        self.query_one("#hint", Static).update(
+            f"{hint}  Filtered: {text!r} (F edits it)" if text else hint)
+        checks = self.mdapp.checks or []
+        shown = narrow(checks, text)
+        self.fill(checks)
+        return sum(len(c.items) or 1 for c in shown), sum(len(c.items) or 1 for c in checks)
+
     def fill(self, checks: list[CheckRow] | None) -> None:
         tree: Tree[str | None] = self.query_one("#checks", Tree)
         tree.clear()
@@ -55,7 +75,7 @@ class HealthScreen(DataScreen):
             tree.root.add_leaf(Text("checking...", style="dim italic"))
             return
         first_item = None
-        for c in checks:
+        for c in narrow(checks, self.filter_text):
             label = status_badge(c.status, self.app.no_color)
             label.append(f" {c.name}: ", style="bold")
             label.append(c.summary)
@@ -76,6 +96,15 @@ class HealthScreen(DataScreen):
         if first_item is not None:
             tree.call_after_refresh(tree.move_cursor, first_item)
 
+    def copy_text(self, value: bool) -> tuple[str, str] | None:
+        """y: the path of the node at fault; Y: the item (or check) as it reads."""
+        node = self.query_one("#checks", Tree).cursor_node
+        if node is None:
+            return None
+        if value:
+            return "item", str(node.label)
+        return None if not node.data else ("path", node.data)
+
     def action_jump(self) -> None:
         node = self.query_one("#checks", Tree).cursor_node
         if node is not None and node.data:
@@ -87,3 +116,19 @@ class HealthScreen(DataScreen):
     def _selected(self, event: Tree.NodeSelected[str | None]) -> None:
         if event.node.data:
             self.mdapp.jump(event.node.data)
+
+
+def narrow(checks: list[CheckRow], text: str) -> list[CheckRow]:
+    """The checks whose name holds ``text`` (all their items), or with items that do."""
+    low = text.lower()
+    if not low:
+        return checks
+    out = []
+    for c in checks:
+        if matches(low, c.name, c.summary):
+            out.append(c)
+            continue
+        items = [i for i in c.items if matches(low, i.text, i.path or "")]
+        if items:
+            out.append(replace(c, items=items))
+    return out

@@ -14,7 +14,9 @@ from textual.widgets import Static
 
 # Keys no binding lists (widgets handle them), by screen class name.
 EXTRA: dict[str, list[tuple[str, str]]] = {
-    "BrowserScreen": [("↑↓ j k", "move in the tree or table"), ("Enter", "open a node"),
+    "BrowserScreen": [("↑↓ j k", "move in the tree or table"),
+                      ("Enter", "open a node (on a Topics or Brokers row: that one)"),
+                      ("s S", "on a table: sort by the next column / the other way"),
                       ("Tab", "next pane (tree, details, command bar)"),
                       ("Esc", "cancel the command; else back to where a jump came from")],
     "HealthScreen": [("↑↓ j k", "move"), ("Enter", "jump to the node at fault")],

@@ -19,6 +19,7 @@ from .detail import MAX_LINES
 from .engine import Timeline, run_lines
 from .fmt import plural
 from .footer import KeyFooter
+from .resulttable import FilterTable
 from .screen import DataScreen
 from .widgets import StatusBar
 
@@ -80,7 +81,7 @@ class HistoryScreen(DataScreen):
         yield Static(id="where", classes="line")
         yield Input(placeholder="offset, 'latest', or a UTC time like 2024-04-24T23:06",
                     id="goto", disabled=True)
-        yield DataTable(id="events", cursor_type="row", zebra_stripes=True)
+        yield FilterTable(id="events", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="result-box"):
             yield Static(id="result")
         yield KeyFooter()
@@ -109,15 +110,14 @@ class HistoryScreen(DataScreen):
         self._place(at if at is not None else tl.last)
 
     def _fill_events(self, tl: Timeline) -> None:
-        table = self.query_one(DataTable)
-        table.clear()
+        table = self.query_one(FilterTable)
         self._armed = False
         rows = [(off, "s", Text("snapshot", style="cyan"), "", "image up to here")
                 for off in tl.snapshots]
         rows += [(off, "l", Text("leader change", style="magenta"), str(epoch),
                   f"controller {leader} elected") for off, leader, epoch in tl.leader_changes]
-        for off, kind, label, epoch, detail in sorted(rows, key=lambda r: (r[0], r[1])):
-            table.add_row(label, str(off), epoch, detail, key=f"{kind}{off}")
+        table.fill([(f"{kind}{off}", [label, str(off), epoch, detail])
+                    for off, kind, label, epoch, detail in sorted(rows, key=lambda r: r[:2])])
 
     def _bucket_of(self, offset: int) -> int:
         return self.timeline.bucket(offset, len(self.starts))
@@ -201,6 +201,13 @@ class HistoryScreen(DataScreen):
         self.mark = self.target
         self._draw()
 
+    def filter_target(self) -> FilterTable:
+        return self.query_one(FilterTable)
+
+    def copy_text(self, _value: bool) -> tuple[str, str] | None:
+        """y (and Y off the events table): the offset under the cursor."""
+        return None if self.target is None else ("offset", str(self.target))
+
     def action_latest(self) -> None:
         self._travel(None)
 
@@ -223,7 +230,7 @@ class HistoryScreen(DataScreen):
         return True
 
     def _typing(self) -> bool:
-        return self.is_mounted and self.focused is self.query_one("#goto", Input)
+        return self.is_mounted and isinstance(self.focused, Input)  # goto or filter box
 
     def action_goto(self) -> None:
         box = self.query_one("#goto", Input)

@@ -1,5 +1,5 @@
-"""The app's keys, in one place: screens, search, command bar, help, movement, quit (the
-README's key table, docs/tui.md and the help overlay list them)."""
+"""The app's keys, in one place: screens, search, filter, copy, reload, command bar, help,
+movement, quit (the README's key table, docs/tui.md and the help overlay list them)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ APP_KEYS: list[BindingType] = [
     Binding("l", "mode('history')", "History"),
     Binding("slash", "search", "Search"),
     Binding("colon", "command_bar", "Command"),
+    Binding("F", "filter", "Filter"),
+    Binding("y", "copy(False)", "Copy path", show=False),
+    Binding("Y", "copy(True)", "Copy value / row", show=False),
+    Binding("r", "reload", "Re-read", show=False),
+    Binding("f", "follow", "Follow", show=False),
     Binding("question_mark", "help", "Help"),
     Binding("f1", "help", "Help", show=False),
     Binding("j", "move(1)", "Down", show=False),

@@ -55,3 +55,21 @@ def empty_note(eng: Engine, path: str) -> Text:
             return Text(f"no controller registration in this image; the quorum: {known} "
                         "(see /quorum)", style="yellow")
     return Text("(empty)", style="dim")
+
+
+def crumbs(path: str) -> Text:
+    """Where the node is, from its section of the tree: ``Topics › orders › 3``."""
+    from .engine import SECTIONS
+
+    best = ("All paths /", "/")
+    for label, top in SECTIONS:
+        if top != "/" and (path == top or path.startswith(top + "/")) \
+                and len(top) > len(best[1]):
+            best = (label, top)
+    label, top = best
+    rest = [p for p in path[len(top):].split("/") if p]
+    t = Text(label, style="bold")
+    for part in rest:
+        t.append(" › ", style="dim")
+        t.append(part)
+    return t

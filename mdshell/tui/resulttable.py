@@ -6,12 +6,17 @@ held keys do not queue up)."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
+from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer
 from textual.widget import Widget
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
+
+from .filterbar import matches
 
 STEP = 8  # columns scrolled per Left/Right press
 PAGE_KEYS: list[BindingType] = [
@@ -24,9 +29,81 @@ def _by(widget: Widget, columns: int) -> None:
     widget.scroll_to(x=widget.scroll_target_x + columns, animate=False)
 
 
-class ResultTable(DataTable[str]):
+def sort_key(cell: Any) -> tuple[int, float, str]:
+    """Numbers as numbers, before words."""
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text)
+
+
+class FilterTable(DataTable[str]):
+    """A table whose rows ``F`` narrows (:meth:`fill` keeps them all, the filter shows those
+    holding the text) and sort: a header click, or ``s`` for the next column (again on the
+    same column: the other way, as a second click). Filter and sort run over every row;
+    at most ``limit`` of them are put in the widget (a DataTable measures every cell it
+    holds: 5,000 topics would freeze the screen for a second)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "sort_next", "Sort", show=False),
+        Binding("S", "sort_again", "Sort the other way", show=False),
+    ]
+    filter_text = ""
+    sorted_by: tuple[ColumnKey, bool] | None = None  # column, reversed
+    limit: int | None = None  # rows put in the widget at most (None: all)
+    matching = 0  # rows the filter keeps (all of them are sorted)
+
+    def sort_by(self, column: ColumnKey, reverse: bool | None = None) -> None:
+        """Sort by ``column``; by it again: the other way."""
+        if reverse is None:
+            reverse = self.sorted_by == (column, False)
+        self.sorted_by = (column, reverse)
+        self._show()
+
+    def action_sort_next(self) -> None:
+        keys = list(self.columns)
+        if keys:
+            at = keys.index(self.sorted_by[0]) + 1 if self.sorted_by else 0
+            self.sort_by(keys[at % len(keys)], reverse=False)
+
+    def action_sort_again(self) -> None:
+        if self.sorted_by is not None:
+            self.sort_by(self.sorted_by[0], reverse=not self.sorted_by[1])
+
+    def fill(self, rows: Sequence[tuple[str | None, Sequence[object]]]) -> None:
+        """Every row, as (key, cells); the filter typed and the sort stay applied."""
+        self.all_rows = rows
+        self._show()
+
+    def apply_filter(self, text: str) -> tuple[int, int]:
+        self.filter_text = text
+        self._show()
+        return self.matching, len(getattr(self, "all_rows", []))
+
+    def _show(self) -> None:
+        low = self.filter_text.lower()
+        rows = [(k, c) for k, c in getattr(self, "all_rows", [])
+                if not low or matches(low, *c)]
+        if self.sorted_by is not None:
+            column, reverse = self.sorted_by
+            at = list(self.columns).index(column)
+            rows.sort(key=lambda r: sort_key(r[1][at]), reverse=reverse)
+        self.matching = len(rows)
+        cursor = self.cursor_row
+        self.clear()
+        for key, cells in rows[:self.limit]:
+            self.add_row(*cells, key=key)
+        if self.row_count:
+            self.move_cursor(row=min(cursor, self.row_count - 1))
+
+    def filter_name(self) -> str:
+        return "rows"
+
+
+class ResultTable(FilterTable):
     """Up/Down move over rows; Left/Right scroll by STEP columns, Shift+Left/Right by a
-    page, Home/End to either edge; a header click sorts (the detail pane handles it)."""
+    page, Home/End to either edge; a header click or ``s`` sorts."""
 
     BINDINGS: ClassVar[list[BindingType]] = PAGE_KEYS
 

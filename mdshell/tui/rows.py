@@ -65,6 +65,7 @@ class LiveRow:
     shown: int  # the last offset of the image shown
     seconds_since_fetch: float | None
     error: str | None = None  # the follower stopped: why
+    word: str = "LIVE"  # FOLLOWING: a directory followed (``f``), not a quorum
 
     @property
     def lag(self) -> int | None:
@@ -121,3 +122,12 @@ class Timeline:
             for i in range(lo, hi + 1):  # a batch over several ranges: its offsets in each
                 counts[i] += max(0, min(last, ends[i]) - max(base, starts[i]) + 1)
         return counts, starts
+
+
+@dataclass
+class ListTable:
+    """A list as a table (Topics, Brokers): its columns, and each row's cells and path."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    keys: list[str]

@@ -1,8 +1,11 @@
-"""``/``: fuzzy search, as you type, over topics, topic ids, brokers, controllers and configs;
-Enter jumps to the node in the tree."""
+"""``/``: fuzzy search, as you type, over topics, topic ids, partitions (``orders-3``),
+brokers, controllers, their host:port, and configs; Enter jumps to the node in the tree. No
+match says so (not a blank list)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -62,6 +65,30 @@ def matches(index: list[Entry], query: str) -> tuple[list[Entry], list[Entry]]:
     return hits, [hits[i] for _s, i in scored]
 
 
+PARTITION = re.compile(r"^(.+?)[-:/ ](\d+)$")
+PARTITION_TOPICS = 20  # topics whose partition N a query names, at most
+
+
+def partition_hits(index: list[Entry], query: str,
+                   exists: Callable[[str], bool]) -> tuple[list[Entry], list[Entry]]:
+    """``orders-3`` (or ``orders 3``, ``orders:3``): partition 3 of the topics named
+    ``orders`` (first), then of those whose name holds it; only partitions that exist."""
+    m = PARTITION.match(query.strip())
+    if m is None:
+        return [], []
+    name, pid = m.group(1).lower(), m.group(2)
+    exact: list[Entry] = []
+    near: list[Entry] = []
+    for what, kind, path in index:
+        if kind != "topic" or name not in what.lower():
+            continue
+        found = exact if what.lower() == name else near
+        if len(near) < PARTITION_TOPICS or found is exact:
+            found.append((f"{what}-{pid}", f"partition {pid} of {what}", f"{path}/{pid}"))
+    return ([e for e in exact if exists(e[2])],
+            [e for e in near[:PARTITION_TOPICS] if exists(e[2])])
+
+
 class SearchScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     SearchScreen { align: center top; }
@@ -77,7 +104,8 @@ class SearchScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Input(placeholder="search topics, ids, brokers, controllers, configs",
+            yield Input(placeholder="search topics, ids, partitions (orders-3), brokers, "
+                        "controllers, host:port, configs",
                         id="query")
             yield OptionList(id="results")
 
@@ -115,7 +143,9 @@ class SearchScreen(ModalScreen[None]):
         pool = last_hits if query.startswith(last_query) else self.index
         hits, ranked = matches(pool, query)
         self._last = (query, hits)
-        self.found = ranked[:LIMIT]
+        engine = self.app.engine  # type: ignore[attr-defined]
+        exact, near = partition_hits(self.index, query, lambda p: engine.node(p) is not None)
+        self.found = (exact + ranked + near)[:LIMIT]
         if not self.found:
             self._say(f"no match for {query!r}")
             return

@@ -61,9 +61,12 @@ def badge_text(badge: str, at: int | None) -> Text:
 
 def header_fields(h: Header) -> list[Text]:
     """The header's fields, each kept whole on a line (a label never parts from its value);
-    the badges first: at 80 columns the rest may wrap out of the bar, never them."""
+    the badges and the live (or FOLLOWING) state first: at 80 columns the rest may wrap out
+    of the bar, never them."""
     fields = [Text(" mdshell ", style="bold reverse")]
     fields += [badge_text(badge, h.at) for badge in h.badges]
+    if h.live is not None:  # a state too: kept on the bar's first lines at 80 columns
+        fields.append(live_text(h.live))
     fields.append(_field("cluster ", h.cluster_id))
     fields.append(Text.assemble((f"{h.kind} ", "dim"), short_source(h.source)))
     fields.append(Text.assemble(("offset ", "dim"), (str(h.offset), "bold"), (" epoch ", "dim"),
@@ -72,8 +75,6 @@ def header_fields(h: Header) -> list[Text]:
     fields.append(_field("MV ", h.metadata_version))
     fields.append(Text("secrets redacted", style="green") if h.redacted
                   else Text("SECRETS SHOWN", style="bold white on red"))
-    if h.live is not None:
-        fields.append(live_text(h.live))
     return fields
 
 
@@ -102,15 +103,16 @@ def live_text(row: LiveRow) -> Text:
     (then the header's LIVE STALE badge says so too)."""
     lag = row.lag
     if row.error:
-        return Text(f"● LIVE stopped: {row.error}", style="bold yellow")
+        return Text(f"● {row.word} stopped: {row.error}", style="bold yellow")
     style = "bold green" if lag == 0 else "bold yellow"
-    t = Text("● LIVE", style=style)
+    t = Text(f"● {row.word}", style=style)
     t.append(" hw ", style="dim")
     t.append("?" if row.high_watermark is None else str(row.high_watermark))
     t.append(" lag ", style="dim")
     t.append("?" if lag is None else f"{lag:,}", style=style)
     if row.seconds_since_fetch is not None:
-        t.append(f" · fetched {row.seconds_since_fetch:.1f} s ago", style="dim")
+        done = "read" if row.word == "FOLLOWING" else "fetched"
+        t.append(f" · {done} {row.seconds_since_fetch:.1f} s ago", style="dim")
     return t
 
 
