@@ -28,7 +28,7 @@ class _State:
     __slots__ = ("cells", "isr", "json", "line", "offline", "part", "under_replicated")
 
     def __init__(self, img: m.Image, p: m.Partition) -> None:
-        self.part = p  # also keeps an id() key alive
+        self.part = p
         target = [r for r in p.replicas if r not in p.adding_replicas]
         self.under_replicated = len(p.isr) < len(target)
         self.offline = p.leader == m.NO_LEADER or (
@@ -48,6 +48,12 @@ class _State:
                 "removingReplicas": p.removing_replicas,
                 "underReplicated": self.under_replicated, "offline": self.offline,
                 "underMinIsr": self.isr < need, "minIsr": need}
+
+
+def _shown(p: m.Partition) -> tuple[Any, ...]:
+    """What a row shows of a decoded partition: equal states share their cells."""
+    return (p.leader, tuple(p.replicas), tuple(p.isr), tuple(p.elr), tuple(p.last_known_elr),
+            tuple(p.adding_replicas), tuple(p.removing_replicas))
 
 
 Row = tuple[m.Topic, int, int, _State]  # topic, partition, its min.insync.replicas, state
@@ -81,8 +87,8 @@ class DescribeRows(res.RowStream):
                 if type(p) is tuple:
                     buf, body, end, version = p
                     key: Any = (version, bytes(buf[body + skip:end]))
-                else:
-                    key = id(p)
+                else:  # changed in the log: by what the row shows of it
+                    key = _shown(p)  # type: ignore[arg-type]
                 st = states.get(key)
                 if st is None:
                     part = clean_partition(key, p) if type(p) is tuple else p

@@ -189,6 +189,16 @@ class ImageBuilder:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
         buf, recs = metadata_ranges(batch) if self.sieve is None else self.sieve(batch)
         self.batch = batch
+        if len(recs) == 1 and recs[0][3] == _NO_OP and self.txn is None and self.index is None:
+            # A quiet log is half one-NoOp batches: only the provenance moves on.
+            off = recs[0][0]
+            if (skip_below < 0 or off >= skip_below) and (stop is None or off <= stop):
+                prov = self.image.provenance
+                last = batch.last_offset
+                prov.offset = last if stop is None or stop >= last else off
+                prov.epoch = batch.epoch
+                prov.time_ms = batch.max_timestamp
+            return
         if self.index is not None and recs:
             self._ordinal = self.index.add_batch(batch, buf, recs[0][1])
         observed = self.observer is not None
