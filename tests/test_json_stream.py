@@ -200,3 +200,14 @@ def test_describe_looks_partitions_up_by_their_record_bytes() -> None:
         assert (row["replicas"], row["isr"], row["elr"], row["lastKnownElr"]) == (
             p.replicas, p.isr, p.elr, p.last_known_elr), row
         assert row["leader"] == (None if p.leader == m.NO_LEADER else p.leader)
+
+
+def test_emit_writes_a_streamed_table_in_runs() -> None:
+    """``topics --describe`` is written a run of lines at a time: the same text."""
+    sh = open_shell("health-under-replicated")
+    for words in (["topics", "--describe"], ["topics", "--describe", "--under-replicated"],
+                  ["topics", "--describe", "--offline"]):
+        out = io.StringIO()
+        assert emit(sh.run(words), out, io.StringIO()) == 0
+        lines = list(sh.run(words).lines)
+        assert out.getvalue() == "".join(f"{line}\n" for line in lines), words
