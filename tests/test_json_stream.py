@@ -144,11 +144,11 @@ VIEWS = [
 ]
 
 
-def _check_views(path: Path, secrets_too: bool = True) -> None:
+def _check_views(path: Path, secrets_too: bool = True, views: list[list[str]] = VIEWS) -> None:
     for secrets in (False, True) if secrets_too else (False,):
         straight = open_shell(path, secrets=secrets)
         streamed = open_shell(path, secrets=secrets)
-        for words in VIEWS:
+        for words in views:
             value = straight.run(words).value
             if value is None:  # an error (no such offset or topic here)
                 continue
@@ -173,8 +173,9 @@ def test_streamed_views_are_the_straightforward_views_on_the_corpus() -> None:
     dirs = corpus_dirs()
     if not dirs:
         pytest.skip("the shared corpus is absent")
-    for path in dirs[::12]:  # five directories: the forms are the fixtures'; the data varies
-        _check_views(path, secrets_too=False)
+    # Five directories, records left to the fixtures (the corpus logs are long).
+    for path in dirs[::12]:
+        _check_views(path, False, [v for v in VIEWS if v[0] != "records"])
 
 
 def test_describe_looks_partitions_up_by_their_record_bytes() -> None:
