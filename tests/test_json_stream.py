@@ -14,6 +14,8 @@ import pytest
 from mdshell.commands import Shell
 from mdshell.commands.jsonform import json_chunks, json_text, json_value
 from mdshell.commands.render import emit
+from mdshell.commands.results import Table
+from mdshell.commands.textform import table_lines, text_lines
 from mdshell.image import model as m
 from mdshell.tree.jsontext import dumps
 from mdshell.tree.node import RenderOptions
@@ -129,3 +131,84 @@ def test_emit_writes_the_streamed_json() -> None:
     empty = io.StringIO()
     assert emit(sh.run(["cat", "/image/nothing"]), empty, io.StringIO(), output="json") == 1
     assert empty.getvalue() == "[]\n"
+
+
+# The views that stream their rows (tables, paths, listings, records, diffs): their JSON in
+# pieces is the straightforward JSON, and a streamed table's text is the aligned table.
+VIEWS = [
+    ["topics", "--describe"], ["topics", "--describe", "--under-replicated"],
+    ["topics", "--describe", "--offline"], ["topics", "--describe", "--under-min-isr"],
+    ["topics", "--describe", "*-1"], ["find", "/image"], ["find", "/", "-type", "f"],
+    ["ls", "/image/topics/byName/*", "/", "/image/cluster"], ["records"],
+    ["records", "--batches"], ["diff", "earliest", "latest"], ["diff", "0", "latest", "/image"],
+]
+
+
+def _check_views(path: Path, secrets_too: bool = True, views: list[list[str]] = VIEWS) -> None:
+    for secrets in (False, True) if secrets_too else (False,):
+        straight = open_shell(path, secrets=secrets)
+        streamed = open_shell(path, secrets=secrets)
+        for words in views:
+            value = straight.run(words).value
+            if value is None:  # an error (no such offset or topic here)
+                continue
+            want = json_text(json_value(value)), straight.new_notes()
+            got = _streamed(streamed, words)
+            assert got == want, (path.name, secrets, words)
+            if isinstance(value, Table):
+                cells = list(value.cells)
+                text = list(text_lines(value))
+                assert text == ([] if not cells and not value.header_when_empty
+                                else table_lines(value.columns, cells)), (path.name, words)
+                assert len(value.cells) == len(cells) and bool(value.cells) == bool(cells)
+                assert value.cells[:2] == cells[:2] and value.cells[-1:] == cells[-1:]
+
+
+@pytest.mark.parametrize("path", DIRS, ids=[p.name for p in DIRS])
+def test_streamed_views_are_the_straightforward_views_on_fixtures(path: Path) -> None:
+    _check_views(path)
+
+
+def test_streamed_views_are_the_straightforward_views_on_the_corpus() -> None:
+    dirs = corpus_dirs()
+    if not dirs:
+        pytest.skip("the shared corpus is absent")
+    # Five directories, records left to the fixtures (the corpus logs are long).
+    for path in dirs[::12]:
+        _check_views(path, False, [v for v in VIEWS if v[0] != "records"])
+
+
+def test_describe_looks_partitions_up_by_their_record_bytes() -> None:
+    """``topics --describe`` rows of undecoded partitions (one decode per distinct record),
+    decoded ones, and damaged ones (left out, each one noted, however many share bytes)
+    are the rows made partition by partition from :meth:`Topic.partition`."""
+    sh = open_shell("kafka37-snapshot")
+    img = sh.session.latest.image
+    topic = max(img.topics_by_name.values(), key=lambda t: len(t.partitions))
+    lazy = [p for p in topic.partitions.values() if isinstance(p, tuple)]
+    buf, body, end, version = lazy[0]
+    damaged = (buf, body, end - 3, version)
+    n = len(topic.partitions)
+    topic.partitions[n] = topic.partitions[n + 1] = damaged
+    topic.partitions[n + 2] = lazy[-1]
+    rows = sh.run(["topics", "--describe", topic.name]).json()
+    notes = sh.new_notes()
+    assert [r["partition"] for r in rows] == sorted(set(range(n + 3)) - {n, n + 1})
+    assert sum(f"{topic.name}-{n}" in x or f"{topic.name}-{n + 1}" in x for x in notes) == 2
+    for row in rows:
+        p = topic.partition(row["partition"])
+        assert p is not None
+        assert (row["replicas"], row["isr"], row["elr"], row["lastKnownElr"]) == (
+            p.replicas, p.isr, p.elr, p.last_known_elr), row
+        assert row["leader"] == (None if p.leader == m.NO_LEADER else p.leader)
+
+
+def test_emit_writes_a_streamed_table_in_runs() -> None:
+    """``topics --describe`` is written a run of lines at a time: the same text."""
+    sh = open_shell("health-under-replicated")
+    for words in (["topics", "--describe"], ["topics", "--describe", "--under-replicated"],
+                  ["topics", "--describe", "--offline"]):
+        out = io.StringIO()
+        assert emit(sh.run(words), out, io.StringIO()) == 0
+        lines = list(sh.run(words).lines)
+        assert out.getvalue() == "".join(f"{line}\n" for line in lines), words

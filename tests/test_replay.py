@@ -182,3 +182,26 @@ def test_provenance_follows_metadata_batches() -> None:
     b = replay([topic()], [rec("NoOpRecord"), rec("NoOpRecord")])
     prov = b.image.provenance
     assert (prov.offset, prov.epoch, prov.time_ms) == (2, 3, 1002)
+
+
+def test_a_batch_of_one_noop_moves_the_provenance_within_the_bounds() -> None:
+    """A quiet log's one-NoOp batches take a short way: the same provenance, bounds kept,
+    nothing applied, held back inside a transaction."""
+    b = ImageBuilder()
+
+    def noop(offset: int, **bounds: int) -> tuple[int, int, int]:
+        raw = encode_batch(offset, [RecordSpec(0, 0, rec("NoOpRecord"))],
+                           base_timestamp=1000 + offset, epoch=3 + offset)
+        b.apply_batch(parse_header(raw, 0), **bounds)
+        prov = b.image.provenance
+        return prov.offset, prov.epoch, prov.time_ms
+
+    assert noop(0) == (0, 3, 1000)
+    assert noop(1, stop=0) == (0, 3, 1000)  # past the stop
+    assert noop(2, skip_below=3) == (0, 3, 1000)  # below the start
+    assert noop(3, stop=3, skip_below=3) == (3, 6, 1003)
+    raw = encode_batch(4, [RecordSpec(0, 0, rec("BeginTransactionRecord", name="x"))],
+                       base_timestamp=1004, epoch=7)
+    b.apply_batch(parse_header(raw, 0))
+    assert noop(5) == (3, 6, 1003)  # inside a transaction: not yet
+    assert b.records_applied == 0

@@ -84,7 +84,7 @@ _JSON: dict[type, Callable[[Any], Any]] = {
     r.Help: lambda v: [command_json(c) for c in v.commands],
     r.Manual: lambda v: command_json(v.command),
     r.History: lambda v: [{"index": e.number, "command": e.command} for e in v.entries],
-    r.Table: lambda v: v.rows,
+    r.Table: lambda v: list(v.rows) if isinstance(v.rows, r.RowStream) else v.rows,
     r.Fields: lambda v: v.data,
     r.Text: _text_json,
 }
@@ -98,15 +98,73 @@ def json_text(data: object) -> str:
 
 def json_chunks(value: Any) -> Iterator[str] | None:
     """The text of ``json_text(json_value(value))`` in pieces, made as they are written, for
-    the results that can be large (``tree`` and ``cat`` of 100k partitions); None: no
-    such form (use :func:`json_value`)."""
+    the results that can be large (``tree`` and ``cat`` of 100k partitions, tables, paths,
+    records, listings, diffs: each row is written as it comes, never the whole list held);
+    None: no such form (use :func:`json_value`)."""
+    stream = _STREAMS.get(type(value))
+    if stream is not None:
+        return stream(value)
     if isinstance(value, r.Tree):
         opts = value.opts
         return _items_json(value.roots, "tree", lambda node: tree_json(node, opts, 2))
+    if isinstance(value, r.Table) and isinstance(value.rows, r.RowStream):
+        return value.rows.json_chunks()
     if isinstance(value, r.Leaves):
         opts = value.opts
         return _items_json(value.leaves, "value", lambda node: (node.data_json(opts, 2),))
     return None
+
+
+def _listing_rows(v: r.Listing) -> Iterator[dict[str, Any]]:
+    for f in v.files:
+        yield {"path": f.path, "type": "file", "name": f.name}
+    for d in v.dirs:
+        yield {"path": d.path, "type": "directory", "children": d.children}
+
+
+def _diff_chunks(v: r.Diff) -> Iterator[str]:
+    head = dumps({"from": v.from_offset, "to": v.to_offset, "path": v.path})
+    yield head[:-2] + ',\n  "changes": '  # past its closing '\n}'
+    yield from array_chunks(_diff_rows(v), 1)
+    yield "\n}"
+
+
+def _diff_rows(v: r.Diff) -> Iterator[dict[str, Any]]:
+    for c in v.changes:
+        yield {"kind": c.kind, "path": c.path,
+               **({} if c.topic is None else {"topicName": c.topic}),
+               "before": c.before, "after": c.after, "secret": c.secret}
+
+
+def array_chunks(items: Iterable[Any], level: int = 0,
+                 piece: Callable[[Any], str] | None = None) -> Iterator[str]:
+    """``json.dumps(list(items), indent=2)`` placed ``level`` deep, ~256 kB at a time, each
+    item's text made as it comes (``piece``: an item's text; default its ``dumps``)."""
+    inner = level + 1
+    pad = "\n" + "  " * inner
+    out: list[str] = []
+    size = 0
+    sep = "[" + pad
+    for item in items:
+        text = dumps(item, inner) if piece is None else piece(item)
+        out.append(sep)
+        out.append(text)
+        sep = "," + pad
+        size += len(text) + inner * 2 + 2
+        if size > r.CHUNK:
+            yield "".join(out)
+            out, size = [], 0
+    out.append("[]" if sep[0] == "[" else "\n" + "  " * level + "]")
+    yield "".join(out)
+
+
+_STREAMS: dict[type, Callable[[Any], Iterator[str]]] = {
+    r.Paths: lambda v: array_chunks(v.paths(), piece=string),
+    r.Records: lambda v: array_chunks(v.rows()),
+    r.Batches: lambda v: array_chunks(v.rows()),
+    r.Listing: lambda v: array_chunks(_listing_rows(v)),
+    r.Diff: _diff_chunks,
+}
 
 
 def _items_json(items: list[r.NodeAt], name: str,
@@ -127,7 +185,7 @@ def _items_json(items: list[r.NodeAt], name: str,
         for piece in pieces(item.node):
             out.append(piece)
             size += len(piece)
-            if size > CHUNK:
+            if size > r.CHUNK:
                 yield "".join(out)
                 out, size = [], 0
         out.append("\n  }")
@@ -135,6 +193,3 @@ def _items_json(items: list[r.NodeAt], name: str,
     out.append("\n]")
     yield "".join(out)
 
-
-# How much JSON text is written at a time.
-CHUNK = 1 << 18

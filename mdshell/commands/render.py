@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Collection, Iterable
+from itertools import islice
 from typing import TYPE_CHECKING, TextIO
 
 from ..tree.printer import tree_chunks
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from .base import Result
 
 Notes = Callable[[], Iterable[str]]
+RUN = 4096  # lines of a streamed table written at a time
 
 
 def emit(result: Result, out: TextIO, err: TextIO | None = None, *, output: str = "text",
@@ -44,6 +46,11 @@ def emit(result: Result, out: TextIO, err: TextIO | None = None, *, output: str 
             for lines in tree_chunks(root.node, result.value.opts):
                 out.write("\n".join(lines))
                 out.write("\n")
+    elif isinstance(result.value, r.Table) and isinstance(result.value.rows, r.RowStream):
+        rows = text_lines(result.value, width)  # a row per partition: write runs of them
+        while run := list(islice(rows, RUN)):
+            out.write("\n".join(run))
+            out.write("\n")
     else:
         for line in text_lines(result.value, width):
             out.write(line)

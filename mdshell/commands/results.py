@@ -9,7 +9,8 @@ yields rows, so nothing is built before it is printed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..tree.node import Node, RenderOptions
@@ -149,12 +150,40 @@ class History(NamedTuple):
     entries: list[HistoryEntry]
 
 
+# How much JSON text a streamed result writes at a time.
+CHUNK = 1 << 18
+
+
+class RowStream(ABC):
+    """A table's rows made as they are read, never held (``topics --describe`` of 100k
+    partitions): iterating gives the JSON objects afresh each time."""
+
+    @abstractmethod
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    @abstractmethod
+    def cells(self) -> Iterator[list[Any]]:
+        """The cells of each row, as :class:`Table` holds them."""
+
+    @abstractmethod
+    def text_lines(self, columns: Sequence[str]) -> Iterator[str]:
+        """The aligned table, header first (the rows are not empty)."""
+
+    @abstractmethod
+    def json_chunks(self) -> Iterator[str]:
+        """The text of ``json.dumps(list(self), indent=2)`` in pieces."""
+
+
 class Table(NamedTuple):
     """An aligned table (``topics``, ``brokers``...): column titles, the cells of each row
-    (lists render as ``a,b``, None as ``-``), and the same rows as JSON objects."""
+    (lists render as ``a,b``, None as ``-``), and the same rows as JSON objects (a list, or
+    a :class:`RowStream` whose ``cells`` are made when read)."""
 
     columns: list[str]
-    cells: list[list[Any]]
+    cells: Sequence[Sequence[Any]]
     rows: Any
     header_when_empty: bool = True  # a filter that keeps nothing prints nothing
     note: str | None = None  # said in text instead of an empty table: why it is empty

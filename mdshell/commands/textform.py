@@ -253,6 +253,8 @@ def _table_text(v: r.Table) -> Iterator[str]:
         return iter((v.note,))
     if not v.cells and not v.header_when_empty:
         return iter(())
+    if isinstance(v.rows, r.RowStream):
+        return v.rows.text_lines(v.columns) if v.cells else iter(table_lines(v.columns, ()))
     return iter(table_lines(v.columns, v.cells))
 
 

@@ -91,24 +91,12 @@ def topics(shell: Shell, args: list[str]) -> Result:
                      [[r["topic"], r["topicId"], r["partitionCount"], r["replicationFactor"],
                        ",".join(f"{k}={v}" for k, v in r["configs"].items()) or NONE]
                       for r in rows], rows)
-    parts = []
-    for t in chosen:
-        for pid in sorted(t.partitions):
-            part = t.partition(pid)
-            if part is None:
-                continue
-            row = _partition_row(img, t, pid, part)
-            if filters and not ((ns.under_replicated and row["underReplicated"])
-                                or (ns.offline and row["offline"])
-                                or (ns.under_min_isr and row["underMinIsr"])):
-                continue
-            parts.append(row)
+    from .partrows import DescribeRows, RowCells  # streamed: 100k partitions, none held
+
+    parts = DescribeRows(img, chosen, (ns.under_replicated, ns.offline, ns.under_min_isr))
     cols = ["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "ELR", "LAST KNOWN ELR",
             "ADDING", "REMOVING"]
-    keys = ["topic", "partition", "leader", "replicas", "isr", "elr", "lastKnownElr",
-            "addingReplicas", "removingReplicas"]
-    return table(cols, [[r[k] for k in keys] for r in parts], parts,
-                 header_when_empty=not filters)
+    return Result(value=res.Table(cols, RowCells(parts), parts, not filters))
 
 
 def _topics(img: m.Image, patterns: list[str]) -> list[m.Topic]:
@@ -136,22 +124,6 @@ def _topic_row(img: m.Image, t: m.Topic, show_secrets: bool) -> dict[str, Any]:
              for k, v in sorted(configs.items())}
     return {"topic": t.name, "topicId": uuid_str(t.id), "partitionCount": len(t.partitions),
             "replicationFactor": rf, "configs": shown}
-
-
-def _partition_row(img: m.Image, t: m.Topic, pid: int, p: m.Partition) -> dict[str, Any]:
-    target = [r for r in p.replicas if r not in p.adding_replicas]
-    leader_ok = p.leader != m.NO_LEADER and (
-        (reg := img.brokers.get(p.leader)) is not None and not reg.fenced)
-    from ..image.health import min_isr
-
-    need, _ = min_isr(img, t.name)
-    return {"topic": t.name, "topicId": uuid_str(t.id), "partition": pid,
-            "leader": None if p.leader == m.NO_LEADER else p.leader,
-            "replicas": p.replicas, "isr": p.isr, "elr": p.elr,
-            "lastKnownElr": p.last_known_elr, "addingReplicas": p.adding_replicas,
-            "removingReplicas": p.removing_replicas,
-            "underReplicated": len(p.isr) < len(target), "offline": not leader_ok,
-            "underMinIsr": len(p.isr) < need, "minIsr": need}
 
 
 # ---------------------------------------------------------------- brokers and controllers

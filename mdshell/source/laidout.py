@@ -135,9 +135,11 @@ class LaidOut:
                                   first=named, dense=True, on_skip=skipped):
             if upto is not None and batch.base_offset > upto:
                 return _PASSED
-            count(read, batch)
-            stream.end_offset = batch.last_offset
-            if batch.last_offset < start:
+            last = read.last_offset = stream.end_offset = batch.last_offset  # count(), inline
+            read.batches += 1
+            if read.first_offset is None:
+                read.first_offset = batch.base_offset
+            if last < start:
                 if batch.is_control:  # below the start, walked when the skip gave up
                     stream.below.append(Located(batch, path, batch.pos, "segment"))
                 continue

@@ -58,12 +58,31 @@ def remember(cache: dict[Any, str], key: Any, text: str) -> str:
     return text
 
 
+# The partition of an undecoded PartitionRecord, by the same key as LAZY_TEXT: the views
+# (``topics --describe``) decode each distinct record once. The objects are shared by every
+# partition with those bytes: read them, never change them. Bounded: emptied when full.
+LAZY_PARTS: dict[tuple[int, bytes], m.Partition] = {}
+
+
+def clean_partition(key: tuple[int, bytes], lazy: m.LazyPartition) -> m.Partition | None:
+    """The shared partition of an undecoded record whose :func:`record_key` is ``key``;
+    None: it does not decode cleanly (:meth:`Topic.partition` says what is wrong)."""
+    p = LAZY_PARTS.get(key)
+    if p is None:
+        p = m.decode_clean(lazy)
+        if p is not None:
+            if len(LAZY_PARTS) >= LAZY_TEXT_MAX:
+                LAZY_PARTS.clear()
+            LAZY_PARTS[key] = p
+    return p
+
+
 def lazy_text(topic: m.Topic, pid: int, lazy: m.LazyPartition) -> str:
     key = record_key(lazy)
     text = LAZY_TEXT.get(key)
     if text is not None:
         return text
-    p = m.decode_clean(lazy)
+    p = clean_partition(key, lazy)
     if p is None:  # damaged, or from a newer Kafka: the topic decodes it and says what
         checked = topic.partition(pid)
         return UNDECODABLE_PARTITION if checked is None else lv.partition_text(checked)
@@ -86,7 +105,7 @@ def lazy_json(topic: m.Topic, pid: int, lazy: m.LazyPartition, level: int) -> st
     text = cached.get(key)
     if text is not None:
         return text
-    p = m.decode_clean(lazy)
+    p = clean_partition(key, lazy)
     if p is None:  # damaged, or from a newer Kafka: the topic decodes it and says what
         return part_json(topic, pid, level)
     return remember(cached, key, dumps(lv.partition_data(p), level))

@@ -49,14 +49,12 @@ class Batch:
     count: int
     buf: bytes
     pos: int
+    # base_offset + last_offset_delta, read half a dozen times a batch by the walk and replay
+    last_offset: int
 
     @property
     def size(self) -> int:
         return self.length + LOG_OVERHEAD
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
 
     @property
     def compression(self) -> int:
@@ -113,7 +111,7 @@ def parse_header(buf: bytes, pos: int) -> Batch:
     (base, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, seq,
      count) = HEADER.unpack_from(buf, pos)
     return Batch(base, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid,
-                 pepoch, seq, count, buf, pos)
+                 pepoch, seq, count, buf, pos, base + last_delta)
 
 
 def _uv(buf: bytes, pos: int) -> tuple[int, int]:
