@@ -37,6 +37,10 @@ SNAPSHOT_OFTEN = {"metadata.log.max.record.bytes.between.snapshots": "2048",
 
 
 class Soak:
+    """One session following ``cluster``; :meth:`step` churns and compares, :meth:`run`
+    repeats it. What differs goes to ``divergences``; frozen leaders' figures to ``notice``
+    (freeze to stale) and ``follow`` (election to following the new leader)."""
+
     def __init__(self, cluster: KraftCluster, seed: int) -> None:
         self.cluster = cluster
         self.rng = random.Random(seed)
