@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mdshell.commands import Shell
 from mdshell.source.live import LiveSource
@@ -34,6 +35,10 @@ from .cluster import KraftCluster, Node
 
 SNAPSHOT_OFTEN = {"metadata.log.max.record.bytes.between.snapshots": "2048",
                   "metadata.log.max.snapshot.interval.ms": "1000"}
+
+
+# Errors of a client whose broker went away meanwhile: worth a try with a fresh client.
+_TRANSIENT = {"_DESTROY_BROKER", "_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN"}
 
 
 class Soak:
@@ -75,6 +80,26 @@ class Soak:
 
         return AdminClient({"bootstrap.servers": self.brokers(), "socket.timeout.ms": 10000})
 
+    def admin(self, call: Callable[[Any], dict[Any, Any]], done: str = "") -> None:
+        """``call(admin client)``'s futures, with a fresh client up to 5 times on an error the
+        client calls retriable or a lost connection (a node restarted by the step before);
+        ``done``: the error that means an earlier try did it."""
+        from confluent_kafka import KafkaException
+
+        for attempt in range(5):
+            admin = self.admin_client()  # kept while waiting: a dropped one cancels its futures
+            try:
+                for future in call(admin).values():
+                    future.result(30)
+                return
+            except KafkaException as e:
+                err = e.args[0]
+                if err.name() == done:
+                    return
+                if attempt == 4 or not (err.retriable() or err.name() in _TRANSIENT):
+                    raise
+                time.sleep(1)
+
     def stable(self, timeout: float = 90) -> QuorumView:
         """Until three voters and a leader, every voter within a few offsets of the high
         watermark (the leader appends a NoOpRecord every 0.5 s, so it never stands still)."""
@@ -94,8 +119,8 @@ class Soak:
 
         self.made += 1
         name = f"soak-{self.made}"
-        admin = self.admin_client()
-        admin.create_topics([NewTopic(name, self.rng.randint(1, 4), 1)])[name].result(30)
+        topic = NewTopic(name, self.rng.randint(1, 4), 1)
+        self.admin(lambda a: a.create_topics([topic]), "TOPIC_ALREADY_EXISTS")
         self.topics.append(name)
         return f"create {name}"
 
@@ -103,8 +128,7 @@ class Soak:
         if not self.topics:
             return self.create_topic()
         name = self.topics.pop(self.rng.randrange(len(self.topics)))
-        admin = self.admin_client()  # kept: a dropped client cancels its futures
-        admin.delete_topics([name])[name].result(30)
+        self.admin(lambda a: a.delete_topics([name]), "UNKNOWN_TOPIC_OR_PART")
         return f"delete {name}"
 
     def alter_config(self) -> str:
@@ -121,9 +145,7 @@ class Soak:
         value = str(self.rng.randint(60000, 9999999))
         res = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
             ConfigEntry("retention.ms", value, incremental_operation=AlterConfigOpType.SET)])
-        admin = self.admin_client()
-        for f in admin.incremental_alter_configs([res]).values():
-            f.result(30)
+        self.admin(lambda a: a.incremental_alter_configs([res]))
         return f"alter {name} retention.ms={value}"
 
     def freeze(self) -> str:
