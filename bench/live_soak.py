@@ -11,15 +11,13 @@ the same offset, and the session's voters and leader must equal ``kafka-metadata
 describe --status``. Prints steps run, divergences (must be 0), and the worst times to notice a
 frozen leader and to follow the new one. Bounded: ``--steps``, ``--limit-s``; every JVM it
 started is stopped in ``finally``. Not covered: ACLs and SCRAM users (no authorizer here).
+The steps and checks: ``tests/kafka/soak.py``; ``--keep DIR`` keeps each divergence's
+evidence (the directory copy, both trees).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import random
-import shutil
 import signal
 import sys
 import tempfile
@@ -29,217 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mdshell.commands import Shell  # noqa: E402
-from mdshell.source.live import LiveSource  # noqa: E402
-from mdshell.source.quorum.client import Client  # noqa: E402
-from mdshell.source.quorum.config import ClientConfig  # noqa: E402
-from mdshell.source.quorum.discover import QuorumView, describe_quorum  # noqa: E402
-from mdshell.source.quorum.errors import LiveError  # noqa: E402
-from mdshell.tree.node import RenderOptions  # noqa: E402
-from tests.conftest import run_cli  # noqa: E402
-from tests.kafka.cluster import KraftCluster, Node  # noqa: E402
-
-SNAPSHOT_OFTEN = {"metadata.log.max.record.bytes.between.snapshots": "2048",
-                  "metadata.log.max.snapshot.interval.ms": "1000"}
+from tests.kafka.cluster import KraftCluster  # noqa: E402
+from tests.kafka.soak import SNAPSHOT_OFTEN, Soak  # noqa: E402
 
 
-class Soak:
-    def __init__(self, cluster: KraftCluster, seed: int) -> None:
-        self.cluster = cluster
-        self.rng = random.Random(seed)
-        self.topics: list[str] = []
-        self.made = 0
-        self.notice: list[float] = []
-        self.follow: list[float] = []
-        self.divergences: list[str] = []
-        self.source = LiveSource(cluster.bootstrap_controllers)
-        self.shell = Shell(self.source, opts=RenderOptions())
-        self.source.follow()
-
-    # -- helpers ---------------------------------------------------------------------------
-
-    def quorum(self) -> QuorumView | None:
-        client = Client(self.cluster.bootstrap_controllers, ClientConfig())
-        try:
-            return describe_quorum(client)
-        except LiveError:
-            return None
-        finally:
-            client.close()
-
-    def brokers(self) -> str:
-        return ",".join(f"127.0.0.1:{p}" for i, p in self.cluster.broker_ports.items()
-                        if self.cluster.node(i).proc is not None)
-
-    def admin_client(self):  # type: ignore[no-untyped-def]
-        from confluent_kafka.admin import AdminClient
-
-        return AdminClient({"bootstrap.servers": self.brokers(), "socket.timeout.ms": 10000})
-
-    def stable(self, timeout: float = 90) -> QuorumView:
-        """Until three voters and a leader, every voter within a few offsets of the high
-        watermark (the leader appends a NoOpRecord every 0.5 s, so it never stands still)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            q = self.quorum()
-            if q and q.leader_id >= 0 and q.high_watermark > 0 and len(q.voters) == 3 and all(
-                    v.log_end_offset >= q.high_watermark - 10 for v in q.voters):
-                return q
-            time.sleep(0.5)
-        raise RuntimeError("the quorum did not settle")
-
-    # -- steps -----------------------------------------------------------------------------
-
-    def create_topic(self) -> str:
-        from confluent_kafka.admin import NewTopic
-
-        self.made += 1
-        name = f"soak-{self.made}"
-        admin = self.admin_client()
-        admin.create_topics([NewTopic(name, self.rng.randint(1, 4), 1)])[name].result(30)
-        self.topics.append(name)
-        return f"create {name}"
-
-    def delete_topic(self) -> str:
-        if not self.topics:
-            return self.create_topic()
-        name = self.topics.pop(self.rng.randrange(len(self.topics)))
-        admin = self.admin_client()  # kept: a dropped client cancels its futures
-        admin.delete_topics([name])[name].result(30)
-        return f"delete {name}"
-
-    def alter_config(self) -> str:
-        from confluent_kafka.admin import (
-            AlterConfigOpType,
-            ConfigEntry,
-            ConfigResource,
-            ResourceType,
-        )
-
-        if not self.topics:
-            return self.create_topic()
-        name = self.rng.choice(self.topics)
-        value = str(self.rng.randint(60000, 9999999))
-        res = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
-            ConfigEntry("retention.ms", value, incremental_operation=AlterConfigOpType.SET)])
-        admin = self.admin_client()
-        for f in admin.incremental_alter_configs([res]).values():
-            f.result(30)
-        return f"alter {name} retention.ms={value}"
-
-    def freeze(self) -> str:
-        q = self.stable()
-        leader = self.rng.random() < 0.5
-        node = self.cluster.node(q.leader_id) if leader else self.rng.choice(
-            [n for n in self.cluster.controllers if n.node_id != q.leader_id])
-        assert node.proc is not None
-        os.killpg(node.proc.pid, signal.SIGSTOP)
-        t0 = time.monotonic()
-        try:
-            if leader:
-                self._watch_failover(q, t0)
-            else:
-                time.sleep(5)
-        finally:
-            os.killpg(node.proc.pid, signal.SIGCONT)
-        return f"freeze {'leader' if leader else 'follower'} {node.node_id}"
-
-    def _watch_failover(self, q: QuorumView, t0: float) -> None:
-        others = Client(",".join(n.endpoint for n in self.cluster.controllers
-                                 if n.node_id != q.leader_id), ClientConfig())
-        noticed = elected = None
-        try:
-            while time.monotonic() - t0 < 30:
-                now = time.monotonic()
-                if noticed is None and self.source.stale_since is not None:
-                    noticed = now - t0
-                    self.notice.append(noticed)
-                if elected is None:
-                    with contextlib.suppress(LiveError):
-                        n = describe_quorum(others)
-                        if n.leader_epoch > q.leader_epoch and n.leader_id != q.leader_id:
-                            elected = now
-                if (elected is not None and self.source.stale_since is None
-                        and self.source.observer.leader_id not in (-1, q.leader_id)):
-                    self.follow.append(now - elected)
-                    return
-                time.sleep(0.05)
-            self.divergences.append("a frozen leader was not noticed and followed in 30 s")
-        finally:
-            others.close()
-
-    def kill_restart(self) -> str:
-        node: Node = self.rng.choice(self.cluster.controllers)
-        self.cluster.stop_node(node)
-        time.sleep(2)
-        self.cluster.start_node(node)
-        return f"kill and restart {node.node_id}"
-
-    def remove_add_voter(self) -> str:
-        q = self.stable()
-        node = self.rng.choice([n for n in self.cluster.controllers if n.node_id != q.leader_id])
-        self.cluster.quorum_tool("remove-controller", "--controller-id", str(node.node_id),
-                                 "--controller-directory-id",
-                                 self.cluster.directory_ids[node.node_id])
-        time.sleep(1)
-        self.check_voters()
-        self.cluster.quorum_tool("add-controller", config=node.home / "server.properties")
-        return f"remove and re-add voter {node.node_id}"
-
-    # -- checks ----------------------------------------------------------------------------
-
-    def check_voters(self) -> None:
-        """The session's controllers view and quorum against Kafka's tool."""
-        kafka = self.cluster.quorum_tool("describe", "--status")
-        theirs = {k.strip(): v.strip() for k, _, v in
-                  (line.partition(":") for line in kafka.splitlines())}
-        ours_lines = "\n".join(self.shell.run(["quorum"]).lines)
-        ours = {k.strip(): v.strip() for k, _, v in
-                (line.partition(":") for line in ours_lines.splitlines())}
-        for key in ("LeaderId", "LeaderEpoch", "CurrentVoters"):
-            if ours.get(key) != theirs.get(key):
-                self.divergences.append(f"quorum {key}: {ours.get(key)} vs {theirs.get(key)}")
-        ids = sorted(int(x.split(",")[0]) for x in theirs["CurrentVoters"].split('"id": ')[1:])
-        rows = [r.split() for r in list(self.shell.run(["controllers"]).lines)[1:]]
-        voting = sorted(int(r[0]) for r in rows if len(r) > 1 and r[1] == "true")
-        if voting != ids:
-            self.divergences.append(f"controllers says voters {voting}, Kafka {ids}")
-
-    def check_image(self, q: QuorumView) -> None:
-        deadline = time.monotonic() + 30
-        session = self.shell.session
-        while time.monotonic() < deadline:
-            session.poll_source()
-            if session.latest.next_offset >= q.high_watermark:
-                break
-            time.sleep(0.2)
-        offset = session.latest.next_offset - 1
-        tree = "\n".join(self.shell.run(["tree", "/image"]).lines) + "\n"
-        leader = self.cluster.node(self.stable().leader_id)
-        with tempfile.TemporaryDirectory() as tmp:
-            copy = Path(tmp) / "__cluster_metadata-0"
-            # Kafka writes snapshots as .part files and renames them: skip those, and any
-            # file deleted while copying (an old segment or snapshot cleaned meanwhile).
-            shutil.copytree(leader.metadata_dir, copy, copy_function=_copy_if_there,
-                            ignore=shutil.ignore_patterns("*.part", "*.deleted"))
-            disk = run_cli("-d", str(copy), "--at", str(offset), "tree", "/image")
-        if disk.returncode != 0 or disk.stdout != tree:
-            self.divergences.append(f"image at {offset} differs from -d on node "
-                                    f"{leader.node_id}'s copy")
-
-    def step(self) -> str:
-        kinds = [self.create_topic, self.create_topic, self.delete_topic, self.alter_config,
-                 self.freeze, self.kill_restart, self.remove_add_voter]
-        what = self.rng.choice(kinds)()
-        q = self.stable()
-        self.check_image(q)
-        self.check_voters()
-        return what
-
-
-def _copy_if_there(src: str, dst: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        shutil.copy2(src, dst)
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main() -> int:
@@ -248,32 +41,29 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--limit-s", type=float, default=1800)
     ap.add_argument("--version", default="4.4.0")
+    ap.add_argument("--keep", type=Path, help="a directory for each divergence's evidence")
     args = ap.parse_args()
+    # Stopped by a signal, the cluster is still stopped in ``finally`` (a job started in the
+    # background ignores SIGINT unless it is asked for again).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         cluster = KraftCluster(args.version, Path(tmp), controller_extra=dict(SNAPSHOT_OFTEN),
                                dynamic=True, combined=True)
         soak = None
-        steps = seen = 0
         try:
             cluster.start()
             soak = Soak(cluster, args.seed)
-            while steps < args.steps and time.monotonic() - t0 < args.limit_s:
-                what = soak.step()
-                steps += 1
-                print(f"{steps:4d} {time.monotonic() - t0:7.1f} s  {what}"
-                      f"  divergences {len(soak.divergences)}", flush=True)
-                for d in soak.divergences[seen:]:
-                    print("       " + d, flush=True)
-                seen = len(soak.divergences)
+            soak.keep = args.keep
+            soak.run(args.steps, args.limit_s - (time.monotonic() - t0),
+                     lambda line: print(line, flush=True))
         finally:
             if soak is not None:
-                soak.source.close()
+                soak.close()
             cluster.stop()
     assert soak is not None
-    print(f"steps {steps}, divergences {len(soak.divergences)}, "
-          f"worst notice {max(soak.notice, default=0):.2f} s ({len(soak.notice)} frozen leaders), "
-          f"worst follow {max(soak.follow, default=0):.2f} s")
+    print(soak.summary())
     for d in soak.divergences:
         print("  " + d)
     return 1 if soak.divergences else 0

@@ -6,7 +6,6 @@ PLAINTEXT among itself; mdshell uses the SASL and SSL listeners).
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from mdshell.source.quorum.errors import LiveError
 from tests.conftest import run_cli
 from tests.kafka import jars
 from tests.kafka.certs import write_pem_set
-from tests.kafka.cluster import KraftCluster, free_ports
+from tests.kafka.cluster import KraftCluster, free_ports, grant
 
 pytestmark = pytest.mark.live
 
@@ -86,19 +85,8 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
                 "CONTROLLER:PLAINTEXT,SASL:SASL_PLAINTEXT,SSL:SSL,SASLSSL:SASL_SSL",
         })
     with cluster.running():
-        _grant(cluster, "carol", "Describe", "Alter")  # everything but ClusterAction
+        grant(cluster, "carol", "Describe", "Alter")  # everything but ClusterAction
         yield Secure(cluster, sasl, ssl, sasl_ssl, certs, tmp)
-
-
-def _grant(cluster: KraftCluster, user: str, *operations: str) -> None:
-    """ACLs on the CLUSTER resource with Kafka's own kafka-acls, straight to the controllers
-    (--bootstrap-controller over the PLAINTEXT listener, where ANONYMOUS is a super user)."""
-    ops = [a for op in operations for a in ("--operation", op)]
-    cmd = cluster._java("org.apache.kafka.tools.AclCommand", "--bootstrap-controller",
-                        cluster.bootstrap_controllers, "--add", "--allow-principal",
-                        f"User:{user}", *ops, "--cluster")
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def _sasl_config(mech: str, user: str, password: str) -> str:

@@ -88,7 +88,8 @@ class LaidOut:
             if data == b"":
                 # A newest segment is empty right after Kafka rolls one: normal. An empty
                 # segment before others, or the only data there is, deserves a word.
-                if later is not None or (cp is None and not stream.files):
+                if not self.layout.virtual and (
+                        later is not None or (cp is None and not stream.files)):
                     problems.append(Problem("empty", f"{os.path.basename(seg.path)}: empty "
                                             "segment (nothing written yet); skipped", seg.path))
                 continue

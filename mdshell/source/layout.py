@@ -63,6 +63,9 @@ class Layout:
     ignored: list[tuple[str, str]] = field(default_factory=list)  # (path, why) Kafka's own
     suspicious: list[tuple[str, str]] = field(default_factory=list)  # (path, why) odd ones
     other: list[str] = field(default_factory=list)
+    # Laid out from what live mode fetched: the files exist nowhere, so an empty segment is
+    # only where the log goes on after the snapshot, never a file worth a warning.
+    virtual: bool = False
 
 
 def resolve_directory(path: str) -> str:

@@ -99,7 +99,7 @@ class LiveSource(Source):
             base = log.batches[0].base_offset if log.batches else log.next_offset
             self._seen = (log.generation, log.next_offset)
         root = self.describe()
-        layout = Layout(root, None)
+        layout = Layout(root, None, virtual=True)
         files: dict[str, bytes] = {}
         if snapshot is not None and sid is not None:
             path = f"{root}/{checkpoint_name(*sid)}"

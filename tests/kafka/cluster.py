@@ -123,6 +123,10 @@ class KraftCluster:
     # every controller formatted with --initial-controllers (directory ids chosen here).
     dynamic: bool = False
     directory_ids: dict[int, str] = field(default_factory=dict)
+    # A dynamic quorum begun as KIP-853's other way: node 1 formatted --standalone (the only
+    # voter), nodes 2 and 3 --no-initial-controllers (observers until add-controller).
+    standalone: bool = False
+    node_format: dict[int, tuple[str, ...]] = field(default_factory=dict)  # per node id
     # Combined mode: ids 1-3 are process.roles=broker,controller, each with a BROKER
     # listener too (on broker_ports); no separate broker.
     combined: bool = False
@@ -135,10 +139,14 @@ class KraftCluster:
             self.broker_ports = {i: ports[3 + i] for i in (1, 2, 3)}
         voters = ",".join(f"{i}@127.0.0.1:{ports[i - 1]}" for i in (1, 2, 3))
         quorum = {"controller.quorum.voters": voters}
-        if self.dynamic:
-            self.directory_ids = {i: random_cluster_id() for i in (1, 2, 3)}
+        if self.dynamic or self.standalone:
             quorum = {"controller.quorum.bootstrap.servers":
                       ",".join(f"127.0.0.1:{ports[i - 1]}" for i in (1, 2, 3))}
+        if self.standalone:
+            self.node_format = {1: ("--standalone",), 2: ("--no-initial-controllers",),
+                                3: ("--no-initial-controllers",)}
+        elif self.dynamic:
+            self.directory_ids = {i: random_cluster_id() for i in (1, 2, 3)}
             initial = ",".join(f"{i}@127.0.0.1:{ports[i - 1]}:{self.directory_ids[i]}"
                                for i in (1, 2, 3))
             self.format_args = (*self.format_args, "--initial-controllers", initial)
@@ -161,7 +169,7 @@ class KraftCluster:
                 "listeners": f"CONTROLLER://127.0.0.1:{ports[i - 1]}",
                 "listener.security.protocol.map": f"CONTROLLER:{self.controller_protocol}",
                 **({"advertised.listeners": f"CONTROLLER://127.0.0.1:{ports[i - 1]}"}
-                   if self.dynamic else {}),
+                   if self.dynamic or self.standalone else {}),
                 **(self._combined_props(i, ports[i - 1]) if self.combined else {}),
                 **self.controller_extra,
                 **self.node_extra.get(i, {}),
@@ -239,7 +247,7 @@ class KraftCluster:
             write_props(path, n.props)
             args = ["format", "-t", self.cluster_id, "-c", str(path), "--ignore-formatted"]
             if n.role == "controller":
-                args += list(extra_args)
+                args += [*extra_args, *self.node_format.get(n.node_id, ())]
             procs.append(subprocess.Popen(self._java("kafka.tools.StorageTool", *args),
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
         for p in procs:
@@ -249,6 +257,8 @@ class KraftCluster:
 
     def start(self) -> None:
         self.format(self.format_args)
+        if self.standalone:  # the storage tool chose them: as meta.properties says
+            self.directory_ids = {n.node_id: _directory_id(n) for n in self.controllers}
         for n in self.nodes:
             self.start_node(n)
         self.wait_ready()
@@ -360,6 +370,26 @@ class KraftCluster:
         if not path.exists():
             return "(no output)"
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def grant(cluster: KraftCluster, user: str, *operations: str) -> None:
+    """ACLs on the CLUSTER resource with Kafka's own kafka-acls, straight to the controllers
+    (--bootstrap-controller over the PLAINTEXT listener, where ANONYMOUS is a super user)."""
+    ops = [a for op in operations for a in ("--operation", op)]
+    cmd = cluster._java("org.apache.kafka.tools.AclCommand", "--bootstrap-controller",
+                        cluster.bootstrap_controllers, "--add", "--allow-principal",
+                        f"User:{user}", *ops, "--cluster")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"kafka-acls for {user}: {out.stdout[-1000:]}{out.stderr[-1000:]}")
+
+
+def _directory_id(n: Node) -> str:
+    for line in (n.home / "data" / "meta.properties").read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "directory.id":
+            return value.strip()
+    raise RuntimeError(f"node {n.node_id}: no directory.id in meta.properties")
 
 
 def _port_open(port: int) -> bool:

@@ -57,7 +57,9 @@ class Client:
         key = (host, port)
         conn = self.conns.get(key)
         if conn is not None and conn.sock is not None:
-            return conn
+            if conn.alive():
+                return conn
+            conn.close()  # closed by the peer while idle (a restart): open a new one
         conn = Connection(host, port, self.config)
         self.conns[key] = conn  # registered first, so that close() can interrupt opening
         return conn.open()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import select
 import socket
 import ssl
 import struct
@@ -267,6 +268,30 @@ class Connection:
             chunks.append(chunk)
             left -= len(chunk)
         return b"".join(chunks)
+
+    def alive(self) -> bool:
+        """Whether an idle connection is still open. The peer may have closed it meanwhile
+        (a controller restarted, Kafka's connections.max.idle.ms); a request sent on it would
+        fail as if the controller were down. Nothing is due on an idle connection, so
+        anything readable is its end (TLS: unless it is only the protocol's own records)."""
+        sock = self.sock
+        if sock is None:
+            return False
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        if not readable:
+            return True
+        if isinstance(sock, ssl.SSLSocket):
+            sock.setblocking(False)
+            try:
+                sock.recv(1)  # data or the end: either way not a connection to reuse
+            except ssl.SSLWantReadError:
+                return True  # a TLS 1.3 session ticket, say: nothing for the application
+            except OSError:
+                pass
+        return False
 
     def close(self) -> None:
         sock, self.sock = self.sock, None
