@@ -265,8 +265,7 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
             assert counts == sorted(leaders.values(), reverse=True)
             # A query that runs for minutes: progress shows, the tree answers, Esc stops it.
             bar.focus()  # the clicks focused the table
-            bar.value = ('sql "select count(*) from range(200000) a cross join range(200000) b'
-                         ' where a.id + b.id = -1"')
+            bar.value = f'sql "{LONG_QUERY}"'
             await pilot.press("enter")
             await until(pilot, lambda: "tasks" in text_of(status), "task progress", steps=2400)
             tree.focus()
@@ -279,7 +278,7 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
             await pilot.pause(1.2)  # no progress tick comes back over it
             assert "cancelled" in text_of(status) and not table.display
             assert not app.screen.query_one("#sql-progress").display
-            # Spark is free again (local[2]: the cross join's tasks held both slots).
+            # Spark is free again (local[2]: the query's tasks held both slots).
             bar.focus()
             bar.value = 'sql "select count(*) as n from topics"'
             await pilot.press("enter")
