@@ -139,6 +139,12 @@ def test_damaged_or_incomplete_data_fails_health(name: str, words: str) -> None:
     assert text.returncode == 1
     assert f"FAIL  data: {words}" in text.stdout
     assert "healthy" not in text.stdout.splitlines()[-1]
+    # a check that passed on data that may be wrong or incomplete is no clean bill
+    passed = [c for c in data["checks"] if c["status"] == "ok"]
+    assert passed == [], [c["name"] for c in passed]
+    unsure = [c for c in data["checks"] if c["summary"].endswith("in the image as read (see data)")]
+    assert {c["status"] for c in unsure} == {"info"} and len(unsure) >= 4
+    assert not [line for line in text.stdout.splitlines() if line.startswith("OK ")]
 
 
 def test_clean_data_passes_the_data_check() -> None:

@@ -297,8 +297,21 @@ def run_checks(img: m.Image, voters: Iterable[int] | None,
                verdict: Verdict | None = None) -> list[Check]:
     """Every check; the data check first when the image's verdict is given."""
     data = check_data(verdict) if verdict is not None else []
-    return (data + check_brokers(img) + check_partitions(img)
-            + check_controllers(img, voters) + check_features(img))
+    checks = (check_brokers(img) + check_partitions(img) + check_controllers(img, voters)
+              + check_features(img))
+    if verdict is not None and not verdict.sound:
+        checks = [_unsure(c) for c in checks]
+    return data + checks
+
+
+def _unsure(check: Check) -> Check:
+    """A check that passed on an image the data check fails is no clean bill: records it
+    would judge may be the ones lost or never read. It says so and is not shown as OK;
+    what it found wrong stays as found."""
+    if check.status != OK:
+        return check
+    return Check(check.name, INFO, f"{check.summary}, in the image as read (see data)",
+                 check.items)
 
 
 def summary(checks: Iterable[Check]) -> tuple[str, str]:
