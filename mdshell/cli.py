@@ -273,9 +273,7 @@ def _main(args: argparse.Namespace) -> int:
             return EXIT_FAIL
     source = session.source
     try:
-        follow = getattr(source, "follow", None)
-        if follow is not None:
-            follow()  # live: keep fetching; each command sees the newest committed image
+        source.follow()  # live: keep fetching; each command sees the newest committed image
         if not sys.stdin.isatty():
             from .repl import run_script
 
@@ -284,9 +282,7 @@ def _main(args: argparse.Namespace) -> int:
 
         return run_repl(shell, output=args.output)
     finally:
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
+        source.close()
 
 
 def _spark_settings(args: argparse.Namespace) -> None:

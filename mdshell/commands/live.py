@@ -19,12 +19,11 @@ def _save(shell: Any, args: list[str]) -> Result:
     p = ArgParser("save", "save DIR")
     p.add_argument("dir")
     ns = p.parse_args(args)
-    files = getattr(shell.source, "files", None)
-    if shell.source.kind != "quorum" or files is None:
+    fetched = shell.source.fetched()
+    if fetched is None:
         raise CommandError("only in live mode (-q): a directory or file source is already on "
                            "disk")
     target = ns.dir
-    fetched = files()
     if not any(fetched.values()):
         raise CommandError("nothing was fetched (see /live: no access to the metadata log?); "
                            "nothing to save")

@@ -286,9 +286,9 @@ def _live_quorum(shell: Shell, replication: bool) -> Result:
     quorum's version prints it (3.9+, DescribeQuorum v2: voters with directory ids and
     endpoints, a DirectoryId column; the leader's row first; lag against the leader's log
     end offset)."""
-    qv = shell.source.quorum()  # type: ignore[attr-defined]
+    qv = shell.source.quorum()
     if qv is None:
-        why = getattr(shell.source, "quorum_error", None) or "see /live/notes"
+        why = shell.source.quorum_error or "see /live/notes"
         raise CommandError(f"DescribeQuorum gave no answer now ({why})")
     leader = next((r for r in qv.voters if r.replica_id == qv.leader_id), None)
     top = leader.log_end_offset if leader is not None else qv.high_watermark

@@ -22,6 +22,7 @@ from ..source import Located, Source, open_source
 from ..source.base import control_entries
 from ..source.info import LogInfo, QuorumInfo
 from ..source.loginfo import quorum_info
+from ..source.quorum.status import LiveStatus
 from ..tree.node import Node
 from ..tree.paths import join, lookup, split_path
 from ..tree.root import RootInfo, root_node
@@ -188,11 +189,7 @@ class Session:
     def _stale(self) -> str | None:
         """Live: why the view stopped following the quorum (None: it follows, or is not
         live)."""
-        status = getattr(self.source, "status", None)
-        if status is None:
-            return None
-        st = status()
-        return st.follow_error if st.following else None
+        return self.source.staleness()
 
     # ------------------------------------------------------------ describing the source
 
@@ -324,8 +321,7 @@ class Session:
     def poll_source(self) -> bool:
         """Live follow: take what the source committed since the last call (new batches are
         fed; a restart from another snapshot loads afresh); True when the image advanced."""
-        poll = getattr(self.source, "poll", None)
-        change = poll() if poll is not None else None
+        change = self.source.poll()
         if change == "more":
             return self.advance()
         if change == "reset":
@@ -354,12 +350,15 @@ class Session:
 
 def _live_nodes(source: Source, info: RootInfo) -> None:
     """Live mode: ``/live`` (the connection) and ``/quorum`` from DescribeQuorum."""
-    from ..source.live import LiveSource
     from ..tree.live_tree import live_node, live_quorum_node
 
-    assert isinstance(source, LiveSource)
-    info.extra["live"] = lambda: live_node(source.status)
-    info.extra["quorum"] = lambda: live_quorum_node(source.quorum(), source.view.cluster_id)
+    def status() -> LiveStatus:
+        st = source.status()
+        assert st is not None, "a quorum source says how it is"
+        return st
+
+    info.extra["live"] = lambda: live_node(status)
+    info.extra["quorum"] = lambda: live_quorum_node(source.quorum(), status().cluster_id)
 
 
 def unusable(loaded: Loaded) -> set[str]:

@@ -95,9 +95,7 @@ class Engine:
         hook = self.progress.start(source)
         session = Session(source, quiet_gc(lambda: load(source, watch=hook)))
         self.shell = Shell(session, opts=self.opts, interactive=True)
-        follow = getattr(source, "follow", None)
-        if follow is not None:
-            follow()
+        source.follow()
 
     def start_load(self) -> None:
         """Start :meth:`load` in a thread now, before the UI is even imported; the app's
@@ -124,9 +122,8 @@ class Engine:
 
     def close(self) -> None:
         """Stop following (live); nothing to do for files."""
-        close = getattr(self._source, "close", None)
-        if close is not None:
-            close()
+        if self._source is not None:
+            self._source.close()
 
     # ---------------------------------------------------------------- live
 
@@ -137,7 +134,7 @@ class Engine:
 
     @property
     def live(self) -> bool:
-        return self._source is not None and hasattr(self._source, "poll")
+        return self._source is not None and self._source.follows
 
     def subscribe(self, callback: Callable[[], None]) -> None:
         """``callback()`` (from whichever thread moved the session) when the image advances."""
@@ -185,9 +182,9 @@ class Engine:
 
     def _cluster_id(self) -> str:
         q = self.sh.session.quorum_info()
-        view = getattr(self.source, "view", None)  # live: what DescribeCluster said
-        return (q.cluster_id or q.quorum_state_cluster_id or getattr(view, "cluster_id", None)
-                or "unknown")
+        status = self.source.status()  # live: what DescribeCluster said
+        return (q.cluster_id or q.quorum_state_cluster_id
+                or (status.cluster_id if status is not None else None) or "unknown")
 
     def overview(self) -> Overview:
         if self.shell is None and self.preview is not None:
