@@ -9,7 +9,7 @@ from ..image.model import Partition, partition_from_record
 from ..image.names import TOPIC_CONFIG
 from ..image.replay import ImageBuilder, Wants, merge_partition
 from ..problems import Problem
-from ..session import replay_history, replay_sieved
+from ..session.changes import replay_history, replay_sieved
 from ..source.logscan import LogRecord, iter_log
 from ..tree.leaves import partition_data
 from ..tree.logrecord import record_json
