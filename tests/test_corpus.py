@@ -46,7 +46,7 @@ def _golden_cases() -> list[tuple[str, str, Path]]:
 
 def _tree(loaded: Loaded, source: FileSource | DirectorySource) -> str:
     shell = Shell(source, loaded, SHOW)
-    node = lookup(shell.root, ["image"])
+    node = lookup(shell.session.root, ["image"])
     assert node is not None
     return "".join(line + "\n" for line in tree_lines(node, SHOW))
 

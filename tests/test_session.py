@@ -180,10 +180,10 @@ def test_changes_from_the_kept_snapshot_equal_a_full_replay(
     directory = _synth_dir(tmp_path) if where == "synth" else FIXTURES / where
     source = DirectorySource(str(directory))
     fast = Shell(source, load(source), SHOW)
-    assert fast.latest.index is not None
+    assert fast.session.latest.index is not None
     slow = Shell(source, load(source), SHOW)
-    slow.latest.index = None
-    topics = sorted(fast.latest.image.topics_by_name)
+    slow.session.latest.index = None
+    topics = sorted(fast.session.latest.image.topics_by_name)
     paths = ["/image", "/image/topics", "/image/cluster/brokers/*", "/image/configs",
              f"/image/topics/byName/{topics[0]}", f"/image/topics/byName/{topics[-1]}/1",
              "/image/topics/byName/*/0", "/image/topics/byId/*"]

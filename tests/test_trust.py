@@ -537,7 +537,7 @@ def test_at_a_time_before_the_log_uses_the_newest_older_snapshot(tmp_path: Path)
     for seg in ("00000000000000000000.log", "00000000000000000037.log"):
         (d / MD / seg).unlink()
     sh = shell(d)
-    points = snapshot_points(sh.source)
+    points = snapshot_points(sh.session.source)
     assert [p.offset for p in points] == [67, 93]
     t = points[0].time_ms
     assert t is not None

@@ -19,7 +19,7 @@ def _save(shell: Any, args: list[str]) -> Result:
     p = ArgParser("save", "save DIR")
     p.add_argument("dir")
     ns = p.parse_args(args)
-    fetched = shell.source.fetched()
+    fetched = shell.session.source.fetched()
     if fetched is None:
         raise CommandError("only in live mode (-q): a directory or file source is already on "
                            "disk")
