@@ -113,6 +113,7 @@ def _files() -> list[str]:
                   + glob.glob(str(CORPUS / "*" / "bootstrap.checkpoint")))
 
 
+@pytest.mark.corpus
 def test_decode_then_encode_reproduces_every_batch() -> None:
     """Every batch of the corpus, decoded record by record and re-encoded, is byte-identical."""
     need_corpus()

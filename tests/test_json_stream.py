@@ -66,6 +66,7 @@ def test_streamed_json_is_the_straightforward_json_on_fixtures(path: Path) -> No
     _check(path)
 
 
+@pytest.mark.corpus
 def test_streamed_json_is_the_straightforward_json_on_the_corpus() -> None:
     dirs = corpus_dirs()
     if not dirs:

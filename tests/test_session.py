@@ -187,7 +187,7 @@ def test_changes_from_the_kept_snapshot_equal_a_full_replay(
     paths = ["/image", "/image/topics", "/image/cluster/brokers/*", "/image/configs",
              f"/image/topics/byName/{topics[0]}", f"/image/topics/byName/{topics[-1]}/1",
              "/image/topics/byName/*/0", "/image/topics/byId/*"]
-    import mdshell.session as session_module
+    import mdshell.session.changes as session_module  # where the replays of `changes` load
 
     replays: list[int] = []
     real_load = session_module.load

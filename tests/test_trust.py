@@ -456,6 +456,7 @@ def test_features_view_like_kafka_features_describe() -> None:
     assert any(x.split() == ["kraft.version", "0", "1", "1"] for x in lines)
 
 
+@pytest.mark.corpus
 def test_views_on_the_corpus_agree_with_partition_metadata() -> None:
     from .conftest import corpus_dirs, need_corpus
 
