@@ -309,7 +309,7 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
     result = shell.run(words)
     if not session.is_loaded and not session.spared:
         session.latest  # noqa: B018  (load now: its warnings are due whatever the command)
-    code = emit(result, out, output=output, width=width, notes=shell.session.new_notes,
+    code = emit(result, out, output=output, width=width, notes=session.new_notes,
                 said=shell.said)
     if strict and code == EXIT_OK and (result.warnings or (
             session.is_loaded and not session.verdict().sound)):
