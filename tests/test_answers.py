@@ -20,7 +20,7 @@ BASIC = str(FIXTURES / "cluster-basic")
 def _topic_id(name: str) -> str:
     from mdshell.wire.primitives import uuid_str
 
-    return uuid_str(open_shell("cluster-basic").latest.image.topics_by_name[name].id)
+    return uuid_str(open_shell("cluster-basic").session.latest.image.topics_by_name[name].id)
 
 
 def _errors(err: str) -> list[str]:

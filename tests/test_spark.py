@@ -232,7 +232,7 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
     from tests.test_tui import browser_tree, ready, text_of, until
 
     path = FIXTURES / "cluster-basic"
-    image = _shell(path).loaded.image
+    image = _shell(path).session.loaded.image
     leaders = Counter(p.leader for t in image.topics_by_name.values()
                       for p in (t.partition(i) for i in t.partitions) if p)
     app = make_app(Engine.open(str(path), None))

@@ -241,7 +241,7 @@ def test_health_grammar_for_one_and_for_none() -> None:
     from mdshell.image import model as m
     from mdshell.image.health import run_checks
 
-    img = shell("health-fenced").loaded.image
+    img = shell("health-fenced").session.loaded.image
     two = m.Image(brokers={4: img.brokers[4], 5: img.brokers[5]})
     summaries = {c.name: c.summary for c in run_checks(two, None)}
     assert summaries["fenced brokers"] == "1 of 2 registered brokers is fenced"
