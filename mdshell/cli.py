@@ -273,9 +273,7 @@ def _main(args: argparse.Namespace) -> int:
             return EXIT_FAIL
     source = session.source
     try:
-        follow = getattr(source, "follow", None)
-        if follow is not None:
-            follow()  # live: keep fetching; each command sees the newest committed image
+        source.follow()  # live: keep fetching; each command sees the newest committed image
         if not sys.stdin.isatty():
             from .repl import run_script
 
@@ -284,9 +282,7 @@ def _main(args: argparse.Namespace) -> int:
 
         return run_repl(shell, output=args.output)
     finally:
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
+        source.close()
 
 
 def _spark_settings(args: argparse.Namespace) -> None:
@@ -313,7 +309,7 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
     result = shell.run(words)
     if not session.is_loaded and not session.spared:
         session.latest  # noqa: B018  (load now: its warnings are due whatever the command)
-    code = emit(result, out, output=output, width=width, notes=shell.new_notes,
+    code = emit(result, out, output=output, width=width, notes=session.new_notes,
                 said=shell.said)
     if strict and code == EXIT_OK and (result.warnings or (
             session.is_loaded and not session.verdict().sound)):

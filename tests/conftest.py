@@ -40,6 +40,24 @@ def need_corpus() -> None:
         pytest.skip(f"the shared corpus is absent ({CORPUS})")
 
 
+def _in_corpus(value: object) -> bool:
+    """A parameter naming a corpus directory or a file in one (a path, or a directory's name)."""
+    if isinstance(value, Path | str) and str(value).startswith(f"{CORPUS}{os.sep}"):
+        return True
+    return isinstance(value, str) and value in {p.name for p in corpus_dirs()}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``corpus`` tier: a test parametrised over the corpus (one case per directory or
+    file) gets the marker here, so a parametrisation anywhere joins the tier without a mark
+    of its own; tests that loop over the whole corpus inside are marked where they are."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and any(_in_corpus(v) for v in callspec.params.values()):
+            item.add_marker(pytest.mark.corpus)
+
+
 @dataclass(frozen=True)
 class CliRun:
     """What one command line did: its exit code and everything it printed."""

@@ -20,7 +20,7 @@ BASIC = str(FIXTURES / "cluster-basic")
 def _topic_id(name: str) -> str:
     from mdshell.wire.primitives import uuid_str
 
-    return uuid_str(open_shell("cluster-basic").latest.image.topics_by_name[name].id)
+    return uuid_str(open_shell("cluster-basic").session.latest.image.topics_by_name[name].id)
 
 
 def _errors(err: str) -> list[str]:
@@ -58,7 +58,7 @@ def test_records_of_a_removed_topic_still_answer() -> None:
     tid = removed.split('"topicId":"')[1].split('"')[0]
     created = [x for x in sh.run(["records", "--type", "Topic"]).lines if tid in x]
     name = created[0].split('"name":"')[1].split('"')[0]
-    assert name not in sh.latest.image.topics_by_name
+    assert name not in sh.session.latest.image.topics_by_name
     result = sh.run(["records", "--topic", name])
     rows = list(result.lines)
     assert result.code == 0 and rows and any("RemoveTopicRecord" in x for x in rows)
@@ -100,7 +100,7 @@ def test_diff_and_record_types_refuse_unknown_names() -> None:
 
 def _texts(line: str, cwd: str = "/") -> list[str]:
     sh = open_shell("cluster-basic")
-    sh.cwd = cwd
+    sh.session.cwd = cwd
     return [c.text for c in complete(sh, line)]
 
 
@@ -126,9 +126,9 @@ def test_completion_offers_only_what_the_command_accepts() -> None:
 def test_every_completed_topic_word_is_accepted() -> None:
     """Completion and the commands agree: each word offered runs without an error."""
     sh = open_shell("cluster-basic")
-    sh.cwd = "/image/topics/byName"
+    sh.session.cwd = "/image/topics/byName"
     for line in ("records --topic ", "topics "):
-        for text in _texts(line, sh.cwd):
+        for text in _texts(line, sh.session.cwd):
             words = [*line.split(), text.strip()]
             result = sh.run(words)
             assert result.code == 0 and list(result.lines) and not result.errors, words

@@ -375,7 +375,7 @@ def test_records_rejects_bad_filters() -> None:
 
 def test_find_prints_plain_paths_as_typed_and_globs_as_matched() -> None:
     sh = shell("cluster-basic")
-    sh.cwd = "/image"
+    sh.session.cwd = "/image"
     assert lines(sh, "find", "cluster", "-maxdepth", "1")[1] == "cluster/brokers"
     assert lines(sh, "find", "c*", "-maxdepth", "0") == [
         "/image/clientQuotas", "/image/cluster", "/image/configs"]
@@ -389,10 +389,10 @@ def test_unfinalized_features_do_not_exist() -> None:
 def test_at_moves_the_working_directory_to_what_exists() -> None:
     sh = shell("cluster-basic")
     sh.interactive = True
-    sh.cwd = "/image/topics/byName/topic-0"
+    sh.session.cwd = "/image/topics/byName/topic-0"
     out = lines(sh, "at", "5")
     assert out[-1] == "the working directory did not exist then: now /image/topics/byName"
-    assert sh.cwd == "/image/topics/byName"
+    assert sh.session.cwd == "/image/topics/byName"
 
 
 def test_ls_json_gives_leaf_paths() -> None:

@@ -46,7 +46,7 @@ def _golden_cases() -> list[tuple[str, str, Path]]:
 
 def _tree(loaded: Loaded, source: FileSource | DirectorySource) -> str:
     shell = Shell(source, loaded, SHOW)
-    node = lookup(shell.root, ["image"])
+    node = lookup(shell.session.root, ["image"])
     assert node is not None
     return "".join(line + "\n" for line in tree_lines(node, SHOW))
 
@@ -113,6 +113,7 @@ def _files() -> list[str]:
                   + glob.glob(str(CORPUS / "*" / "bootstrap.checkpoint")))
 
 
+@pytest.mark.corpus
 def test_decode_then_encode_reproduces_every_batch() -> None:
     """Every batch of the corpus, decoded record by record and re-encoded, is byte-identical."""
     need_corpus()

@@ -81,6 +81,7 @@ def test_rebuilt_images_are_the_images_replay_was_at(name: str) -> None:
         pytest.skip(f"not a metadata directory: {e}")
 
 
+@pytest.mark.corpus
 def test_rebuilt_images_on_the_corpus() -> None:
     dirs = corpus_dirs()
     if not dirs:

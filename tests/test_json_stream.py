@@ -41,13 +41,13 @@ DIRS = sorted(p for p in FIXTURES.iterdir()
 def _straight(sh: Shell, words: list[str]) -> tuple[str, list[str]]:
     """The straightforward JSON text and the notes the rendering added."""
     value = sh.run(words).value
-    return json_text(json_value(value)), sh.new_notes()
+    return json_text(json_value(value)), sh.session.new_notes()
 
 
 def _streamed(sh: Shell, words: list[str]) -> tuple[str, list[str]]:
     chunks = json_chunks(sh.run(words).value)
     assert chunks is not None, words
-    return "".join(chunks), sh.new_notes()
+    return "".join(chunks), sh.session.new_notes()
 
 
 def _check(path: Path, layouts: tuple[str, ...] = ("3.7", "4.x"),
@@ -68,6 +68,7 @@ def test_streamed_json_is_the_straightforward_json_on_fixtures(path: Path) -> No
     _check(path)
 
 
+@pytest.mark.corpus
 def test_streamed_json_is_the_straightforward_json_on_the_corpus() -> None:
     dirs = corpus_dirs()
     if not dirs:

@@ -265,3 +265,72 @@ def test_the_patch_check_sees_a_patch() -> None:
             "del source.log_stream\n"
             "self._source = s\n")
     assert _patches_a_source(ast.parse(code)) == [1, 2, 3]
+
+
+def source_classes() -> set[str]:
+    """The names of the classes under ``mdshell/source`` that are sources (``Source`` and
+    every class deriving from one, read with ``ast``)."""
+    bases: dict[str, set[str]] = {}
+    for path in (PACKAGE / "source").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = {b.id if isinstance(b, ast.Name) else
+                                    b.attr if isinstance(b, ast.Attribute) else ""
+                                    for b in node.bases}
+    found = {"Source"}
+    while more := {c for c, bs in bases.items() if c not in found and bs & found}:
+        found |= more
+    return found
+
+
+def _names(node: ast.expr) -> list[str]:
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    return [n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute)
+            else "" for n in items]
+
+
+def _is_source(node: ast.expr) -> bool:
+    """``source``, ``self._source``, ``shell.source``...: what a caller holds a source by."""
+    name = (node.id if isinstance(node, ast.Name)
+            else node.attr if isinstance(node, ast.Attribute) else "")
+    return name in ("source", "_source")
+
+
+def _probes_a_source(tree: ast.AST, concrete: set[str]) -> list[int]:
+    """Lines that ask what a source is instead of what it can do: ``isinstance`` or
+    ``issubclass`` against a concrete source class, ``hasattr`` or ``getattr`` with a
+    default on a source (``Source`` declares every capability, with a default)."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        fn, args = node.func.id, node.args
+        by_class = (fn in ("isinstance", "issubclass") and len(args) == 2
+                    and bool(set(_names(args[1])) & concrete))
+        by_name = ((fn == "hasattr" and len(args) == 2) or (fn == "getattr" and len(args) == 3)
+                   ) and _is_source(args[0])
+        if by_class or by_name:
+            found.append(node.lineno)
+    return found
+
+
+def test_no_module_outside_source_asks_what_class_a_source_is() -> None:
+    concrete = source_classes() - {"Source"}
+    bad = {name: lines for name, path in modules().items()
+           if not name.startswith("mdshell.source")
+           for lines in [_probes_a_source(ast.parse(path.read_text(encoding="utf-8")),
+                                          concrete)]
+           if lines}
+    assert bad == {}
+
+
+def test_the_probe_check_sees_a_probe() -> None:
+    concrete = source_classes() - {"Source"}
+    assert {"DirectorySource", "FileSource", "LiveSource"} <= concrete
+    code = ("isinstance(source, LiveSource)\n"
+            "isinstance(x, (int, live.LiveSource))\n"
+            "getattr(self.source, 'poll', None)\n"
+            "hasattr(self._source, 'follow')\n"
+            "isinstance(session, Session)\n"
+            "source.follows\n")
+    assert _probes_a_source(ast.parse(code), concrete) == [1, 2, 3, 4]

@@ -121,7 +121,7 @@ def test_completes_paths_from_root_and_cwd(shell: Shell) -> None:
     assert _texts(shell, "ls /im") == ["/image/"]
     assert _texts(shell, "ls /image/t") == ["/image/topics/"]
     assert _texts(shell, "cat /image/prov") == ["/image/provenance "]  # a leaf ends the word
-    shell.cwd = "/image/topics"
+    shell.session.cwd = "/image/topics"
     assert _texts(shell, "ls byN") == ["byName/"]
     assert _texts(shell, "ls byName/") == ["byName/orders/", "byName/payments/"]
     assert _texts(shell, "tree ../fea") == ["../features/"]
@@ -185,8 +185,8 @@ def test_short_prompt_parts(shell: Shell) -> None:
     assert short_source(shell) == "kafka-logs"
     text = "".join(t for _, t in prompt_parts(shell))
     assert text == "mdshell:kafka-logs:/> "
-    shell.cwd = "/image/topics"
-    shell.set_loaded(load(shell.source, upto=2))  # time travel shows in the prompt
+    shell.session.cwd = "/image/topics"
+    shell.session.set_loaded(load(shell.session.source, upto=2))  # time travel shows in the prompt
     assert "".join(t for _, t in prompt_parts(shell)) == "mdshell:kafka-logs@2:/image/topics> "
     assert short_path("/image/topics") == "/image/topics"
     long = "/image/topics/byName/" + "x" * 30 + "/0"
@@ -233,7 +233,7 @@ def test_repl_runs_commands_and_exits_on_ctrl_d(shell: Shell, tmp_path: Path) ->
                             tmp_path / "h")
     lines = out.splitlines()
     assert rc == 0 and err == ""
-    prov = shell.loaded.image.provenance
+    prov = shell.session.loaded.image.provenance
     banner = (rf"mdshell \S+, .*kafka-logs/__cluster_metadata-0: image at offset {prov.offset} "
               rf"\(epoch {prov.epoch}, \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)\. "
               "'help' lists commands")
@@ -246,7 +246,7 @@ def test_history_persists_across_sessions(shell: Shell, tmp_path: Path) -> None:
     path = tmp_path / "data" / "history"  # the directory does not exist yet
     _session(shell, ["pwd\r", "ls /image/topics\r"], path)
     assert "+ls /image/topics" in path.read_text()
-    again = Shell(shell.source, shell.loaded)
+    again = Shell(shell.session.source, shell.session.loaded)
     # Up recalls the last command; "pw" + Up searches by prefix.
     rc, out, _ = _session(again, [f"{UP}\r", f"pw{UP}\r", "history\r"], path)
     # The recalled "ls /image/topics" equals the last entry: not stored twice.
@@ -258,7 +258,8 @@ def test_history_persists_across_sessions(shell: Shell, tmp_path: Path) -> None:
 def test_ctrl_r_finds_and_enter_runs(shell: Shell, tmp_path: Path) -> None:
     path = tmp_path / "h"
     _session(shell, ["ls /image/topics\r", "pwd\r"], path)
-    rc, out, _ = _session(Shell(shell.source, shell.loaded), [f"{CTRL_R}topics\r"], path)
+    again = Shell(shell.session.source, shell.session.loaded)
+    rc, out, _ = _session(again, [f"{CTRL_R}topics\r"], path)
     assert rc == 0 and out.splitlines()[1:] == ["byId  byName"]
 
 

@@ -180,14 +180,14 @@ def test_changes_from_the_kept_snapshot_equal_a_full_replay(
     directory = _synth_dir(tmp_path) if where == "synth" else FIXTURES / where
     source = DirectorySource(str(directory))
     fast = Shell(source, load(source), SHOW)
-    assert fast.latest.index is not None
+    assert fast.session.latest.index is not None
     slow = Shell(source, load(source), SHOW)
-    slow.latest.index = None
-    topics = sorted(fast.latest.image.topics_by_name)
+    slow.session.latest.index = None
+    topics = sorted(fast.session.latest.image.topics_by_name)
     paths = ["/image", "/image/topics", "/image/cluster/brokers/*", "/image/configs",
              f"/image/topics/byName/{topics[0]}", f"/image/topics/byName/{topics[-1]}/1",
              "/image/topics/byName/*/0", "/image/topics/byId/*"]
-    import mdshell.session as session_module
+    import mdshell.session.changes as session_module  # where the replays of `changes` load
 
     replays: list[int] = []
     real_load = session_module.load
@@ -206,3 +206,35 @@ def test_changes_from_the_kept_snapshot_equal_a_full_replay(
     snapshot_lines = [line for line in _changes(fast, "/image/topics")[0]
                       if isinstance(line, str) and line.startswith("snapshot=")]
     assert snapshot_lines
+
+
+def test_the_session_asks_the_source_what_it_can_do() -> None:
+    """Follow, poll and staleness are what a source declares (a file's defaults: nothing),
+    not guessed from its class: any source that declares them is followed and judged so."""
+    from mdshell.image.verdict import LIVE_STALE
+    from mdshell.source import FileSource
+
+    directory = str(FIXTURES / "cluster-basic")
+    plain = DirectorySource(directory)
+    assert not plain.follows and plain.poll() is None and plain.staleness() is None
+    assert plain.status() is None and plain.quorum() is None and plain.fetched() is None
+    assert plain.disk_layout() is plain.layout
+    snapshot = next((FIXTURES / "kafka37-snapshot").rglob("*.checkpoint"))
+    assert FileSource(str(snapshot)).disk_layout() is None
+
+    class Stopped(DirectorySource):
+        follows = True
+        polled = 0
+
+        def poll(self) -> str | None:
+            self.polled += 1
+            return None
+
+        def staleness(self) -> str | None:
+            return "the leader stopped answering"
+
+    stopped = Stopped(directory)
+    session = Session(stopped)
+    assert LIVE_STALE not in Session(plain).verdict().badges
+    assert LIVE_STALE in session.verdict().badges
+    assert session.poll_source() is False and stopped.polled == 1

@@ -27,7 +27,7 @@ def _cases(shell: Shell) -> list[tuple[str, str]]:
     topic by name and id with two partitions and a glob, the last topic with one partition,
     another kind of node and a topic that never existed. Every case costs a replay of the
     directory's history on each side, so the cases are few and the directories many."""
-    img = shell.latest.image
+    img = shell.session.latest.image
     topics = sorted(img.topics_by_name.values(), key=lambda t: t.name)
     paths = ["/image/features/metadataVersion"]  # other nodes are never sieved (below)
     if topics:
@@ -63,7 +63,7 @@ def test_one_shot_changes_equal_the_full_path(directory: Path) -> None:
         shell = open_shell(directory)
     except SourceError:
         pytest.skip("not a loadable directory (its own tests check the message)")
-    latest = shell.latest
+    latest = shell.session.latest
     replayer = latest.replayer
     # Warnings about records away from the path (unknown types, refused records) come only
     # from a full load; what the reading itself finds comes always, then the verdict (where
@@ -98,14 +98,14 @@ def test_the_sieve_is_taken_and_skips_the_load() -> None:
 
 
 def _names(directory: Path) -> list[str]:
-    return sorted(open_shell(directory).latest.image.topics_by_name)
+    return sorted(open_shell(directory).session.latest.image.topics_by_name)
 
 
 def test_sieve_picks_every_record_of_the_topic() -> None:
     """Every record whose bytes hold the topic id is picked; a partition record of another
     topic in the same batch is not."""
     directory = FIXTURES / "cluster-basic"
-    img = open_shell(directory).latest.image
+    img = open_shell(directory).session.latest.image
     topic = sorted(img.topics_by_name.values(), key=lambda t: t.name)[0]
     sieve = topic_sieve(["image", "topics", "byName", topic.name])
     assert sieve is not None

@@ -98,7 +98,7 @@ def _sql_dirs() -> list[Path]:
 @pytest.mark.parametrize("path", _sql_dirs(), ids=lambda p: p.name)
 def test_sql_counts_equal_the_image(spark: Any, path: Path) -> None:
     shell = _shell(path)
-    image = shell.loaded.image
+    image = shell.session.loaded.image
     parts = [t.partition(pid) for t in image.topics_by_name.values() for pid in t.partitions]
     assert _sql(shell, "select count(*) as n from topics") == [{"n": len(image.topics_by_name)}]
     per_broker = Counter(r for p in parts if p for r in p.replicas)
@@ -115,7 +115,7 @@ def test_sql_counts_equal_the_image(spark: Any, path: Path) -> None:
 
 def test_sql_records_and_history_follow_the_log(spark: Any) -> None:
     shell = _shell(FIXTURES / "cluster-basic")
-    records = list(iter_log(shell.source))
+    records = list(iter_log(shell.session.source))
     assert _sql(shell, "select count(*) as n from records") == [{"n": len(records)}]
     changes = [r for r in records if not r.control and r.key in (3, 5)]
     got = _sql(shell, "select count(*) as n from partition_changes where origin = 'log'")
@@ -123,7 +123,7 @@ def test_sql_records_and_history_follow_the_log(spark: Any) -> None:
     # after `at`, the tables show the image at that offset
     first_change = min(r.offset for r in records if r.name == "PartitionChangeRecord")
     assert shell.run(["at", str(first_change - 1)]).code == 0
-    topics = len(shell.loaded.image.topics_by_name)
+    topics = len(shell.session.loaded.image.topics_by_name)
     assert _sql(shell, "select count(*) as n from topics") == [{"n": topics}]
     got = _sql(shell, "select count(*) as n from partition_changes where origin = 'log'")
     assert got == [{"n": len([r for r in changes if r.offset <= first_change - 1])}]
@@ -135,7 +135,7 @@ def test_time_travel_keeps_one_scratch_copy_per_table(spark: Any) -> None:
     from mdshell.spark import query
 
     shell = _shell(FIXTURES / "cluster-basic")
-    ends = [r.offset for r in iter_log(shell.source)]
+    ends = [r.offset for r in iter_log(shell.session.source)]
     for at in (ends[len(ends) // 3], ends[len(ends) // 2], ends[-1]):
         assert shell.run(["at", str(at)]).code == 0
         assert _sql(shell, "select count(*) as n from topics")[0]["n"] >= 0
@@ -143,7 +143,7 @@ def test_time_travel_keeps_one_scratch_copy_per_table(spark: Any) -> None:
     kept = [p.name for p in Path(query._SCRATCH).iterdir() if p.name.startswith("topics-")]
     assert len(kept) == 1, kept
     assert _sql(shell, "select count(*) as n from topics") == [
-        {"n": len(shell.loaded.image.topics_by_name)}]
+        {"n": len(shell.session.loaded.image.topics_by_name)}]
 
 
 def test_sql_redacts_secrets_unless_asked(spark: Any) -> None:
@@ -179,7 +179,7 @@ def test_sql_writes_csv_and_parquet(spark: Any, tmp_path: Path) -> None:
     import csv as csvmod
 
     rows = list(csvmod.DictReader(csv.open(newline="")))
-    image = shell.loaded.image
+    image = shell.session.loaded.image
     want = {(t.name, pid): p.replicas for t in image.topics_by_name.values()
             for pid, p in ((i, t.partition(i)) for i in t.partitions) if p}
     assert out.json()["rows"] == len(rows) == len(want)
@@ -189,9 +189,9 @@ def test_sql_writes_csv_and_parquet(spark: Any, tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".mdshell-csv-")]
     pq = tmp_path / "pq"
     out = shell.run(["sql", "--parquet", str(pq), "select * from topics"])
-    assert out.code == 0 and out.json()["rows"] == len(shell.loaded.image.topics_by_name)
+    assert out.code == 0 and out.json()["rows"] == len(shell.session.loaded.image.topics_by_name)
     back = spark.read.parquet(str(pq)).count()
-    assert back == len(shell.loaded.image.topics_by_name)
+    assert back == len(shell.session.loaded.image.topics_by_name)
 
 
 def test_cli_sql_one_shot_json_and_quiet_terminal(spark: Any,
@@ -232,7 +232,7 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
     from tests.test_tui import browser_tree, ready, text_of, until
 
     path = FIXTURES / "cluster-basic"
-    image = _shell(path).loaded.image
+    image = _shell(path).session.loaded.image
     leaders = Counter(p.leader for t in image.topics_by_name.values()
                       for p in (t.partition(i) for i in t.partitions) if p)
     app = make_app(Engine.open(str(path), None))

@@ -40,7 +40,7 @@ def prefix_file(logs: list[Path], upto: int, out: Path) -> None:
 
 
 def image_text(shell: Shell) -> list[str]:
-    node = lookup(shell.root, ["image"])
+    node = lookup(shell.session.root, ["image"])
     assert node is not None
     return [line for line in tree_lines(node, SHOW)]
 
@@ -83,7 +83,7 @@ def check_at_equals_prefix_replay(directory: Path, tmp_path: Path) -> None:
         checked += 1
     assert checked >= 5
     assert shell.run(["at", "latest"]).code == 0
-    assert shell.loaded is shell.latest
+    assert shell.session.loaded is shell.session.latest
 
 
 def test_at_rejects_offsets_outside_the_log() -> None:
@@ -156,7 +156,7 @@ def test_diff_of_fixture_offsets_matches_fresh_loads(name: str) -> None:
     assert (data["changes"] == []) == same
     for c in data["changes"]:
         path = c["path"].split("/")[1:]
-        before, after = lookup(ref_a.root, path), lookup(ref_b.root, path)
+        before, after = lookup(ref_a.session.root, path), lookup(ref_b.session.root, path)
         assert (before is None) == (c["kind"] == "added")
         assert (after is None) == (c["kind"] == "removed")
 
@@ -273,16 +273,16 @@ def check_snapshot_only(full: Path, tmp: Path, between: int) -> None:
     shell = open_shell(copy, secrets=True)
     r = shell.run(["at", str(between)])
     assert r.code == 1 and r.errors == [f"at: {lines[0].split('at: ', 1)[1]}"]
-    assert shell.loaded is shell.latest
+    assert shell.session.loaded is shell.session.latest
     d = shell.run(["diff", str(below), str(between)])
     assert d.code == 1 and f"offset {between} cannot be rebuilt" in d.errors[0]
     for p in (points[0], below, above):
         r = shell.run(["at", str(p)])
         assert r.code == 0, r.errors
-        assert shell.loaded.image.provenance.offset == p
+        assert shell.session.loaded.image.provenance.offset == p
         assert image_text(shell) == prefix_image(full, p, tmp), f"at {p}"
     assert shell.run(["at", "earliest"]).code == 0
-    assert shell.loaded.image.provenance.offset == points[0]
+    assert shell.session.loaded.image.provenance.offset == points[0]
 
 
 def test_snapshot_only_copy_refuses_offsets_between_snapshots(tmp_path: Path) -> None:
@@ -320,7 +320,7 @@ def test_snapshot_only_copy_time_picks_the_newest_snapshot_before(tmp_path: Path
         for when in (p.time_ms, p.time_ms + 1, (later or p.time_ms + 2000) - 1):
             r = shell.run(["at", iso(when)])
             assert r.code == 0, (iso(when), r.errors)
-            assert shell.loaded.image.provenance.offset == p.offset, iso(when)
+            assert shell.session.loaded.image.provenance.offset == p.offset, iso(when)
             assert "snapshot" in " ".join(r.lines)
     assert points[0].time_ms is not None
     early = iso(points[0].time_ms - 1)
@@ -397,4 +397,4 @@ def test_damaged_snapshot_without_log_is_refused(tmp_path: Path) -> None:
         assert f"offset {bad} cannot be rebuilt" in r.errors[0]
         assert f"{bad + 1:020d}-0000000001.checkpoint is not usable" in r.errors[0]
     r = shell.run(["at", str(points[0])])
-    assert r.code == 0 and shell.loaded.image.provenance.offset == points[0]
+    assert r.code == 0 and shell.session.loaded.image.provenance.offset == points[0]

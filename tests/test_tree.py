@@ -176,7 +176,8 @@ def test_topic_made_in_one_go_matches_child_by_child() -> None:
 def test_tree_prints_a_topic_twice_the_same() -> None:
     """byId and byName hold the same topic objects: printed once each, identical below."""
     shell = open_shell("kafka37-snapshot")
-    lines = "\n".join(tree_lines(shell.root.child("image").child("topics"), RenderOptions()))
+    topics = shell.session.root.child("image").child("topics")
+    lines = "\n".join(tree_lines(topics, RenderOptions()))
     by_id, by_name = lines.split("\nbyName:\n")
     topic = max(shell.session.latest.image.topics_by_name.values(),
                 key=lambda t: len(t.partitions))

@@ -241,7 +241,7 @@ def test_health_grammar_for_one_and_for_none() -> None:
     from mdshell.image import model as m
     from mdshell.image.health import run_checks
 
-    img = shell("health-fenced").loaded.image
+    img = shell("health-fenced").session.loaded.image
     two = m.Image(brokers={4: img.brokers[4], 5: img.brokers[5]})
     summaries = {c.name: c.summary for c in run_checks(two, None)}
     assert summaries["fenced brokers"] == "1 of 2 registered brokers is fenced"
@@ -456,6 +456,7 @@ def test_features_view_like_kafka_features_describe() -> None:
     assert any(x.split() == ["kraft.version", "0", "1", "1"] for x in lines)
 
 
+@pytest.mark.corpus
 def test_views_on_the_corpus_agree_with_partition_metadata() -> None:
     from .conftest import corpus_dirs, need_corpus
 
@@ -537,7 +538,7 @@ def test_at_a_time_before_the_log_uses_the_newest_older_snapshot(tmp_path: Path)
     for seg in ("00000000000000000000.log", "00000000000000000037.log"):
         (d / MD / seg).unlink()
     sh = shell(d)
-    points = snapshot_points(sh.source)
+    points = snapshot_points(sh.session.source)
     assert [p.offset for p in points] == [67, 93]
     t = points[0].time_ms
     assert t is not None

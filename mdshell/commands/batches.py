@@ -37,7 +37,7 @@ def batches(shell: Shell, first: int | None, last: int | None, snapshot: str | N
     def selected() -> Iterator[dict[str, Any]]:
         problems: list[Problem] = []
         n = 0
-        for b in iter_batch_infos(shell.source, snapshot=snapshot, problems=problems):
+        for b in iter_batch_infos(shell.session.source, snapshot=snapshot, problems=problems):
             if last is not None and b.base_offset > last:
                 break
             if first is not None and b.last_offset < first:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from ..session import Session
 from . import results as r
 from .base import ArgParser, Result, command
 from .shell import Shell
 
 
-def voter_ids(shell: Shell) -> list[int] | None:
-    q = shell.session.quorum_info()
+def voter_ids(session: Session) -> list[int] | None:
+    """The voters, from whatever knows them best: the log's records, DescribeQuorum (live),
+    quorum-state, the last LeaderChange."""
+    q = session.quorum_info()
     if q.voters is not None:
         return [v.id for v in q.voters]
     if q.live_voters:
@@ -43,7 +46,7 @@ def health(shell: Shell, args: list[str]) -> Result:
     from ..image.health import FAIL, run_checks
 
     verdict = shell.session.verdict()
-    checks = run_checks(shell.loaded.image, voter_ids(shell), verdict)
+    checks = run_checks(shell.session.loaded.image, voter_ids(shell.session), verdict)
     failed = any(c.status == FAIL for c in checks)
     return Result(value=r.Health(checks, None if ns.all else 20, not failed, verdict),
                   exit_code=1 if failed else 0)

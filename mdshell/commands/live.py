@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from .base import ArgParser, CommandError, Result, command
 from .results import Text
+from .shell import Shell
 
 
 @command("save", "Write what live mode fetched as a __cluster_metadata-0 directory.",
@@ -15,16 +15,15 @@ from .results import Text
                  "after it as one .log segment, so that `mdshell -d DIR` and Kafka's own tools "
                  "(kafka-metadata-shell, kafka-dump-log) open it: a support bundle from a "
                  "cluster whose brokers are down. DIR must not exist or be empty.")
-def _save(shell: Any, args: list[str]) -> Result:
+def _save(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("save", "save DIR")
     p.add_argument("dir")
     ns = p.parse_args(args)
-    files = getattr(shell.source, "files", None)
-    if shell.source.kind != "quorum" or files is None:
+    fetched = shell.session.source.fetched()
+    if fetched is None:
         raise CommandError("only in live mode (-q): a directory or file source is already on "
                            "disk")
     target = ns.dir
-    fetched = files()
     if not any(fetched.values()):
         raise CommandError("nothing was fetched (see /live: no access to the metadata log?); "
                            "nothing to save")

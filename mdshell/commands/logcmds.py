@@ -9,7 +9,7 @@ from ..image.model import Partition, partition_from_record
 from ..image.names import TOPIC_CONFIG
 from ..image.replay import ImageBuilder, Wants, merge_partition
 from ..problems import Problem
-from ..session import replay_history, replay_sieved
+from ..session.changes import replay_history, replay_sieved
 from ..source.logscan import LogRecord, iter_log
 from ..tree.leaves import partition_data
 from ..tree.logrecord import record_json
@@ -117,7 +117,7 @@ def records(shell: Shell, args: list[str]) -> Result:
         raise CommandError(f"--from {ns.first} is after --to {ns.last}")
     snapshot = None
     if ns.snapshot:
-        cp = shell.loaded.snapshot
+        cp = shell.session.loaded.snapshot
         if cp is None:
             raise CommandError("no snapshot is in use (the image comes from the log alone)")
         snapshot = cp
@@ -140,7 +140,7 @@ def records(shell: Shell, args: list[str]) -> Result:
         names = topic_names(shell)
         if topic is not None and topic.pattern in names:
             topic.learn(topic.pattern, names[topic.pattern])
-        for r in iter_log(shell.source, first=ns.first, last=ns.last, snapshot=snapshot,
+        for r in iter_log(shell.session.source, first=ns.first, last=ns.last, snapshot=snapshot,
                           problems=problems):
             if r.key == K.TOPIC and not r.control and isinstance(r.value, dict):
                 tid, tname = uuid_str(r.value["topicId"]), r.value["name"]
@@ -182,7 +182,7 @@ def topic_names(shell: Shell) -> dict[str, str]:
     """Topic id (Kafka's base64) -> name, from the images at hand; ``records`` adds the
     names its TopicRecords give as it reads."""
     out: dict[str, str] = {}
-    for loaded in (shell.latest, shell.loaded):
+    for loaded in (shell.session.latest, shell.session.loaded):
         for tid, t in loaded.image.topics_by_id.items():
             out.setdefault(uuid_str(tid), t.name)
     return out
@@ -248,7 +248,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("changes", CHANGES_USAGE)
     p.add_argument("path")
     ns = p.parse_args(args)
-    comps = absolute(shell.cwd, ns.path)
+    comps = absolute(shell.session.cwd, ns.path)
     if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: changes follows nodes under /image")
     try:
@@ -270,7 +270,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
         except _Unsure:
             pass
     found = _Collect(shell, patterns, topic_names(shell))
-    replay_history(session, found.observe, _partition_filter(patterns[0]), shell.loaded.upto)
+    replay_history(session, found.observe, _partition_filter(patterns[0]), session.loaded.upto)
     return _changes_of(shell, ns.path, comps, found.found)
 
 
@@ -282,7 +282,7 @@ def _changes_of(shell: Shell, text: str, comps: list[str],
     if not any(len(parts := p.split("/")[1:]) >= len(comps) and related(pattern, parts)
                for e in found for p in e["paths"]):
         try:
-            there = next(resolve(shell.root, shell.cwd, text), None) is not None
+            there = next(resolve(shell.session.root, shell.session.cwd, text), None) is not None
         except GlobError:
             there = False
         if not there:

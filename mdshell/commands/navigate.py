@@ -17,7 +17,7 @@ __all__ = ["cat", "cd", "find", "ls", "pwd", "tree", "tree_data", "tree_lines"]
 
 def _matches(shell: Shell, cmd: str, target: str, errors: list[str]) -> list[Match]:
     try:
-        found = list(resolve(shell.root, shell.cwd, target))
+        found = list(resolve(shell.session.root, shell.session.cwd, target))
     except GlobError as e:
         errors.append(f"{cmd}: {e}")
         return []
@@ -52,7 +52,7 @@ def ls(shell: Shell, args: list[str]) -> Result:
 @command("pwd", "Print the current working directory.", "pwd", args=("",))
 def pwd(shell: Shell, args: list[str]) -> Result:
     ArgParser("pwd", "pwd").parse_args(args)
-    return Result(value=r.WorkingDir(shell.cwd))
+    return Result(value=r.WorkingDir(shell.session.cwd))
 
 
 @command("cd", "Change the current working directory (no argument: /).", "cd [PATH]",
@@ -69,8 +69,8 @@ def cd(shell: Shell, args: list[str]) -> Result:
         return Result(errors=[f"cd: {ns.path}: matches {len(found)} nodes; be more specific"])
     if not found[0].node.is_dir:
         return Result(errors=[f"cd: {ns.path}: Not a directory."])
-    shell.cwd = found[0].path
-    return Result(value=r.WorkingDir(shell.cwd, show=False))
+    shell.session.cwd = found[0].path
+    return Result(value=r.WorkingDir(shell.session.cwd, show=False))
 
 
 @command("cat", "Show the contents of metadata leaves.", "cat PATH...",

@@ -9,14 +9,15 @@ import shlex
 from ..problems import SourceError
 from ..session import Loaded, Session
 from ..source import Source
-from ..tree.node import Node, RenderOptions
+from ..tree.node import RenderOptions
 from ..tree.paths import GlobError
 from .base import REGISTRY, CommandError, Result, UsageError, closest
 from .results import Manual
 
 
 class Shell:
-    """Runs command lines against a :class:`Session`.
+    """Runs command lines against a :class:`Session`: the render options and the dispatcher.
+    Commands read the session's state (source, images, working directory) from ``session``.
 
     ``Shell(session)`` or, for short, ``Shell(source, loaded)`` (a session over them).
     """
@@ -29,37 +30,6 @@ class Shell:
         # Warnings the front end printed when it opened the source: a command that reads the
         # same file finds the same problem, and renderers do not say it again.
         self.said: set[str] = set()
-
-    # The session's state, as commands see it.
-    @property
-    def source(self) -> Source:
-        return self.session.source
-
-    @property
-    def loaded(self) -> Loaded:
-        return self.session.loaded
-
-    @property
-    def latest(self) -> Loaded:
-        return self.session.latest
-
-    @property
-    def root(self) -> Node:
-        return self.session.root
-
-    @property
-    def cwd(self) -> str:
-        return self.session.cwd
-
-    @cwd.setter
-    def cwd(self, value: str) -> None:
-        self.session.cwd = value
-
-    def set_loaded(self, loaded: Loaded) -> str | None:
-        return self.session.set_loaded(loaded)
-
-    def new_notes(self) -> list[str]:
-        return self.session.new_notes()
 
     def run_line(self, line: str) -> Result:
         try:

@@ -46,7 +46,7 @@ def sql(shell: Shell, args: list[str]) -> Result:
     query = _spark_modules()
     from ..spark.tables import View
 
-    view = View(shell.source, shell.loaded, shell.opts.show_secrets)
+    view = View(shell.session.source, shell.session.loaded, shell.opts.show_secrets)
     try:
         return _sql(query, view, ns)
     except query.Cancelled as e:  # Ctrl-C: the jobs were cancelled

@@ -85,8 +85,8 @@ def _beyond_end(shell: Shell, offset: int, end: int, spans: str) -> str:
     stop = shell.session.stopped_by()
     if stop is not None:
         return _beyond_damage(offset, stop, end, spans)
-    lost = [c for c in shell.source.snapshots()
-            if c.path in unusable(shell.latest) and c.end_offset - 1 >= offset]
+    lost = [c for c in shell.session.source.snapshots()
+            if c.path in unusable(shell.session.latest) and c.end_offset - 1 >= offset]
     if lost:
         return (f"offset {offset} cannot be rebuilt: snapshot {lost[0].name} is not usable "
                 f"and no log reaches past offset {end} (offsets {spans} can be rebuilt; see "
@@ -105,8 +105,8 @@ def _offset_of_time(shell: Shell, text: str, ms: int) -> tuple[int, str]:
     from ..tree.javafmt import iso_zoned_utc
 
     can = shell.session.rebuildable()
-    point = offset_at_time(shell.source, ms)
-    snaps = [p for p in snapshot_points(shell.source) if p.time_ms is not None]
+    point = offset_at_time(shell.session.source, ms)
+    snaps = [p for p in snapshot_points(shell.session.source) if p.time_ms is not None]
     written = [p.offset for p in snaps if p.time_ms is not None and p.time_ms <= ms]
     if point.offset is not None:
         written.append(point.offset)
@@ -135,7 +135,7 @@ def load_at(shell: Shell, offset: int | None) -> Loaded:
         if stop is not None:
             raise CommandError(_beyond_damage(offset, stop, loaded.image.provenance.offset))
         if loaded.end_offset is not None and loaded.end_offset < offset:
-            known = {p.message for p in shell.latest.problems}
+            known = {p.message for p in shell.session.latest.problems}
             why = next((f": {p.message}" for p in loaded.problems if p.message not in known), "")
             raise CommandError(f"offset {offset} cannot be rebuilt: the data read reaches "
                                f"offset {loaded.end_offset} only{why}")
@@ -163,14 +163,15 @@ def at(shell: Shell, args: list[str]) -> Result:
     p.add_argument("offset")
     ns = p.parse_args(args)
     offset, how = resolve(shell, ns.offset)
-    moved = shell.set_loaded(load_at(shell, offset))
-    prov = shell.loaded.image.provenance
+    session = shell.session
+    moved = session.set_loaded(load_at(shell, offset))
+    prov = session.loaded.image.provenance
     asked = ns.offset if how is not None else None
     # Problems of the data read for this offset that the latest load did not meet (older
     # snapshots, segments below the newest one).
-    known = {p.message for p in shell.latest.problems}
-    fresh = [p.message for p in shell.loaded.problems if p.message not in known]
-    return Result(warnings=fresh, value=res.Moved(offset, shell.cwd, prov.offset, prov.epoch,
+    known = {p.message for p in session.latest.problems}
+    fresh = [p.message for p in session.loaded.problems if p.message not in known]
+    return Result(warnings=fresh, value=res.Moved(offset, session.cwd, prov.offset, prov.epoch,
                                                   prov.time_ms, asked, how, moved))
 
 
@@ -262,7 +263,7 @@ def diff(shell: Shell, args: list[str]) -> Result:
     p.add_argument("path", nargs="?", default="/image")
     ns = p.parse_args(args)
     oa, ob = parse_offset(shell, ns.a), parse_offset(shell, ns.b)
-    comps = absolute(shell.cwd, ns.path)
+    comps = absolute(shell.session.cwd, ns.path)
     if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: diff compares the image: give a path under /image")
     la, lb = load_at(shell, oa), load_at(shell, ob)

@@ -82,7 +82,7 @@ def topics(shell: Shell, args: list[str]) -> Result:
     for flag in ("--describe", "--under-replicated", "--offline", "--under-min-isr"):
         p.add_argument(flag, action="store_true")
     ns = p.parse_args(args)
-    img = shell.loaded.image
+    img = shell.session.loaded.image
     chosen = _topics(img, ns.names)
     filters = ns.under_replicated or ns.offline or ns.under_min_isr
     if not (ns.describe or filters):
@@ -145,7 +145,7 @@ def _broker_state(b: m.BrokerRegistration) -> str:
                  "broker supports.")
 def brokers(shell: Shell, args: list[str]) -> Result:
     ArgParser("brokers", "brokers").parse_args(args)
-    img = shell.loaded.image
+    img = shell.session.loaded.image
     rows: list[dict[str, Any]] = [{"id": b.id, "state": _broker_state(b), "epoch": b.epoch,
              "endpoints": endpoints(b.listeners), "rack": b.rack,
              "logDirs": b.log_dir_count, "incarnationId": uuid_str(b.incarnation_id),
@@ -169,8 +169,8 @@ def controllers(shell: Shell, args: list[str]) -> Result:
     from .healthcmd import voter_ids
 
     ArgParser("controllers", "controllers").parse_args(args)
-    img = shell.loaded.image
-    voters = voter_ids(shell)
+    img = shell.session.loaded.image
+    voters = voter_ids(shell.session)
     rows: list[dict[str, Any]] = [{"id": c.id, "voter": None if voters is None else c.id in voters,
              "endpoints": endpoints(c.listeners),
              "zkMigrationReady": c.zk_migration_ready,
@@ -220,7 +220,7 @@ def quorum(shell: Shell, args: list[str]) -> Result:
     group.add_argument("--status", action="store_true")
     group.add_argument("--replication", action="store_true")
     ns = p.parse_args(args)
-    if shell.source.kind == "quorum":
+    if shell.session.source.kind == "quorum":
         return _live_quorum(shell, ns.replication)
     q = shell.session.quorum_info()
     voters = _voters(q)
@@ -258,9 +258,9 @@ def _live_quorum(shell: Shell, replication: bool) -> Result:
     quorum's version prints it (3.9+, DescribeQuorum v2: voters with directory ids and
     endpoints, a DirectoryId column; the leader's row first; lag against the leader's log
     end offset)."""
-    qv = shell.source.quorum()  # type: ignore[attr-defined]
+    qv = shell.session.source.quorum()
     if qv is None:
-        why = getattr(shell.source, "quorum_error", None) or "see /live/notes"
+        why = shell.session.source.quorum_error or "see /live/notes"
         raise CommandError(f"DescribeQuorum gave no answer now ({why})")
     leader = next((r for r in qv.voters if r.replica_id == qv.leader_id), None)
     top = leader.log_end_offset if leader is not None else qv.high_watermark
@@ -288,7 +288,7 @@ def _live_quorum(shell: Shell, replication: bool) -> Result:
         lag_ms = -1
     voters = [_live_voter(r, qv.nodes) for r in qv.voters]
     observers = [_live_voter(r, qv.nodes) for r in qv.observers]
-    status = {"clusterId": shell.source.view.cluster_id,  # type: ignore[attr-defined]
+    status = {"clusterId": shell.session.source.view.cluster_id,  # type: ignore[attr-defined]
               "leaderId": qv.leader_id, "leaderEpoch": qv.leader_epoch,
               "highWatermark": qv.high_watermark,
               "maxFollowerLag": max_lag, "maxFollowerLagTimeMs": lag_ms,
@@ -366,7 +366,7 @@ def _voter_text(v: dict[str, Any]) -> str:
                  "metadata.version levels also show their release name.")
 def features(shell: Shell, args: list[str]) -> Result:
     ArgParser("features", "features").parse_args(args)
-    img = shell.loaded.image
+    img = shell.session.loaded.image
     nodes = ([b.supported_features for b in img.brokers.values()]
              + [c.supported_features for c in img.controllers.values()])
     finalized = dict(img.finalized_features)

@@ -166,7 +166,7 @@ def _values(shell: Shell, kind: str, word: Word) -> list[Candidate]:
     if kind == "command":
         return _names(word)
     if kind == "topic":
-        return _words(word, sorted(shell.loaded.image.topics_by_name))
+        return _words(word, sorted(shell.session.loaded.image.topics_by_name))
     if kind == "type":
         return _record_types(word)
     if kind.startswith("="):
@@ -221,12 +221,13 @@ def complete_path(shell: Shell, word: Word, dirs_only: bool = False) -> list[Can
         return []
     head, slash, prefix_text = word.value.rpartition("/")
     dir_text = head + slash
-    node = lookup(shell.root, [unescape(c) for c in absolute(shell.cwd, dir_text or ".")])
+    session = shell.session
+    node = lookup(session.root, [unescape(c) for c in absolute(session.cwd, dir_text or ".")])
     if node is None or not node.is_dir:
         return []
     prefix = unescape(prefix_text)
     out: list[Candidate] = []
-    names = _topic_names_under(shell, absolute(shell.cwd, dir_text or "."))
+    names = _topic_names_under(shell, absolute(shell.session.cwd, dir_text or "."))
     if prefix in (".", ".."):
         out.append(Candidate(quote_word(dir_text + "../", word.quote, False),
                              -len(word.raw), "../"))
@@ -250,7 +251,7 @@ def _topic_names_under(shell: Shell, comps: list[str]) -> Callable[[str], str]:
         return lambda _: ""
     from ..wire.primitives import uuid_from_str
 
-    by_id = shell.loaded.image.topics_by_id
+    by_id = shell.session.loaded.image.topics_by_id
 
     def name(tid: str) -> str:
         try:
@@ -287,7 +288,7 @@ def _ellipsize(text: str, limit: int) -> str:
 
 def short_source(shell: Shell) -> str:
     """A few characters naming the source: the log dir above ``__cluster_metadata-0``."""
-    path = shell.source.describe().rstrip("/") or "/"
+    path = shell.session.source.describe().rstrip("/") or "/"
     name = os.path.basename(path) or path
     if name.startswith("__cluster_metadata"):
         name = os.path.basename(os.path.dirname(path)) or name
@@ -311,11 +312,12 @@ def prompt_parts(shell: Shell) -> list[tuple[str, str]]:
     """``mdshell:<source>[@offset][BADGE]:<cwd>> `` as styled parts; ``@offset`` after
     ``at``, and the verdict's badges (DAMAGED, INCOMPLETE, LIVE STALE) while the image is
     not sound or not following."""
-    at = [] if shell.loaded.upto is None else [("class:at", f"@{shell.loaded.upto}")]
+    upto = shell.session.loaded.upto
+    at = [] if upto is None else [("class:at", f"@{upto}")]
     badges = [("class:warn" if b == LIVE_STALE else "class:fail", f"[{b}]")
               for b in shell.session.verdict().badges if b != TIME_TRAVEL]
     return [("class:app", "mdshell"), ("", ":"), ("class:source", short_source(shell)), *at,
-            *badges, ("", ":"), ("class:path", short_path(shell.cwd)), ("", "> ")]
+            *badges, ("", ":"), ("class:path", short_path(shell.session.cwd)), ("", "> ")]
 
 
 def prompt_text(shell: Shell) -> FormattedText:
@@ -338,7 +340,7 @@ def display_path(path: str) -> str:
 
 def banner(shell: Shell) -> str:
     """One line: what was opened, as of which offset, and how to get help."""
-    prov = shell.loaded.image.provenance
+    prov = shell.session.loaded.image.provenance
     if prov.offset < 0:
         state = "an empty image (no metadata records)"
     else:
@@ -348,10 +350,10 @@ def banner(shell: Shell) -> str:
             state += f", {when[:19].replace('T', ' ')} UTC"
         state += ")"
     # As printed at load: where the damage left the image is said by the verdict line.
-    warnings = sum(1 for p in shell.loaded.problems if p.code != "image")
+    warnings = sum(1 for p in shell.session.loaded.problems if p.code != "image")
     if warnings:
         state += f", {warnings} warning{'s' if warnings > 1 else ''} above"
-    source = shell.source.describe()
+    source = shell.session.source.describe()
     if os.path.exists(source):
         source = display_path(source)
     return f"mdshell {__version__}, {source}: {state}. 'help' lists commands; Ctrl-D exits."
@@ -367,7 +369,7 @@ def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError,
     try:
         result = shell.run_line(line)
         # Errors go through show_error (colour, line numbers); emit prints the output.
-        emit(result, out, err, output=output, width=width, notes=shell.new_notes,
+        emit(result, out, err, output=output, width=width, notes=shell.session.new_notes,
              show_errors=False, said=shell.said)
     except (ExitShell, KeyboardInterrupt):
         raise

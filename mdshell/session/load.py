@@ -13,6 +13,7 @@ import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
 
 from ..image.history import CHECKPOINT_RECORDS, History, Replayer
 from ..image.index import SnapshotIndex
@@ -278,3 +279,16 @@ def _bootstrap_controls(source: Source) -> list[ControlEntry]:
     for c in out:
         c.offset = -1
     return out
+
+
+class LoadFailed(Exception):
+    """A lazy session's first load could not read the source (its ``SourceError`` is the
+    cause): front ends report it as the failed open it is, not as the command's error."""
+
+
+def first_load(source: Source, **kwargs: Any) -> Loaded:
+    """``load``, its ``SourceError`` raised as :class:`LoadFailed` (a session's first load)."""
+    try:
+        return load(source, **kwargs)
+    except SourceError as e:
+        raise LoadFailed(str(e)) from e

@@ -14,13 +14,17 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..problems import Problem, SourceError
 from ..wire import frames
 from ..wire.batch import Batch, iter_records
 from .info import LogInfo, QuorumInfo
-from .layout import Checkpoint, Segment
+from .layout import Checkpoint, Layout, Segment
+
+if TYPE_CHECKING:
+    from .quorum.discover import QuorumView
+    from .quorum.status import LiveStatus
 
 
 @dataclass(slots=True)
@@ -110,10 +114,20 @@ def count(read: FileRead, batch: Batch) -> None:
 
 class Source(ABC):
     """A source of metadata batches. ``kind`` names it for ``/local`` ("directory", "file",
-    "quorum"); ``eager`` asks replay to decode every record at once (``--strict``)."""
+    "quorum"); ``eager`` asks replay to decode every record at once (``--strict``).
+
+    Besides being read, a source declares what else it can do (the methods under "what a
+    source can do"): follow, poll, close, say how stale it is, describe a live quorum, hand
+    over what it fetched, or its files on disk. The defaults are a file's or a directory's
+    (nothing, None), so callers ask the source and never test its class.
+    """
 
     kind: str = ""
     eager: bool = False
+    # True when the source can keep fetching after the load (``follow``, then ``poll``).
+    follows: bool = False
+    # Why the last request about the quorum got no answer (live; None: it did, or none made).
+    quorum_error: str | None = None
 
     @abstractmethod
     def describe(self) -> str:
@@ -192,3 +206,45 @@ class Source(ABC):
 
     def name(self, path: str) -> str:
         return os.path.basename(path)
+
+    # -- what a source can do (the defaults: a directory's or a file's) -------------------
+
+    def follow(self) -> None:
+        """Keep fetching in the background (live follow); nothing to do for files."""
+        return None
+
+    def poll(self) -> str | None:
+        """What changed since the last call: None, "more" (batches after the ones known)
+        or "reset" (the log restarted from another snapshot: load it afresh)."""
+        return None
+
+    def close(self) -> None:
+        """Let go of connections and threads (live); nothing to do for files."""
+        return None
+
+    def staleness(self) -> str | None:
+        """Why a followed view stopped following (None: it follows, or never followed)."""
+        return None
+
+    def status(self) -> LiveStatus | None:
+        """The connection and the follower's progress (``/live``); None: not live."""
+        return None
+
+    def quorum(self) -> QuorumView | None:
+        """A fresh DescribeQuorum (a request: live only); None when there is none, or no
+        answer (``quorum_error`` says why)."""
+        return None
+
+    def known_quorum(self) -> QuorumView | None:
+        """The last DescribeQuorum answer, without a request (None: none, or not live)."""
+        return None
+
+    def fetched(self) -> dict[str, bytes] | None:
+        """File name -> bytes of what was fetched, as ``save`` writes them; None: the
+        source is on disk already."""
+        return None
+
+    def disk_layout(self) -> Layout | None:
+        """The directory's files when they are read straight from disk as they are (fast
+        readers may read them themselves); None otherwise."""
+        return None

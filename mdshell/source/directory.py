@@ -61,6 +61,9 @@ class DirectorySource(Source):
     def file_head(self, path: str, size: int) -> bytes | None:
         return read_head(path, size)
 
+    def disk_layout(self) -> Layout:
+        return self.layout
+
     def _laid(self) -> LaidOut:
         return LaidOut(self.layout, self.data)
 

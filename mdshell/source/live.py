@@ -42,6 +42,7 @@ class LiveSource(Source):
     """``-q``: the controllers, read as an observer."""
 
     kind = "quorum"
+    follows = True
 
     def __init__(self, bootstrap: str, config_path: str | None = None, *, eager: bool = False,
                  catch_up_s: float = 120.0) -> None:
@@ -159,6 +160,9 @@ class LiveSource(Source):
                 for p in [c.path for c in laid.layout.checkpoints]
                 + [s.path for s in laid.layout.segments]}
 
+    def fetched(self) -> dict[str, bytes]:
+        return self.files()
+
     def layout_problems(self) -> list[Problem]:
         """Notices about the connection, said before the image's own problems."""
         extra = [Problem("notice", n) for n in self.notices]
@@ -222,6 +226,13 @@ class LiveSource(Source):
             return None
         self.quorum_error = None
         return self.view.quorum
+
+    def known_quorum(self) -> QuorumView | None:
+        return self.view.quorum
+
+    def staleness(self) -> str | None:
+        follower = self.follower
+        return None if follower is None else follower.error
 
     def status(self) -> LiveStatus:
         obs = self.observer

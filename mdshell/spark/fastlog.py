@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..problems import SourceError
-from ..source import DirectorySource
+from ..source import DirectorySource, Source
 from ..source.logscan import LogRecord
 from ..source.walker import MAX_BATCH_LENGTH, Before, header_damage
 from ..wire import compression, frames
@@ -307,7 +307,7 @@ def _simple(data: bytes, cols: _Columns, heads: _Heads) -> tuple[np.ndarray, ...
 
 
 def read_file(directory: str, path: str, role: str, first: int, last: int | None,
-              source: DirectorySource | None = None, prior: int | None = None,
+              source: Source | None = None, prior: int | None = None,
               ) -> tuple[Any, ...] | None:
     """``(offsets, epochs, timestamps, index, distinct, span)`` of a clean file, or None
     (``span``: see :func:`_walk`). ``source``: the directory's source whose bytes to read
@@ -321,7 +321,7 @@ def read_file(directory: str, path: str, role: str, first: int, last: int | None
     cols = _Columns()
     try:
         source = source or DirectorySource(directory)
-        data = source.data(path)
+        data = source.file_bytes(path)
         if not data:
             return None  # an empty file may deserve a warning: the reader knows
         heads, span = _walk(data, cols, first if segment else None, last if segment else None,

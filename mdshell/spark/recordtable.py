@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..problems import Problem, SourceError
-from ..source import DirectorySource
+from ..source import Source
 from ..source.logscan import LogRecord, iter_log
 from ..tree.logrecord import record_payload as payload_of
 from ..wire.primitives import uuid_str
@@ -77,7 +77,7 @@ def records_table(records: Iterable[LogRecord], show_secrets: bool,
 def log_records(view: View) -> pa.Table:
     """The log's records; the reader's warnings go to ``view.warnings`` (a clean log read
     by :mod:`.fastlog` has none)."""
-    if isinstance(view.source, DirectorySource):
+    if view.source.disk_layout() is not None:
         fast = _fast_log(view.source, view.show_secrets)
         if fast is not None:
             return fast
@@ -87,13 +87,15 @@ def log_records(view: View) -> pa.Table:
     return table
 
 
-def _fast_log(source: DirectorySource, show_secrets: bool) -> pa.Table | None:
+def _fast_log(source: Source, show_secrets: bool) -> pa.Table | None:
     """The whole log through :mod:`.fastlog`, file by file, when every segment is clean and
     each follows on from the one before (epochs included): then the shell's reader would
     read it all without a word, and gives these rows. None otherwise."""
     parts = []
     top = -1
-    for f in segment_files(source.layout.directory, source.layout.segments):
+    layout = source.disk_layout()
+    assert layout is not None
+    for f in segment_files(layout.directory, layout.segments):
         fast = fastlog.read_file(f.directory, f.path, f.role, f.first, f.last, source,
                                  top if top >= 0 else None)
         if fast is None or fast[5] is None:

@@ -186,8 +186,8 @@ class MdshellApp(KeyActions):
         if self.advanced and now - self._last_live_refresh >= LIVE_REFRESH:
             self.advanced = False
             self._last_live_refresh = now
-            sh = self.engine.sh
-            if sh.loaded is sh.latest:  # not time travelling: what is shown moved on
+            session = self.engine.session
+            if session.loaded is session.latest:  # not time travelling: what is shown moved on
                 self.image_changed(live=True)
         self.refresh_header()
         if not self._polling:

@@ -1,9 +1,11 @@
 """The TUI's one door into the core: every call the screens make goes through :class:`Engine`.
 
 Screens speak in paths and plain rows; only this module (with the state-free builders it
-calls: overviewrows, healthrows, timeline, plain, liveinfo) knows about ``Shell``,
-``Loaded``, tree nodes, health checks and the loader. No textual import here: tests and
-benchmarks drive the engine on its own.
+calls: overviewrows, healthrows, timeline, plain, liveinfo) knows about ``Session``,
+``Loaded``, tree nodes, health checks and the loader. State is read from the session and
+rendered with the tree's own renderers; the shell (``Shell``) only dispatches what the user
+types or the screens run as commands (``at``, ``diff``, ``changes``). No textual import here:
+tests and benchmarks drive the engine on its own.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ SECTIONS = [
 
 
 class Engine:
-    """A loaded source plus the shell state the TUI drives (working directory, ``at``)."""
+    """A loaded source's session, and the shell that runs the TUI's commands on it."""
 
     def __init__(self, source: Source | None, show_secrets: bool = False, *,
                  label: str | None = None, opener: Callable[[], Source] | None = None) -> None:
@@ -64,7 +66,8 @@ class Engine:
         self._opener = opener  # live: connecting is slow, so it happens in load()
         self.label = label or (source.describe() if source is not None else "?")
         self.opts = RenderOptions(show_secrets=show_secrets)
-        self.shell: Shell | None = None
+        self._session: Session | None = None
+        self.shell: Shell | None = None  # set with the session, by load()
         self._timeline: Timeline | None = None
         self.progress = LoadProgress()
         # Commands and live polls both move the session: one at a time.
@@ -107,10 +110,9 @@ class Engine:
         source = self._source
         hook = self.progress.start(source)
         session = Session(source, quiet_gc(lambda: load(source, watch=hook)))
+        self._session = session
         self.shell = Shell(session, opts=self.opts, interactive=True)
-        follow = getattr(source, "follow", None)
-        if follow is not None:
-            follow()
+        source.follow()
 
     def start_load(self) -> None:
         """Start :meth:`load` in a thread now, before the UI is even imported; the app's
@@ -137,9 +139,8 @@ class Engine:
 
     def close(self) -> None:
         """Stop following (live); nothing to do for files."""
-        close = getattr(self._source, "close", None)
-        if close is not None:
-            close()
+        if self._source is not None:
+            self._source.close()
 
     # ---------------------------------------------------------------- live
 
@@ -150,11 +151,11 @@ class Engine:
 
     @property
     def live(self) -> bool:
-        return self._source is not None and hasattr(self._source, "poll")
+        return self._source is not None and self._source.follows
 
     def subscribe(self, callback: Callable[[], None]) -> None:
         """``callback()`` (from whichever thread moved the session) when the image advances."""
-        self.sh.session.subscribe(lambda _session, _loaded: callback())
+        self.session.subscribe(lambda _session, _loaded: callback())
 
     def poll(self) -> bool:
         """Take what the quorum committed since the last poll (in a worker); False when a
@@ -164,7 +165,7 @@ class Engine:
         try:
             if self.follow is not None:
                 return self._advance(self.follow)
-            moved = self.sh.session.poll_source()
+            moved = self.session.poll_source()
         finally:
             self.lock.release()
         if moved:
@@ -174,17 +175,17 @@ class Engine:
     def reread(self) -> tuple[int, int]:
         """``r``: what was appended to the directory since it was read (waits for a running
         command); the latest image's next offset before and after. Raises with one line."""
-        before = self.sh.latest.next_offset
+        before = self.session.latest.next_offset
         state = self.follow or Follow()
         with self.lock:
             self._advance(state)
         if state.error:
             raise ValueError(state.error)
-        return before, self.sh.latest.next_offset
+        return before, self.session.latest.next_offset
 
     def _advance(self, follow: Follow) -> bool:
         try:
-            moved = read_appends(self.sh.session)
+            moved = read_appends(self.session)
         except Exception as e:  # a segment deleted under us, a bad read: said in the header
             follow.error = str(e) or type(e).__name__
             return False
@@ -203,7 +204,7 @@ class Engine:
     def live_row(self) -> LiveRow | None:
         if self.shell is None:
             return None
-        latest = self.sh.latest
+        latest = self.session.latest
         if self.follow is not None:  # all on disk is read: the lag is what is not shown
             since = time.monotonic() - self.follow.read_at if self.follow.read_at else None
             return LiveRow(latest.next_offset, latest.next_offset,
@@ -212,20 +213,26 @@ class Engine:
         return live_row(self._source, latest.image.provenance.offset)
 
     @property
+    def session(self) -> Session:
+        assert self._session is not None, "load() first"
+        return self._session
+
+    @property
     def sh(self) -> Shell:
+        """The shell that runs commands (the command bar, ``at``, ``diff``, ``changes``)."""
         assert self.shell is not None, "load() first"
         return self.shell
 
     @property
     def loaded(self) -> Loaded:
-        return self.sh.loaded
+        return self.session.loaded
 
     # ---------------------------------------------------------------- overview
 
     def header(self) -> Header:
         img = self.loaded.image
         prov = img.provenance
-        verdict = self.sh.session.verdict()
+        verdict = self.session.verdict()
         return Header(self._cluster_id(), self.label, self.source.kind,
                       prov.offset, prov.epoch, ui_time(prov.time_ms),
                       metadata_version_name(img.metadata_version_level)
@@ -234,10 +241,10 @@ class Engine:
                       verdict.badges, verdict.words())
 
     def _cluster_id(self) -> str:
-        q = self.sh.session.quorum_info()
-        view = getattr(self.source, "view", None)  # live: what DescribeCluster said
-        return (q.cluster_id or q.quorum_state_cluster_id or getattr(view, "cluster_id", None)
-                or "unknown")
+        q = self.session.quorum_info()
+        status = self.source.status()  # live: what DescribeCluster said
+        return (q.cluster_id or q.quorum_state_cluster_id
+                or (status.cluster_id if status is not None else None) or "unknown")
 
     def overview(self) -> Overview:
         if self.shell is None and self.preview is not None:
@@ -246,20 +253,20 @@ class Engine:
         return Overview(self.header(), self._controllers(img), broker_rows(img),
                         feature_rows(img), len(img.topics_by_name),
                         sum(len(t.partitions) for t in img.topics_by_name.values()),
-                        [p.message for p in self.loaded.problems] + self.sh.new_notes())
+                        [p.message for p in self.loaded.problems] + self.session.new_notes())
 
     def voter_ids(self) -> list[int] | None:
         """The voters: from the data (quorum-state, Voters, LeaderChange), else, live, from
         DescribeQuorum (static voters leave no record after a snapshot)."""
         from ..commands.healthcmd import voter_ids
 
-        found = voter_ids(self.sh)
+        found = voter_ids(self.session)
         return found if found is not None else live_voters(self._source)
 
     def leader_id(self) -> int | None:
         """Live: the leader the follower fetches from now; else what the data says."""
         leader = live_leader(self._source)
-        return leader if leader is not None else self.sh.session.quorum_info().leader_id
+        return leader if leader is not None else self.session.quorum_info().leader_id
 
     def _controllers(self, img: m.Image) -> list[NodeRow]:
         return controller_rows(img, set(self.voter_ids() or []),
@@ -271,7 +278,7 @@ class Engine:
     # ---------------------------------------------------------------- tree
 
     def node(self, path: str) -> Node | None:
-        return lookup(self.sh.root, split_path(path))
+        return lookup(self.session.root, split_path(path))
 
     def children(self, path: str) -> list[Entry]:
         return self.page(path, 0, None)[0]
@@ -355,7 +362,7 @@ class Engine:
 
     def checks(self) -> list[CheckRow]:
         """The checks of ``health``, its data check (the image's verdict) included."""
-        return check_rows(self.loaded.image, self.voter_ids(), self.sh.session.verdict())
+        return check_rows(self.loaded.image, self.voter_ids(), self.session.verdict())
 
     # ---------------------------------------------------------------- search
 
@@ -391,7 +398,7 @@ class Engine:
         return self._timeline
 
     def _scan_timeline(self) -> Timeline:
-        return tl.scan_timeline(self.source, self.sh)
+        return tl.scan_timeline(self.source, self.session)
 
     def time_at(self, offset: int) -> str:
         """The timestamp of the batch holding ``offset`` (for the history cursor)."""

@@ -5,39 +5,38 @@ knows (no request: these run on the UI thread). No textual."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
+from ..source import Source
 from .rows import LiveRow
 
 
-def live_row(source: Any, shown: int) -> LiveRow | None:
+def live_row(source: Source | None, shown: int) -> LiveRow | None:
     """Where the image shown (``shown``: its offset) stands against the quorum."""
-    status = getattr(source, "status", None)
-    if status is None:
+    st = source.status() if source is not None else None
+    if st is None:
         return None
-    st = status()
     since = (None if not st.last_fetch_ms
              else max(0.0, time.time() - st.last_fetch_ms / 1000))
     hw = st.high_watermark if st.high_watermark >= 0 else None
     return LiveRow(st.next_offset, hw, shown, since, st.follow_error)
 
 
-def live_voters(source: Any) -> list[int] | None:
+def live_voters(source: Source | None) -> list[int] | None:
     """The voters of the last DescribeQuorum answer (None: not live, or never answered)."""
-    quorum = getattr(getattr(source, "view", None), "quorum", None)
+    quorum = source.known_quorum() if source is not None else None
     if quorum is None:
         return None
     return [v.replica_id for v in quorum.voters]
 
 
-def live_observers(source: Any) -> list[int]:
+def live_observers(source: Source | None) -> list[int]:
     """The observers of the last DescribeQuorum answer (brokers among them)."""
-    quorum = getattr(getattr(source, "view", None), "quorum", None)
+    quorum = source.known_quorum() if source is not None else None
     return [] if quorum is None else [o.replica_id for o in quorum.observers]
 
 
-def live_leader(source: Any) -> int | None:
+def live_leader(source: Source | None) -> int | None:
     """The leader the follower fetches from (None: not live, or not known yet)."""
-    observer = getattr(source, "observer", None)
-    leader = getattr(observer, "leader_id", None)
+    st = source.status() if source is not None else None
+    leader = st.leader_id if st is not None else None
     return leader if isinstance(leader, int) and leader >= 0 else None

@@ -78,8 +78,8 @@ class SqlRun:
         spark.sparkContext.setJobGroup(self.group, f"mdshell sql: {self.query[:80]}",
                                        interruptOnCancel=True)
         with self.engine.lock:  # the image shown now (live polls move it along)
-            sh = self.engine.sh
-            view = q.tables.View(sh.source, sh.loaded, sh.opts.show_secrets)
+            session = self.engine.session
+            view = q.tables.View(session.source, session.loaded, self.engine.opts.show_secrets)
         self.phase = "building tables"
         try:
             df, warnings = q.run(view, self.query)

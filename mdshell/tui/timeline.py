@@ -10,15 +10,15 @@ from .fmt import ui_time
 from .rows import Timeline
 
 if TYPE_CHECKING:
-    from ..commands import Shell
+    from ..session import Session
     from ..source import Source
 
 
-def scan_timeline(source: Source, sh: Shell) -> Timeline:
+def scan_timeline(source: Source, session: Session) -> Timeline:
     from ..source.batchscan import _files, file_batches, snapshot_points
     from ..wire import control as ctl
 
-    first, last = sh.session.offset_range()  # cut where damage stops a load
+    first, last = session.offset_range()  # cut where damage stops a load
     batches = []
     noops = set()
     for path, data, base, dense in _files(source, None, []):
@@ -35,7 +35,7 @@ def scan_timeline(source: Source, sh: Shell) -> Timeline:
             continue
         break
     snaps = sorted(p.offset for p in snapshot_points(source))
-    leaders = [(c.offset, c.value["leaderId"], c.epoch) for c in sh.latest.controls
+    leaders = [(c.offset, c.value["leaderId"], c.epoch) for c in session.latest.controls
                if c.ctype == ctl.LEADER_CHANGE and isinstance(c.value, dict)]
     return Timeline(first, last, batches, snaps, leaders, frozenset(noops))
 
