@@ -283,14 +283,12 @@ def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
             await _until(pilot, lambda: table.row_count > 0 and table.display, limit=300)
             note("Topics node: its table shown (made already)",
                  time.perf_counter() - began)
-            from mdshell.tui.engine import quiet_gc
-            from mdshell.tui.listrows import tables
-
             building = {"on": True}
 
-            def busy() -> None:  # the Topics table's work, again and again
+            def busy() -> None:  # the Topics table's work as the engine does it, again
                 while building["on"]:
-                    quiet_gc(lambda: tables(app.engine.loaded.image, False))
+                    app.engine._list_cache = (None, {})
+                    app.engine.list_table(topics)
 
             app.run_worker(busy, thread=True)
             await pilot.pause(0.2)

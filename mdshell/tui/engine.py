@@ -27,6 +27,7 @@ from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
 from . import timeline as tl
 from .fmt import ui_time
+from .forked import in_child
 from .healthrows import check_rows
 from .liveinfo import live_leader, live_observers, live_row, live_voters
 from .overviewrows import broker_rows, controller_rows, feature_rows
@@ -336,9 +337,10 @@ class Engine:
         with self._list_lock:
             img = self.loaded.image
             if self._list_cache[0] is not img:
-                # No GC meanwhile: a full collection stalls the UI thread too.
-                self._list_cache = (img, quiet_gc(
-                    lambda: listrows.tables(img, self.opts.show_secrets)))
+                # In a forked child (forked.py): decoding every partition here would hold
+                # the GIL the UI thread needs for each key. No GC meanwhile either.
+                self._list_cache = (img, quiet_gc(lambda: in_child(
+                    lambda: listrows.tables(img, self.opts.show_secrets))))
             return self._list_cache[1][path]
 
     # ---------------------------------------------------------------- commands
