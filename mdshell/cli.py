@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     beh = p.add_argument_group("behaviour")
     beh.add_argument("--repl", action="store_true",
                      help="the line shell instead of the full-screen interface")
+    beh.add_argument("--follow", action="store_true",
+                     help="with -d and no command: follow what a running controller appends "
+                          "to the directory, as -q follows the quorum (which it always does)")
     beh.add_argument("--at", metavar="OFFSET|TIME",
                      help="start at the image as of this offset or time (ISO 8601, e.g. "
                           "2025-01-16T04:00Z; time travel: see `man at`)")
@@ -155,6 +158,18 @@ def _endpoints_usage(bootstrap: str) -> str | None:
     return None
 
 
+def _follow_usage(args: argparse.Namespace) -> str | None:
+    """What is wrong with --follow here, or None: it follows between commands (the TUI, the
+    line shell), so not for one command, and a directory (-q follows anyway)."""
+    if args.command:
+        return ("--follow reads what is appended between commands: give no command (the "
+                "full-screen interface or the line shell), or drop --follow")
+    if args.snapshot:
+        return ("--follow follows a directory (-d) a running controller writes to, not one "
+                "file (-s)")
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -207,13 +222,17 @@ def _main(args: argparse.Namespace) -> int:
     if args.bootstrap_controller and (wrong := _endpoints_usage(args.bootstrap_controller)):
         _err(wrong)
         return EXIT_USAGE
+    if args.follow and (wrong := _follow_usage(args)):
+        _err(wrong)
+        return EXIT_USAGE
     if args.spark_master or (args.config and not args.bootstrap_controller):
         _spark_settings(args)
     if not args.command and not args.repl and sys.stdin.isatty() and sys.stdout.isatty():
         from .tui import run_tui  # the full-screen interface (textual is imported there)
 
         return run_tui(args.directory, args.snapshot, show_secrets=args.show_secrets,
-                       at=args.at, bootstrap=args.bootstrap_controller, config=args.config)
+                       at=args.at, bootstrap=args.bootstrap_controller, config=args.config,
+                       follow=args.follow)
     from .commands import Shell
     from .session import Session
     from .tree.node import RenderOptions
@@ -274,6 +293,10 @@ def _main(args: argparse.Namespace) -> int:
     source = session.source
     try:
         source.follow()  # live: keep fetching; each command sees the newest committed image
+        if args.follow and args.directory:  # each command first reads what Kafka appended
+            from .session.appends import Follow
+
+            session.follow = Follow()
         if not sys.stdin.isatty():
             from .repl import run_script
 

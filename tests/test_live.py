@@ -36,6 +36,9 @@ _ADMINS: dict[str, object] = {}
 SNAPSHOT_OFTEN = {
     "metadata.log.max.record.bytes.between.snapshots": "2048",
     "metadata.log.max.snapshot.interval.ms": "1000",
+    # A new segment every few seconds (no minimum, unlike metadata.log.segment.bytes' 8 MiB):
+    # following a controller's own directory must go on across a roll.
+    "metadata.log.segment.ms": "4000",
 }
 
 
@@ -128,8 +131,9 @@ def test_catch_up_equals_leader_directory(kafka: KraftCluster) -> None:
     # Read-only: mdshell read the leader's directory while Kafka ran and changed nothing
     # (Kafka itself may only have added files meanwhile).
     after = hash_dir(leader.metadata_dir)
-    changed = {k for k in before if k in after and before[k] != after[k]
-               and not k.endswith(".log") and k != "quorum-state"}
+    changed = {k for k in before if k in after and before[k] != after[k]  # Kafka trims the
+               and not k.endswith((".log", ".index", ".timeindex"))  # index of a segment it
+               and k != "quorum-state"}  # rolls
     assert not changed
 
 
@@ -287,6 +291,39 @@ def test_follow_sees_a_topic_and_a_config_change(kafka: KraftCluster) -> None:
         assert status.high_watermark > 0 and status.last_fetch_ms > 0
     finally:
         source.close()
+
+
+def test_follow_a_controllers_own_directory(kafka: KraftCluster) -> None:
+    """-d on the leader's own __cluster_metadata-0 while Kafka writes it, followed as --follow
+    and the TUI's f do (the session reads the appends before each command): a topic created
+    meanwhile shows, following goes on across a segment roll, and the image is then the one
+    a fresh -d load of the directory makes at the same offset. Read-only, as every -d."""
+    from mdshell.session import Session
+    from mdshell.session.appends import Follow
+
+    directory = kafka.node(kafka.leader_id()).metadata_dir
+    segments = {p.name for p in directory.glob("*.log")}
+    session = Session.open(str(directory))
+    session.follow = Follow()
+    shell = Shell(session, opts=RenderOptions())
+
+    def topics() -> list[str]:
+        return lines(shell, "ls", "/image/topics/byName")
+
+    assert "dir-follow" not in topics()
+    create_topic(kafka, "dir-follow", 2)
+    wait_until(lambda: "dir-follow" in topics(), timeout=20, what="the topic in the directory")
+    wait_until(lambda: bool({p.name for p in directory.glob("*.log")} - segments), timeout=20,
+               what="a segment roll")
+    create_topic(kafka, "after-roll", 1)
+    wait_until(lambda: "after-roll" in topics(), timeout=20, what="the topic after the roll")
+    assert session.follow.error is None and session.verdict().sound
+    session.follow = None  # the image stays put while it is compared
+    offset = session.latest.image.provenance.offset
+    followed = "\n".join(lines(shell, "tree", "/image")) + "\n"
+    fresh = run_cli("-d", str(directory), "--at", str(offset), "tree", "/image")
+    assert fresh.returncode == 0, fresh.stderr
+    assert followed == fresh.stdout
 
 
 def test_follow_in_the_line_shell(kafka: KraftCluster) -> None:

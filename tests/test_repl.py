@@ -5,7 +5,10 @@ from __future__ import annotations
 import io
 import re
 import shlex
+import shutil
+import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +32,7 @@ from mdshell.session import load
 from mdshell.source import open_source
 from mdshell.synth import ClusterBuilder
 
-from .conftest import run_cli
+from .conftest import FIXTURES, run_cli
 
 UP, CTRL_C, CTRL_D, CTRL_R = "\x1b[A", "\x03", "\x04", "\x12"
 
@@ -364,3 +367,60 @@ def test_piped_stdin_runs_as_a_script(tmp_path: Path) -> None:
     assert res.stdout.splitlines() == ["orders", "payments"]  # no terminal: one per line
     assert res.stderr.splitlines() == [
         "mdshell: line 2: fnd: unknown command; did you mean 'find'?"]
+
+
+class _Kafka:
+    """Standard input of a piped line shell over a copy of cluster-basic whose log was cut
+    short: after the first line, the rest of the log is appended, as a running controller
+    appends to its own directory between two commands."""
+
+    def __init__(self, tmp_path: Path, lines: list[str]) -> None:
+        self.dir = tmp_path / "cluster"
+        shutil.copytree(FIXTURES / "cluster-basic", self.dir)
+        self.log = next((self.dir / "__cluster_metadata-0").glob("*.log"))
+        data = self.log.read_bytes()
+        ends, pos = [], 0
+        while pos + 12 <= len(data):
+            pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+            ends.append(pos)
+        cut = ends[-5]  # four batches short
+        self.log.write_bytes(data[:cut])
+        self.rest, self.lines = data[cut:], lines
+
+    def isatty(self) -> bool:
+        return False
+
+    def __iter__(self) -> Iterator[str]:
+        yield self.lines[0]
+        with self.log.open("ab") as f:
+            f.write(self.rest)
+        yield from self.lines[1:]
+
+
+@pytest.mark.parametrize("follow", [True, False])
+def test_follow_reads_the_appends_before_each_command(tmp_path: Path, follow: bool,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """-d DIR --follow in the line shell: each command first reads what was appended since
+    (as -q's sees the newest committed image); without --follow the image stays as loaded."""
+    from mdshell.cli import main
+
+    full = run_cli("-d", str(FIXTURES / "cluster-basic"), "cat", "/image/provenance").stdout
+    stdin = _Kafka(tmp_path, ["cat /image/provenance\n", "cat /image/provenance\n"])
+    monkeypatch.setattr(sys, "stdin", stdin)
+    args = ["-d", str(stdin.dir), *(["--follow"] if follow else [])]
+    assert main(args) == 0
+    before, after = capsys.readouterr().out.splitlines()
+    assert before != full.strip()
+    assert (after == full.strip()) is follow
+
+
+@pytest.mark.parametrize("args", [["ls", "/"], ["-s", "X.checkpoint"]])
+def test_follow_wants_a_directory_and_no_command(tmp_path: Path, args: list[str]) -> None:
+    """--follow follows between commands, a directory: with one command or -s it is a usage
+    error in one line (exit 2)."""
+    d = tiny_dir(tmp_path / "logs")
+    where = args if args[0] == "-s" else ["-d", str(d), *args]
+    res = run_cli("--follow", *where)
+    assert res.returncode == 2 and res.stdout == ""
+    assert len(res.stderr.splitlines()) == 1 and "--follow" in res.stderr

@@ -264,6 +264,24 @@ async def test_r_rereads_the_directory_and_f_follows_it(tmp_path: Path) -> None:
         await until(pilot, lambda: "FOLLOWING" not in _header(app), "stopped")
 
 
+@aio
+async def test_follow_option_starts_the_tui_following(tmp_path: Path) -> None:
+    """--follow (make_app's follow): following from the start, as if f was pressed once
+    loaded; what Kafka appends next shows without a key; f stops it as usual."""
+    from mdshell.tui.app import make_app
+
+    d, log, rest = _cut_log(tmp_path, 4)
+    async with make_app(Engine.open(str(d), None), follow=True).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await until(pilot, lambda: "● FOLLOWING" in _header(app), "following at the start")
+        start = app.engine.header().offset
+        with log.open("ab") as f:
+            f.write(rest)
+        await until(pilot, lambda: app.engine.header().offset > start, "the appends followed")
+        await pilot.press("f")
+        await until(pilot, lambda: "FOLLOWING" not in _header(app), "stopped")
+
+
 def test_every_app_key_is_in_the_key_tables() -> None:
     """Each key of the app (keymap.py) is in the README's key table and in docs/tui.md's."""
     from textual.binding import Binding

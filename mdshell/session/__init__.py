@@ -26,6 +26,7 @@ from ..tree.node import Node
 from ..tree.paths import join, lookup, split_path
 from ..tree.root import RootInfo, root_node
 from ..wire.batch import UNDECODABLE, Batch
+from .appends import Follow
 from .load import Loaded, LoadFailed, first_load, load
 from .rebuild import Rebuildable, rebuildable
 
@@ -53,6 +54,8 @@ class Session:
         self._root: Node | None = None
         # True once a partial replay answered a command (``changes``) without a full load.
         self.spared = False
+        # A directory followed (``--follow``, the TUI's ``f``): read its appends when polled.
+        self.follow: Follow | None = None
         if loaded is None and not lazy:
             self._latest = load(source)
 
@@ -169,7 +172,9 @@ class Session:
 
     def _stale(self) -> str | None:
         """Live: why the view stopped following the quorum (None: it follows, or is not
-        live)."""
+        live); a followed directory: why reading it stopped."""
+        if self.follow is not None and self.follow.error:
+            return f"stopped following {self.source.describe()}: {self.follow.error}"
         return self.source.staleness()
 
     # ------------------------------------------------------------ describing the source
@@ -301,7 +306,10 @@ class Session:
 
     def poll_source(self) -> bool:
         """Live follow: take what the source committed since the last call (new batches are
-        fed; a restart from another snapshot loads afresh); True when the image advanced."""
+        fed; a restart from another snapshot loads afresh), or what Kafka appended to a
+        followed directory; True when the image advanced."""
+        if self.follow is not None:
+            return self.follow.advance(self)
         change = self.source.poll()
         if change == "more":
             return self.advance()

@@ -9,7 +9,7 @@ from typing import Any
 
 def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = False,
             at: str | None = None, bootstrap: str | None = None,
-            config: str | None = None) -> int:
+            config: str | None = None, follow: bool = False) -> int:
     """Open the source, run the app until the user quits; the process exit code."""
     from .startup import started
 
@@ -29,7 +29,7 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
         try:
             from .app import make_app
 
-            app = make_app(engine, at=at, prefetch=prefetch)
+            app = make_app(engine, at=at, prefetch=prefetch, follow=follow)
             app.run()
         finally:
             engine.close()  # live: stop following the quorum

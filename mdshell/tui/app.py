@@ -46,9 +46,10 @@ class MdshellApp(KeyActions):
     BINDINGS: ClassVar[list[BindingType]] = APP_KEYS
 
     def __init__(self, engine: Engine, at: str | None = None,
-                 prefetch: Prefetch | None = None) -> None:
+                 prefetch: Prefetch | None = None, follow: bool = False) -> None:
         super().__init__()
         self.engine = engine
+        self.start_following = follow  # --follow: as if ``f`` was pressed once loaded
         self.start_at = at
         self.prefetch = prefetch if at is None else None
         self.loaded = False
@@ -173,6 +174,10 @@ class MdshellApp(KeyActions):
         if self.engine.live:
             self.engine.subscribe(self._image_advanced)
             self.set_interval(LIVE_TICK, self._live_tick)
+        elif self.start_following and self.engine.rereadable:
+            from .follow import toggle
+
+            toggle(self)
 
     # ---------------------------------------------------------------- live
 
@@ -390,6 +395,6 @@ def _lazy(module: str, name: str) -> Callable[[], Screen[None]]:
 
 
 def make_app(engine: Engine, at: str | None = None,
-             prefetch: Prefetch | None = None) -> MdshellApp:
+             prefetch: Prefetch | None = None, follow: bool = False) -> MdshellApp:
     """The app over a source; the program and the tests both start here."""
-    return MdshellApp(engine, at, prefetch)
+    return MdshellApp(engine, at, prefetch, follow)

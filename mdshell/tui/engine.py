@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from ..commands import Shell
@@ -21,6 +20,7 @@ from ..commands.base import Result
 from ..image import model as m
 from ..image.names import metadata_version_name
 from ..session import Loaded, Session, load
+from ..session.appends import Follow
 from ..source import Source, open_source
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
@@ -31,17 +31,9 @@ from .forked import in_child
 from .healthrows import check_rows
 from .liveinfo import live_leader, live_observers, live_row, live_voters
 from .overviewrows import broker_rows, controller_rows, feature_rows
-from .plain import broker_state, quiet_gc, read_appends, run_lines, sorted_names
+from .plain import broker_state, quiet_gc, run_lines, sorted_names
 from .progress import LoadProgress
 from .rows import CheckRow, Entry, Header, Item, ListTable, LiveRow, NodeRow, Overview, Timeline
-
-
-@dataclass
-class Follow:
-    """A directory followed (``f``): when it was last read, what stopped it."""
-
-    read_at: float = 0.0  # time.monotonic()
-    error: str | None = None
 
 
 __all__ = ["SECTIONS", "CheckRow", "Engine", "Entry", "Header", "Item", "NodeRow", "Overview",
@@ -164,9 +156,7 @@ class Engine:
         if not self.lock.acquire(blocking=False):
             return False
         try:
-            if self.follow is not None:
-                return self._advance(self.follow)
-            moved = self.session.poll_source()
+            moved = self.session.poll_source()  # a followed directory: its appends
         finally:
             self.lock.release()
         if moved:
@@ -179,28 +169,26 @@ class Engine:
         before = self.session.latest.next_offset
         state = self.follow or Follow()
         with self.lock:
-            self._advance(state)
+            if state.advance(self.session):
+                self._timeline = None
         if state.error:
             raise ValueError(state.error)
         return before, self.session.latest.next_offset
-
-    def _advance(self, follow: Follow) -> bool:
-        try:
-            moved = read_appends(self.session)
-        except Exception as e:  # a segment deleted under us, a bad read: said in the header
-            follow.error = str(e) or type(e).__name__
-            return False
-        follow.error, follow.read_at = None, time.monotonic()
-        if moved:
-            self._timeline = None
-        return moved
 
     @property
     def rereadable(self) -> bool:
         """A directory (``-d``): ``r`` reads what was appended, ``f`` follows it."""
         return self._source is not None and self.source.kind == "directory"
 
-    follow: Follow | None = None  # ``f``: the directory is followed (polled like a quorum)
+    @property
+    def follow(self) -> Follow | None:
+        """``f`` or ``--follow``: the directory is followed (polled like a quorum); kept by
+        the session, so that commands of the command bar read the appends first too."""
+        return None if self._session is None else self._session.follow
+
+    @follow.setter
+    def follow(self, state: Follow | None) -> None:
+        self.session.follow = state
 
     def live_row(self) -> LiveRow | None:
         if self.shell is None:

@@ -10,7 +10,10 @@ from typing import Any, TypeVar
 from ..commands.base import Result
 from ..image import model as m
 from ..image.names import SECURITY_PROTOCOLS
-from ..session import Session
+from ..session.appends import read_appends
+
+__all__ = ["broker_state", "endpoint_texts", "quiet_gc", "read_appends", "run_lines",
+           "sorted_names"]  # read_appends: from the session (--follow in the line shell)
 
 T = TypeVar("T")
 
@@ -61,21 +64,3 @@ def run_lines(result: Result, cancelled: Callable[[], bool]) -> tuple[list[str],
             return out, False
         out.append(line)
     return out, True
-
-
-def read_appends(session: Session) -> bool:
-    """What a running controller appended to the directory since it was read (``r``, ``f``):
-    like ``Session.advance``, except that a batch still being written at the end of the
-    newest segment is not damage (it is read whole next time, from the same offset)."""
-    source = session.source
-    source.refresh()
-    latest = session.latest
-    stream = source.log_stream(latest.next_offset, None, latest.snapshot)
-    batches = [loc.batch for loc in stream]
-    segments = source.segments()
-    newest = segments[-1].path if segments else None
-    problems = [p for p in stream.problems if p.code != "truncated" or p.file != newest]
-    if not batches:
-        return False
-    session.feed(batches, problems)
-    return True
