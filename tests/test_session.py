@@ -238,3 +238,35 @@ def test_the_session_asks_the_source_what_it_can_do() -> None:
     assert LIVE_STALE not in Session(plain).verdict().badges
     assert LIVE_STALE in session.verdict().badges
     assert session.poll_source() is False and stopped.polled == 1
+
+
+def test_a_followed_directory_whose_unread_log_a_snapshot_replaced_loads_afresh(
+        tmp_path: Path) -> None:
+    """A controller far behind replaces its log by the leader's snapshot: the offsets the
+    followed session had not read yet are gone, the snapshot holds them. Following loads
+    afresh (as live mode does on a newer snapshot) and is complete, not INCOMPLETE."""
+    from mdshell.session.appends import Follow
+
+    d = tmp_path / "c"
+    shutil.copytree(FIXTURES / "cluster-basic", d)
+    md = d / "__cluster_metadata-0"
+    log = next(md.glob("*.log"))
+    snapshot = next(md.glob("*.checkpoint"))  # 96: it holds offsets < 96
+    data, held = log.read_bytes(), snapshot.read_bytes()
+    starts, pos = {}, 0
+    while pos + 12 <= len(data):
+        starts[int.from_bytes(data[pos:pos + 8], "big")] = pos
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    early = max(b for b in starts if b < 60)
+    snapshot.unlink()
+    log.write_bytes(data[:starts[early]])  # read so far: the log up to an early offset
+    session = Session.open(str(d))
+    session.follow = Follow()
+    assert session.latest.next_offset == early
+    log.unlink()  # Kafka: the log replaced by the snapshot and what follows it
+    snapshot.write_bytes(held)
+    (md / f"{96:020d}.log").write_bytes(data[starts[96]:])
+    assert session.poll_source() and session.follow.error is None
+    assert session.verdict().sound
+    whole = Session.open(str(FIXTURES / "cluster-basic"))
+    assert image_text(session.latest.image) == image_text(whole.latest.image)

@@ -314,15 +314,20 @@ class Session:
         if change == "more":
             return self.advance()
         if change == "reset":
-            following = self.loaded is self.latest
-            self.latest = load(self.source)
-            self._range = self._rebuild = None
-            if following:
-                self.set_loaded(self.latest)
-            for callback in list(self._subscribers):
-                callback(self, self.latest)
+            self.reload()
             return True
         return False
+
+    def reload(self) -> None:
+        """Load afresh from the source's newest snapshot (live: the leader sent a newer one;
+        a followed directory: Kafka replaced offsets not read yet by a snapshot)."""
+        following = self.loaded is self.latest
+        self.latest = load(self.source)
+        self._range = self._rebuild = None
+        if following:
+            self.set_loaded(self.latest)
+        for callback in list(self._subscribers):
+            callback(self, self.latest)
 
     def advance(self) -> bool:
         """Read what the source has after the latest offset (a directory Kafka is still

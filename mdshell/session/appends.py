@@ -34,7 +34,8 @@ class Follow:
 def read_appends(session: Session) -> bool:
     """What a running controller appended to the directory since it was read: like
     ``Session.advance``, except that a batch still being written at the end of the newest
-    segment is not damage (it is read whole next time, from the same offset)."""
+    segment is not damage (it is read whole next time, from the same offset), and offsets
+    deleted before they were read, held by a newer snapshot, make it load afresh."""
     source = session.source
     source.refresh()
     latest = session.latest
@@ -45,5 +46,13 @@ def read_appends(session: Session) -> bool:
     problems = [p for p in stream.problems if p.code != "truncated" or p.file != newest]
     if not batches:
         return False
+    snapshots = source.snapshots()
+    if batches[0].base_offset > latest.next_offset and snapshots and \
+            snapshots[-1].end_offset >= batches[0].base_offset:
+        # What was not read yet is gone, but a newer snapshot holds it: a controller far
+        # behind replaced its log by the leader's snapshot. Load afresh, as live mode does
+        # when the leader sends one. (A hole nothing holds is fed: the stream says it.)
+        session.reload()
+        return True
     session.feed(batches, problems)
     return True
