@@ -35,7 +35,6 @@ from .plain import broker_state, quiet_gc, run_lines, sorted_names
 from .progress import LoadProgress
 from .rows import CheckRow, Entry, Header, Item, ListTable, LiveRow, NodeRow, Overview, Timeline
 
-
 __all__ = ["SECTIONS", "CheckRow", "Engine", "Entry", "Header", "Item", "NodeRow", "Overview",
            "Timeline", "quiet_gc", "run_lines"]
 

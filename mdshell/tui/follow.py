@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from textual.timer import Timer
 
-from .engine import Follow
+from ..session.appends import Follow
 
 if TYPE_CHECKING:
     from .app import MdshellApp
