@@ -153,7 +153,7 @@ def _check_views(path: Path, secrets_too: bool = True, views: list[list[str]] = 
             value = straight.run(words).value
             if value is None:  # an error (no such offset or topic here)
                 continue
-            want = json_text(json_value(value)), straight.new_notes()
+            want = json_text(json_value(value)), straight.session.new_notes()
             got = _streamed(streamed, words)
             assert got == want, (path.name, secrets, words)
             if isinstance(value, Table):
@@ -193,7 +193,7 @@ def test_describe_looks_partitions_up_by_their_record_bytes() -> None:
     topic.partitions[n] = topic.partitions[n + 1] = damaged
     topic.partitions[n + 2] = lazy[-1]
     rows = sh.run(["topics", "--describe", topic.name]).json()
-    notes = sh.new_notes()
+    notes = sh.session.new_notes()
     assert [r["partition"] for r in rows] == sorted(set(range(n + 3)) - {n, n + 1})
     assert sum(f"{topic.name}-{n}" in x or f"{topic.name}-{n + 1}" in x for x in notes) == 2
     for row in rows:

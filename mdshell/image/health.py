@@ -304,14 +304,16 @@ def run_checks(img: m.Image, voters: Iterable[int] | None,
     return data + checks
 
 
+AS_READ = ", in the image as read (see data)"
+
+
 def _unsure(check: Check) -> Check:
     """A check that passed on an image the data check fails is no clean bill: records it
     would judge may be the ones lost or never read. It says so and is not shown as OK;
     what it found wrong stays as found."""
     if check.status != OK:
         return check
-    return Check(check.name, INFO, f"{check.summary}, in the image as read (see data)",
-                 check.items)
+    return Check(check.name, INFO, check.summary + AS_READ, check.items)
 
 
 def summary(checks: Iterable[Check]) -> tuple[str, str]:
