@@ -11,6 +11,7 @@ runs mdshell in-process with stdout redirected, which a thread would share with 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -48,10 +49,21 @@ def wait(timeout: float = WAIT) -> None:
     """Until the background run ends (stopped after ``timeout`` seconds)."""
     if _proc is None:
         return
+    _unnice(_proc.pid)
     try:
         _proc.wait(timeout)
     except subprocess.TimeoutExpired:
         stop()
+
+
+def _unnice(pid: int) -> None:
+    """The tests now wait for the run: it no longer yields to them, so it gets the priority
+    of the session back (itself, the tools it starts from now on, and every process of its
+    group where allowed), lest other load on the machine starve it while the suite idles."""
+    for which, who in ((os.PRIO_PGRP, pid), (os.PRIO_PROCESS, pid)):
+        # lowering a nice value needs the privilege: without it the run stays niced
+        with contextlib.suppress(OSError):
+            os.setpriority(which, who, os.getpriority(os.PRIO_PROCESS, 0))
 
 
 def stop() -> None:
