@@ -49,8 +49,17 @@ def _need_java() -> None:
                     "openjdk-17-jdk-headless) or set JAVA_HOME")
 
 
+@pytest.fixture
+def spark(_spark: Any) -> Any:
+    """The session, active in this thread as every mdshell query makes it
+    (``session.get_session``): a test that reads with it directly plans as a user's job."""
+    from mdshell.spark import session
+
+    return session.get_session()
+
+
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def _spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local[2] session for every Spark test of the run, logging to a file of its own."""
     _need_java()
     try:
@@ -439,9 +448,12 @@ ALL_DIRS = [FIXTURES / f for f in GOOD_FIXTURES + BAD_FIXTURES] + corpus_dirs()
 
 
 @pytest.fixture(scope="module")
-def fleet_rows(spark: Any) -> list[dict[str, Any]]:
+def fleet_rows(_spark: Any) -> list[dict[str, Any]]:
     """Every fixture and corpus directory read once through the data source (a list of
     paths and, for the corpus, a glob)."""
+    from mdshell.spark import session
+
+    spark = session.get_session()
     paths = [str(FIXTURES / f) for f in GOOD_FIXTURES + BAD_FIXTURES]
     if corpus_dirs():
         paths.append(str(CORPUS / "*"))

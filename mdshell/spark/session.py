@@ -79,6 +79,7 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     """The process's Spark session, started now if needed (6-9 s the first time)."""
     global _SESSION
     if _SESSION is not None:
+        _activate(_SESSION)
         return _SESSION
     settings = settings or SETTINGS
     _check_pyspark()
@@ -113,6 +114,15 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     _register(spark)
     _SESSION = spark
     return spark
+
+
+def _activate(spark: SparkSession) -> None:
+    """Make the session the active one of this thread's JVM side. Spark keeps the active
+    session per JVM thread, and with pyspark's pinned threads a Python thread's JVM thread
+    can change (a new py4j connection is a new thread: seen after the TUI's sql workers
+    ran). With none active, Spark plans with its default SQL settings, where Python filter
+    pushdown is off, and refuses the kraft reader that takes filters."""
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def _register(spark: SparkSession) -> None:
