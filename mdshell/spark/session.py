@@ -122,7 +122,9 @@ def _activate(spark: SparkSession) -> None:
     can change (a new py4j connection is a new thread: seen after the TUI's sql workers
     ran). With none active, Spark plans with its default SQL settings, where Python filter
     pushdown is off, and refuses the kraft reader that takes filters."""
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    jvm = spark._jvm
+    if jvm is not None:
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def _register(spark: SparkSession) -> None:
