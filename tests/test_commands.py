@@ -398,3 +398,24 @@ def test_at_moves_the_working_directory_to_what_exists() -> None:
 def test_ls_json_gives_leaf_paths() -> None:
     data = shell("cluster-basic").run(["ls", "/image/provenance"]).json()
     assert data == [{"path": "/image/provenance", "type": "file", "name": "provenance"}]
+
+
+def test_a_snapshot_kafka_is_writing_is_ignored_not_unrecognized(tmp_path: Path) -> None:
+    """Kafka writes a snapshot to a temporary file named by Snapshots.createTempFile,
+    ``<offset>-<epoch>-<random digits>.checkpoint.part`` (seen in a running controller's
+    directory): a snapshot being written, ignored like any ``.part``, and the image stays
+    complete (it was "incomplete" because of an unrecognized file)."""
+    import shutil
+
+    from mdshell.session import Session
+    from mdshell.tree.node import RenderOptions
+
+    d = tmp_path / "__cluster_metadata-0"
+    shutil.copytree(FIXTURES / "cluster-basic" / "__cluster_metadata-0", d)
+    (d / "00000000000000000058-0000000001-18329077803386615030.checkpoint.part").write_bytes(
+        b"\0" * 100)
+    session = Session.open(str(d))
+    assert session.verdict().sound, session.verdict().words()
+    sh = Shell(session, opts=RenderOptions())
+    assert any(x.startswith("00000000000000000058-0000000001-") for x in
+               lines(sh, "ls", "/log/ignored"))

@@ -17,7 +17,11 @@ from ..problems import SourceError
 METADATA_DIR = "__cluster_metadata-0"
 _NOT_DATA = {"leader-epoch-checkpoint"}
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
-_CHECKPOINT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
+# A snapshot being written is Kafka's temporary file (Snapshots.createTempFile):
+# ``<offset>-<epoch>-<random digits>.checkpoint.part``; Kafka parses any name ending in
+# ``.checkpoint.part`` by its first 31 characters.
+_CHECKPOINT = re.compile(r"^(\d{20})-(\d{10})"
+                         r"(?:\.checkpoint(\.deleted)?|(?:-\d+)?\.checkpoint(\.part))$")
 _PRODUCER = re.compile(r"^\d{20}\.snapshot$")
 # Files Kafka leaves beside segments that hold no metadata (index files, segments being
 # swapped, cleaned or deleted).
@@ -114,7 +118,7 @@ def scan_layout(path: str) -> Layout:
         if m := _SEGMENT.match(name):
             layout.segments.append(Segment(full, int(m.group(1)), size))
         elif m := _CHECKPOINT.match(name):
-            state = {None: "ready", ".part": "part", ".deleted": "deleted"}[m.group(3)]
+            state = "part" if m.group(4) else "deleted" if m.group(3) else "ready"
             cp = Checkpoint(full, int(m.group(1)), int(m.group(2)), size, state)
             (layout.checkpoints if state == "ready" else layout.ignored_checkpoints).append(cp)
         elif _PRODUCER.match(name):
