@@ -35,6 +35,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -63,18 +64,23 @@ async def _until(pilot, check, limit: float = 60.0) -> None:  # type: ignore[no-
         await pilot.pause(0.002)
 
 
+def _painted(app: Any) -> bool:
+    """The overview is laid out with its data (what "first paint" waits for)."""
+    from mdshell.tui.overview import OverviewScreen
+
+    return (isinstance(app.screen, OverviewScreen) and app.screen.overview is not None
+            and app.screen.query_one("#brokers").region.height > 0)
+
+
 def first_paint(d: Path) -> float:
     from mdshell.tui.app import make_app
     from mdshell.tui.engine import Engine
-    from mdshell.tui.overview import OverviewScreen
 
     async def run() -> float:
         start = time.perf_counter()
         app = make_app(Engine.open(str(d), None))
         async with app.run_test(size=(120, 40)) as pilot:
-            await _until(pilot, lambda: isinstance(app.screen, OverviewScreen)
-                         and app.screen.overview is not None
-                         and app.screen.query_one("#brokers").region.height > 0)
+            await _until(pilot, lambda: _painted(app))
             return time.perf_counter() - start  # the overview is laid out with its data
     return asyncio.run(run())
 
@@ -196,7 +202,6 @@ def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
     from mdshell.tui.app import make_app
     from mdshell.tui.browser import ImageTree
     from mdshell.tui.engine import Engine
-    from mdshell.tui.overview import OverviewScreen
     from mdshell.tui.search import SearchScreen
 
     out: dict[str, list[float]] = {}
@@ -224,9 +229,7 @@ def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
         start = time.perf_counter()
         app = make_app(Engine.open(str(d), None))
         async with app.run_test(size=(120, 40)) as pilot:
-            await _until(pilot, lambda: isinstance(app.screen, OverviewScreen)
-                         and app.screen.overview is not None
-                         and app.screen.query_one("#brokers").region.height > 0)
+            await _until(pilot, lambda: _painted(app))
             note("first paint (in process)", time.perf_counter() - start)
             await _until(pilot, lambda: app.loaded, limit=300)
             note("image loaded", time.perf_counter() - start)
