@@ -531,6 +531,12 @@ async def test_damaged_directory_shows_its_warnings() -> None:
         app = await ready(pilot)
         warnings = app.screen.query_one("#warnings", Static)
         assert warnings.display and "CRC mismatch" in text_of(warnings)
+        # Checks that pass on the damaged image are one line, never an OK badge.
+        await until(pilot, lambda: app.checks is not None, "the checks")
+        await pilot.pause()
+        health = text_of(app.screen.query_one("#health", Static))
+        assert health.count("passed in the image as read (see data): ") == 1, health
+        assert "offline partitions" in health and " OK " not in health, health
 
 
 @aio

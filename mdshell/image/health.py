@@ -50,6 +50,8 @@ class Check:
     status: str
     summary: str
     items: list[str] = field(default_factory=list)
+    # Passed, but on an image the data check fails (see ``_unsure``): front ends group these.
+    as_read: bool = False
 
     def details(self) -> list[dict[str, Any]]:
         """The items as objects: ``{"check": ..., <what it is about>, <fields>}``."""
@@ -313,7 +315,7 @@ def _unsure(check: Check) -> Check:
     what it found wrong stays as found."""
     if check.status != OK:
         return check
-    return Check(check.name, INFO, check.summary + AS_READ, check.items)
+    return Check(check.name, INFO, check.summary + AS_READ, check.items, as_read=True)
 
 
 def summary(checks: Iterable[Check]) -> tuple[str, str]:

@@ -26,7 +26,7 @@ def check_rows(img: m.Image, voters: list[int] | None,
     checks: list[Check] = run_checks(img, voters, verdict)
     rows = [CheckRow(c.name, c.status, c.summary,
                      [Item(t, "/log" if c.name == "data" else item_path(t, img))
-                      for t in c.items]) for c in checks]
+                      for t in c.items], c.as_read) for c in checks]
     return sorted(rows, key=lambda r: STATUS_ORDER.get(r.status, 9))
 
 

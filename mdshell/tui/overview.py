@@ -13,7 +13,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ..image.health import AS_READ
 from .engine import CheckRow, NodeRow, Overview
 from .fmt import plural
 from .footer import KeyFooter
@@ -130,7 +129,7 @@ def _health(checks: list[CheckRow], mono: bool = False) -> Group:
     lines = []
     passed = [c.name for c in checks if c.status == "ok"]
     # Passed, but on data the data check fails: one line too, not shown as OK.
-    as_read = [c.name for c in checks if c.status == "info" and c.summary.endswith(AS_READ)]
+    as_read = [c.name for c in checks if c.as_read]
     for c in checks:
         if c.status == "ok" or c.name in as_read:
             continue

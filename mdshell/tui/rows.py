@@ -36,6 +36,7 @@ class CheckRow:
     status: str
     summary: str
     items: list[Item] = field(default_factory=list)
+    as_read: bool = False  # passed on an image the data check fails (health's ``_unsure``)
 
 
 @dataclass
