@@ -324,3 +324,51 @@ async def test_a_big_topics_table_holds_500_rows_but_sorts_and_filters_all(
         await pilot.press("F", *"topic-55")
         await until(pilot, lambda: table.row_count == 10, "topic-550..559")  # type: ignore
         assert _rows(table)[0][0] == "topic-559"  # still sorted the other way
+
+
+def _sections(tree: Any) -> list[str]:
+    return [str(c.label).split("  ")[0] for c in tree.root.children]
+
+
+@aio
+async def test_filter_keeps_narrowing_the_list_chosen_when_F_was_pressed() -> None:
+    """Each key typed narrows the same list, and the bar counts what is shown: on the
+    sections (cursor on the collapsed Topics) "con" leaves Controllers and Configs, not
+    what "c" left; inside an open node, after the cursor moved and the tree was refilled
+    (a followed append) while typing, the same."""
+    from mdshell.tui.engine import SECTIONS
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_node is not None, "the cursor")
+        await pilot.press("j", "j", "j")  # Controllers, Brokers, Features, Topics
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/topics/byName", "on Topics")
+        await pilot.press("F", *"con")
+        count = app.screen.query_one("#filter-count", Static)
+        await until(pilot, lambda: _sections(tree) == ["Controllers", "Configs"],
+                    "the sections holding 'con'")
+        assert text_of(count).strip() == f"2 of {len(SECTIONS)}"
+        await pilot.press("backspace")  # "co": wider again, still the sections
+        want = [label for label, _p in SECTIONS if "co" in label.lower()]
+        await until(pilot, lambda: _sections(tree) == want, "the sections holding 'co'")
+        assert text_of(count).strip() == f"{len(want)} of {len(SECTIONS)}"
+        await pilot.press("escape")
+        await until(pilot, lambda: len(_sections(tree)) == len(SECTIONS), "all sections")
+        app.jump("/image/topics/byName/topic-0")
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/topics/byName/topic-0", "the jump")
+        await pilot.press("j", "j")  # the cursor moves inside the open Topics
+        await pilot.press("F", *"ic")
+        await until(pilot, lambda: "[filter: ic]" in str(
+            tree.nodes["/image/topics/byName"].label), "Topics filtered")
+        app.image_changed(live=True)  # what a followed append does: the tree is refilled
+        await pilot.press(*"-3")
+        await until(pilot, lambda: _children(tree.nodes["/image/topics/byName"])
+                    == ["topic-3"], "topic-3 alone")
+        topics = tree.nodes["/image/topics/byName"]
+        assert text_of(count).strip() == "1 of 4"
+        assert len(_sections(tree)) == len(SECTIONS)  # the sections untouched
+        await pilot.press("backspace", "backspace", "backspace", "escape")
+        await until(pilot, lambda: len(topics.children) == 4, "every topic back")

@@ -46,7 +46,7 @@ class ImageTree(Tree[str]):
         self.nodes: dict[str, TreeNode[str]] = {}  # path -> node, for every node listed
         self.filters: dict[str, str] = {}  # path ("" the root) -> the text F narrows it to
         self.base_labels: dict[str, Text] = {}  # a filtered node's label without the filter
-        self.filter_node: TreeNode[str] | None = None
+        self.filter_key: str | None = None  # the list F narrows, by path (treefilter)
 
     def fill(self) -> None:
         """The sections (Brokers, Topics...), collapsed."""
@@ -124,7 +124,8 @@ class ImageTree(Tree[str]):
         return None
 
     filter_text = property(lambda self: self.filters.get(
-        treefilter.key_of(self, self.filter_node or treefilter.list_node(self)), ""),
+        treefilter.key_of(self, treefilter.list_node(self)) if self.filter_key is None
+        else self.filter_key, ""),
         lambda self, _text: None)
 
     def filter_name(self) -> str:
