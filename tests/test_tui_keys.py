@@ -187,7 +187,8 @@ async def test_search_index_built_in_a_worker_indexing_until_ready() -> None:
 
 @aio
 async def test_footer_and_header_fit_80_columns() -> None:
-    """At 80x24 every screen's footer ends with "? Help" and "q Quit" (nothing cut), and the
+    """At 80x24 every screen's footer ends with "? Help" and "q Quit" (nothing cut) and shows
+    F where it filters (history: its own keys, then F, before the screens), and the
     header never parts a label from its value ("MV" and its version on one line); times show
     three digits of milliseconds."""
     async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
@@ -199,10 +200,24 @@ async def test_footer_and_header_fit_80_columns() -> None:
             await pilot.pause(0.2)
             footer = _line(app, 23)
             assert footer.rstrip().endswith("? Help q Quit"), (key, footer)
+            assert ("F Filter" in footer) == (key != "o"), (key, footer)  # where F filters
             header = [_line(app, y) for y in range(3)]
             assert not any(ln.rstrip().endswith(" MV") for ln in header), header
             assert any("MV 4.0-IV3" in ln for ln in header), header
             assert any("2024-04-24T23:07:11.490Z" in ln for ln in header), header
+
+
+@aio
+async def test_history_footer_at_120_columns_keeps_F() -> None:
+    """At 120 columns the history's own keys and F show (the screens' keys give way)."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(120, 30)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        await pilot.pause(0.2)
+        footer = _line(app, 29)
+        assert "d Diff mark→here" in footer and "F Filter" in footer, footer
+        assert footer.rstrip().endswith("? Help q Quit"), footer
 
 
 def _line(app: Any, y: int) -> str:
