@@ -356,6 +356,8 @@ async def test_filter_keeps_narrowing_the_list_chosen_when_F_was_pressed() -> No
         assert text_of(count).strip() == f"{len(want)} of {len(SECTIONS)}"
         await pilot.press("escape")
         await until(pilot, lambda: len(_sections(tree)) == len(SECTIONS), "all sections")
+        await until(pilot, lambda: tree.cursor_node is not None  # back where F was pressed
+                    and tree.cursor_node.data == "/image/topics/byName", "back on Topics")
         app.jump("/image/topics/byName/topic-0")
         await until(pilot, lambda: tree.cursor_node is not None
                     and tree.cursor_node.data == "/image/topics/byName/topic-0", "the jump")
@@ -372,3 +374,5 @@ async def test_filter_keeps_narrowing_the_list_chosen_when_F_was_pressed() -> No
         assert len(_sections(tree)) == len(SECTIONS)  # the sections untouched
         await pilot.press("backspace", "backspace", "backspace", "escape")
         await until(pilot, lambda: len(topics.children) == 4, "every topic back")
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/topics/byName/topic-2", "on topic-2")

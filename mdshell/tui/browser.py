@@ -47,6 +47,7 @@ class ImageTree(Tree[str]):
         self.filters: dict[str, str] = {}  # path ("" the root) -> the text F narrows it to
         self.base_labels: dict[str, Text] = {}  # a filtered node's label without the filter
         self.filter_key: str | None = None  # the list F narrows, by path (treefilter)
+        self.filter_from: str | None = None  # the cursor's path when F was pressed
 
     def fill(self) -> None:
         """The sections (Brokers, Topics...), collapsed."""
@@ -58,11 +59,13 @@ class ImageTree(Tree[str]):
                                                       data=path))
         self.root.expand()
 
-    def refill(self) -> None:
+    def refill(self, cursor: str | None = None) -> None:
         """The tree over a new image (time travel, live records), keeping what was open, the
-        cursor and the scroll position; paths gone from the image just close."""
+        cursor (or putting it on ``cursor``) and the scroll position; paths gone from the
+        image just close."""
         opened = [p for p, n in self.nodes.items() if n.is_expanded]
-        cursor = self.cursor_node.data if self.cursor_node is not None else None
+        if cursor is None and self.cursor_node is not None:
+            cursor = self.cursor_node.data
         scroll_y = self.scroll_y
         self.fill()
         for path in opened:  # parents were added (and opened) before their children

@@ -47,6 +47,7 @@ def name(tree: ImageTree) -> str:
     """What the bar says it filters (and the list it will narrow, chosen now)."""
     node = list_node(tree)
     tree.filter_key = key_of(tree, node)
+    tree.filter_from = tree.cursor_node.data if tree.cursor_node is not None else None
     if node is tree.root:
         return "sections"
     label = str(tree.base_labels.get(key_of(tree, node), node.label))
@@ -65,7 +66,7 @@ def apply(tree: ImageTree, text: str) -> tuple[int, int]:
     if key == ROOT:
         from .engine import SECTIONS
 
-        tree.refill()
+        tree.refill(None if text else tree.filter_from)  # all shown: back where F was
         return len(tree.root.children), len(SECTIONS)  # what the refill shows
     node = chosen(tree)
     if node is None:  # gone from the image since F (time travel, live records)
@@ -79,8 +80,9 @@ def apply(tree: ImageTree, text: str) -> tuple[int, int]:
     tree.load_page(node, key, 0)
     node.expand()
     # The cursor on the list's node while typing (the detail pane stays, no work per key);
-    # on its first name once the filter is kept (done).
-    tree.call_after_refresh(tree.move_cursor, node)
+    # on its first name once the filter is kept (done); back where F was once all show.
+    back = None if text or tree.filter_from is None else tree.nodes.get(tree.filter_from)
+    tree.call_after_refresh(tree.move_cursor, back or node)
     engine = tree.app.engine  # type: ignore[attr-defined]
     return engine.page(key, 0, 0, text)[1], engine.page(key, 0, 0)[1]
 
