@@ -152,6 +152,19 @@ async def test_controllers_node_not_empty_when_the_quorum_has_a_leader() -> None
 
 
 @aio
+async def test_a_note_in_the_view_wraps_at_80_columns() -> None:
+    """The Controllers note (no registration before 3.7) wraps in the pane at 80 columns: its
+    end was cut off (the view was as wide as the note, only tables need to be)."""
+    async with app_for(FIXTURES / "bad-log-gap").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        await until(pilot, lambda: _view_has(app, "no controller registration"), "the note")
+        await pilot.pause(0.1)
+        screen = "\n".join(_line(app, y) for y in range(24))
+        assert "(see /quorum)" in screen, screen
+
+
+@aio
 async def test_search_index_built_in_a_worker_indexing_until_ready() -> None:
     """`/` never builds the index on the UI thread: until the worker's index is in, the box
     says "indexing…" and keeps what is typed; then the results for it show. No match says
