@@ -19,7 +19,7 @@ from .fmt import plural
 from .footer import KeyFooter
 from .healthrows import health_title
 from .screen import DataScreen
-from .widgets import StatusBar, item_style, state_text, status_badge
+from .widgets import Flow, StatusBar, item_style, state_text, status_badge
 
 
 class OverviewScreen(DataScreen):
@@ -87,18 +87,17 @@ class OverviewScreen(DataScreen):
         ov = self.overview
         assert ov is not None
         panel = self.query_one("#health", Static)
-        counts = Text()
+        counts: list[Text] = []  # each kept whole when the panel wraps them (Flow)
         for n, noun in ((ov.topics, "topic"), (ov.partitions, "partition")):
             count, _, word = plural(n, noun).partition(" ")
-            counts.append(count, style="bold")
-            counts.append(f" {word}   ")
+            counts.append(Text.assemble((count, "bold"), f" {word}"))
         if checks is None:
             for each in ("fail", "warn", "ok"):
                 panel.set_class(False, each)
             panel.border_title = "Health"
             panel.update(Text(f"checking {ov.partitions:,} partitions, "
                               f"{len(ov.brokers)} brokers...", style="dim italic"))
-            counts.append("offline … under-replicated …", style="dim")
+            counts.append(Text("offline … under-replicated …", style="dim"))
         else:
             words, status = health_title(checks)
             for each in ("fail", "warn", "ok"):
@@ -111,9 +110,9 @@ class OverviewScreen(DataScreen):
                                 ("under-replicated partitions", "under-replicated"),
                                 ("under-min-ISR partitions", "under min ISR")):
                 n = by_name.get(name, 0)
-                counts.append(f"{n:,}", style="bold red" if n else "bold green")
-                counts.append(f" {label}   ")
-        self.query_one("#counts", Static).update(counts)
+                counts.append(Text.assemble((f"{n:,}", "bold red" if n else "bold green"),
+                                            f" {label}"))
+        self.query_one("#counts", Static).update(Flow(counts))
         self.query_one("#counts", Static).border_title = "Counts"
         # Heights change with the content: lay the column out again once this has rendered.
         self.call_after_refresh(self.query_one(VerticalScroll).refresh, layout=True)
