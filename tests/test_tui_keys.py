@@ -260,6 +260,29 @@ async def test_help_overlay_lists_the_screens_keys() -> None:
 
 
 @aio
+async def test_help_at_80x24_shows_the_screens_own_keys_first_once() -> None:
+    """At 80x24 the screen's own keys are in sight (they were under the app's, scrolled
+    away), each key once (Ctrl+Q, Ctrl+P and Tab were listed twice), ? and F1 on one row."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        for key, screen, own in (("l", HistoryScreen, "Diff mark→here"),
+                                 ("h", HealthScreen, "jump to the node at fault")):
+            await pilot.press(key)
+            await until(pilot, lambda s=screen: isinstance(app.screen, s), key)
+            await pilot.press("question_mark")
+            await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen", "help")
+            await pilot.pause(0.1)
+            shown = "\n".join(_line(app, y) for y in range(24))
+            assert own in shown, shown
+            rows = app.screen.rows  # type: ignore[attr-defined]
+            keys = [k for row_keys, _what in rows for k in row_keys.split()]
+            assert len(keys) == len(set(keys)), rows
+            assert ("? f1", "Help") in rows and "Focus Next" not in str(rows)
+            await pilot.press("escape")
+            await until(pilot, lambda s=screen: isinstance(app.screen, s), "closed")
+
+
+@aio
 async def test_j_k_move_and_esc_goes_back_after_a_jump() -> None:
     """j/k move the tree's cursor (J is the JSON tab); Enter on a health item jumps to the
     tree and Esc comes back to health; `t` gives the focus back to the tree."""

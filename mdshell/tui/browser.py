@@ -212,7 +212,8 @@ class BrowserScreen(DataScreen):
         Binding("J", "tab('json')", "JSON tab", show=False),
         Binding("c", "tab('changes')", "Changes tab", show=False),
         Binding("O", "tab('output')", "Output tab", show=False),
-        Binding("escape", "cancel", "Cancel / back", show=False),
+        Binding("escape", "cancel", "Cancel / back", show=False,
+                tooltip="cancel the command; else back to where a jump came from"),
     ]
 
     def compose(self) -> ComposeResult:

@@ -50,10 +50,14 @@ class HistoryScreen(DataScreen):
     HistoryScreen #goto.open { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "step(-1)", "◀", priority=True),
-        Binding("right", "step(1)", "▶", priority=True),
-        Binding("shift+left", "step(-10)", "◀◀", show=False, priority=True),
-        Binding("shift+right", "step(10)", "▶▶", show=False, priority=True),
+        Binding("left", "step(-1)", "◀", priority=True,
+                tooltip="the sparkline's cursor one column back (older)"),
+        Binding("right", "step(1)", "▶", priority=True,
+                tooltip="the sparkline's cursor one column on (newer)"),
+        Binding("shift+left", "step(-10)", "◀◀", show=False, priority=True,
+                tooltip="ten columns back"),
+        Binding("shift+right", "step(10)", "▶▶", show=False, priority=True,
+                tooltip="ten columns on"),
         Binding("enter", "travel", "Travel here", priority=True),
         Binding("e", "latest", "Latest"),
         Binding("m", "mark", "Mark"),
