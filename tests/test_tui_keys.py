@@ -236,6 +236,23 @@ async def test_history_footer_at_120_columns_keeps_F() -> None:
         assert footer.rstrip().endswith("? Help q Quit"), footer
 
 
+@aio
+async def test_footer_leaves_out_keys_typed_into_a_box() -> None:
+    """In the command bar and the filter bar / is typed, not a search: the footer does not
+    offer it (it said "/ Search")."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        await browser_tree(pilot)
+        for opener, box in (("colon", "Cancel/close"), ("F", "Clear filter")):
+            await pilot.press(opener)
+            await until(pilot, lambda b=box: b in _line(app, 23), box)
+            await pilot.pause(0.1)
+            assert "Search" not in _line(app, 23), _line(app, 23)
+            await pilot.press("escape")
+            await until(pilot, lambda b=box: b not in _line(app, 23), "closed")
+
+
 def _line(app: Any, y: int) -> str:
     """Row ``y`` of the screen as the terminal shows it (modal screens included)."""
     return app.screen._compositor.render_strips()[y].text

@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.events import Resize
+from textual.keys import key_to_character
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -41,12 +42,23 @@ class KeyFooter(Footer):
         seen: set[str] = set()
         out, own = [], set()
         for node, binding, enabled, tooltip in self.screen.active_bindings.values():
-            if binding.show and binding.action not in seen:
+            if binding.show and binding.action not in seen and not self._typed(binding):
                 seen.add(binding.action)
                 out.append((binding, enabled, tooltip))
                 if node is not self.app:
                     own.add(binding.action)
         return out, own
+
+    def _typed(self, binding: Binding) -> bool:
+        """Whether the key goes into the focused box as a character. Textual leaves out such
+        keys itself, but knows no character for ``slash``: "/ Search" showed under the
+        command bar, where / is typed."""
+        focused = self.screen.focused
+        if focused is None or binding.priority:
+            return False
+        shown = self.app.get_key_display(binding)
+        char = key_to_character(binding.key) or (shown if len(shown) == 1 else None)
+        return focused.check_consume_key(binding.key, char)
 
     def on_resize(self, event: Resize) -> None:
         if self._bindings_ready:
