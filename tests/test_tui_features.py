@@ -282,6 +282,24 @@ async def test_follow_option_starts_the_tui_following(tmp_path: Path) -> None:
         await until(pilot, lambda: "FOLLOWING" not in _header(app), "stopped")
 
 
+@aio
+async def test_a_screen_shown_again_says_following_stopped() -> None:
+    """f on the overview, f again on the tree: back on the overview the header no longer
+    says FOLLOWING (each screen has its header; the overview's kept the old state)."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("f")
+        await until(pilot, lambda: "● FOLLOWING" in _header(app), "following")
+        await pilot.press("t")
+        await browser_tree(pilot)
+        await pilot.press("f")
+        await until(pilot, lambda: "FOLLOWING" not in _header(app), "stopped")
+        await pilot.press("o")
+        await until(pilot, lambda: type(app.screen).__name__ == "OverviewScreen", "overview")
+        await pilot.pause(0.1)
+        assert "FOLLOWING" not in _header(app), _header(app)
+
+
 def test_every_app_key_is_in_the_key_tables() -> None:
     """Each key of the app (keymap.py) is in the README's key table and in docs/tui.md's."""
     from textual.binding import Binding
