@@ -253,6 +253,46 @@ async def test_footer_leaves_out_keys_typed_into_a_box() -> None:
             await until(pilot, lambda b=box: b not in _line(app, 23), "closed")
 
 
+def _type_fast(app: Any, keys: str) -> None:
+    """``keys`` as a fast typist sends them: all in the app's queue before the first is
+    handled (Pilot's press waits for each; a terminal does not)."""
+    from textual import events
+
+    names = {":": "colon", "/": "slash"}
+    for char in keys:
+        event = events.Key(names.get(char, char), char)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+@aio
+async def test_keys_typed_right_after_F_colon_slash_land_in_the_box() -> None:
+    """F, : and / open their box before the next key is read: "Fcon" typed at once filters
+    the sections by "con" (the "o" switched to the overview, "c" the Changes tab), ":brokers"
+    from the history screen lands in the command bar, "/topic" in the search box."""
+    from textual.widgets import Input
+
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        await browser_tree(pilot)
+        _type_fast(app, "Fcon")
+        await until(pilot, lambda: isinstance(app.screen.focused, Input)
+                    and app.screen.focused.value == "con", "'con' in the filter bar")
+        await pilot.press("escape")
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        _type_fast(app, ":brokers")
+        await until(pilot, lambda: isinstance(app.screen.focused, Input)
+                    and app.screen.focused.value == "brokers", "'brokers' in the bar")
+        assert isinstance(app.screen, BrowserScreen)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen.focused, Input), "bar closed")
+        _type_fast(app, "/topic")
+        await until(pilot, lambda: isinstance(app.screen.focused, Input)
+                    and app.screen.focused.value == "topic", "'topic' in the search box")
+
+
 def _line(app: Any, y: int) -> str:
     """Row ``y`` of the screen as the terminal shows it (modal screens included)."""
     return app.screen._compositor.render_strips()[y].text

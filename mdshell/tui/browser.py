@@ -226,7 +226,7 @@ class BrowserScreen(DataScreen):
 
     def on_mount(self) -> None:
         self.refresh_data()
-        self.query_one(ImageTree).focus()
+        self.set_focus(self.query_one(ImageTree))  # now: a bar opened by `:` takes it next
 
     def refresh_data(self) -> None:
         super().refresh_data()
