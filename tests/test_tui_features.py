@@ -90,7 +90,7 @@ async def test_filter_narrows_health_items_and_history_events() -> None:
 async def test_y_copies_the_path_and_Y_the_value_or_the_row() -> None:
     """y puts the tree node's path on the clipboard (OSC 52), Y its value; on a table, Y
     copies the row under the cursor; a one-line notification says what was copied. (F on
-    the table narrows its rows.)"""
+    the table narrows its rows, its text read across cells as on screen.)"""
     async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
         app = await ready(pilot)
         path = "/image/topics/byName/topic-2/name"
@@ -110,7 +110,7 @@ async def test_y_copies_the_path_and_Y_the_value_or_the_row() -> None:
         await until(pilot, lambda: app.screen.focused is table, "the table focused")
         await pilot.press("Y")
         await until(pilot, lambda: app.clipboard.startswith("0\tunfenced\t"), "the row")
-        await pilot.press("F", *"rack-2", "enter")  # a command's table filters too
+        await pilot.press("F", *"112 rack-2", "enter")  # a command's table filters
         await until(pilot, lambda: table.row_count == 1, "one broker")  # type: ignore
         await until(pilot, lambda: app.screen.focused is table, "the table again")
         await pilot.press("Y")

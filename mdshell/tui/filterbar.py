@@ -26,8 +26,9 @@ class Filterable(Protocol):
 
 
 def matches(text: str, *cells: object) -> bool:
-    """Whether ``text`` (already lower case) is in one of the cells."""
-    return any(text in str(c).lower() for c in cells)
+    """Whether ``text`` (already lower case) is in the line the cells make, one space
+    apart, as the row reads on screen: ``topic-0042 10`` finds that partition's row."""
+    return text in " ".join(str(c).lower() for c in cells)
 
 
 class FilterBar(Widget):
