@@ -202,7 +202,7 @@ async def test_search_index_built_in_a_worker_indexing_until_ready() -> None:
 async def test_footer_and_header_fit_80_columns() -> None:
     """At 80x24 every screen's footer ends with "? Help" and "q Quit" (nothing cut) and shows
     F where it filters (history: its own keys, then F, before the screens), the overview's
-    counts wrap between counts, and the
+    counts wrap between counts and its health lines under their text, and the
     header never parts a label from its value ("MV" and its version on one line); times show
     three digits of milliseconds."""
     async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
@@ -216,7 +216,10 @@ async def test_footer_and_header_fit_80_columns() -> None:
             assert footer.rstrip().endswith("? Help q Quit"), (key, footer)
             assert ("F Filter" in footer) == (key != "o"), (key, footer)  # where F filters
             if key == "o":  # a count keeps its words together ("min" and "ISR" were parted)
-                assert any("0 under min ISR" in _line(app, y) for y in range(24))
+                lines = [_line(app, y) for y in range(24)]
+                assert any("0 under min ISR" in ln for ln in lines)
+                # a health line wraps under its text, not under the badge
+                assert any(ln.startswith(" │        smaller than their") for ln in lines), lines
             header = [_line(app, y) for y in range(3)]
             assert not any(ln.rstrip().endswith(" MV") for ln in header), header
             assert any("MV 4.0-IV3" in ln for ln in header), header

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.console import Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -123,38 +123,40 @@ class OverviewScreen(DataScreen):
         panel.update(body)  # type: ignore[arg-type]
 
 
-def _health(checks: list[CheckRow], mono: bool = False) -> Group:
+def _health(checks: list[CheckRow], mono: bool = False) -> Table:
     """Failures and warnings with their first items; the passing checks on one line (the
-    badge alone on its colour, the names in the panel's: never green on green)."""
-    lines = []
+    badge alone on its colour, the names in the panel's: never green on green). A grid:
+    a line that wraps goes on under its text, not under the badge (at 80 columns an item's
+    end was at the panel's left edge)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)  # the badge, or nothing under it
+    grid.add_column()
     passed = [c.name for c in checks if c.status == "ok"]
     # Passed, but on data the data check fails: one line too, not shown as OK.
     as_read = [c.name for c in checks if c.status == "info" and c.summary.endswith(AS_READ)]
     for c in checks:
         if c.status == "ok" or c.name in as_read:
             continue
-        t = Text()
-        t.append_text(status_badge(c.status, mono))
-        t.append(f" {c.name}: ", style="bold")
-        t.append(c.summary)
-        lines.append(t)
+        grid.add_row(status_badge(c.status, mono),
+                     Text.assemble((f"{c.name}: ", "bold"), c.summary))
         if c.status in ("fail", "warn"):
             for item in c.items[:3]:
-                lines.append(Text(f"        {item.text}", style=item_style(c.status, mono)))
+                grid.add_row("", _indented(Text(item.text, style=item_style(c.status, mono))))
             if len(c.items) > 3:
-                lines.append(Text(f"        ... {len(c.items) - 3:,} more (h)", style="dim"))
+                grid.add_row("", _indented(Text(f"... {len(c.items) - 3:,} more (h)",
+                                                style="dim")))
     if passed:
-        t = Text()
-        t.append_text(status_badge("ok", mono))
-        t.append(" " + ", ".join(passed), style=item_style("ok", mono))
-        lines.append(t)
+        grid.add_row(status_badge("ok", mono),
+                     Text(", ".join(passed), style=item_style("ok", mono)))
     if as_read:
-        t = Text()
-        t.append_text(status_badge("info", mono))
-        t.append(" passed in the image as read (see data): ", style="bold")
-        t.append(", ".join(as_read), style=item_style("info", mono))
-        lines.append(t)
-    return Group(*lines)
+        grid.add_row(status_badge("info", mono), Text.assemble(
+            ("passed in the image as read (see data): ", "bold"),
+            (", ".join(as_read), item_style("info", mono))))
+    return grid
+
+
+def _indented(text: Text) -> Padding:
+    return Padding(text, (0, 0, 0, 1))
 
 
 def _table(*columns: str) -> Table:
