@@ -300,6 +300,31 @@ async def test_a_screen_shown_again_says_following_stopped() -> None:
         assert "FOLLOWING" not in _header(app), _header(app)
 
 
+@aio
+async def test_history_redraws_its_sparkline_when_the_terminal_narrows() -> None:
+    """History at 120 columns, the terminal then 80 wide (on the history screen, or while
+    another screen is shown): the sparkline has a column per cell of the new width, its
+    rows one line each (they wrapped over three lines), the cursor on the same offset."""
+    from mdshell.tui.history import SPARK_ROWS
+
+    async with app_for(FIXTURES / "segments-snapshots").run_test(size=(120, 30)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        history = app.screen
+        target = history.target  # type: ignore[attr-defined]
+        for width, away in ((80, False), (100, True)):
+            if away:
+                await pilot.press("o")
+            await pilot.resize_terminal(width, 24)
+            await pilot.press("l")
+            await until(pilot, lambda w=width: app.screen is history
+                        and len(history.counts) == w - 4, "the new width")  # type: ignore
+            await pilot.pause(0.1)
+            assert history.query_one("#spark").size.height == SPARK_ROWS
+            assert history.target == target  # type: ignore[attr-defined]
+
+
 def test_every_app_key_is_in_the_key_tables() -> None:
     """Each key of the app (keymap.py) is in the README's key table and in docs/tui.md's."""
     from textual.binding import Binding

@@ -105,13 +105,36 @@ class HistoryScreen(DataScreen):
         eng = self.mdapp.engine
         self.query_one(StatusBar).refresh_header(eng.header())
         tl = self.timeline
+        self._buckets()
+        self._fill_events(tl)
+        at = eng.header().at
+        self._place(at if at is not None else tl.last)
+
+    def _buckets(self) -> None:
+        """The sparkline's columns, one per cell of the width the screen has now."""
+        tl = self.timeline
         self.width = max(10, self.app.size.width - 4)
         self.counts, self.starts = tl.buckets(self.width)
         self.changes = tl.buckets(self.width, changes=True)[0]
         self.query_one("#title", Static).update(history_title(tl, self.width))
-        self._fill_events(tl)
-        at = eng.header().at
-        self._place(at if at is not None else tl.last)
+
+    def on_resize(self) -> None:
+        self._fit_width()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self._fit_width()
+
+    def _fit_width(self) -> None:
+        """The terminal's width changed (here or while another screen was shown): the
+        sparkline again at the new width, the cursor on the same offset (the old one wrapped
+        over three lines at 80 columns)."""
+        if not self.starts or max(10, self.app.size.width - 4) == self.width:
+            return
+        self._buckets()
+        if self.target is None:
+            self.cursor = min(self.cursor, len(self.starts) - 1)
+        self._place(self.target)
 
     def _fill_events(self, tl: Timeline) -> None:
         table = self.query_one(FilterTable)
