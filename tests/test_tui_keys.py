@@ -419,6 +419,18 @@ def test_bars_are_drawn_from_zero() -> None:
     assert [r[2] for r in rows] == [" ", " ", " ", "▁"]
 
 
+def test_history_legend_keeps_its_words_at_80_columns() -> None:
+    """A 500k log's offsets (six digits) at 80 columns: the legend leaves out the batches
+    before it leaves out "snapshot" and "leader" (it read "SL")."""
+    from mdshell.tui.history import history_title
+    from mdshell.tui.rows import Timeline
+
+    tl = Timeline(505068, 509582, [(0, 0, 1, 0)] * 4219, [505068], [(505492, 1001, 2)])
+    legend = history_title(tl, 76).plain
+    assert "S snapshot L leader" in legend and "offsets 505068–509582" in legend, legend
+    assert len(legend) <= 76
+
+
 @aio
 async def test_history_plots_changes_not_noops() -> None:
     """The history counts changes (records other than NoOp) per interval: their sum is the

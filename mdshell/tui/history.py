@@ -29,9 +29,12 @@ SPARK_ROWS = 4
 def history_title(tl: Timeline, width: int) -> Text:
     """The bars' legend, shorter where the full one would not fit ``width``."""
     span = f"  offsets {tl.first}–{tl.last}, {len(tl.batches):,} batches  "
-    for what, snap, lead in (("Changes per offset interval", " snapshot ", " leader change"),
-                             ("Changes", " snapshot ", " leader"), ("Changes", "", "")):
-        t = Text.assemble((what, "bold"), span, ("S", "bold cyan"), snap,
+    short = f"  offsets {tl.first}–{tl.last}  "  # the legend's words before the batches'
+    for what, where, snap, lead in (
+            ("Changes per offset interval", span, " snapshot ", " leader change"),
+            ("Changes", span, " snapshot ", " leader"), ("Changes", short, " snapshot ", " leader"),
+            ("Changes", short, "", "")):
+        t = Text.assemble((what, "bold"), where, ("S", "bold cyan"), snap,
                           ("L", "bold magenta"), lead, ("  ▁", "dim"), " NoOps only")
         if t.cell_len <= width:
             return t
