@@ -83,6 +83,30 @@ async def test_passing_checks_are_readable(theme: str) -> None:
 
 
 @aio
+async def test_health_screen_colours_the_badge_not_the_line() -> None:
+    """On the health screen only the badge is on its colour: the check's name and summary
+    are not (the badge's style was the whole label's: FAIL lines white on red, OK lines
+    dark on green)."""
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("h")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
+        await pilot.pause(0.2)
+        tree = app.screen.query_one("#checks")
+        lines = [list(tree.render_line(y)) for y in range(tree.size.height)]
+        seen = 0
+        for segments in lines:
+            badge = next((s for s in segments if s.text.strip() in ("FAIL", "WARN", "OK")),
+                         None)
+            if badge is None or badge.style is None or badge.style.bgcolor is None:
+                continue
+            rest = [s for s in segments if ":" in s.text and s.style is not None]
+            assert rest and all(s.style.bgcolor != badge.style.bgcolor for s in rest), rest
+            seen += 1
+        assert seen >= 3  # a FAIL, a WARN and the OKs
+
+
+@aio
 async def test_no_color_fail_items_not_dimmer_than_warn(monkeypatch: pytest.MonkeyPatch
                                                        ) -> None:
     """NO_COLOR: a FAIL item is bold and no darker than a WARN item."""
@@ -215,6 +239,7 @@ async def test_footer_and_header_fit_80_columns() -> None:
             footer = _line(app, 23)
             assert footer.rstrip().endswith("? Help q Quit"), (key, footer)
             assert ("F Filter" in footer) == (key != "o"), (key, footer)  # where F filters
+            assert ("Go to node" in footer) == (key == "h"), (key, footer)  # health's Enter
             if key == "o":  # a count keeps its words together ("min" and "ISR" were parted)
                 lines = [_line(app, y) for y in range(24)]
                 assert any("0 under min ISR" in ln for ln in lines)
@@ -326,7 +351,7 @@ async def test_help_at_80x24_shows_the_screens_own_keys_first_once() -> None:
     async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
         app = await ready(pilot)
         for key, screen, own in (("l", HistoryScreen, "Diff mark→here"),
-                                 ("h", HealthScreen, "jump to the node at fault")):
+                                 ("h", HealthScreen, "Go to node")):
             await pilot.press(key)
             await until(pilot, lambda s=screen: isinstance(app.screen, s), key)
             await pilot.press("question_mark")

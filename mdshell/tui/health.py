@@ -21,17 +21,24 @@ from .widgets import StatusBar, item_style, status_badge
 MAX_ITEMS = 1000  # per check; the count says how many more there are
 
 
+class CheckTree(Tree[str | None]):
+    """The checks: Enter (Tree's own select, which the screen hears) says in the footer
+    what it does here."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Go to node"),
+    ]
+
+
 class HealthScreen(DataScreen):
     DEFAULT_CSS = """
     HealthScreen #checks { height: 1fr; }
     HealthScreen #hint { height: 1; color: $text-muted; padding: 0 1; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "jump", "Go to node")]
-
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield Static("Enter on an item opens the node at fault in the tree.", id="hint")
-        tree: Tree[str | None] = Tree("checks", id="checks")
+        tree = CheckTree("checks", id="checks")
         tree.show_root = False
         yield tree
         yield KeyFooter()
@@ -76,7 +83,8 @@ class HealthScreen(DataScreen):
             return
         first_item = None
         for c in narrow(checks, self.filter_text):
-            label = status_badge(c.status, self.app.no_color)
+            label = Text()  # the badge alone on its colour (its style was the whole line's)
+            label.append_text(status_badge(c.status, self.app.no_color))
             label.append(f" {c.name}: ", style="bold")
             label.append(c.summary)
             node = tree.root.add(label, data=None, expand=c.status in ("fail", "warn"),
@@ -104,13 +112,6 @@ class HealthScreen(DataScreen):
         if value:
             return "item", str(node.label)
         return None if not node.data else ("path", node.data)
-
-    def action_jump(self) -> None:
-        node = self.query_one("#checks", Tree).cursor_node
-        if node is not None and node.data:
-            self.mdapp.jump(node.data)
-        elif node is not None:
-            node.toggle()
 
     @on(Tree.NodeSelected)
     def _selected(self, event: Tree.NodeSelected[str | None]) -> None:

@@ -17,7 +17,7 @@ EXTRA: dict[str, list[tuple[str, str]]] = {
     "BrowserScreen": [("↑↓ j k", "move in the tree or table"),
                       ("Enter", "open a node (on a Topics or Brokers row: that one)"),
                       ("s S", "on a table: sort by the next column / the other way")],
-    "HealthScreen": [("↑↓ j k", "move"), ("Enter", "jump to the node at fault")],
+    "HealthScreen": [("↑↓ j k", "move")],
     "OverviewScreen": [("Enter", "health details")],
 }
 COMMON = [("Ctrl+C", "cancel the command / clear the bar; twice: quit"),
