@@ -83,6 +83,22 @@ async def test_passing_checks_are_readable(theme: str) -> None:
 
 
 @aio
+async def test_health_hint_says_where_enter_goes_at_80_columns() -> None:
+    """At 80 columns an item's "→ path" runs off the screen: the line above the checks
+    says where Enter goes from the item under the cursor, whole."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("h")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
+        tree = app.screen.query_one("#checks")
+        await until(pilot, lambda: tree.cursor_node is not None  # type: ignore[attr-defined]
+                    and tree.cursor_node.data, "the cursor on an item")  # type: ignore
+        path = tree.cursor_node.data  # type: ignore[attr-defined]
+        await until(pilot, lambda: any(f"Enter opens {path}" in _line(app, y)
+                                       for y in range(24)), "the hint")
+
+
+@aio
 async def test_health_screen_colours_the_badge_not_the_line() -> None:
     """On the health screen only the badge is on its colour: the check's name and summary
     are not (the badge's style was the whole label's: FAIL lines white on red, OK lines

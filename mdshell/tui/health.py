@@ -19,6 +19,7 @@ from .screen import DataScreen
 from .widgets import StatusBar, item_style, status_badge
 
 MAX_ITEMS = 1000  # per check; the count says how many more there are
+HINT = "Enter on an item opens the node at fault in the tree."
 
 
 class CheckTree(Tree[str | None]):
@@ -37,7 +38,7 @@ class HealthScreen(DataScreen):
     """
     def compose(self) -> ComposeResult:
         yield StatusBar()
-        yield Static("Enter on an item opens the node at fault in the tree.", id="hint")
+        yield Static(HINT, id="hint")
         tree = CheckTree("checks", id="checks")
         tree.show_root = False
         yield tree
@@ -67,9 +68,7 @@ class HealthScreen(DataScreen):
 
     def apply_filter(self, text: str) -> tuple[int, int]:
         self.filter_text = text
-        hint = "Enter on an item opens the node at fault in the tree."
-        self.query_one("#hint", Static).update(
-            f"{hint}  Filtered: {text!r} (F edits it)" if text else hint)
+        self._hint()
         checks = self.mdapp.checks or []
         shown = narrow(checks, text)
         self.fill(checks)
@@ -112,6 +111,18 @@ class HealthScreen(DataScreen):
         if value:
             return "item", str(node.label)
         return None if not node.data else ("path", node.data)
+
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, event: Tree.NodeHighlighted[str | None]) -> None:
+        self._hint(event.node.data)
+
+    def _hint(self, path: str | None = None) -> None:
+        """Where Enter goes from the item under the cursor, whole (at 80 columns an item's
+        own ``→ path`` runs off the screen), then the filter."""
+        hint = f"Enter opens {path}" if path else HINT
+        text = self.filter_text
+        self.query_one("#hint", Static).update(
+            f"{hint}  Filtered: {text!r} (F edits it)" if text else hint)
 
     @on(Tree.NodeSelected)
     def _selected(self, event: Tree.NodeSelected[str | None]) -> None:
