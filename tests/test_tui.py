@@ -654,7 +654,7 @@ async def test_keys_typed_after_quit_do_not_crash_the_exit() -> None:
         await ready(pilot)
         app.exit(return_code=0)
         app.action_mode("history")  # a key handled in the same tick as q
-        app.action_search()
+        await app.action_search()
         await pilot.pause()
     assert app.return_code == 0
 

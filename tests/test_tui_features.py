@@ -90,7 +90,7 @@ async def test_filter_narrows_health_items_and_history_events() -> None:
 async def test_y_copies_the_path_and_Y_the_value_or_the_row() -> None:
     """y puts the tree node's path on the clipboard (OSC 52), Y its value; on a table, Y
     copies the row under the cursor; a one-line notification says what was copied. (F on
-    the table narrows its rows.)"""
+    the table narrows its rows, its text read across cells as on screen.)"""
     async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
         app = await ready(pilot)
         path = "/image/topics/byName/topic-2/name"
@@ -110,7 +110,7 @@ async def test_y_copies_the_path_and_Y_the_value_or_the_row() -> None:
         await until(pilot, lambda: app.screen.focused is table, "the table focused")
         await pilot.press("Y")
         await until(pilot, lambda: app.clipboard.startswith("0\tunfenced\t"), "the row")
-        await pilot.press("F", *"rack-2", "enter")  # a command's table filters too
+        await pilot.press("F", *"112 rack-2", "enter")  # a command's table filters
         await until(pilot, lambda: table.row_count == 1, "one broker")  # type: ignore
         await until(pilot, lambda: app.screen.focused is table, "the table again")
         await pilot.press("Y")
@@ -282,6 +282,49 @@ async def test_follow_option_starts_the_tui_following(tmp_path: Path) -> None:
         await until(pilot, lambda: "FOLLOWING" not in _header(app), "stopped")
 
 
+@aio
+async def test_a_screen_shown_again_says_following_stopped() -> None:
+    """f on the overview, f again on the tree: back on the overview the header no longer
+    says FOLLOWING (each screen has its header; the overview's kept the old state)."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("f")
+        await until(pilot, lambda: "● FOLLOWING" in _header(app), "following")
+        await pilot.press("t")
+        await browser_tree(pilot)
+        await pilot.press("f")
+        await until(pilot, lambda: "FOLLOWING" not in _header(app), "stopped")
+        await pilot.press("o")
+        await until(pilot, lambda: type(app.screen).__name__ == "OverviewScreen", "overview")
+        await pilot.pause(0.1)
+        assert "FOLLOWING" not in _header(app), _header(app)
+
+
+@aio
+async def test_history_redraws_its_sparkline_when_the_terminal_narrows() -> None:
+    """History at 120 columns, the terminal then 80 wide (on the history screen, or while
+    another screen is shown): the sparkline has a column per cell of the new width, its
+    rows one line each (they wrapped over three lines), the cursor on the same offset."""
+    from mdshell.tui.history import SPARK_ROWS
+
+    async with app_for(FIXTURES / "segments-snapshots").run_test(size=(120, 30)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        history = app.screen
+        target = history.target  # type: ignore[attr-defined]
+        for width, away in ((80, False), (100, True)):
+            if away:
+                await pilot.press("o")
+            await pilot.resize_terminal(width, 24)
+            await pilot.press("l")
+            await until(pilot, lambda w=width: app.screen is history
+                        and len(history.counts) == w - 4, "the new width")  # type: ignore
+            await pilot.pause(0.1)
+            assert history.query_one("#spark").size.height == SPARK_ROWS
+            assert history.target == target  # type: ignore[attr-defined]
+
+
 def test_every_app_key_is_in_the_key_tables() -> None:
     """Each key of the app (keymap.py) is in the README's key table and in docs/tui.md's."""
     from textual.binding import Binding
@@ -324,3 +367,55 @@ async def test_a_big_topics_table_holds_500_rows_but_sorts_and_filters_all(
         await pilot.press("F", *"topic-55")
         await until(pilot, lambda: table.row_count == 10, "topic-550..559")  # type: ignore
         assert _rows(table)[0][0] == "topic-559"  # still sorted the other way
+
+
+def _sections(tree: Any) -> list[str]:
+    return [str(c.label).split("  ")[0] for c in tree.root.children]
+
+
+@aio
+async def test_filter_keeps_narrowing_the_list_chosen_when_F_was_pressed() -> None:
+    """Each key typed narrows the same list, and the bar counts what is shown: on the
+    sections (cursor on the collapsed Topics) "con" leaves Controllers and Configs, not
+    what "c" left; inside an open node, after the cursor moved and the tree was refilled
+    (a followed append) while typing, the same."""
+    from mdshell.tui.engine import SECTIONS
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        tree = await browser_tree(pilot)
+        await until(pilot, lambda: tree.cursor_node is not None, "the cursor")
+        await pilot.press("j", "j", "j")  # Controllers, Brokers, Features, Topics
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/topics/byName", "on Topics")
+        await pilot.press("F", *"con")
+        count = app.screen.query_one("#filter-count", Static)
+        await until(pilot, lambda: _sections(tree) == ["Controllers", "Configs"],
+                    "the sections holding 'con'")
+        assert text_of(count).strip() == f"2 of {len(SECTIONS)}"
+        await pilot.press("backspace")  # "co": wider again, still the sections
+        want = [label for label, _p in SECTIONS if "co" in label.lower()]
+        await until(pilot, lambda: _sections(tree) == want, "the sections holding 'co'")
+        assert text_of(count).strip() == f"{len(want)} of {len(SECTIONS)}"
+        await pilot.press("escape")
+        await until(pilot, lambda: len(_sections(tree)) == len(SECTIONS), "all sections")
+        await until(pilot, lambda: tree.cursor_node is not None  # back where F was pressed
+                    and tree.cursor_node.data == "/image/topics/byName", "back on Topics")
+        app.jump("/image/topics/byName/topic-0")
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/topics/byName/topic-0", "the jump")
+        await pilot.press("j", "j")  # the cursor moves inside the open Topics
+        await pilot.press("F", *"ic")
+        await until(pilot, lambda: "[filter: ic]" in str(
+            tree.nodes["/image/topics/byName"].label), "Topics filtered")
+        app.image_changed(live=True)  # what a followed append does: the tree is refilled
+        await pilot.press(*"-3")
+        await until(pilot, lambda: _children(tree.nodes["/image/topics/byName"])
+                    == ["topic-3"], "topic-3 alone")
+        topics = tree.nodes["/image/topics/byName"]
+        assert text_of(count).strip() == "1 of 4"
+        assert len(_sections(tree)) == len(SECTIONS)  # the sections untouched
+        await pilot.press("backspace", "backspace", "backspace", "escape")
+        await until(pilot, lambda: len(topics.children) == 4, "every topic back")
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data == "/image/topics/byName/topic-2", "on topic-2")

@@ -83,6 +83,46 @@ async def test_passing_checks_are_readable(theme: str) -> None:
 
 
 @aio
+async def test_health_hint_says_where_enter_goes_at_80_columns() -> None:
+    """At 80 columns an item's "→ path" runs off the screen: the line above the checks
+    says where Enter goes from the item under the cursor, whole."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("h")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
+        tree = app.screen.query_one("#checks")
+        await until(pilot, lambda: tree.cursor_node is not None  # type: ignore[attr-defined]
+                    and tree.cursor_node.data, "the cursor on an item")  # type: ignore
+        path = tree.cursor_node.data  # type: ignore[attr-defined]
+        await until(pilot, lambda: any(f"Enter opens {path}" in _line(app, y)
+                                       for y in range(24)), "the hint")
+
+
+@aio
+async def test_health_screen_colours_the_badge_not_the_line() -> None:
+    """On the health screen only the badge is on its colour: the check's name and summary
+    are not (the badge's style was the whole label's: FAIL lines white on red, OK lines
+    dark on green)."""
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("h")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
+        await pilot.pause(0.2)
+        tree = app.screen.query_one("#checks")
+        lines = [list(tree.render_line(y)) for y in range(tree.size.height)]
+        seen = 0
+        for segments in lines:
+            badge = next((s for s in segments if s.text.strip() in ("FAIL", "WARN", "OK")),
+                         None)
+            if badge is None or badge.style is None or badge.style.bgcolor is None:
+                continue
+            rest = [s for s in segments if ":" in s.text and s.style is not None]
+            assert rest and all(s.style.bgcolor != badge.style.bgcolor for s in rest), rest
+            seen += 1
+        assert seen >= 3  # a FAIL, a WARN and the OKs
+
+
+@aio
 async def test_no_color_fail_items_not_dimmer_than_warn(monkeypatch: pytest.MonkeyPatch
                                                        ) -> None:
     """NO_COLOR: a FAIL item is bold and no darker than a WARN item."""
@@ -152,6 +192,19 @@ async def test_controllers_node_not_empty_when_the_quorum_has_a_leader() -> None
 
 
 @aio
+async def test_a_note_in_the_view_wraps_at_80_columns() -> None:
+    """The Controllers note (no registration before 3.7) wraps in the pane at 80 columns: its
+    end was cut off (the view was as wide as the note, only tables need to be)."""
+    async with app_for(FIXTURES / "bad-log-gap").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        await until(pilot, lambda: _view_has(app, "no controller registration"), "the note")
+        await pilot.pause(0.1)
+        screen = "\n".join(_line(app, y) for y in range(24))
+        assert "(see /quorum)" in screen, screen
+
+
+@aio
 async def test_search_index_built_in_a_worker_indexing_until_ready() -> None:
     """`/` never builds the index on the UI thread: until the worker's index is in, the box
     says "indexing…" and keeps what is typed; then the results for it show. No match says
@@ -187,7 +240,9 @@ async def test_search_index_built_in_a_worker_indexing_until_ready() -> None:
 
 @aio
 async def test_footer_and_header_fit_80_columns() -> None:
-    """At 80x24 every screen's footer ends with "? Help" and "q Quit" (nothing cut), and the
+    """At 80x24 every screen's footer ends with "? Help" and "q Quit" (nothing cut) and shows
+    F where it filters (history: its own keys, then F, before the screens), the overview's
+    counts wrap between counts and its health lines under their text, and the
     header never parts a label from its value ("MV" and its version on one line); times show
     three digits of milliseconds."""
     async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
@@ -199,10 +254,87 @@ async def test_footer_and_header_fit_80_columns() -> None:
             await pilot.pause(0.2)
             footer = _line(app, 23)
             assert footer.rstrip().endswith("? Help q Quit"), (key, footer)
+            assert ("F Filter" in footer) == (key != "o"), (key, footer)  # where F filters
+            assert ("Go to node" in footer) == (key == "h"), (key, footer)  # health's Enter
+            if key == "o":  # a count keeps its words together ("min" and "ISR" were parted)
+                lines = [_line(app, y) for y in range(24)]
+                assert any("0 under min ISR" in ln for ln in lines)
+                # a health line wraps under its text, not under the badge
+                assert any(ln.startswith(" │        smaller than their") for ln in lines), lines
             header = [_line(app, y) for y in range(3)]
             assert not any(ln.rstrip().endswith(" MV") for ln in header), header
             assert any("MV 4.0-IV3" in ln for ln in header), header
             assert any("2024-04-24T23:07:11.490Z" in ln for ln in header), header
+
+
+@aio
+async def test_history_footer_at_120_columns_keeps_F() -> None:
+    """At 120 columns the history's own keys and F show (the screens' keys give way)."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(120, 30)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        await pilot.pause(0.2)
+        footer = _line(app, 29)
+        assert "d Diff mark→here" in footer and "F Filter" in footer, footer
+        assert footer.rstrip().endswith("? Help q Quit"), footer
+
+
+@aio
+async def test_footer_leaves_out_keys_typed_into_a_box() -> None:
+    """In the command bar and the filter bar / is typed, not a search: the footer does not
+    offer it (it said "/ Search")."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        await browser_tree(pilot)
+        for opener, box in (("colon", "Cancel/close"), ("F", "Clear filter")):
+            await pilot.press(opener)
+            await until(pilot, lambda b=box: b in _line(app, 23), box)
+            await pilot.pause(0.1)
+            assert "Search" not in _line(app, 23), _line(app, 23)
+            await pilot.press("escape")
+            await until(pilot, lambda b=box: b not in _line(app, 23), "closed")
+
+
+def _type_fast(app: Any, keys: str) -> None:
+    """``keys`` as a fast typist sends them: all in the app's queue before the first is
+    handled (Pilot's press waits for each; a terminal does not)."""
+    from textual import events
+
+    names = {":": "colon", "/": "slash"}
+    for char in keys:
+        event = events.Key(names.get(char, char), char)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+@aio
+async def test_keys_typed_right_after_F_colon_slash_land_in_the_box() -> None:
+    """F, : and / open their box before the next key is read: "Fcon" typed at once filters
+    the sections by "con" (the "o" switched to the overview, "c" the Changes tab), ":brokers"
+    from the history screen lands in the command bar, "/topic" in the search box."""
+    from textual.widgets import Input
+
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await pilot.press("t")
+        await browser_tree(pilot)
+        _type_fast(app, "Fcon")
+        await until(pilot, lambda: isinstance(app.screen.focused, Input)
+                    and app.screen.focused.value == "con", "'con' in the filter bar")
+        await pilot.press("escape")
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        _type_fast(app, ":brokers")
+        await until(pilot, lambda: isinstance(app.screen.focused, Input)
+                    and app.screen.focused.value == "brokers", "'brokers' in the bar")
+        assert isinstance(app.screen, BrowserScreen)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen.focused, Input), "bar closed")
+        _type_fast(app, "/topic")
+        await until(pilot, lambda: isinstance(app.screen.focused, Input)
+                    and app.screen.focused.value == "topic", "'topic' in the search box")
 
 
 def _line(app: Any, y: int) -> str:
@@ -226,6 +358,29 @@ async def test_help_overlay_lists_the_screens_keys() -> None:
                 assert own in shown and "Search" in shown and "Ctrl+C" in shown
                 await pilot.press("escape")
                 await until(pilot, lambda s=screen: isinstance(app.screen, s), "closed")
+
+
+@aio
+async def test_help_at_80x24_shows_the_screens_own_keys_first_once() -> None:
+    """At 80x24 the screen's own keys are in sight (they were under the app's, scrolled
+    away), each key once (Ctrl+Q, Ctrl+P and Tab were listed twice), ? and F1 on one row."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
+        app = await ready(pilot)
+        for key, screen, own in (("l", HistoryScreen, "Diff mark→here"),
+                                 ("h", HealthScreen, "Go to node")):
+            await pilot.press(key)
+            await until(pilot, lambda s=screen: isinstance(app.screen, s), key)
+            await pilot.press("question_mark")
+            await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen", "help")
+            await pilot.pause(0.1)
+            shown = "\n".join(_line(app, y) for y in range(24))
+            assert own in shown, shown
+            rows = app.screen.rows  # type: ignore[attr-defined]
+            keys = [k for row_keys, _what in rows for k in row_keys.split()]
+            assert len(keys) == len(set(keys)), rows
+            assert ("? f1", "Help") in rows and "Focus Next" not in str(rows)
+            await pilot.press("escape")
+            await until(pilot, lambda s=screen: isinstance(app.screen, s), "closed")
 
 
 @aio
@@ -303,6 +458,18 @@ def test_bars_are_drawn_from_zero() -> None:
     rows = bars([440, 441, 0], [440, 441, 5], 4).plain.splitlines()
     assert [r[0] for r in rows] == [r[1] for r in rows] == ["█"] * 4
     assert [r[2] for r in rows] == [" ", " ", " ", "▁"]
+
+
+def test_history_legend_keeps_its_words_at_80_columns() -> None:
+    """A 500k log's offsets (six digits) at 80 columns: the legend leaves out the batches
+    before it leaves out "snapshot" and "leader" (it read "SL")."""
+    from mdshell.tui.history import history_title
+    from mdshell.tui.rows import Timeline
+
+    tl = Timeline(505068, 509582, [(0, 0, 1, 0)] * 4219, [505068], [(505492, 1001, 2)])
+    legend = history_title(tl, 76).plain
+    assert "S snapshot L leader" in legend and "offsets 505068–509582" in legend, legend
+    assert len(legend) <= 76
 
 
 @aio

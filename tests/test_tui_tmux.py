@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -103,5 +104,62 @@ def test_a_key_pressed_as_the_overview_paints(pane_factory: Callable[[str], Pane
     pane.send("t")
     screen = pane.wait(lambda s: "▶ Controllers" in s and "All paths /" in s, "the tree")
     assert "vMU9WXlhQmGVG2yPKIhI9g" in screen
+    pane.send("q")
+    assert "MDSHELL-EXIT=0" in pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the exit")
+
+
+def _mdshell(d: object) -> str:
+    return (f"cd {shlex.quote(str(ROOT))} && {shlex.quote(sys.executable)} -m mdshell -d "
+            f"{shlex.quote(str(d))}; echo MDSHELL-EXIT=$?; sleep 30")
+
+
+def _topics(screen: str) -> bool:
+    """The Topics section is in the tree (marked ✗ once health finds a fault in it)."""
+    return "▶ Topics" in screen or "▶ ✗ Topics" in screen
+
+
+def test_filter_then_copy_in_tmux(pane_factory: Callable[[str], Pane]) -> None:
+    """F + typing narrows the tree's sections key by key and Esc shows them all again; y
+    copies the focused path by OSC 52, which tmux (set-clipboard on) keeps as a buffer."""
+    pane = pane_factory(_mdshell(FIXTURES / "cluster-basic"))
+    pane.tmux("set", "-g", "set-clipboard", "on")
+    pane.wait(lambda s: "Brokers (3)" in s, "the overview")
+    pane.send("t")
+    pane.wait(lambda s: "▶ Controllers" in s and _topics(s), "the tree")
+    pane.send("F")
+    pane.wait(lambda s: "filter sections:" in s, "the filter bar")
+    pane.send("c", "o", "n")
+    screen = pane.wait(lambda s: "2 of 13" in s, "the sections holding 'con'")
+    assert "▶ Configs" in screen and not _topics(screen) and "▶ Brokers" not in screen
+    pane.send("Escape")
+    pane.wait(lambda s: _topics(s) and "▶ Brokers" in s and "filter sections" not in s,
+              "every section back")
+    pane.send("y")
+    pane.wait(lambda s: "copied path: /image/cluster/controllers" in s, "the confirmation")
+    assert pane.tmux("show-buffer") == "/image/cluster/controllers"
+    pane.send("q")
+    assert "MDSHELL-EXIT=0" in pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the exit")
+
+
+def test_f_follows_a_growing_directory_in_tmux(
+        pane_factory: Callable[[str], Pane], tmp_path: Path) -> None:
+    """f on a copy of cluster-basic cut short: the batches appended next (the rest of the
+    real log) show in the header without a key, and FOLLOWING says so."""
+    from mdshell.tui.engine import Engine
+
+    from .test_tui_features import _cut_log
+
+    d, log, rest = _cut_log(tmp_path, 6)
+    start, end = (Engine.open(str(p), None) for p in (d, FIXTURES / "cluster-basic"))
+    for e in (start, end):
+        e.load()
+    pane = pane_factory(_mdshell(d))
+    pane.wait(lambda s: f"offset {start.header().offset} " in s, "the overview")
+    pane.send("f")
+    pane.wait(lambda s: "● FOLLOWING" in s, "following")
+    with log.open("ab") as f:
+        f.write(rest)
+    pane.wait(lambda s: f"offset {end.header().offset} " in s and "● FOLLOWING" in s,
+              "the appends followed", timeout=10)
     pane.send("q")
     assert "MDSHELL-EXIT=0" in pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the exit")

@@ -299,16 +299,27 @@ class MdshellApp(KeyActions):
         """Esc after a jump: where it came from (nav.py); False: nowhere."""
         return go_back(self)
 
-    def action_search(self) -> None:
-        if self._now(self.action_search):
+    async def action_search(self) -> None:
+        def later() -> None:
+            self.call_later(self.action_search)
+
+        if self._now(later):
+            from textual.widgets import Input
+
             from .search import SearchScreen
 
-            self.push_screen(SearchScreen())
+            screen = SearchScreen()
+            await self.push_screen(screen)
+            screen.set_focus(screen.query_one(Input))  # now: the next key is for the box
 
-    def action_command_bar(self) -> None:
-        if self._now(self.action_command_bar):
-            self.switch_mode("tree")
-            self.call_after_refresh(self._focus_bar)
+    async def action_command_bar(self) -> None:
+        """``:``: the tree's command bar, open before the next key is read (keymap.py)."""
+        def later() -> None:
+            self.call_later(self.action_command_bar)
+
+        if self._now(later):
+            await self.switch_mode("tree")
+            self._focus_bar()
 
     def _focus_bar(self) -> None:
         screen = self.screen

@@ -46,7 +46,8 @@ class ImageTree(Tree[str]):
         self.nodes: dict[str, TreeNode[str]] = {}  # path -> node, for every node listed
         self.filters: dict[str, str] = {}  # path ("" the root) -> the text F narrows it to
         self.base_labels: dict[str, Text] = {}  # a filtered node's label without the filter
-        self.filter_node: TreeNode[str] | None = None
+        self.filter_key: str | None = None  # the list F narrows, by path (treefilter)
+        self.filter_from: str | None = None  # the cursor's path when F was pressed
 
     def fill(self) -> None:
         """The sections (Brokers, Topics...), collapsed."""
@@ -58,11 +59,13 @@ class ImageTree(Tree[str]):
                                                       data=path))
         self.root.expand()
 
-    def refill(self) -> None:
+    def refill(self, cursor: str | None = None) -> None:
         """The tree over a new image (time travel, live records), keeping what was open, the
-        cursor and the scroll position; paths gone from the image just close."""
+        cursor (or putting it on ``cursor``) and the scroll position; paths gone from the
+        image just close."""
         opened = [p for p, n in self.nodes.items() if n.is_expanded]
-        cursor = self.cursor_node.data if self.cursor_node is not None else None
+        if cursor is None and self.cursor_node is not None:
+            cursor = self.cursor_node.data
         scroll_y = self.scroll_y
         self.fill()
         for path in opened:  # parents were added (and opened) before their children
@@ -124,7 +127,8 @@ class ImageTree(Tree[str]):
         return None
 
     filter_text = property(lambda self: self.filters.get(
-        treefilter.key_of(self, self.filter_node or treefilter.list_node(self)), ""),
+        treefilter.key_of(self, treefilter.list_node(self)) if self.filter_key is None
+        else self.filter_key, ""),
         lambda self, _text: None)
 
     def filter_name(self) -> str:
@@ -208,7 +212,8 @@ class BrowserScreen(DataScreen):
         Binding("J", "tab('json')", "JSON tab", show=False),
         Binding("c", "tab('changes')", "Changes tab", show=False),
         Binding("O", "tab('output')", "Output tab", show=False),
-        Binding("escape", "cancel", "Cancel / back", show=False),
+        Binding("escape", "cancel", "Cancel / back", show=False,
+                tooltip="cancel the command; else back to where a jump came from"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -221,7 +226,7 @@ class BrowserScreen(DataScreen):
 
     def on_mount(self) -> None:
         self.refresh_data()
-        self.query_one(ImageTree).focus()
+        self.set_focus(self.query_one(ImageTree))  # now: a bar opened by `:` takes it next
 
     def refresh_data(self) -> None:
         super().refresh_data()

@@ -92,7 +92,7 @@ class CommandBar(Input):
     def open(self) -> None:
         self.disabled = False
         self.add_class("open")
-        self.focus()
+        self.screen.set_focus(self)  # now, not queued after the keys typed next
 
     def action_close(self) -> None:
         if self.running:

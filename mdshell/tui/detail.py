@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
 from rich.syntax import Syntax
 from rich.table import Table
@@ -119,9 +119,9 @@ class DetailPane(Vertical):
     def _natural_width(self, body: Static, shown: RenderableType) -> None:
         """A table as wide as its rows (the tab scrolls sideways), not folded into the pane:
         a Static measures a rich Table against the pane's width, and a partition's replica
-        list cut over three lines is hard to read."""
-        console = self.app.console
-        wide = Measurement.get(console, console.options.update_width(WIDEST), shown).maximum
+        list cut over three lines is hard to read. A line of text wraps instead (a note
+        as wide as its longest line ran off the pane at 80 columns)."""
+        wide = natural_width(self.app.console, shown)
         body.styles.width = wide if wide > self.size.width else "auto"
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -294,6 +294,15 @@ class DetailPane(Vertical):
             t.append("\n" + "\n".join(errors), style="bold red")
         self.query_one("#output-body", Static).update(t)
         self.active = "output"
+
+
+def natural_width(console: Console, shown: RenderableType) -> int:
+    """The width a view asks for: its tables' whole rows, its texts' longest word."""
+    options = console.options.update_width(WIDEST)
+    parts = shown.renderables if isinstance(shown, Group) else [shown]
+    sizes = [Measurement.get(console, options, p) for p in parts]
+    return max((m.minimum if isinstance(p, Text) else m.maximum
+                for p, m in zip(parts, sizes, strict=True)), default=0)
 
 
 def readable(eng: Engine, path: str) -> RenderableType:

@@ -26,8 +26,9 @@ class Filterable(Protocol):
 
 
 def matches(text: str, *cells: object) -> bool:
-    """Whether ``text`` (already lower case) is in one of the cells."""
-    return any(text in str(c).lower() for c in cells)
+    """Whether ``text`` (already lower case) is in the line the cells make, one space
+    apart, as the row reads on screen: ``topic-0042 10`` finds that partition's row."""
+    return text in " ".join(str(c).lower() for c in cells)
 
 
 class FilterBar(Widget):
@@ -63,7 +64,7 @@ class FilterBar(Widget):
         box = self.query_one(Input)
         box.value = getattr(target, "filter_text", "")
         self.add_class("open")
-        box.focus()
+        self.screen.set_focus(box)  # now, not queued after the keys typed next
 
     @on(Input.Changed, "#filter-input")
     def _changed(self, event: Input.Changed) -> None:
@@ -112,8 +113,8 @@ def filter_target(app: App[int]) -> Widget | None:
 
 
 async def open_filter(app: App[int]) -> None:
-    """``F``: the filter bar on the current screen (mounted the first time, awaited: keys
-    typed right after F wait for it, they land in the box)."""
+    """``F``: the filter bar on the current screen (mounted the first time, awaited: F is a
+    priority key, keys typed right after it wait for it and land in the box)."""
     screen = app.screen
     if isinstance(screen.focused, Input):
         return  # typing in a box: F is a letter there

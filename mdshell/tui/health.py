@@ -19,6 +19,16 @@ from .screen import DataScreen
 from .widgets import StatusBar, item_style, status_badge
 
 MAX_ITEMS = 1000  # per check; the count says how many more there are
+HINT = "Enter on an item opens the node at fault in the tree."
+
+
+class CheckTree(Tree[str | None]):
+    """The checks: Enter (Tree's own select, which the screen hears) says in the footer
+    what it does here."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Go to node"),
+    ]
 
 
 class HealthScreen(DataScreen):
@@ -26,12 +36,10 @@ class HealthScreen(DataScreen):
     HealthScreen #checks { height: 1fr; }
     HealthScreen #hint { height: 1; color: $text-muted; padding: 0 1; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "jump", "Go to node")]
-
     def compose(self) -> ComposeResult:
         yield StatusBar()
-        yield Static("Enter on an item opens the node at fault in the tree.", id="hint")
-        tree: Tree[str | None] = Tree("checks", id="checks")
+        yield Static(HINT, id="hint")
+        tree = CheckTree("checks", id="checks")
         tree.show_root = False
         yield tree
         yield KeyFooter()
@@ -60,9 +68,7 @@ class HealthScreen(DataScreen):
 
     def apply_filter(self, text: str) -> tuple[int, int]:
         self.filter_text = text
-        hint = "Enter on an item opens the node at fault in the tree."
-        self.query_one("#hint", Static).update(
-            f"{hint}  Filtered: {text!r} (F edits it)" if text else hint)
+        self._hint()
         checks = self.mdapp.checks or []
         shown = narrow(checks, text)
         self.fill(checks)
@@ -76,7 +82,8 @@ class HealthScreen(DataScreen):
             return
         first_item = None
         for c in narrow(checks, self.filter_text):
-            label = status_badge(c.status, self.app.no_color)
+            label = Text()  # the badge alone on its colour (its style was the whole line's)
+            label.append_text(status_badge(c.status, self.app.no_color))
             label.append(f" {c.name}: ", style="bold")
             label.append(c.summary)
             node = tree.root.add(label, data=None, expand=c.status in ("fail", "warn"),
@@ -105,12 +112,17 @@ class HealthScreen(DataScreen):
             return "item", str(node.label)
         return None if not node.data else ("path", node.data)
 
-    def action_jump(self) -> None:
-        node = self.query_one("#checks", Tree).cursor_node
-        if node is not None and node.data:
-            self.mdapp.jump(node.data)
-        elif node is not None:
-            node.toggle()
+    @on(Tree.NodeHighlighted)
+    def _highlighted(self, event: Tree.NodeHighlighted[str | None]) -> None:
+        self._hint(event.node.data)
+
+    def _hint(self, path: str | None = None) -> None:
+        """Where Enter goes from the item under the cursor, whole (at 80 columns an item's
+        own ``→ path`` runs off the screen), then the filter."""
+        hint = f"Enter opens {path}" if path else HINT
+        text = self.filter_text
+        self.query_one("#hint", Static).update(
+            f"{hint}  Filtered: {text!r} (F edits it)" if text else hint)
 
     @on(Tree.NodeSelected)
     def _selected(self, event: Tree.NodeSelected[str | None]) -> None:

@@ -16,28 +16,42 @@ from textual.widgets import Static
 EXTRA: dict[str, list[tuple[str, str]]] = {
     "BrowserScreen": [("↑↓ j k", "move in the tree or table"),
                       ("Enter", "open a node (on a Topics or Brokers row: that one)"),
-                      ("s S", "on a table: sort by the next column / the other way"),
-                      ("Tab", "next pane (tree, details, command bar)"),
-                      ("Esc", "cancel the command; else back to where a jump came from")],
-    "HealthScreen": [("↑↓ j k", "move"), ("Enter", "jump to the node at fault")],
+                      ("s S", "on a table: sort by the next column / the other way")],
+    "HealthScreen": [("↑↓ j k", "move")],
     "OverviewScreen": [("Enter", "health details")],
 }
 COMMON = [("Ctrl+C", "cancel the command / clear the bar; twice: quit"),
-          ("Ctrl+Q", "quit"), ("Ctrl+P", "palette: every action by name")]
+          ("Ctrl+Q", "quit"), ("Ctrl+P", "palette: every action by name"),
+          ("Tab Shift+Tab", "next / previous pane (tree, details, command bar)")]
+LEFT_OUT = {"ctrl+c", "ctrl+q", "ctrl+p"}  # COMMON says what they do
+FOCUS = {"focus_next", "focus_previous"}  # Textual's Tab keys: COMMON again
 
 
 def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
-    """(key, what it does) for ``screen``: its active bindings in order, then EXTRA."""
-    rows: list[tuple[str, str]] = []
-    seen: set[str] = set()
+    """(key, what it does) for ``screen``: the keys of its panes and its own first (at 80x24
+    they were under the app's, out of sight), then EXTRA, the app's, COMMON; keys for one
+    action share a row (``? F1``); a binding's tooltip, when it has one, says more than its
+    footer label."""
+    extra = EXTRA.get(type(screen).__name__, [])
+    described = {k for keys, _what in extra for k in keys.split()}  # "↑↓ j k": not j, k again
+    own: dict[str, list[str]] = {}
+    app: dict[str, list[str]] = {}
+    what: dict[str, str] = {}
     for key, (node, binding, _enabled, _tip) in screen.active_bindings.items():
-        if not binding.description or key in seen or binding.system or key == "ctrl+c" \
-                or key.startswith("super+") \
+        if not binding.description or binding.system or key in LEFT_OUT \
+                or key.startswith("super+") or binding.action.split(".")[-1] in FOCUS \
                 or not _ours(node, binding.action):
             continue
-        seen.add(key)
-        rows.append((screen.app.get_key_display(binding), binding.description))
-    return rows + EXTRA.get(type(screen).__name__, []) + COMMON
+        shown = screen.app.get_key_display(binding)
+        if shown in described:
+            continue
+        rows = app if isinstance(node, App) else own
+        rows.setdefault(binding.action, []).append(shown)
+        what.setdefault(binding.action, binding.tooltip or binding.description)
+    listed = [(" ".join(keys), what[action]) for rows in (own, app)
+              for action, keys in rows.items()]
+    mine, theirs = listed[:len(own)], listed[len(own):]
+    return mine + extra + theirs + COMMON
 
 
 def _ours(node: object, action: str) -> bool:

@@ -29,9 +29,12 @@ SPARK_ROWS = 4
 def history_title(tl: Timeline, width: int) -> Text:
     """The bars' legend, shorter where the full one would not fit ``width``."""
     span = f"  offsets {tl.first}–{tl.last}, {len(tl.batches):,} batches  "
-    for what, snap, lead in (("Changes per offset interval", " snapshot ", " leader change"),
-                             ("Changes", " snapshot ", " leader"), ("Changes", "", "")):
-        t = Text.assemble((what, "bold"), span, ("S", "bold cyan"), snap,
+    short = f"  offsets {tl.first}–{tl.last}  "  # the legend's words before the batches'
+    for what, where, snap, lead in (
+            ("Changes per offset interval", span, " snapshot ", " leader change"),
+            ("Changes", span, " snapshot ", " leader"), ("Changes", short, " snapshot ", " leader"),
+            ("Changes", short, "", "")):
+        t = Text.assemble((what, "bold"), where, ("S", "bold cyan"), snap,
                           ("L", "bold magenta"), lead, ("  ▁", "dim"), " NoOps only")
         if t.cell_len <= width:
             return t
@@ -50,10 +53,14 @@ class HistoryScreen(DataScreen):
     HistoryScreen #goto.open { display: block; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "step(-1)", "◀", priority=True),
-        Binding("right", "step(1)", "▶", priority=True),
-        Binding("shift+left", "step(-10)", "◀◀", show=False, priority=True),
-        Binding("shift+right", "step(10)", "▶▶", show=False, priority=True),
+        Binding("left", "step(-1)", "◀", priority=True,
+                tooltip="the sparkline's cursor one column back (older)"),
+        Binding("right", "step(1)", "▶", priority=True,
+                tooltip="the sparkline's cursor one column on (newer)"),
+        Binding("shift+left", "step(-10)", "◀◀", show=False, priority=True,
+                tooltip="ten columns back"),
+        Binding("shift+right", "step(10)", "▶▶", show=False, priority=True,
+                tooltip="ten columns on"),
         Binding("enter", "travel", "Travel here", priority=True),
         Binding("e", "latest", "Latest"),
         Binding("m", "mark", "Mark"),
@@ -101,13 +108,36 @@ class HistoryScreen(DataScreen):
         eng = self.mdapp.engine
         self.query_one(StatusBar).refresh_header(eng.header())
         tl = self.timeline
+        self._buckets()
+        self._fill_events(tl)
+        at = eng.header().at
+        self._place(at if at is not None else tl.last)
+
+    def _buckets(self) -> None:
+        """The sparkline's columns, one per cell of the width the screen has now."""
+        tl = self.timeline
         self.width = max(10, self.app.size.width - 4)
         self.counts, self.starts = tl.buckets(self.width)
         self.changes = tl.buckets(self.width, changes=True)[0]
         self.query_one("#title", Static).update(history_title(tl, self.width))
-        self._fill_events(tl)
-        at = eng.header().at
-        self._place(at if at is not None else tl.last)
+
+    def on_resize(self) -> None:
+        self._fit_width()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        self._fit_width()
+
+    def _fit_width(self) -> None:
+        """The terminal's width changed (here or while another screen was shown): the
+        sparkline again at the new width, the cursor on the same offset (the old one wrapped
+        over three lines at 80 columns)."""
+        if not self.starts or max(10, self.app.size.width - 4) == self.width:
+            return
+        self._buckets()
+        if self.target is None:
+            self.cursor = min(self.cursor, len(self.starts) - 1)
+        self._place(self.target)
 
     def _fill_events(self, tl: Timeline) -> None:
         table = self.query_one(FilterTable)

@@ -8,11 +8,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from textual.app import App
+from textual.screen import ModalScreen
+from textual.widgets import Input
 
 from .nav import move
 
 if TYPE_CHECKING:
     from .app import MdshellApp
+
+
+BOX_KEYS = {"search", "command_bar", "filter"}  # priority keys that open a box
 
 
 class KeyActions(App[int]):
@@ -21,7 +26,11 @@ class KeyActions(App[int]):
         return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """F shows (and works) on the screens that have a list to filter."""
+        """F shows (and works) on the screens that have a list to filter; the keys that
+        open a box step aside in a box and over a modal screen (keymap.py)."""
+        if action in BOX_KEYS and (isinstance(self.screen.focused, Input)
+                                   or isinstance(self.screen, ModalScreen)):
+            return False
         if action == "filter":
             return hasattr(self.screen, "filter_target")
         return True

@@ -1,5 +1,10 @@
 """The app's keys, in one place: screens, search, filter, copy, reload, command bar, help,
-movement, quit (the README's key table, docs/tui.md and the help overlay list them)."""
+movement, quit (the README's key table, docs/tui.md and the help overlay list them).
+
+``/``, ``:`` and ``F`` open a box: they are priority keys, handled as the app reads them, so
+the box is open and focused before the next key is read (a key typed right after went to
+the screen left: the ``o`` of ``Fcon`` showed the overview). In a box, or over a modal
+screen, they step aside (``KeyActions.check_action``): there they are characters."""
 
 from __future__ import annotations
 
@@ -10,9 +15,9 @@ APP_KEYS: list[BindingType] = [
     Binding("t", "mode('tree')", "Tree"),
     Binding("h", "mode('health')", "Health"),
     Binding("l", "mode('history')", "History"),
-    Binding("slash", "search", "Search"),
-    Binding("colon", "command_bar", "Command"),
-    Binding("F", "filter", "Filter"),
+    Binding("slash", "search", "Search", priority=True),
+    Binding("colon", "command_bar", "Command", priority=True),
+    Binding("F", "filter", "Filter", priority=True),
     Binding("y", "copy(False)", "Copy path", show=False),
     Binding("Y", "copy(True)", "Copy value / row", show=False),
     Binding("r", "reload", "Re-read", show=False),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.console import Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,7 +18,7 @@ from .fmt import plural
 from .footer import KeyFooter
 from .healthrows import health_title
 from .screen import DataScreen
-from .widgets import StatusBar, item_style, state_text, status_badge
+from .widgets import Flow, StatusBar, item_style, state_text, status_badge
 
 
 class OverviewScreen(DataScreen):
@@ -86,18 +86,17 @@ class OverviewScreen(DataScreen):
         ov = self.overview
         assert ov is not None
         panel = self.query_one("#health", Static)
-        counts = Text()
+        counts: list[Text] = []  # each kept whole when the panel wraps them (Flow)
         for n, noun in ((ov.topics, "topic"), (ov.partitions, "partition")):
             count, _, word = plural(n, noun).partition(" ")
-            counts.append(count, style="bold")
-            counts.append(f" {word}   ")
+            counts.append(Text.assemble((count, "bold"), f" {word}"))
         if checks is None:
             for each in ("fail", "warn", "ok"):
                 panel.set_class(False, each)
             panel.border_title = "Health"
             panel.update(Text(f"checking {ov.partitions:,} partitions, "
                               f"{len(ov.brokers)} brokers...", style="dim italic"))
-            counts.append("offline … under-replicated …", style="dim")
+            counts.append(Text("offline … under-replicated …", style="dim"))
         else:
             words, status = health_title(checks)
             for each in ("fail", "warn", "ok"):
@@ -110,9 +109,9 @@ class OverviewScreen(DataScreen):
                                 ("under-replicated partitions", "under-replicated"),
                                 ("under-min-ISR partitions", "under min ISR")):
                 n = by_name.get(name, 0)
-                counts.append(f"{n:,}", style="bold red" if n else "bold green")
-                counts.append(f" {label}   ")
-        self.query_one("#counts", Static).update(counts)
+                counts.append(Text.assemble((f"{n:,}", "bold red" if n else "bold green"),
+                                            f" {label}"))
+        self.query_one("#counts", Static).update(Flow(counts))
         self.query_one("#counts", Static).border_title = "Counts"
         # Heights change with the content: lay the column out again once this has rendered.
         self.call_after_refresh(self.query_one(VerticalScroll).refresh, layout=True)
@@ -123,38 +122,40 @@ class OverviewScreen(DataScreen):
         panel.update(body)  # type: ignore[arg-type]
 
 
-def _health(checks: list[CheckRow], mono: bool = False) -> Group:
+def _health(checks: list[CheckRow], mono: bool = False) -> Table:
     """Failures and warnings with their first items; the passing checks on one line (the
-    badge alone on its colour, the names in the panel's: never green on green)."""
-    lines = []
+    badge alone on its colour, the names in the panel's: never green on green). A grid:
+    a line that wraps goes on under its text, not under the badge (at 80 columns an item's
+    end was at the panel's left edge)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)  # the badge, or nothing under it
+    grid.add_column()
     passed = [c.name for c in checks if c.status == "ok"]
     # Passed, but on data the data check fails: one line too, not shown as OK.
     as_read = [c.name for c in checks if c.as_read]
     for c in checks:
         if c.status == "ok" or c.name in as_read:
             continue
-        t = Text()
-        t.append_text(status_badge(c.status, mono))
-        t.append(f" {c.name}: ", style="bold")
-        t.append(c.summary)
-        lines.append(t)
+        grid.add_row(status_badge(c.status, mono),
+                     Text.assemble((f"{c.name}: ", "bold"), c.summary))
         if c.status in ("fail", "warn"):
             for item in c.items[:3]:
-                lines.append(Text(f"        {item.text}", style=item_style(c.status, mono)))
+                grid.add_row("", _indented(Text(item.text, style=item_style(c.status, mono))))
             if len(c.items) > 3:
-                lines.append(Text(f"        ... {len(c.items) - 3:,} more (h)", style="dim"))
+                grid.add_row("", _indented(Text(f"... {len(c.items) - 3:,} more (h)",
+                                                style="dim")))
     if passed:
-        t = Text()
-        t.append_text(status_badge("ok", mono))
-        t.append(" " + ", ".join(passed), style=item_style("ok", mono))
-        lines.append(t)
+        grid.add_row(status_badge("ok", mono),
+                     Text(", ".join(passed), style=item_style("ok", mono)))
     if as_read:
-        t = Text()
-        t.append_text(status_badge("info", mono))
-        t.append(" passed in the image as read (see data): ", style="bold")
-        t.append(", ".join(as_read), style=item_style("info", mono))
-        lines.append(t)
-    return Group(*lines)
+        grid.add_row(status_badge("info", mono), Text.assemble(
+            ("passed in the image as read (see data): ", "bold"),
+            (", ".join(as_read), item_style("info", mono))))
+    return grid
+
+
+def _indented(text: Text) -> Padding:
+    return Padding(text, (0, 0, 0, 1))
 
 
 def _table(*columns: str) -> Table:

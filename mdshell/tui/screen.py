@@ -21,8 +21,14 @@ class DataScreen(Screen[None]):
         app = cast("MdshellApp", self.app)
         if self.seen_generation != app.generation:
             self.refresh_data()
-        elif self.seen_checks is not app.checks:
-            self.checks_ready()
+        else:
+            if app.loaded:  # the header's states (f stopped while away) are not data
+                from .widgets import StatusBar
+
+                for bar in self.query(StatusBar):
+                    bar.refresh_header(app.engine.header())
+            if self.seen_checks is not app.checks:
+                self.checks_ready()
         self.seen_checks = app.checks
 
     def refresh_data(self) -> None:

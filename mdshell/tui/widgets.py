@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.measure import Measurement
 from rich.text import Text
 from textual.widgets import Static
 
 from ..image.verdict import LIVE_STALE, TIME_TRAVEL
 
 if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+
     from .engine import Header
     from .rows import LiveRow
 
@@ -83,19 +86,40 @@ def _field(label: str, value: str) -> Text:
 
 
 def header_text(h: Header, width: int = 10_000) -> Text:
-    """The fields two spaces apart, a new line where the next would not fit in ``width``."""
+    return flow(header_fields(h), width)
+
+
+def flow(fields: list[Text], width: int, gap: int = 2) -> Text:
+    """The fields ``gap`` spaces apart, a new line where the next would not fit in
+    ``width``: a field is never parted."""
     t = Text()
     used = 0
-    for f in header_fields(h):
-        if used and used + 2 + f.cell_len > width:
+    for f in fields:
+        if used and used + gap + f.cell_len > width:
             t.append("\n")
             used = 0
         elif used:
-            t.append("  ")
-            used += 2
+            t.append(" " * gap)
+            used += gap
         t.append_text(f)
         used += f.cell_len
     return t
+
+
+class Flow:
+    """``flow`` at the width it is given (a panel's): the overview's counts, where "0 under
+    min ISR" wrapped as "min" on one line and "ISR" on the next."""
+
+    def __init__(self, fields: list[Text], gap: int = 3) -> None:
+        self.fields, self.gap = fields, gap
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield flow(self.fields, options.max_width, self.gap)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        cells = [f.cell_len for f in self.fields]
+        widest = sum(cells) + self.gap * max(len(cells) - 1, 0)
+        return Measurement(max(cells, default=0), widest).clamp(max_width=options.max_width)
 
 
 def live_text(row: LiveRow) -> Text:
