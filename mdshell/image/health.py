@@ -35,7 +35,7 @@ def item(text: str, **fields: Any) -> Item:
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 broker``, ``2 brokers``."""
-    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def _are(n: int) -> str:
@@ -90,7 +90,7 @@ def check_brokers(img: m.Image) -> list[Check]:
     else:
         checks.append(Check(
             "fenced brokers", FAIL if fenced else OK,
-            f"{len(fenced)} of {count(total, 'registered broker')} {_are(len(fenced))} fenced"
+            f"{len(fenced):,} of {count(total, 'registered broker')} {_are(len(fenced))} fenced"
             if fenced else (f"all {total} registered brokers are unfenced" if total > 1
                             else "the registered broker is unfenced"),
             [item(f"broker {b.id} (epoch {b.epoch}) is fenced", broker=b.id, epoch=b.epoch)
@@ -170,10 +170,10 @@ def check_partitions(img: m.Image) -> list[Check]:
                           lastKnownElr=p.last_known_elr))
     out = [
         Check("offline partitions", FAIL if offline else OK,
-              f"{len(offline)} of {total} partitions have no leader" if offline
+              f"{len(offline):,} of {total:,} partitions have no leader" if offline
               else _all(total, "partition", "has a leader", "have a leader"), offline),
         Check("under-replicated partitions", WARN if under else OK,
-              f"{len(under)} of {total} partitions have an ISR smaller than their replicas"
+              f"{len(under):,} of {total:,} partitions have an ISR smaller than their replicas"
               if under else "every ISR holds all replicas", under),
         Check("under-min-ISR partitions", FAIL if under_min else OK,
               f"{count(len(under_min), 'partition')} "
@@ -211,7 +211,7 @@ def _all(total: int, noun: str, one: str, many: str) -> str:
         return f"there are no {noun}s"
     if total == 1:
         return f"the only {noun} {one}"
-    return f"all {total} {noun}s {many}"
+    return f"all {total:,} {noun}s {many}"
 
 
 def check_controllers(img: m.Image, voters: Iterable[int] | None) -> list[Check]:
