@@ -175,6 +175,9 @@ def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) ->
         if loc.file is not path:  # thousands of batches a file: name it once
             path = loc.file
             builder.file = os.path.basename(path)
+        if loc.quiet is not None:  # one-NoOp batches passed over before this one
+            _, off, epoch, time_ms = loc.quiet
+            builder.pass_noops(off, epoch, time_ms, upto, skip_below)
         try:
             if batch.is_control:
                 control_entries(batch, loc.file, run.controls)
@@ -209,7 +212,8 @@ def _replay_log(make: _Make, run: _Run, cp: Checkpoint | None, problems: list[Pr
                 upto: int | None) -> Loaded:
     start = cp.end_offset if cp else 0
     source = make.source
-    stream = make.watch(source.log_stream(start, upto, cp))
+    # A sieve picks the records to apply: one-NoOp batches go through it like any other.
+    stream = make.watch(source.log_stream(start, upto, cp, pass_noops=make.sieve is None))
     _apply(run, stream, upto, start if cp else -1)
     problems.extend(stream.problems)
     run.files.extend(stream.files)

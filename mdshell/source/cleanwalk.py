@@ -1,0 +1,283 @@
+"""A clean segment read at C speed where Python allows it: the one fast walk of the shell
+(its load) and of Spark (``spark/fastlog.py``).
+
+:func:`.walker.iter_batches` checks a batch at a time (a ``Batch`` object, a CRC call, the
+neighbour rules): about 2.5 µs a batch, and a quiet log is hundreds of thousands of one-record
+batches. Here a file is checked whole, column by column: one Python loop follows the batch
+lengths (runs of one length measured by strided byte slices), the 61-byte headers are joined
+and each field is cut out as an ``array`` by strided slices, offsets, epochs and magic are
+compared as whole arrays, and the CRCs are computed by ``map`` (or by the caller's faster
+function: Spark's numpy one). Nothing here needs numpy.
+
+Only a clean file goes this way (every batch whole, magic 2, CRC right, offsets following on,
+epochs never going down, an epoch change the walker's neighbour rule accepts); for anything
+else :class:`Unclean` is raised and the caller reads the file with the walker, so damage is
+found, said and skipped by one set of rules. Batches holding one NoOp record only (each
+distinct record framed once by the wire layer) are marked, so a reader that needs only the
+provenance they move can pass them over (:func:`plan`).
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from array import array
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import add, le
+
+from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, UNDECODABLE, parse_header
+from ..wire.batch import ranges_in as _ranges_in
+from ..wire.crc import crc32c
+from ..wire.kinds import RecordKind
+from .walker import MAX_BATCH_LENGTH, Before, header_damage
+
+_LENGTH = struct.Struct(">i")
+_CRC_FROM = 21  # a batch's CRC covers its bytes from the attributes on
+_SIMPLE = 0x27  # codec bits and the control flag: a simple batch has none of them
+_NOOP_SECTION = 24  # a one-NoOp batch's records section is shorter (~11 bytes)
+_RUN = 256  # batches a run measure looks at, at most
+_BIG = sys.byteorder == "big"
+# Header fields cut out as columns: (position in the header, width, array type code).
+_FIELDS = {"base": (0, 8, "q"), "length": (8, 4, "i"), "epoch": (12, 4, "i"),
+           "crc": (17, 4, "I"), "attrs": (21, 2, "h"), "last_delta": (23, 4, "i"),
+           "base_ts": (27, 8, "q"), "max_ts": (35, 8, "q"), "count": (57, 4, "i")}
+_MAGIC_AT = 16
+
+# Checks the CRC of every batch: (data, starts, lengths) -> all right?
+CrcCheck = Callable[[bytes, "array[int]", "array[int]", "array[int]"], bool]
+
+
+class Unclean(Exception):
+    """Something the fast walk does not handle: read the file the walker's way."""
+
+
+def batch_starts(data: bytes, pos: int = 0) -> array[int]:
+    """Where each batch from ``pos`` on starts: the one Python loop over a file (it only
+    follows batch lengths; a batch running past the end, or a file ending inside a header,
+    makes the file unclean). Where two batches in a row have one length (a quiet log's
+    NoOps), the run of batches of that length is measured at C speed by :func:`_run`."""
+    size = len(data)
+    length_at = _LENGTH.unpack_from
+    starts = array("q")
+    add_start = starts.append
+    previous = 0
+    try:
+        while pos < size:
+            length = length_at(data, pos + 8)[0]
+            if length < MIN_BATCH_LENGTH:
+                raise Unclean
+            step = LOG_OVERHEAD + length
+            if length == previous:
+                end = pos + _run(data, pos, step) * step
+                starts.extend(range(pos, end, step))
+                pos = end
+                continue
+            add_start(pos)
+            previous = length
+            pos += step
+    except struct.error:
+        raise Unclean from None  # fewer than 12 bytes left: a cut header
+    if pos != size:
+        raise Unclean  # the last batch runs past the end (or its header is cut)
+    return starts
+
+
+def _run(data: bytes, pos: int, step: int) -> int:
+    """How many batches from ``pos`` on, ``step`` bytes apart, have the length of the one at
+    ``pos`` (at least 1, at most ``_RUN``): each byte of their length fields, taken every
+    ``step`` bytes with one slice, stripped of the first one's value."""
+    run = _RUN
+    for i in range(pos + 8, pos + 12):
+        column = data[i:i + _RUN * step:step]
+        run = min(run, len(column) - len(column.lstrip(column[:1])))
+    return run
+
+
+@dataclass(slots=True)
+class Heads:
+    """The header fields of a file's batches, one array per field (``starts``: where each
+    batch begins; ``magic``: one byte a batch)."""
+
+    starts: array[int]
+    base: array[int]
+    length: array[int]
+    epoch: array[int]
+    crc: array[int]
+    attrs: array[int]
+    last_delta: array[int]
+    base_ts: array[int]
+    max_ts: array[int]
+    count: array[int]
+    magic: bytes
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def heads(data: bytes, starts: array[int]) -> Heads:
+    """Every header at ``starts``, joined, then each field cut out by strided slices (a
+    batch is never shorter than its header, so each lies inside the file)."""
+    n = len(starts)
+    joined = b"".join(map(data.__getitem__, map(slice, starts,
+                                                 map(add, starts, repeat(HEADER_SIZE)))))
+    cols = {name: _column(joined, n, at, width, code)
+            for name, (at, width, code) in _FIELDS.items()}
+    return Heads(starts, magic=joined[_MAGIC_AT::HEADER_SIZE], **cols)
+
+
+def _column(joined: bytes, n: int, at: int, width: int, code: str) -> array[int]:
+    raw = bytearray(n * width)
+    for j in range(width):
+        raw[(j if _BIG else width - 1 - j)::width] = joined[at + j::HEADER_SIZE]
+    col = array(code, raw)
+    if col.itemsize != width:
+        raise Unclean  # a platform whose C types differ: the walker reads it
+    return col
+
+
+def crcs_right(data: bytes, starts: array[int], lengths: array[int],
+               crcs: array[int]) -> bool:
+    """Whether every batch's CRC-32C is right (one C call a batch, through ``map``)."""
+    begin = map(add, starts, repeat(_CRC_FROM))
+    end = map(add, map(add, starts, lengths), repeat(LOG_OVERHEAD))
+    return list(map(crc32c, map(data.__getitem__, map(slice, begin, end)))) == crcs.tolist()
+
+
+@dataclass(slots=True)
+class Follows:
+    """What a file's batches must follow on from: ``first``, the base offset of its first
+    batch (the file's name, or the offset after a skip); ``prior``, the leader epoch of the
+    batch before (None: unknown); ``floor``, the lowest epoch allowed (the highest seen
+    before); ``covers``, an offset the first batch must hold (None: any); ``start``, no batch
+    may end below it; ``bound``, none may reach past it (None: no bound)."""
+
+    first: int
+    prior: int | None = None
+    floor: int = -1
+    covers: int | None = None
+    start: int = 0
+    bound: int | None = None
+
+
+def check_frames(data: bytes, h: Heads, upto: int = -1, crc: CrcCheck = crcs_right) -> None:
+    """Raise :class:`Unclean` unless every batch (the first ``upto``; -1: all) has magic 2,
+    a length the walker accepts and a right CRC."""
+    n = len(h) if upto < 0 else upto
+    if (h.magic.count(2) != len(h) or max(h.length, default=0) > MAX_BATCH_LENGTH
+            or not crc(data, h.starts[:n], h.length[:n], h.crc[:n])):
+        raise Unclean
+
+
+def check(data: bytes, h: Heads, follows: Follows, upto: int | None = None,
+          crc: CrcCheck = crcs_right) -> int:
+    """Raise :class:`Unclean` unless the walker would read the batches of ``h`` as they are,
+    without a word; return how many it reads before ``upto`` (the batch after, checked too,
+    stops it). The rules are the walker's (:func:`.walker.iter_batches` with ``dense``) and
+    the log's continuity (``laidout._Continuity``), made strict: whatever would be judged is
+    left to them."""
+    n = len(h)
+    if not n:
+        raise Unclean
+    base, last_delta, epoch = h.base, h.last_delta, h.epoch
+    if base[0] != follows.first:
+        raise Unclean
+    if last_delta.tobytes().count(0) == len(last_delta) * last_delta.itemsize:
+        ends = base  # one offset a batch (a quiet log): they count up one by one
+        follows_on = base == array("q", range(base[0], base[0] + n))
+    else:
+        if min(last_delta) < 0:
+            raise Unclean
+        ends = array("q", map(add, base, last_delta))
+        follows_on = base[1:] == array("q", map(add, ends[:-1], repeat(1)))
+    if not follows_on or ends[0] < follows.start:
+        raise Unclean  # offsets that do not follow on (a gap, an overlap, damage)
+    covers = follows.covers
+    if covers is not None and not base[0] <= covers <= ends[0]:
+        raise Unclean
+    if follows.bound is not None and ends[-1] > follows.bound:
+        raise Unclean
+    raw = epoch.tobytes()
+    if epoch[0] < follows.floor or (raw != raw[:epoch.itemsize] * n
+                                    and epoch.tolist() != sorted(epoch)):
+        raise Unclean  # an epoch going down: the continuity check says so
+    _epoch_changes(data, h, follows.prior)
+    read = n if upto is None else bisect_right(base, upto)
+    check_frames(data, h, min(n, read + 1), crc)
+    return read
+
+
+def _epoch_changes(data: bytes, h: Heads, prior: int | None) -> None:
+    """Each place the leader epoch changes, judged by the walker's neighbour rule (an epoch
+    unlike both neighbours, or changing on a file's last batch other than by the new
+    leader's control batch, is damage)."""
+    epoch = h.epoch
+    n = len(h)
+    before = prior
+    i = 0
+    while i < n:
+        e = epoch[i]
+        if before is not None and e != before:
+            after = (h.base[i + 1], epoch[i + 1]) if i + 1 < n else None
+            b = parse_header(data, h.starts[i])
+            if header_damage(Before(h.base[i] - 1, before, i > 0), b, after) is not None:
+                raise Unclean
+        before = e
+        # the next change: epochs never go down here, so past every batch of this epoch
+        i = bisect_right(epoch, e, i)
+
+
+def noops(data: bytes, h: Heads, n: int) -> list[int]:
+    """Which of the first ``n`` batches hold one NoOpRecord and nothing else (their
+    indices): only batches short enough are looked at, and each distinct records section
+    is framed once by the wire layer's loop. Replay only moves the provenance on for them."""
+    starts, length, attrs, count, last_delta = h.starts, h.length, h.attrs, h.count, h.last_delta
+    seen: dict[bytes, bool] = {}
+    out: list[int] = []
+    for i in compress(range(n), map(le, length[:n], repeat(_NOOP_SECTION + MIN_BATCH_LENGTH))):
+        if attrs[i] & _SIMPLE or count[i] != 1 or last_delta[i]:
+            continue
+        p = starts[i]
+        section = data[p + HEADER_SIZE:p + LOG_OVERHEAD + length[i]]
+        noop = seen.get(section)
+        if noop is None:
+            noop = seen[section] = _one_noop(section)
+        if noop:
+            out.append(i)
+    return out
+
+
+def _one_noop(section: bytes) -> bool:
+    try:
+        framed = _ranges_in(section, 0, len(section), 1, 0, True)
+    except UNDECODABLE:
+        return False
+    return framed[0][0] == 0 and framed[0][3] == RecordKind.NO_OP
+
+
+def plan(n: int, noop: list[int]) -> list[int]:
+    """The batches to hand out of the first ``n``: each that is not a one-NoOp batch (``noop``:
+    the indices of those, ascending), and the last one."""
+    if not noop:
+        return list(range(n))
+    keep = bytearray(b"\1") * n
+    deque(map(keep.__setitem__, noop, repeat(0)), 0)
+    keep[n - 1] = 1
+    return list(compress(range(n), keep))
+
+
+def quiet(h: Heads, i: int, before: int) -> Quiet | None:
+    """The one-NoOp batches passed over between batch ``before`` and batch ``i`` handed
+    out (None: none)."""
+    if i - before < 2:
+        return None
+    j = i - 1
+    return (i - before - 1, h.base[j], h.epoch[j], h.max_ts[j])
+
+
+# A run of one-NoOp batches passed over: (how many, then the last one's offset, leader epoch
+# and max timestamp: what replay would have set the provenance to).
+Quiet = tuple[int, int, int, int]
