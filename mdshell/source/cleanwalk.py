@@ -179,6 +179,13 @@ def check(data: bytes, h: Heads, follows: Follows, upto: int | None = None,
     stops it). The rules are the walker's (:func:`.walker.iter_batches` with ``dense``) and
     the log's continuity (``laidout._Continuity``), made strict: whatever would be judged is
     left to them."""
+    try:
+        return _check(data, h, follows, upto, crc)
+    except OverflowError:
+        raise Unclean from None  # offsets at the end of the i64 range: damage, surely
+
+
+def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCheck) -> int:
     n = len(h)
     if not n:
         raise Unclean
