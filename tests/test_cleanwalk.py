@@ -178,8 +178,13 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
 }
 
 
+@pytest.mark.parametrize("chunk", [7, cleanwalk.CHUNK])
 @pytest.mark.parametrize("name", sorted(DAMAGE))
-def test_damaged_copies(walks: Walks, quiet_log: Path, tmp_path: Path, name: str) -> None:
+def test_damaged_copies(walks: Walks, quiet_log: Path, tmp_path: Path, name: str,
+                        chunk: int) -> None:
+    """Also with the fast walk taking a few batches at a time: clean stretches before and
+    after the damage, a chunk's last batch judged by the batch after it."""
+    walks.monkeypatch.setattr(cleanwalk, "CHUNK", chunk)
     copy = tmp_path / "d"
     shutil.copytree(quiet_log, copy)
     DAMAGE[name](copy)
@@ -247,9 +252,12 @@ def len_offsets(log: bytes | bytearray) -> int:
     return int(base + delta + 1)
 
 
-def test_noops_inside_and_around_transactions(walks: Walks, tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunk", [3, cleanwalk.CHUNK])
+def test_noops_inside_and_around_transactions(walks: Walks, tmp_path: Path,
+                                              chunk: int) -> None:
     """The provenance a passed-over NoOp leaves: kept before a batch that opens a
     transaction, not moved inside one; at every offset as the end of the load."""
+    walks.monkeypatch.setattr(cleanwalk, "CHUNK", chunk)
     d = tmp_path / "d"
     _noisy(FIXTURES / "transactions", d)
     end = load(DirectorySource(str(d))).end_offset

@@ -24,7 +24,7 @@ import sys
 from array import array
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import add, le
@@ -33,13 +33,15 @@ from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, UNDECODABL
 from ..wire.batch import ranges_in as _ranges_in
 from ..wire.crc import crc32c
 from ..wire.kinds import RecordKind
-from .walker import MAX_BATCH_LENGTH, Before, header_damage
+from .walker import MAX_BATCH_LENGTH, Before, header_damage, peek
 
 _LENGTH = struct.Struct(">i")
 _CRC_FROM = 21  # a batch's CRC covers its bytes from the attributes on
 _SIMPLE = 0x27  # codec bits and the control flag: a simple batch has none of them
 _NOOP_SECTION = 24  # a one-NoOp batch's records section is shorter (~11 bytes)
 _RUN = 256  # batches a run measure looks at, at most
+_CHUNK = 1 << 16  # batches whose headers or CRCs are gathered at once
+CHUNK = 1 << 16  # batches a reader checks at once (its memory: ~50 bytes a batch)
 _BIG = sys.byteorder == "big"
 # Header fields cut out as columns: (position in the header, width, array type code).
 _FIELDS = {"base": (0, 8, "q"), "length": (8, 4, "i"), "epoch": (12, 4, "i"),
@@ -55,24 +57,28 @@ class Unclean(Exception):
     """Something the fast walk does not handle: read the file the walker's way."""
 
 
-def batch_starts(data: bytes, pos: int = 0) -> array[int]:
+def batch_starts(data: bytes, pos: int = 0, limit: int = -1) -> array[int]:
     """Where each batch from ``pos`` on starts: the one Python loop over a file (it only
-    follows batch lengths; a batch running past the end, or a file ending inside a header,
-    makes the file unclean). Where two batches in a row have one length (a quiet log's
-    NoOps), the run of batches of that length is measured at C speed by :func:`_run`."""
+    follows batch lengths). Where two batches in a row have one length (a quiet log's
+    NoOps), the run of batches of that length is measured at C speed by :func:`_run`.
+
+    ``limit`` -1: every batch to the end, which must end the file exactly (a batch running
+    past the end, or a file ending inside a header, makes it unclean). Else at most
+    ``limit`` batches, up to the first that does not fit (unclean if that is the first)."""
     size = len(data)
     length_at = _LENGTH.unpack_from
     starts = array("q")
     add_start = starts.append
+    most = size if limit < 0 else limit  # a batch is longer than a byte
     previous = 0
     try:
-        while pos < size:
+        while pos < size and len(starts) < most:
             length = length_at(data, pos + 8)[0]
-            if length < MIN_BATCH_LENGTH:
-                raise Unclean
             step = LOG_OVERHEAD + length
+            if length < MIN_BATCH_LENGTH or pos + step > size:
+                break
             if length == previous:
-                end = pos + _run(data, pos, step) * step
+                end = pos + min(_run(data, pos, step), (size - pos) // step) * step
                 starts.extend(range(pos, end, step))
                 pos = end
                 continue
@@ -80,9 +86,12 @@ def batch_starts(data: bytes, pos: int = 0) -> array[int]:
             previous = length
             pos += step
     except struct.error:
-        raise Unclean from None  # fewer than 12 bytes left: a cut header
-    if pos != size:
-        raise Unclean  # the last batch runs past the end (or its header is cut)
+        pass  # fewer than 12 bytes left: a cut header
+    if limit < 0 and pos != size:
+        raise Unclean  # a batch runs past the end, its header is cut, or its length is odd
+    if limit >= 0 and not starts:
+        raise Unclean
+    del starts[most:]
     return starts
 
 
@@ -119,14 +128,19 @@ class Heads:
 
 
 def heads(data: bytes, starts: array[int]) -> Heads:
-    """Every header at ``starts``, joined, then each field cut out by strided slices (a
-    batch is never shorter than its header, so each lies inside the file)."""
-    n = len(starts)
-    joined = b"".join(map(data.__getitem__, map(slice, starts,
-                                                 map(add, starts, repeat(HEADER_SIZE)))))
-    cols = {name: _column(joined, n, at, width, code)
-            for name, (at, width, code) in _FIELDS.items()}
-    return Heads(starts, magic=joined[_MAGIC_AT::HEADER_SIZE], **cols)
+    """Every header at ``starts``, joined (a chunk of batches at a time, to bound the
+    memory), then each field cut out by strided slices (a batch is never shorter than its
+    header, so each lies inside the file)."""
+    cols = {name: array(code) for name, (_, _, code) in _FIELDS.items()}
+    magic = bytearray()
+    for lo in range(0, len(starts), _CHUNK):
+        part = starts[lo:lo + _CHUNK]
+        joined = b"".join(map(data.__getitem__, map(slice, part,
+                                                     map(add, part, repeat(HEADER_SIZE)))))
+        for name, (at, width, code) in _FIELDS.items():
+            cols[name].extend(_column(joined, len(part), at, width, code))
+        magic += joined[_MAGIC_AT::HEADER_SIZE]
+    return Heads(starts, magic=bytes(magic), **cols)
 
 
 def _column(joined: bytes, n: int, at: int, width: int, code: str) -> array[int]:
@@ -142,9 +156,14 @@ def _column(joined: bytes, n: int, at: int, width: int, code: str) -> array[int]
 def crcs_right(data: bytes, starts: array[int], lengths: array[int],
                crcs: array[int]) -> bool:
     """Whether every batch's CRC-32C is right (one C call a batch, through ``map``)."""
-    begin = map(add, starts, repeat(_CRC_FROM))
-    end = map(add, map(add, starts, lengths), repeat(LOG_OVERHEAD))
-    return list(map(crc32c, map(data.__getitem__, map(slice, begin, end)))) == crcs.tolist()
+    for lo in range(0, len(starts), _CHUNK):
+        part = starts[lo:lo + _CHUNK]
+        begin = map(add, part, repeat(_CRC_FROM))
+        end = map(add, map(add, part, lengths[lo:lo + _CHUNK]), repeat(LOG_OVERHEAD))
+        got = array(crcs.typecode, map(crc32c, map(data.__getitem__, map(slice, begin, end))))
+        if got != crcs[lo:lo + _CHUNK]:
+            return False
+    return True
 
 
 @dataclass(slots=True)
@@ -209,7 +228,7 @@ def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCh
         raise Unclean
     raw = epoch.tobytes()
     if epoch[0] < follows.floor or (raw != raw[:epoch.itemsize] * n
-                                    and epoch.tolist() != sorted(epoch)):
+                                    and not all(map(le, epoch, epoch[1:]))):
         raise Unclean  # an epoch going down: the continuity check says so
     _epoch_changes(data, h, follows.prior)
     read = n if upto is None else bisect_right(base, upto)
@@ -228,7 +247,9 @@ def _epoch_changes(data: bytes, h: Heads, prior: int | None) -> None:
     while i < n:
         e = epoch[i]
         if before is not None and e != before:
-            after = (h.base[i + 1], epoch[i + 1]) if i + 1 < n else None
+            # the next batch, or what the walker finds after the last one
+            after = ((h.base[i + 1], epoch[i + 1]) if i + 1 < n
+                     else peek(data, h.starts[i] + LOG_OVERHEAD + h.length[i]))
             b = parse_header(data, h.starts[i])
             if header_damage(Before(h.base[i] - 1, before, i > 0), b, after) is not None:
                 raise Unclean
@@ -237,13 +258,13 @@ def _epoch_changes(data: bytes, h: Heads, prior: int | None) -> None:
         i = bisect_right(epoch, e, i)
 
 
-def noops(data: bytes, h: Heads, n: int) -> list[int]:
+def noops(data: bytes, h: Heads, n: int) -> array[int]:
     """Which of the first ``n`` batches hold one NoOpRecord and nothing else (their
     indices): only batches short enough are looked at, and each distinct records section
     is framed once by the wire layer's loop. Replay only moves the provenance on for them."""
     starts, length, attrs, count, last_delta = h.starts, h.length, h.attrs, h.count, h.last_delta
     seen: dict[bytes, bool] = {}
-    out: list[int] = []
+    out = array("q")
     for i in compress(range(n), map(le, length[:n], repeat(_NOOP_SECTION + MIN_BATCH_LENGTH))):
         if attrs[i] & _SIMPLE or count[i] != 1 or last_delta[i]:
             continue
@@ -265,15 +286,15 @@ def _one_noop(section: bytes) -> bool:
     return framed[0][0] == 0 and framed[0][3] == RecordKind.NO_OP
 
 
-def plan(n: int, noop: list[int]) -> list[int]:
+def plan(n: int, noop: Sequence[int]) -> Sequence[int]:
     """The batches to hand out of the first ``n``: each that is not a one-NoOp batch (``noop``:
     the indices of those, ascending), and the last one."""
     if not noop:
-        return list(range(n))
+        return range(n)
     keep = bytearray(b"\1") * n
     deque(map(keep.__setitem__, noop, repeat(0)), 0)
     keep[n - 1] = 1
-    return list(compress(range(n), keep))
+    return array("q", compress(range(n), keep))
 
 
 def quiet(h: Heads, i: int, before: int) -> Quiet | None:

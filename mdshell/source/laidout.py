@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 
 from ..problems import Problem, SourceError, add
-from ..wire.batch import Batch, parse_header
+from ..wire.batch import LOG_OVERHEAD, Batch, parse_header
 from . import cleanwalk
 from .base import BatchStream, FileRead, Located, count, file_read
 from .info import LogInfo, SegmentInfo, SnapshotInfo
@@ -124,10 +124,18 @@ class LaidOut:
             epoch = skipped_epoch if skipped_epoch is not None else epoch
             stream.below.extend(Located(_at(data, p), path, p, "segment") for p in controls)
         stream._stop_file = False
-        fast = _Fast.of(data, pos, named if after is None else after + 1, epoch, check, start,
-                        upto, pass_noops)
-        if fast is not None:
-            return (yield from fast.batches(stream, read, path, data, check))
+        while pos < len(data):  # clean stretches by the fast walk, the rest by the walker
+            fast = _Fast.of(data, pos, named if after is None else after + 1, epoch, check,
+                            start, upto, pass_noops)
+            if fast is None:
+                break
+            status = yield from fast.batches(stream, read, path, data, check)
+            if status != _DONE:
+                return status
+            pos, after, epoch = fast.end, check.expected - 1, check.last_epoch
+        else:
+            if pos > 0:
+                return _DONE
         damage: list[Problem] = []
 
         def skipped(s: Skip) -> None:
@@ -226,42 +234,46 @@ _DONE, _PASSED, _DAMAGED = "done", "passed upto", "damaged"
 
 
 class _Fast:
-    """A clean segment (from a position on), checked whole by :mod:`.cleanwalk`: the
-    batches the walker would hand out, said nothing about, without checking each again."""
+    """A clean stretch of a segment (up to :data:`cleanwalk.CHUNK` batches from a position
+    on), checked whole by :mod:`.cleanwalk`: the batches the walker would hand out there,
+    and say nothing about, without checking each again. ``end``: the byte after it."""
 
-    def __init__(self, heads: cleanwalk.Heads, read: int, plan: list[int]) -> None:
-        self.heads, self.read, self.plan = heads, read, plan
+    def __init__(self, heads: cleanwalk.Heads, read: int, plan: Sequence[int],
+                 end: int) -> None:
+        self.heads, self.read, self.plan, self.end = heads, read, plan, end
 
     @classmethod
     def of(cls, data: bytes, pos: int, first: int, prior: int | None, check: _Continuity,
            start: int, upto: int | None, pass_noops: bool) -> _Fast | None:
         """None when the walker must read it (anything it would judge or say)."""
         try:
-            h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos))
+            h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos, cleanwalk.CHUNK))
             follows = cleanwalk.Follows(first, prior, check.epoch, check.expected, start)
             read = cleanwalk.check(data, h, follows, upto)
         except cleanwalk.Unclean:
             return None
-        noop = cleanwalk.noops(data, h, read) if pass_noops else []
-        return cls(h, read, cleanwalk.plan(read, noop))
+        noop = cleanwalk.noops(data, h, read) if pass_noops else ()
+        end = h.starts[-1] + LOG_OVERHEAD + h.length[-1]
+        return cls(h, read, cleanwalk.plan(read, noop), end)
 
     def batches(self, stream: BatchStream, read: FileRead, path: str, data: bytes,
                 check: _Continuity) -> Generator[Located, None, str]:
         h = self.heads
-        if self.read:
+        if self.read and read.first_offset is None:
             read.first_offset = h.base[0]
+        counted = read.batches
         before = -1
         for i in self.plan:
             batch = parse_header(data, h.starts[i])
-            read.batches = i + 1
+            read.batches = counted + i + 1
             read.last_offset = stream.end_offset = batch.last_offset
             yield Located(batch, path, batch.pos, "segment",
                           None if i - before < 2 else cleanwalk.quiet(h, i, before))
-            before = i
             if stream._stop_file:
                 return _DAMAGED
             if stream._stop:
                 return _PASSED
+            before = i
         if self.read:
             last = self.read - 1
             check.expected = h.base[last] + h.last_delta[last] + 1
@@ -271,8 +283,6 @@ class _Fast:
 
 
 def _at(data: bytes, pos: int) -> Batch:
-    from ..wire.batch import parse_header
-
     return parse_header(data, pos)
 
 
