@@ -132,7 +132,7 @@ class LaidOut:
             status = yield from fast.batches(stream, read, path, data, check)
             if status != _DONE:
                 return status
-            pos, after, epoch = fast.end, check.expected - 1, check.last_epoch
+            pos, after, epoch = fast.end, fast.last, check.last_epoch
         else:
             if pos > 0:
                 return _DONE
@@ -255,6 +255,12 @@ class _Fast:
         noop = cleanwalk.noops(data, h, read) if pass_noops else ()
         end = h.starts[-1] + LOG_OVERHEAD + h.length[-1]
         return cls(h, read, cleanwalk.plan(read, noop), end)
+
+    @property
+    def last(self) -> int:
+        """The last offset of the stretch."""
+        h = self.heads
+        return h.base[-1] + h.last_delta[-1]
 
     def batches(self, stream: BatchStream, read: FileRead, path: str, data: bytes,
                 check: _Continuity) -> Generator[Located, None, str]:
