@@ -268,3 +268,42 @@ def test_noops_inside_and_around_transactions(walks: Walks, tmp_path: Path,
     fast = [_loaded(load(DirectorySource(str(d)), upto=u)) for u in range(end + 1)]
     assert fast == slow
     assert walks.fast > end
+
+
+@pytest.fixture(scope="module")
+def quieter_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Long runs of one-NoOp batches between the changes (a quiet controller)."""
+    out = tmp_path_factory.mktemp("quieter") / "d"
+    generate(Scenario(brokers=3, topics=3, partitions_per_topic=2, history_changes=60,
+                      noops_per_change=40, segment_bytes=60_000, seed=5), str(out))
+    return out
+
+
+def test_runs_of_noops(walks: Walks, quieter_log: Path, tmp_path: Path) -> None:
+    """Runs judged by their first batch; a record of another (unknown) type, as long as a
+    NoOp, inside a run is not passed over: it is applied, and warned about."""
+    walks.agree(quieter_log)
+    copy = tmp_path / "d"
+    shutil.copytree(quieter_log, copy)
+    noops = [loc for loc in _handed_out_all(copy) if _is_noop(loc)]
+    loc = noops[len(noops) // 2]
+    seg = Path(loc.file)
+    data = bytearray(seg.read_bytes())
+    b = loc.batch
+    stranger = metadata_batch(b.base_offset, [frame_metadata_value(100, 0, b"\0")],
+                              epoch=b.epoch, timestamp=b.max_timestamp)
+    assert len(stranger) == b.size
+    data[loc.position:loc.position + b.size] = stranger
+    seg.write_bytes(bytes(data))
+    got = walks.agree(copy)
+    assert [p for p in got[0][1] if p[0] == "unknown-record"]
+
+
+def _handed_out_all(d: Path) -> Iterator[Any]:
+    yield from DirectorySource(str(d)).log_stream(0)
+
+
+def _is_noop(loc: Any) -> bool:
+    records = list(iter_records(loc.batch))
+    return (not loc.batch.is_control and len(records) == 1
+            and records[0].value == NOOP)

@@ -24,10 +24,10 @@ import sys
 from array import array
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import add, le
+from itertools import compress, pairwise, repeat
+from operator import add, le, ne
 
 from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, UNDECODABLE, parse_header
 from ..wire.batch import ranges_in as _ranges_in
@@ -135,8 +135,7 @@ def heads(data: bytes, starts: array[int]) -> Heads:
     magic = bytearray()
     for lo in range(0, len(starts), _CHUNK):
         part = starts[lo:lo + _CHUNK]
-        joined = b"".join(map(data.__getitem__, map(slice, part,
-                                                     map(add, part, repeat(HEADER_SIZE)))))
+        joined = b"".join([data[p:p + HEADER_SIZE] for p in part])
         for name, (at, width, code) in _FIELDS.items():
             cols[name].extend(_column(joined, len(part), at, width, code))
         magic += joined[_MAGIC_AT::HEADER_SIZE]
@@ -157,11 +156,10 @@ def crcs_right(data: bytes, starts: array[int], lengths: array[int],
                crcs: array[int]) -> bool:
     """Whether every batch's CRC-32C is right (one C call a batch, through ``map``)."""
     for lo in range(0, len(starts), _CHUNK):
-        part = starts[lo:lo + _CHUNK]
-        begin = map(add, part, repeat(_CRC_FROM))
-        end = map(add, map(add, part, lengths[lo:lo + _CHUNK]), repeat(LOG_OVERHEAD))
-        got = array(crcs.typecode, map(crc32c, map(data.__getitem__, map(slice, begin, end))))
-        if got != crcs[lo:lo + _CHUNK]:
+        hi = lo + _CHUNK
+        got = array(crcs.typecode, [crc32c(data[p + _CRC_FROM:p + LOG_OVERHEAD + n])
+                                    for p, n in zip(starts[lo:hi], lengths[lo:hi], strict=True)])
+        if got != crcs[lo:hi]:
             return False
     return True
 
@@ -260,22 +258,55 @@ def _epoch_changes(data: bytes, h: Heads, prior: int | None) -> None:
 
 def noops(data: bytes, h: Heads, n: int) -> array[int]:
     """Which of the first ``n`` batches hold one NoOpRecord and nothing else (their
-    indices): only batches short enough are looked at, and each distinct records section
-    is framed once by the wire layer's loop. Replay only moves the provenance on for them."""
-    starts, length, attrs, count, last_delta = h.starts, h.length, h.attrs, h.count, h.last_delta
-    seen: dict[bytes, bool] = {}
+    indices, in no order): only batches short enough are looked at, and each distinct
+    records section is framed once by the wire layer's loop. A run of batches of one length
+    (a quiet log) whose attributes, count and records section are the same byte for byte
+    (strided slices) is judged by its first. Replay only moves the provenance on for them."""
+    length, limit = h.length, _NOOP_SECTION + MIN_BATCH_LENGTH
+    cuts = [0, *compress(range(1, n), map(ne, length[1:n], length[:n - 1])), n]
     out = array("q")
-    for i in compress(range(n), map(le, length[:n], repeat(_NOOP_SECTION + MIN_BATCH_LENGTH))):
-        if attrs[i] & _SIMPLE or count[i] != 1 or last_delta[i]:
+    if len(cuts) > n // 8:
+        _noops_one_by_one(data, h, range(n), out)
+        return out
+    single: list[int] = []
+    for a, b in pairwise(cuts):
+        if length[a] > limit:
             continue
-        p = starts[i]
-        section = data[p + HEADER_SIZE:p + LOG_OVERHEAD + length[i]]
-        noop = seen.get(section)
-        if noop is None:
-            noop = seen[section] = _one_noop(section)
-        if noop:
-            out.append(i)
+        if b - a > 2 and _same(data, h.starts[a], LOG_OVERHEAD + length[a], b - a) and \
+                _noops_one_by_one(data, h, range(a, a + 1), array("q")):
+            out.extend(range(a, b))
+        else:
+            single.extend(range(a, b))
+    _noops_one_by_one(data, h, single, out)
     return out
+
+
+def _same(data: bytes, pos: int, step: int, k: int) -> bool:
+    """Whether the ``k`` batches from ``pos`` on, ``step`` bytes each, have the same
+    attributes, last offset delta, count and records (one strided slice a byte)."""
+    end = pos + k * step
+    for j in (*range(_ATTRS, _ATTRS + 6), *range(_COUNT, step)):
+        column = data[pos + j:end:step]
+        if column != column[:1] * k:
+            return False
+    return True
+
+
+_ATTRS, _COUNT = 21, 57  # where the attributes and the record count lie in a header
+
+
+def _noops_one_by_one(data: bytes, h: Heads, which: Iterable[int], out: array[int]) -> int:
+    """Add to ``out`` those of batches ``which`` that are one-NoOp batches; how many."""
+    starts, length, attrs, count, last_delta = h.starts, h.length, h.attrs, h.count, h.last_delta
+    limit = _NOOP_SECTION + MIN_BATCH_LENGTH
+    candidates = [i for i in which if length[i] <= limit and not attrs[i] & _SIMPLE
+                  and count[i] == 1 and not last_delta[i]]
+    sections = [data[starts[i] + HEADER_SIZE:starts[i] + LOG_OVERHEAD + length[i]]
+                for i in candidates]
+    noop = {section: _one_noop(section) for section in set(sections)}
+    before = len(out)
+    out.extend(compress(candidates, map(noop.__getitem__, sections)))
+    return len(out) - before
 
 
 def _one_noop(section: bytes) -> bool:
