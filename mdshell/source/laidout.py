@@ -124,15 +124,19 @@ class LaidOut:
             epoch = skipped_epoch if skipped_epoch is not None else epoch
             stream.below.extend(Located(_at(data, p), path, p, "segment") for p in controls)
         stream._stop_file = False
-        while pos < len(data):  # clean stretches by the fast walk, the rest by the walker
+        # Clean stretches by the fast walk, the rest by the walker. Stretches grow from a
+        # few hundred batches: time travel replays a thousand records or so from a mark.
+        most = cleanwalk.FIRST
+        while pos < len(data):
             fast = _Fast.of(data, pos, named if after is None else after + 1, epoch, check,
-                            start, upto, pass_noops)
+                            start, upto, pass_noops, min(most, cleanwalk.CHUNK))
             if fast is None:
                 break
             status = yield from fast.batches(stream, read, path, data, check)
             if status != _DONE:
                 return status
             pos, after, epoch = fast.end, fast.last, check.last_epoch
+            most *= 4
         else:
             if pos > 0:
                 return _DONE
@@ -234,9 +238,9 @@ _DONE, _PASSED, _DAMAGED = "done", "passed upto", "damaged"
 
 
 class _Fast:
-    """A clean stretch of a segment (up to :data:`cleanwalk.CHUNK` batches from a position
-    on), checked whole by :mod:`.cleanwalk`: the batches the walker would hand out there,
-    and say nothing about, without checking each again. ``end``: the byte after it."""
+    """A clean stretch of a segment (some batches from a position on), checked whole by
+    :mod:`.cleanwalk`: the batches the walker would hand out there, and say nothing about,
+    without checking each again. ``end``: the byte after it."""
 
     def __init__(self, heads: cleanwalk.Heads, read: int, plan: Sequence[int],
                  end: int) -> None:
@@ -244,10 +248,11 @@ class _Fast:
 
     @classmethod
     def of(cls, data: bytes, pos: int, first: int, prior: int | None, check: _Continuity,
-           start: int, upto: int | None, pass_noops: bool) -> _Fast | None:
-        """None when the walker must read it (anything it would judge or say)."""
+           start: int, upto: int | None, pass_noops: bool, most: int) -> _Fast | None:
+        """``most`` batches at most; None when the walker must read them (anything it would
+        judge or say)."""
         try:
-            h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos, cleanwalk.CHUNK))
+            h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos, most))
             follows = cleanwalk.Follows(first, prior, check.epoch, check.expected, start)
             read = cleanwalk.check(data, h, follows, upto)
         except cleanwalk.Unclean:
