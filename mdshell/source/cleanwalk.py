@@ -41,7 +41,7 @@ _SIMPLE = 0x27  # codec bits and the control flag: a simple batch has none of th
 _NOOP_SECTION = 24  # a one-NoOp batch's records section is shorter (~11 bytes)
 _RUN = 256  # batches a run measure looks at, at most
 _CHUNK = 1 << 16  # batches whose headers or CRCs are gathered at once
-CHUNK = 1 << 16  # batches a reader checks at once, at most (its memory: ~50 bytes a batch)
+CHUNK = 1 << 12  # batches a reader checks at once, at most (~50 bytes a batch)
 FIRST = 256  # and at first
 _BIG = sys.byteorder == "big"
 # Header fields cut out as columns: (position in the header, width, array type code).
