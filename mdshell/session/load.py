@@ -83,7 +83,8 @@ def load(source: Source, upto: int | None = None, observer: Observer | None = No
 def _cyclic_gc_paused() -> Iterator[None]:
     """A load allocates millions of objects and frees almost none of them in cycles: the
     cyclic collector's passes during it walk them again and again and find nothing (a tenth
-    of a long log tail's load). Paused for the load, then as it was."""
+    of a long log tail's load). Paused for the load, then as it was (a one-shot command
+    also freezes what the load made: ``cli``)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
