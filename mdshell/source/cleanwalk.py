@@ -50,8 +50,10 @@ _FIELDS = {"base": (0, 8, "q"), "length": (8, 4, "i"), "epoch": (12, 4, "i"),
            "base_ts": (27, 8, "q"), "max_ts": (35, 8, "q"), "count": (57, 4, "i")}
 _MAGIC_AT = 16
 
-# Checks the CRC of every batch: (data, starts, lengths) -> all right?
+# Checks the CRC of every batch: (data, starts, lengths, CRCs) -> all right?
 CrcCheck = Callable[[bytes, "array[int]", "array[int]", "array[int]"], bool]
+# Whether offsets follow on from batch to batch: (base offsets, last offset deltas) -> bool.
+FollowOn = Callable[["array[int]", "array[int]"], bool]
 
 
 class Unclean(Exception):
@@ -191,39 +193,36 @@ def check_frames(data: bytes, h: Heads, upto: int = -1, crc: CrcCheck = crcs_rig
 
 
 def check(data: bytes, h: Heads, follows: Follows, upto: int | None = None,
-          crc: CrcCheck = crcs_right) -> int:
+          crc: CrcCheck = crcs_right, follow_on: FollowOn | None = None) -> int:
     """Raise :class:`Unclean` unless the walker would read the batches of ``h`` as they are,
     without a word; return how many it reads before ``upto`` (the batch after, checked too,
     stops it). The rules are the walker's (:func:`.walker.iter_batches` with ``dense``) and
     the log's continuity (``laidout._Continuity``), made strict: whatever would be judged is
-    left to them."""
+    left to them. ``crc`` and ``follow_on`` may be faster ways (numpy's) of checking the
+    CRCs and :func:`_follow_on`."""
     try:
-        return _check(data, h, follows, upto, crc)
+        return _check(data, h, follows, upto, crc, follow_on or _follow_on)
     except OverflowError:
         raise Unclean from None  # offsets at the end of the i64 range: damage, surely
 
 
-def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCheck) -> int:
+def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCheck,
+           follow_on: FollowOn) -> int:
     n = len(h)
     if not n:
         raise Unclean
     base, last_delta, epoch = h.base, h.last_delta, h.epoch
     if base[0] != follows.first:
         raise Unclean
-    if last_delta.tobytes().count(0) == len(last_delta) * last_delta.itemsize:
-        ends = base  # one offset a batch (a quiet log): they count up one by one
-        follows_on = base == array("q", range(base[0], base[0] + n))
-    else:
-        if min(last_delta) < 0:
-            raise Unclean
-        ends = array("q", map(add, base, last_delta))
-        follows_on = base[1:] == array("q", map(add, ends[:-1], repeat(1)))
-    if not follows_on or ends[0] < follows.start:
+    if not follow_on(base, last_delta):
         raise Unclean  # offsets that do not follow on (a gap, an overlap, damage)
-    covers = follows.covers
-    if covers is not None and not base[0] <= covers <= ends[0]:
+    first_end, last_end = base[0] + last_delta[0], base[-1] + last_delta[-1]
+    if first_end < follows.start:
         raise Unclean
-    if follows.bound is not None and ends[-1] > follows.bound:
+    covers = follows.covers
+    if covers is not None and not base[0] <= covers <= first_end:
+        raise Unclean
+    if follows.bound is not None and last_end > follows.bound:
         raise Unclean
     raw = epoch.tobytes()
     if epoch[0] < follows.floor or (raw != raw[:epoch.itemsize] * n
@@ -233,6 +232,25 @@ def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCh
     read = n if upto is None else bisect_right(base, upto)
     check_frames(data, h, min(n, read + 1), crc)
     return read
+
+
+def _follow_on(base: array[int], last_delta: array[int]) -> bool:
+    """Whether each batch starts at the offset after the last of the one before, and none
+    ends before it starts. Where most batches hold one offset (a quiet log), the stretches
+    between those that hold more are compared with ranges; else each end is computed."""
+    n = len(base)
+    jumps = list(compress(range(n), last_delta))  # batches of more than one offset
+    if jumps and min(map(last_delta.__getitem__, jumps)) < 0:
+        return False
+    if len(jumps) > n // 16:
+        ends = array("q", map(add, base, last_delta))
+        return base[1:] == array("q", map(add, ends[:-1], repeat(1)))
+    start, at = base[0], 0
+    for j in [*jumps, n - 1]:
+        if base[at:j + 1] != array("q", range(start, start + j + 1 - at)):
+            return False
+        start, at = base[j] + last_delta[j] + 1, j + 1
+    return True
 
 
 def _epoch_changes(data: bytes, h: Heads, prior: int | None) -> None:

@@ -107,6 +107,39 @@ def _starts(data: bytes) -> np.ndarray:
     return np.frombuffer(cleanwalk.batch_starts(data), np.int64)
 
 
+_HEADER = np.dtype([("base", ">i8"), ("length", ">i4"), ("epoch", ">i4"), ("magic", "u1"),
+                    ("crc", ">u4"), ("attrs", ">i2"), ("last_delta", ">i4"),
+                    ("base_ts", ">i8"), ("max_ts", ">i8"), ("producer", ">i8"),
+                    ("producer_epoch", ">i2"), ("sequence", ">i4"), ("count", ">i4")])
+
+
+def _heads(data: bytes, starts: array[int]) -> cleanwalk.Heads:
+    """:func:`cleanwalk.heads` with numpy: the headers gathered at once, a column each."""
+    at = np.frombuffer(starts, np.int64)
+    if not len(at):
+        return cleanwalk.heads(data, starts)
+    rows = np.lib.stride_tricks.sliding_window_view(np.frombuffer(data, np.uint8),
+                                                    HEADER_SIZE)[at]
+    h = rows.view(_HEADER).ravel()
+
+    def column(name: str, code: str) -> array[int]:
+        col = array(code)
+        col.frombytes(h[name].astype(np.dtype(code).newbyteorder("=")).tobytes())
+        return col
+
+    return cleanwalk.Heads(starts, column("base", "q"), column("length", "i"),
+                           column("epoch", "i"), column("crc", "I"), column("attrs", "h"),
+                           column("last_delta", "i"), column("base_ts", "q"),
+                           column("max_ts", "q"), column("count", "i"), h["magic"].tobytes())
+
+
+def _follow_on(base: array[int], last_delta: array[int]) -> bool:
+    """:func:`cleanwalk._follow_on` with numpy."""
+    b = np.frombuffer(base, np.int64)
+    d = np.frombuffer(last_delta, np.int32).astype(np.int64)
+    return bool((d >= 0).all() and (b[1:] == b[:-1] + d[:-1] + 1).all())
+
+
 def _crcs_right(data: bytes, starts: array[int], lengths: array[int],
                 want: array[int]) -> bool:
     """:func:`cleanwalk.crcs_right` with numpy: batches of one length checked together."""
@@ -125,10 +158,11 @@ def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None,
     there and follow on, up to ``last``; then the span is returned too: (first epoch,
     highest epoch, last offset). ``prior``: the leader epoch of the batch before the file,
     when the reader knows it."""
-    h = cleanwalk.heads(data, cleanwalk.batch_starts(data))
+    h = _heads(data, cleanwalk.batch_starts(data))
     span = None
     if first is not None and len(h):
-        cleanwalk.check(data, h, cleanwalk.Follows(first, prior, bound=last), crc=_crcs_right)
+        cleanwalk.check(data, h, cleanwalk.Follows(first, prior, bound=last), crc=_crcs_right,
+                        follow_on=_follow_on)
         span = h.epoch[0], max(h.epoch), h.base[-1] + h.last_delta[-1]
     else:
         cleanwalk.check_frames(data, h, crc=_crcs_right)
