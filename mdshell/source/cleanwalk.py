@@ -1,20 +1,21 @@
 """A clean segment read at C speed where Python allows it: the one fast walk of the shell
-(its load) and of Spark (``spark/fastlog.py``).
+(its load, and every log stream of a directory or of live mode) and of Spark
+(``spark/fastlog.py``).
 
 :func:`.walker.iter_batches` checks a batch at a time (a ``Batch`` object, a CRC call, the
-neighbour rules): about 2.5 µs a batch, and a quiet log is hundreds of thousands of one-record
-batches. Here a file is checked whole, column by column: one Python loop follows the batch
-lengths (runs of one length measured by strided byte slices), the 61-byte headers are joined
-and each field is cut out as an ``array`` by strided slices, offsets, epochs and magic are
-compared as whole arrays, and the CRCs are computed by ``map`` (or by the caller's faster
-function: Spark's numpy one). Nothing here needs numpy.
+neighbour rules), and a quiet log is hundreds of thousands of one-record batches, half of
+them NoOps. Here a stretch of batches is checked whole, column by column: one Python loop
+follows the batch lengths (runs of one length measured by strided byte slices), the 61-byte
+headers are joined and each field is cut out as an ``array`` by strided slices, offsets,
+epochs and magic are compared as whole arrays, and the CRCs are computed a batch at a time
+(or by the caller's faster function: Spark's numpy one). Nothing here needs numpy.
 
-Only a clean file goes this way (every batch whole, magic 2, CRC right, offsets following on,
-epochs never going down, an epoch change the walker's neighbour rule accepts); for anything
-else :class:`Unclean` is raised and the caller reads the file with the walker, so damage is
-found, said and skipped by one set of rules. Batches holding one NoOp record only (each
-distinct record framed once by the wire layer) are marked, so a reader that needs only the
-provenance they move can pass them over (:func:`plan`).
+Only a clean stretch goes this way (every batch whole, magic 2, CRC right, offsets following
+on, epochs never going down, an epoch change the walker's neighbour rule accepts); for
+anything else :class:`Unclean` is raised and the caller reads on with the walker, so damage
+is found, said and skipped by one set of rules. Batches holding one NoOp record only (each
+distinct records section framed once by the wire layer) are found, so a reader that needs
+only the provenance they move can pass them over (:func:`noops`, :func:`plan`).
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ _CRC_FROM = 21  # a batch's CRC covers its bytes from the attributes on
 _SIMPLE = 0x27  # codec bits and the control flag: a simple batch has none of them
 _NOOP_SECTION = 24  # a one-NoOp batch's records section is shorter (~11 bytes)
 _RUN = 256  # batches a run measure looks at, at most
-_CHUNK = 1 << 16  # batches whose headers or CRCs are gathered at once
+_GATHER = 1 << 16  # batches whose headers or CRCs are gathered at once, at most
 CHUNK = 1 << 12  # batches a reader checks at once, at most (~50 bytes a batch)
-FIRST = 256  # and at first
+FIRST = 256  # and at first (time travel reads about 1,000 records)
 _BIG = sys.byteorder == "big"
 # Header fields cut out as columns: (position in the header, width, array type code).
 _FIELDS = {"base": (0, 8, "q"), "length": (8, 4, "i"), "epoch": (12, 4, "i"),
@@ -111,8 +112,8 @@ def _run(data: bytes, pos: int, step: int) -> int:
 
 @dataclass(slots=True)
 class Heads:
-    """The header fields of a file's batches, one array per field (``starts``: where each
-    batch begins; ``magic``: one byte a batch)."""
+    """The header fields of a stretch of batches, one array per field (``starts``: where
+    each batch begins; ``magic``: one byte a batch)."""
 
     starts: array[int]
     base: array[int]
@@ -136,8 +137,8 @@ def heads(data: bytes, starts: array[int]) -> Heads:
     header, so each lies inside the file)."""
     cols = {name: array(code) for name, (_, _, code) in _FIELDS.items()}
     magic = bytearray()
-    for lo in range(0, len(starts), _CHUNK):
-        part = starts[lo:lo + _CHUNK]
+    for lo in range(0, len(starts), _GATHER):
+        part = starts[lo:lo + _GATHER]
         joined = b"".join([data[p:p + HEADER_SIZE] for p in part])
         for name, (at, width, code) in _FIELDS.items():
             cols[name].extend(_column(joined, len(part), at, width, code))
@@ -157,9 +158,9 @@ def _column(joined: bytes, n: int, at: int, width: int, code: str) -> array[int]
 
 def crcs_right(data: bytes, starts: array[int], lengths: array[int],
                crcs: array[int]) -> bool:
-    """Whether every batch's CRC-32C is right (one C call a batch, through ``map``)."""
-    for lo in range(0, len(starts), _CHUNK):
-        hi = lo + _CHUNK
+    """Whether every batch's CRC-32C is right (one C call a batch)."""
+    for lo in range(0, len(starts), _GATHER):
+        hi = lo + _GATHER
         got = array(crcs.typecode, [crc32c(data[p + _CRC_FROM:p + LOG_OVERHEAD + n])
                                     for p, n in zip(starts[lo:hi], lengths[lo:hi], strict=True)])
         if got != crcs[lo:hi]:
@@ -291,8 +292,8 @@ def noops(data: bytes, h: Heads, n: int) -> array[int]:
     for a, b in pairwise(cuts):
         if length[a] > limit:
             continue
-        if b - a > 2 and _same(data, h.starts[a], LOG_OVERHEAD + length[a], b - a) and \
-                _noops_one_by_one(data, h, range(a, a + 1), array("q")):
+        if b - a > 2 and _is_noop(data, h, a) and _same(data, h.starts[a],
+                                                         LOG_OVERHEAD + length[a], b - a):
             out.extend(range(a, b))
         else:
             single.extend(range(a, b))
@@ -328,6 +329,10 @@ def _noops_one_by_one(data: bytes, h: Heads, which: Iterable[int], out: array[in
     return len(out) - before
 
 
+def _is_noop(data: bytes, h: Heads, i: int) -> bool:
+    return _noops_one_by_one(data, h, (i,), array("q")) == 1
+
+
 def _one_noop(section: bytes) -> bool:
     try:
         framed = _ranges_in(section, 0, len(section), 1, 0, True)
@@ -337,8 +342,8 @@ def _one_noop(section: bytes) -> bool:
 
 
 def plan(n: int, noop: Sequence[int]) -> Sequence[int]:
-    """The batches to hand out of the first ``n``: each that is not a one-NoOp batch (``noop``:
-    the indices of those, ascending), and the last one."""
+    """The batches to hand out of the first ``n``, in order: each that is not a one-NoOp
+    batch (``noop``: the indices of those, in any order), and the last one."""
     if not noop:
         return range(n)
     keep = bytearray(b"\1") * n
