@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -172,6 +173,7 @@ def _follow_usage(args: argparse.Namespace) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    collecting = gc.isenabled()
     try:
         return _main(args)
     except KeyboardInterrupt:
@@ -188,6 +190,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAIL
     except Exception as e:  # last resort: one line, never a traceback unless asked
         return _internal(e, args.debug)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _frozen(loaded: Loaded) -> None:
+    """A one-shot command's image, made with the cyclic GC paused, is left out of its later
+    passes (and of the one at exit), as the TUI does: they would walk every object of the
+    image and find nothing to free. What the command makes afterwards is collected."""
+    gc.freeze()
+    gc.enable()
 
 
 def _internal(e: Exception, debug: bool) -> int:
@@ -237,6 +250,8 @@ def _main(args: argparse.Namespace) -> int:
     from .session import Session
     from .tree.node import RenderOptions
 
+    if args.command:
+        gc.disable()  # until the load is done: see _frozen
     try:
         if args.bootstrap_controller:
             from .source.live import LiveSource
@@ -264,6 +279,8 @@ def _main(args: argparse.Namespace) -> int:
         if loaded.problems:
             _verdict(session, args.strict)
 
+    if args.command:
+        session.when_loaded(_frozen)
     session.when_loaded(said)
     if args.strict and not session.verdict(session.latest).sound:
         return EXIT_FAIL

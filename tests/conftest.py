@@ -5,6 +5,7 @@ file (:func:`open_shell`)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import subprocess
@@ -79,6 +80,7 @@ def cli(*args: str) -> CliRun:
             code = main(list(args))
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
+    gc.unfreeze()  # a one-shot command freezes its image for the cyclic GC: not the suite's
     return CliRun(code, out.getvalue(), err.getvalue())
 
 

@@ -122,7 +122,7 @@ class Diff(NamedTuple):
     path: str
     from_applied: int
     to_applied: int
-    changes: list[DiffEntry]
+    changes: Iterable[DiffEntry]  # found as they are read (each time)
 
 
 class Health(NamedTuple):

@@ -160,10 +160,9 @@ def _label(offset: int | None) -> str:
 def _diff_text(v: r.Diff) -> Iterator[str]:
     yield f"--- offset {_label(v.from_offset)} (last applied {v.from_applied})"
     yield f"+++ offset {_label(v.to_offset)} (last applied {v.to_applied})"
-    if not v.changes:
-        yield "no differences"
-        return
-    for c in v.changes:
+    counts = {"added": 0, "removed": 0, "changed": 0}
+    for c in v.changes:  # printed as they are found
+        counts[c.kind] += 1
         name = "" if c.topic is None else f" (topic {c.topic})"
         if c.kind == "added":
             yield f"+ {c.path}" + (f"{name}: {c.after_text}" if c.after_text is not None
@@ -178,8 +177,9 @@ def _diff_text(v: r.Diff) -> Iterator[str]:
             yield f"~ {c.path}{name}"
             for line in field_changes(c.before, c.after):
                 yield f"    {line}"
-    counts = {k: sum(1 for c in v.changes if c.kind == k)
-              for k in ("added", "removed", "changed")}
+    if not any(counts.values()):
+        yield "no differences"
+        return
     yield f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from ..problems import Problem
 from ..session import Loaded, unusable
@@ -270,10 +270,22 @@ def diff(shell: Shell, args: list[str]) -> Result:
     na, nb = lookup(_root(la, shell), comps), lookup(_root(lb, shell), comps)
     if na is None and nb is None:
         raise CommandError(f"{join(comps)}: No such file or directory at either offset.")
-    changes = [c._replace(topic=_topic_name(c.path, la, lb))
-               for c in diff_nodes(na, nb, join(comps), shell.opts)]
     return Result(value=res.Diff(oa, ob, join(comps), la.image.provenance.offset,
-                                 lb.image.provenance.offset, changes))
+                                 lb.image.provenance.offset,
+                                 _Changes(na, nb, join(comps), shell.opts, la, lb)))
+
+
+class _Changes(Iterable[DiffEntry]):
+    """The changes between two trees, found as they are printed (text or JSON), never all
+    held: iterating again finds them again."""
+
+    def __init__(self, a: Node | None, b: Node | None, path: str, opts: RenderOptions,
+                 la: Loaded, lb: Loaded) -> None:
+        self.a, self.b, self.path, self.opts, self.la, self.lb = a, b, path, opts, la, lb
+
+    def __iter__(self) -> Iterator[DiffEntry]:
+        for c in diff_nodes(self.a, self.b, self.path, self.opts):
+            yield c._replace(topic=_topic_name(c.path, self.la, self.lb))
 
 
 def _topic_name(path: str, la: Loaded, lb: Loaded) -> str | None:

@@ -301,6 +301,16 @@ class ImageBuilder:
             prov.epoch = batch.epoch
             prov.time_ms = batch.max_timestamp
 
+    def pass_noops(self, off: int, epoch: int, time_ms: int, stop: int | None = None,
+                   skip_below: int = -1) -> None:
+        """What a run of batches of one NoOp record each (offset delta 0), not read, would
+        have done by :meth:`apply_batch`: the last one's provenance, outside a
+        transaction. ``off``, ``epoch``, ``time_ms``: that batch's offset, leader epoch and
+        max timestamp."""
+        if self.txn is None and off >= skip_below and (stop is None or off <= stop):
+            prov = self.image.provenance
+            prov.offset, prov.epoch, prov.time_ms = off, epoch, time_ms
+
     def _dispatch(self, key: int, ver: int, value: dict[str, Any] | frames.Unknown,
                   off: int) -> None:
         if isinstance(value, frames.Unknown):

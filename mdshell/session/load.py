@@ -10,8 +10,9 @@ overlaps, damage); replay adds what it finds in the records.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -74,6 +75,28 @@ def load(source: Source, upto: int | None = None, observer: Observer | None = No
     ``watch`` sees each stream the load reads (a front end's progress counts its batches)
     and returns the stream to read.
     """
+    with _cyclic_gc_paused():
+        return _load(source, upto, observer, history, wants, every, sieve, watch)
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """A load allocates millions of objects and frees almost none of them in cycles: the
+    cyclic collector's passes during it walk them again and again and find nothing (a tenth
+    of a long log tail's load). Paused for the load, then as it was (a one-shot command
+    also freezes what the load made: ``cli``)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load(source: Source, upto: int | None, observer: Observer | None, history: bool,
+          wants: Wants | None, every: int | None, sieve: Sieve | None,
+          watch: StreamHook | None) -> Loaded:
     problems: list[Problem] = source.layout_problems()
     candidates = [c for c in reversed(source.snapshots())
                   if upto is None or c.end_offset - 1 <= upto]
@@ -175,6 +198,9 @@ def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) ->
         if loc.file is not path:  # thousands of batches a file: name it once
             path = loc.file
             builder.file = os.path.basename(path)
+        if loc.quiet is not None:  # one-NoOp batches passed over before this one
+            _, off, epoch, time_ms = loc.quiet
+            builder.pass_noops(off, epoch, time_ms, upto, skip_below)
         try:
             if batch.is_control:
                 control_entries(batch, loc.file, run.controls)
@@ -209,7 +235,8 @@ def _replay_log(make: _Make, run: _Run, cp: Checkpoint | None, problems: list[Pr
                 upto: int | None) -> Loaded:
     start = cp.end_offset if cp else 0
     source = make.source
-    stream = make.watch(source.log_stream(start, upto, cp))
+    # A sieve picks the records to apply: one-NoOp batches go through it like any other.
+    stream = make.watch(source.log_stream(start, upto, cp, pass_noops=make.sieve is None))
     _apply(run, stream, upto, start if cp else -1)
     problems.extend(stream.problems)
     run.files.extend(stream.files)

@@ -35,6 +35,9 @@ class Located:
     file: str
     position: int  # byte of the batch in ``file``
     role: str  # "snapshot", "segment" or "file"
+    # A stream asked to pass one-NoOp batches over: the run of them just before this batch
+    # (how many, and the last one's offset, leader epoch and max timestamp); None: none.
+    quiet: tuple[int, int, int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -164,9 +167,14 @@ class Source(ABC):
 
     @abstractmethod
     def log_stream(self, start: int = 0, upto: int | None = None,
-                   snapshot: Checkpoint | None = None) -> BatchStream:
+                   snapshot: Checkpoint | None = None, *,
+                   pass_noops: bool = False) -> BatchStream:
         """The log's batches reaching offsets ``start..upto``; continuity is checked from
-        ``start`` (or from where ``snapshot`` ends, which is then named in messages)."""
+        ``start`` (or from where ``snapshot`` ends, which is then named in messages).
+        ``pass_noops``: a reader that only needs the provenance a batch holding one NoOp
+        record moves (replay) may get, for a run of them, only the count and the last one's
+        provenance, on the next batch (:attr:`Located.quiet`); the last batch of a file is
+        always handed out."""
 
     @abstractmethod
     def offset_range(self) -> tuple[int | None, int | None]:

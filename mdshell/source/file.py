@@ -60,7 +60,8 @@ class FileSource(Source):
         raise SourceError(f"{self.path}: one file has no snapshots of its own")
 
     def log_stream(self, start: int = 0, upto: int | None = None,
-                   snapshot: Checkpoint | None = None) -> BatchStream:
+                   snapshot: Checkpoint | None = None, *,
+                   pass_noops: bool = False) -> BatchStream:
         stream = BatchStream()
         stream.batches = self._walk(stream, start, upto)
         return stream

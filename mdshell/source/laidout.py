@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 
 from ..problems import Problem, SourceError, add
-from ..wire.batch import Batch
-from .base import BatchStream, Located, count, file_read
+from ..wire.batch import LOG_OVERHEAD, Batch, parse_header
+from . import cleanwalk
+from .base import BatchStream, FileRead, Located, count, file_read
 from .info import LogInfo, SegmentInfo, SnapshotInfo
 from .layout import Checkpoint, Layout
 from .walker import Skip, first_damaged, iter_batches, skip_to
@@ -52,13 +53,14 @@ class LaidOut:
                 return
 
     def log_stream(self, start: int = 0, upto: int | None = None,
-                   snapshot: Checkpoint | None = None) -> BatchStream:
+                   snapshot: Checkpoint | None = None, *,
+                   pass_noops: bool = False) -> BatchStream:
         stream = BatchStream()
-        stream.batches = self._log(stream, start, upto, snapshot)
+        stream.batches = self._log(stream, start, upto, snapshot, pass_noops)
         return stream
 
     def _log(self, stream: BatchStream, start: int, upto: int | None,
-             cp: Checkpoint | None) -> Iterator[Located]:
+             cp: Checkpoint | None, pass_noops: bool) -> Iterator[Located]:
         segments = self.layout.segments
         problems = stream.problems
         check = _Continuity(problems, cp.epoch if cp is not None else -1)
@@ -101,7 +103,7 @@ class LaidOut:
                     f"{seg.base_offset} but its first batch is at offset {first} (a renamed "
                     "or misplaced file?)", seg.path, first))
             status = yield from self._segment(stream, seg.path, seg.base_offset, data, start,
-                                              upto, check)
+                                              upto, check, pass_noops)
             if status == _PASSED or stream._stop:
                 return
             if status == _DAMAGED:
@@ -112,7 +114,8 @@ class LaidOut:
                 return
 
     def _segment(self, stream: BatchStream, path: str, named: int, data: bytes, start: int,
-                 upto: int | None, check: _Continuity) -> Generator[Located, None, str]:
+                 upto: int | None, check: _Continuity,
+                 pass_noops: bool = False) -> Generator[Located, None, str]:
         read = file_read(path, "segment", len(data))
         stream.files.append(read)
         pos, after, epoch = 0, None, check.last_epoch
@@ -120,8 +123,24 @@ class LaidOut:
             pos, controls, after, skipped_epoch = skip_to(data, start, named)
             epoch = skipped_epoch if skipped_epoch is not None else epoch
             stream.below.extend(Located(_at(data, p), path, p, "segment") for p in controls)
-        damage: list[Problem] = []
         stream._stop_file = False
+        # Clean stretches by the fast walk, the rest by the walker. Stretches grow from a
+        # few hundred batches: time travel replays a thousand records or so from a mark.
+        most = cleanwalk.FIRST
+        while pos < len(data):
+            fast = _Fast.of(data, pos, named if after is None else after + 1, epoch, check,
+                            start, upto, pass_noops, min(most, cleanwalk.CHUNK))
+            if fast is None:
+                break
+            status = yield from fast.batches(stream, read, path, data, check)
+            if status != _DONE:
+                return status
+            pos, after, epoch = fast.end, fast.last, check.last_epoch
+            most *= 4
+        else:
+            if pos > 0:
+                return _DONE
+        damage: list[Problem] = []
 
         def skipped(s: Skip) -> None:
             """A batch with a damaged header: said when it holds offsets the stream
@@ -218,9 +237,63 @@ class LaidOut:
 _DONE, _PASSED, _DAMAGED = "done", "passed upto", "damaged"
 
 
-def _at(data: bytes, pos: int) -> Batch:
-    from ..wire.batch import parse_header
+class _Fast:
+    """A clean stretch of a segment (some batches from a position on), checked whole by
+    :mod:`.cleanwalk`: the batches the walker would hand out there, and say nothing about,
+    without checking each again. ``end``: the byte after it."""
 
+    def __init__(self, heads: cleanwalk.Heads, read: int, plan: Sequence[int],
+                 end: int) -> None:
+        self.heads, self.read, self.plan, self.end = heads, read, plan, end
+
+    @classmethod
+    def of(cls, data: bytes, pos: int, first: int, prior: int | None, check: _Continuity,
+           start: int, upto: int | None, pass_noops: bool, most: int) -> _Fast | None:
+        """``most`` batches at most; None when the walker must read them (anything it would
+        judge or say)."""
+        try:
+            h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos, most))
+            follows = cleanwalk.Follows(first, prior, check.epoch, check.expected, start)
+            read = cleanwalk.check(data, h, follows, upto)
+        except cleanwalk.Unclean:
+            return None
+        noop = cleanwalk.noops(data, h, read) if pass_noops else ()
+        end = h.starts[-1] + LOG_OVERHEAD + h.length[-1]
+        return cls(h, read, cleanwalk.plan(read, noop), end)
+
+    @property
+    def last(self) -> int:
+        """The last offset of the stretch."""
+        h = self.heads
+        return h.base[-1] + h.last_delta[-1]
+
+    def batches(self, stream: BatchStream, read: FileRead, path: str, data: bytes,
+                check: _Continuity) -> Generator[Located, None, str]:
+        h = self.heads
+        if self.read and read.first_offset is None:
+            read.first_offset = h.base[0]
+        counted = read.batches
+        before = -1
+        for i in self.plan:
+            batch = parse_header(data, h.starts[i])
+            read.batches = counted + i + 1
+            read.last_offset = stream.end_offset = batch.last_offset
+            yield Located(batch, path, batch.pos, "segment",
+                          None if i - before < 2 else cleanwalk.quiet(h, i, before))
+            if stream._stop_file:
+                return _DAMAGED
+            if stream._stop:
+                return _PASSED
+            before = i
+        if self.read:
+            last = self.read - 1
+            check.expected = h.base[last] + h.last_delta[last] + 1
+            check.epoch = max(check.epoch, h.epoch[last])
+            check.last_epoch = h.epoch[last]
+        return _PASSED if self.read < len(h) else _DONE
+
+
+def _at(data: bytes, pos: int) -> Batch:
     return parse_header(data, pos)
 
 

@@ -143,8 +143,9 @@ class LiveSource(Source):
         return self._laid.snapshot_stream(snapshot)
 
     def log_stream(self, start: int = 0, upto: int | None = None,
-                   snapshot: Checkpoint | None = None) -> BatchStream:
-        return self._laid.log_stream(start, upto, snapshot)
+                   snapshot: Checkpoint | None = None, *,
+                   pass_noops: bool = False) -> BatchStream:
+        return self._laid.log_stream(start, upto, snapshot, pass_noops=pass_noops)
 
     def offset_range(self) -> tuple[int | None, int | None]:
         return self._laid.offset_range()

@@ -2,11 +2,12 @@
 
 The shell's reader (:func:`mdshell.source.logscan.iter_log`) builds a batch object, a record
 object and a decoded dict for every record, and the table then turns each into a row: about
-20 µs a record, most of a quiet log being one NoOp record per batch. Here a Python loop only
-follows batch lengths (runs of batches of one length at C speed: about 0.07 µs a batch); the
-headers and CRCs (:mod:`.crcs`) are then checked together with numpy, and so is the framing
-of one-record batches, whose values are gathered
-into an Arrow binary array and dictionary-encoded. Other batches (compressed, control, many
+20 µs a record, most of a quiet log being one NoOp record per batch. Here the batches are
+found and checked by the shell's fast walk (:mod:`mdshell.source.cleanwalk`: batch lengths
+followed in runs, headers cut into columns, the walker's rules on whole arrays), its CRCs
+computed by :mod:`.crcs` with numpy; the framing of one-record batches is checked together
+with numpy too, and their values are gathered into an Arrow binary array and
+dictionary-encoded. Other batches (compressed, control, many
 records) are decoded record by record. Each *distinct* value is decoded once (a quiet log
 repeats a handful of values millions of times), and the value columns are gathered from the
 distinct rows with Arrow's ``take``.
@@ -28,35 +29,20 @@ import numpy as np
 import pyarrow as pa
 
 from ..problems import SourceError
-from ..source import DirectorySource, Source
+from ..source import DirectorySource, Source, cleanwalk
 from ..source.logscan import LogRecord
-from ..source.walker import MAX_BATCH_LENGTH, Before, header_damage
 from ..wire import compression, frames
-from ..wire.batch import (
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    MIN_BATCH_LENGTH,
-    UNDECODABLE,
-    parse_header,
-    records_in,
-)
+from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, UNDECODABLE, records_in
 from .crcs import crcs
 
 _CONTROL, _CODEC = 0x20, 0x07
-
-
-class _Unclean(Exception):
-    """Something the fast path does not handle: read the file the shell's way."""
-
-
-_LENGTH = struct.Struct(">i")
 _SIMPLE = 0x27  # codec bits and the control flag: a simple batch has none of them
+_LENGTH = struct.Struct(">i")
+
+
+_Unclean = cleanwalk.Unclean  # something the fast path does not handle: the shell's reader
 _ORDER = 22  # records sort by (batch position << _ORDER) + record number within the batch
 _CRC_FROM = 21  # a batch's CRC covers its bytes from the attributes on
-_HEADER = np.dtype([("base", ">i8"), ("length", ">i4"), ("epoch", ">i4"), ("magic", "u1"),
-                    ("crc", ">u4"), ("attrs", ">i2"), ("last_delta", ">i4"),
-                    ("base_ts", ">i8"), ("max_ts", ">i8"), ("producer", ">i8"),
-                    ("producer_epoch", ">i2"), ("sequence", ">i4"), ("count", ">i4")])
 
 
 class _Columns:
@@ -117,101 +103,74 @@ class _Heads:
 
 
 def _starts(data: bytes) -> np.ndarray:
-    """Where each batch starts: the one Python loop over a file (it only follows batch
-    lengths; a batch running past the end, or a file ending inside a header, makes the file
-    unclean). Where two batches in a row have one length (a quiet log's NoOps), the run of
-    batches of that length is measured at C speed by :func:`_run`."""
-    size = len(data)
-    length_at = _LENGTH.unpack_from
-    starts = array("q")
-    add = starts.append
-    pos = previous = 0
-    try:
-        while pos < size:
-            length = length_at(data, pos + 8)[0]
-            if length < MIN_BATCH_LENGTH:
-                raise _Unclean
-            step = LOG_OVERHEAD + length
-            if length == previous:
-                end = pos + _run(data, pos, step) * step
-                starts.extend(range(pos, end, step))
-                pos = end
-                continue
-            add(pos)
-            previous = length
-            pos += step
-    except struct.error:
-        raise _Unclean from None  # fewer than 12 bytes left: a cut header
-    if pos != size:
-        raise _Unclean  # the last batch runs past the end (or its header is cut)
-    return np.frombuffer(starts, np.int64)
+    """Where each batch starts (:func:`cleanwalk.batch_starts`)."""
+    return np.frombuffer(cleanwalk.batch_starts(data), np.int64)
 
 
-_RUN = 256  # batches a run measure looks at, at most
+_HEADER = np.dtype([("base", ">i8"), ("length", ">i4"), ("epoch", ">i4"), ("magic", "u1"),
+                    ("crc", ">u4"), ("attrs", ">i2"), ("last_delta", ">i4"),
+                    ("base_ts", ">i8"), ("max_ts", ">i8"), ("producer", ">i8"),
+                    ("producer_epoch", ">i2"), ("sequence", ">i4"), ("count", ">i4")])
 
 
-def _run(data: bytes, pos: int, step: int) -> int:
-    """How many batches from ``pos`` on, ``step`` bytes apart, have the length of the one at
-    ``pos`` (at least 1, at most ``_RUN``): each byte of their length fields, taken every
-    ``step`` bytes with one slice, stripped of the first one's value."""
-    run = _RUN
-    for i in range(pos + 8, pos + 12):
-        column = data[i:i + _RUN * step:step]
-        run = min(run, len(column) - len(column.lstrip(column[:1])))
-    return run
-
-
-def _headers(a: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The batch headers at ``at``, gathered at once (a batch is never shorter than its
-    header, so each lies inside the file)."""
+def _heads(data: bytes, starts: array[int]) -> cleanwalk.Heads:
+    """:func:`cleanwalk.heads` with numpy: the headers gathered at once, a column each."""
+    at = np.frombuffer(starts, np.int64)
     if not len(at):
-        return np.zeros(0, _HEADER)
-    rows = np.lib.stride_tricks.sliding_window_view(a, HEADER_SIZE)[at]
-    return rows.view(_HEADER).ravel()
+        return cleanwalk.heads(data, starts)
+    rows = np.lib.stride_tricks.sliding_window_view(np.frombuffer(data, np.uint8),
+                                                    HEADER_SIZE)[at]
+    h = rows.view(_HEADER).ravel()
+
+    def column(name: str, code: str) -> array[int]:
+        col = array(code)
+        col.frombytes(h[name].astype(np.dtype(code).newbyteorder("=")).tobytes())
+        return col
+
+    return cleanwalk.Heads(starts, column("base", "q"), column("length", "i"),
+                           column("epoch", "i"), column("crc", "I"), column("attrs", "h"),
+                           column("last_delta", "i"), column("base_ts", "q"),
+                           column("max_ts", "q"), column("count", "i"), h["magic"].tobytes())
 
 
-def _odd_last_epoch(data: bytes, at: np.ndarray, epochs: np.ndarray,
-                    prior: int | None) -> bool:
-    """The reader's rule (:func:`header_damage`) for the last batch of a file, the one the
-    checks here do not cover: its leader epoch may only rise on the new leader's
-    LeaderChange (a control batch); else the reader skips it as a damaged header."""
-    before = int(epochs[-2]) if len(epochs) > 1 else prior
-    if before is None or int(epochs[-1]) == before:
-        return False
-    return header_damage(Before(None, before), parse_header(data, int(at[-1])), None) is not None
+def _follow_on(base: array[int], last_delta: array[int]) -> bool:
+    """:func:`cleanwalk._follow_on` with numpy."""
+    b = np.frombuffer(base, np.int64)
+    d = np.frombuffer(last_delta, np.int32).astype(np.int64)
+    return bool((d >= 0).all() and (b[1:] == b[:-1] + d[:-1] + 1).all())
+
+
+def _crcs_right(data: bytes, starts: array[int], lengths: array[int],
+                want: array[int]) -> bool:
+    """:func:`cleanwalk.crcs_right` with numpy: batches of one length checked together."""
+    if not len(starts):
+        return True
+    at = np.frombuffer(starts, np.int64)
+    sizes = np.frombuffer(lengths, np.int32).astype(np.int64) - (_CRC_FROM - LOG_OVERHEAD)
+    return bool((crcs(data, at + _CRC_FROM, sizes) == np.frombuffer(want, np.uint32)).all())
 
 
 def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None,
           prior: int | None = None) -> tuple[_Heads, tuple[int, int, int] | None]:
-    """Check every batch of a file and decode those that are not simple; the headers of
-    the simple ones (one uncompressed metadata record) are returned for :func:`_simple`.
-    ``first`` (a segment): offsets must start there and follow on, up to ``last``; then the
-    span is returned too: (first epoch, highest epoch, last offset). ``prior``: the leader
-    epoch of the batch before the file, when the reader knows it.
-
-    The loop only follows batch lengths; the headers and CRCs are checked together
-    afterwards with numpy."""
-    at = _starts(data)
-    a = np.frombuffer(data, np.uint8)
-    h = _headers(a, at)
-    lengths = h["length"].astype(np.int64)
-    if len(at) and (lengths.max() > MAX_BATCH_LENGTH or (h["magic"] != 2).any()
-                    or (crcs(data, at + _CRC_FROM, lengths - (_CRC_FROM - LOG_OVERHEAD))
-                        != h["crc"]).any()):
-        raise _Unclean
-    base, epochs = h["base"].astype(np.int64), h["epoch"].astype(np.int32)
+    """Check every batch of a file (:mod:`cleanwalk`, the shell's fast walk) and decode
+    those that are not simple; the headers of the simple ones (one uncompressed metadata
+    record) are returned for :func:`_simple`. ``first`` (a segment): offsets must start
+    there and follow on, up to ``last``; then the span is returned too: (first epoch,
+    highest epoch, last offset). ``prior``: the leader epoch of the batch before the file,
+    when the reader knows it."""
+    h = _heads(data, cleanwalk.batch_starts(data))
     span = None
-    if first is not None and len(at):
-        deltas = h["last_delta"].astype(np.int64)
-        after = base + deltas
-        # the reader's continuity rules, where breaking one means a warning or a skip
-        if (base[0] != first or (base[1:] != after[:-1] + 1).any() or (deltas < 0).any()
-                or epochs[0] < -1 or (np.diff(epochs) < 0).any()
-                or (last is not None and after.max() > last)
-                or _odd_last_epoch(data, at, epochs, prior)):
-            raise _Unclean
-        span = int(epochs[0]), int(epochs.max()), int(after[-1])
-    attrs, counts = h["attrs"].astype(np.int32), h["count"].astype(np.int64)
+    if first is not None and len(h):
+        cleanwalk.check(data, h, cleanwalk.Follows(first, prior, bound=last), crc=_crcs_right,
+                        follow_on=_follow_on)
+        span = h.epoch[0], max(h.epoch), h.base[-1] + h.last_delta[-1]
+    else:
+        cleanwalk.check_frames(data, h, crc=_crcs_right)
+    at = np.frombuffer(h.starts, np.int64)
+    lengths = np.frombuffer(h.length, np.int32).astype(np.int64)
+    base, epochs = np.frombuffer(h.base, np.int64), np.frombuffer(h.epoch, np.int32)
+    attrs = np.frombuffer(h.attrs, np.int16).astype(np.int32)
+    counts = np.frombuffer(h.count, np.int32).astype(np.int64)
     simple = ((attrs & _SIMPLE) == 0) & (counts == 1)
     view = memoryview(data)
     for i in np.flatnonzero(~simple).tolist():
@@ -220,7 +179,7 @@ def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None,
                int(counts[i]))
     pos = at[simple]
     return _Heads(pos, pos + LOG_OVERHEAD + lengths[simple], base[simple], epochs[simple],
-                  h["base_ts"][simple].astype(np.int64)), span
+                  np.frombuffer(h.base_ts, np.int64)[simple]), span
 
 
 def _batch(cols: _Columns, data: bytes, view: memoryview, pos: int, end: int, attrs: int,

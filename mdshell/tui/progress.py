@@ -53,7 +53,7 @@ class LoadProgress:
                     self._finished += self._sizes.get(self._file, self._pos)
                 self._file, self._pos = loc.file, 0
             self._pos = loc.position + loc.batch.size
-            self.batches += 1
+            self.batches += 1 if loc.quiet is None else 1 + loc.quiet[0]
             yield loc
 
 

@@ -1,0 +1,311 @@
+"""The fast walk of clean segments (:mod:`mdshell.source.cleanwalk`) against the walker one
+batch at a time: the same images, history, provenance, warnings, files and control records,
+on every fixture, the corpus and damaged copies of a generated log (a damaged file is read by
+the walker, so the answers must not move either)."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mdshell.problems import SourceError
+from mdshell.session import load
+from mdshell.source import DirectorySource, cleanwalk, laidout
+from mdshell.source.logscan import iter_log
+from mdshell.synth import Scenario, generate
+from mdshell.synth.batches import metadata_batch
+from mdshell.wire.batch import frame_metadata_value, iter_records
+from mdshell.wire.kinds import RecordKind
+
+from .conftest import FIXTURES, corpus_dirs
+from .test_history import shape
+
+FIXTURE_DIRS = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+
+
+def facts(directory: Path, records: bool = True) -> list[Any]:
+    """What a load of ``directory`` gives (whole, and up to the middle of its log), and
+    what ``records`` reads."""
+    source = DirectorySource(str(directory))
+    loaded = load(source)
+    out: list[Any] = [_loaded(loaded)]
+    assert loaded.replayer is not None
+    history = loaded.replayer.history
+    out.append([shape(history.image(i)) for i in {0, len(history.offsets) // 2,
+                                                   len(history.offsets) - 1}
+                if history.offsets])
+    if loaded.end_offset is not None and loaded.end_offset > loaded.base + 2:
+        middle = (loaded.base + loaded.end_offset) // 2
+        out.append(_loaded(load(DirectorySource(str(directory)), upto=middle)))
+    if records:
+        problems: list[Any] = []
+        out.append(list(iter_log(DirectorySource(str(directory)), problems=problems)))
+        out.append(problems)
+    return out
+
+
+def _loaded(loaded: Any) -> list[Any]:
+    return [shape(loaded.image), [(p.code, p.message, p.file, p.offset, p.position)
+                                  for p in loaded.problems],
+            loaded.files, loaded.controls, loaded.end_offset, loaded.next_offset,
+            loaded.complete_from_zero]
+
+
+class Walks:
+    """Loads with the fast walk, then with the walker alone; counts the segments the fast
+    walk took."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.monkeypatch = monkeypatch
+        self.fast = 0
+        real = laidout._Fast.of.__func__  # type: ignore[attr-defined]
+
+        def counted(cls: type, *args: Any) -> Any:
+            got = real(cls, *args)
+            self.fast += got is not None
+            return got
+
+        monkeypatch.setattr(laidout._Fast, "of", classmethod(counted))
+        self._counted = counted
+
+    def agree(self, directory: Path, records: bool = True) -> list[Any]:
+        try:
+            fast = facts(directory, records)
+        except SourceError:
+            return []
+        with self.monkeypatch.context() as m:
+            m.setattr(laidout._Fast, "of", classmethod(lambda cls, *args: None))
+            slow = facts(directory, records)
+        assert fast == slow, directory
+        return fast
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> Walks:
+    return Walks(monkeypatch)
+
+
+def test_fixtures(walks: Walks) -> None:
+    for d in FIXTURE_DIRS:
+        walks.agree(d)
+    assert walks.fast >= 20  # the fast walk is the common one
+
+
+@pytest.mark.corpus
+def test_corpus(walks: Walks) -> None:
+    dirs = corpus_dirs()
+    if not dirs:
+        pytest.skip("the shared corpus is absent")
+    for d in dirs:
+        walks.agree(d, records=False)
+    assert walks.fast >= 50
+
+
+@pytest.fixture(scope="module")
+def quiet_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three segments of one-record batches, NoOps among them, leader epochs rising, a
+    snapshot after the first changes."""
+    out = tmp_path_factory.mktemp("quiet") / "d"
+    generate(Scenario(brokers=4, topics=6, partitions_per_topic=3, history_changes=400,
+                      noops_per_change=2, segment_bytes=24_000, snapshot_at=("25%",),
+                      seed=3), str(out))
+    return out
+
+
+def _segments(d: Path) -> list[Path]:
+    return sorted((d / "__cluster_metadata-0").glob("*.log"))
+
+
+def _starts(path: Path) -> list[int]:
+    return list(cleanwalk.batch_starts(path.read_bytes()))
+
+
+def _flip(at: Callable[[list[int]], int]) -> Callable[[Path], None]:
+    def damage(d: Path) -> None:
+        seg = _segments(d)[1]
+        data = bytearray(seg.read_bytes())
+        data[at(_starts(seg))] ^= 0x5A
+        seg.write_bytes(bytes(data))
+    return damage
+
+
+def _truncate(d: Path) -> None:
+    seg = _segments(d)[-1]
+    seg.write_bytes(seg.read_bytes()[:-7])
+
+
+def _gap(d: Path) -> None:
+    seg = _segments(d)[1]
+    data = seg.read_bytes()
+    starts = _starts(seg)
+    i = len(starts) // 2
+    seg.write_bytes(data[:starts[i]] + data[starts[i + 1]:])
+
+
+def _set_epochs(which: Callable[[list[int]], list[int]], value: Callable[[int], int],
+                segment: int = 1) -> Callable[[Path], None]:
+    def damage(d: Path) -> None:
+        seg = _segments(d)[segment]
+        data = bytearray(seg.read_bytes())
+        for p in which(_starts(seg)):
+            (epoch,) = struct.unpack_from(">i", data, p + 12)
+            struct.pack_into(">i", data, p + 12, value(epoch))
+        seg.write_bytes(bytes(data))
+    return damage
+
+
+def _drop_segment(d: Path) -> None:
+    _segments(d)[1].unlink()
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "crc": _flip(lambda s: s[len(s) // 2] + 70),  # a byte of a record: the CRC says so
+    "base-offset": _flip(lambda s: s[len(s) // 2] + 7),  # outside the CRC
+    "epoch-spike": _flip(lambda s: s[len(s) // 2] + 15),
+    "magic": _flip(lambda s: s[len(s) // 2] + 16),
+    "length": _flip(lambda s: s[len(s) // 2] + 11),
+    "truncated-tail": _truncate,
+    "gap": _gap,
+    "epoch-back": _set_epochs(lambda s: s[len(s) // 2:], lambda e: e - 1),
+    "epoch-back-file": _set_epochs(lambda s: s, lambda e: 0, segment=2),
+    "last-epoch-up": _set_epochs(lambda s: s[-1:], lambda e: e + 3, segment=2),
+    "missing-segment": _drop_segment,
+}
+
+
+@pytest.mark.parametrize("chunk", [7, cleanwalk.CHUNK])
+@pytest.mark.parametrize("name", sorted(DAMAGE))
+def test_damaged_copies(walks: Walks, quiet_log: Path, tmp_path: Path, name: str,
+                        chunk: int) -> None:
+    """Also with the fast walk taking a few batches at a time: clean stretches before and
+    after the damage, a chunk's last batch judged by the batch after it."""
+    walks.monkeypatch.setattr(cleanwalk, "CHUNK", chunk)
+    copy = tmp_path / "d"
+    shutil.copytree(quiet_log, copy)
+    DAMAGE[name](copy)
+    got = walks.agree(copy)
+    assert got[0][1], "the damage is said"
+
+
+def test_the_generated_log_itself(walks: Walks, quiet_log: Path) -> None:
+    got = walks.agree(quiet_log)
+    assert not got[0][1] and walks.fast >= 3 * 3
+
+
+def _handed_out(d: Path, pass_noops: bool) -> Iterator[Any]:
+    source = DirectorySource(str(d))
+    snapshot = source.snapshots()[0]
+    yield from source.log_stream(snapshot.end_offset, None, snapshot, pass_noops=pass_noops)
+
+
+def test_noop_runs_are_passed_over_and_counted(quiet_log: Path) -> None:
+    every = list(_handed_out(quiet_log, False))
+    passed = list(_handed_out(quiet_log, True))
+    assert len(passed) < len(every) * 2 // 3
+    assert sum(1 + (loc.quiet[0] if loc.quiet else 0) for loc in passed) == len(every)
+    by_offset = {loc.batch.last_offset: loc.batch for loc in every}
+    for loc in passed:
+        if loc.quiet:
+            noop = by_offset[loc.quiet[1]]
+            assert noop.last_offset < loc.batch.base_offset
+            assert (noop.epoch, noop.max_timestamp) == loc.quiet[2:]
+
+
+NOOP = frame_metadata_value(RecordKind.NO_OP, 0, b"\0")
+
+
+def _noisy(src: Path, dst: Path) -> None:
+    """A copy of ``src`` (a log from offset 0) with every metadata record in a batch of its
+    own, each followed by a batch of one NoOp (inside transactions too), offsets counted
+    again (control batches moved to theirs)."""
+    shutil.copytree(src, dst)
+    source = DirectorySource(str(src))
+    (seg,) = source.layout.segments
+    out = bytearray()
+    for loc in source.log_stream(0):
+        b = loc.batch
+        if b.is_control:
+            raw = bytearray(b.raw())
+            struct.pack_into(">q", raw, 0, len_offsets(out))  # outside the CRC
+            out += raw
+            continue
+        for r in iter_records(b):
+            assert r.value is not None
+            for value in (r.value, NOOP):
+                out += metadata_batch(len_offsets(out), [value], epoch=b.epoch,
+                                      timestamp=r.timestamp)
+    (dst / Path(seg.path).relative_to(src)).write_bytes(bytes(out))
+
+
+def len_offsets(log: bytes | bytearray) -> int:
+    """The next offset of a log written so far."""
+    starts = list(cleanwalk.batch_starts(bytes(log))) if log else []
+    if not starts:
+        return 0
+    base, = struct.unpack_from(">q", log, starts[-1])
+    (delta,) = struct.unpack_from(">i", log, starts[-1] + 23)
+    return int(base + delta + 1)
+
+
+@pytest.mark.parametrize("chunk", [3, cleanwalk.CHUNK])
+def test_noops_inside_and_around_transactions(walks: Walks, tmp_path: Path,
+                                              chunk: int) -> None:
+    """The provenance a passed-over NoOp leaves: kept before a batch that opens a
+    transaction, not moved inside one; at every offset as the end of the load."""
+    walks.monkeypatch.setattr(cleanwalk, "CHUNK", chunk)
+    d = tmp_path / "d"
+    _noisy(FIXTURES / "transactions", d)
+    end = load(DirectorySource(str(d))).end_offset
+    assert end is not None and end > 60
+    with walks.monkeypatch.context() as m:
+        m.setattr(laidout._Fast, "of", classmethod(lambda cls, *args: None))
+        slow = [_loaded(load(DirectorySource(str(d)), upto=u)) for u in range(end + 1)]
+    fast = [_loaded(load(DirectorySource(str(d)), upto=u)) for u in range(end + 1)]
+    assert fast == slow
+    assert walks.fast > end
+
+
+@pytest.fixture(scope="module")
+def quieter_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Long runs of one-NoOp batches between the changes (a quiet controller)."""
+    out = tmp_path_factory.mktemp("quieter") / "d"
+    generate(Scenario(brokers=3, topics=3, partitions_per_topic=2, history_changes=60,
+                      noops_per_change=40, segment_bytes=60_000, seed=5), str(out))
+    return out
+
+
+def test_runs_of_noops(walks: Walks, quieter_log: Path, tmp_path: Path) -> None:
+    """Runs judged by their first batch; a record of another (unknown) type, as long as a
+    NoOp, inside a run is not passed over: it is applied, and warned about."""
+    walks.agree(quieter_log)
+    copy = tmp_path / "d"
+    shutil.copytree(quieter_log, copy)
+    noops = [loc for loc in _handed_out_all(copy) if _is_noop(loc)]
+    offsets = {loc.batch.base_offset for loc in noops}
+    loc = next(loc for loc in noops[len(noops) // 2:]  # in the middle of a run
+               if {loc.batch.base_offset + d for d in (-2, -1, 1)} <= offsets)
+    seg = Path(loc.file)
+    data = bytearray(seg.read_bytes())
+    b = loc.batch
+    stranger = metadata_batch(b.base_offset, [frame_metadata_value(100, 0, b"\0")],
+                              epoch=b.epoch, timestamp=b.max_timestamp)
+    assert len(stranger) == b.size
+    data[loc.position:loc.position + b.size] = stranger
+    seg.write_bytes(bytes(data))
+    got = walks.agree(copy)
+    assert [p for p in got[0][1] if p[0] == "unknown-record"]
+
+
+def _handed_out_all(d: Path) -> Iterator[Any]:
+    yield from DirectorySource(str(d)).log_stream(0)
+
+
+def _is_noop(loc: Any) -> bool:
+    records = list(iter_records(loc.batch))
+    return (not loc.batch.is_control and len(records) == 1
+            and records[0].value == NOOP)
