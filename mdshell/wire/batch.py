@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from . import compression
 from .crc import crc32c
+from .framerun import RUN_MIN, run
 from .primitives import DecodeError, read_uvarint, uvarint_bytes, varint_bytes
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -208,9 +209,29 @@ def _ranges(batch: Batch, frame: bool) -> tuple[bytes, list[tuple[int, ...]]]:
 
 def ranges_in(buf: bytes, pos: int, end: int, count: int, base: int,
               frame: bool) -> list[tuple[int, ...]]:
-    """One loop over the records' framing (``count`` records in ``buf[pos:end]``, offsets
-    from ``base``); varints of one or two bytes (almost all of them) are decoded inline."""
+    """The records' framing (``count`` records in ``buf[pos:end]``, offsets from ``base``):
+    runs of same-shaped records at once (``framerun``: a snapshot's batches), the rest by
+    one loop over the records."""
     out: list[tuple[int, ...]] = []
+    if count < RUN_MIN:
+        pos = _loop(buf, pos, end, count, base, frame, out)
+    else:
+        left = count
+        while left > 0:
+            k, stop = run(buf, pos, end, left, base, frame, out)
+            if k == 0:
+                k = min(left, RUN_MIN)
+                stop = _loop(buf, pos, end, k, base, frame, out)
+            pos, left = stop, left - k
+    if pos != end:
+        raise DecodeError("batch record framing does not add up")
+    return out
+
+
+def _loop(buf: bytes, pos: int, end: int, count: int, base: int, frame: bool,
+          out: list[tuple[int, ...]]) -> int:
+    """``count`` records one by one from ``pos``; where the next one starts. Varints of one
+    or two bytes (almost all of them) are decoded inline."""
     append = out.append
     for _ in range(count):
         # record length
@@ -280,9 +301,7 @@ def ranges_in(buf: bytes, pos: int, end: int, count: int, base: int,
         else:
             append((off, p, p + vlen if vlen >= 0 else -1, -1, -1, p))
         pos = rec_end
-    if pos != end:
-        raise DecodeError("batch record framing does not add up")
-    return out
+    return pos
 
 
 # ---------------------------------------------------------------- writing
