@@ -44,7 +44,7 @@ def _section(values: list[bytes | None], deltas: list[int] | None = None,
              key_at: int | None = None, ts: int = 0) -> bytes:
     deltas = deltas if deltas is not None else list(range(len(values)))
     return b"".join(encode_record(RecordSpec(d, ts, v, key=b"k" if i == key_at else None))
-                    for i, (d, v) in enumerate(zip(deltas, values)))
+                    for i, (d, v) in enumerate(zip(deltas, values, strict=False)))
 
 
 def _value(size: int, key: int = 2, version: int = 1) -> bytes:
@@ -58,9 +58,9 @@ def _sections() -> list[tuple[str, bytes, int]]:
     same = [v] * n
     cases = [
         ("same", _section(same), n),
-        ("one longer in the middle", _section(same[:40] + [_value(61)] + same[41:]), n),
+        ("one longer in the middle", _section([*same[:40], _value(61), *same[41:]]), n),
         ("a key in the middle", _section(same, key_at=70), n),
-        ("a null value", _section(same[:20] + [None] + same[21:]), n),
+        ("a null value", _section([*same[:20], None, *same[21:]]), n),
         ("a gap in the deltas", _section(same, list(range(50)) + list(range(51, n + 1))), n),
         ("deltas going back", _section(same, list(range(40)) + list(range(30, n - 10))), n),
         ("deltas from 50 (crossing 64)", _section(same, list(range(50, 50 + n))), n),
@@ -82,7 +82,8 @@ def _sections() -> list[tuple[str, bytes, int]]:
     return cases
 
 
-@pytest.mark.parametrize("name,section,count", _sections(), ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize("name,section,count", _sections(),
+                         ids=lambda x: x if isinstance(x, str) else "")
 def test_a_section_frames_as_the_loop_does(name: str, section: bytes, count: int) -> None:
     pad = b"\xff" * 7  # bytes before and after: positions are not zero-based
     buf = pad + section + pad

@@ -41,14 +41,15 @@ def run(buf: bytes, pos: int, end: int, left: int, base: int, frame: bool,
     ends = range(vs + vlen, vs + vlen + k * size, size)
     offsets = range(base + d, base + d + k)
     if not frame:
-        out.extend(zip(offsets, starts, ends))
+        out.extend(zip(offsets, starts, ends, strict=True))
         return k, stop
     if buf[vs:stop:size] != b"\x01" * k:  # frame version 1, the common 3-byte header
         return 0, pos
     keys, versions = buf[vs + 1:stop:size], buf[vs + 2:stop:size]
     if max(keys) >= 0x80 or max(versions) >= 0x80:
         return 0, pos
-    out.extend(zip(offsets, starts, ends, keys, versions, range(vs + 3, vs + 3 + k * size, size)))
+    out.extend(zip(offsets, starts, ends, keys, versions,
+                   range(vs + 3, vs + 3 + k * size, size), strict=True))
     return k, stop
 
 
