@@ -122,7 +122,8 @@ class LaidOut:
         if start > 0:
             pos, controls, after, skipped_epoch = skip_to(data, start, named)
             epoch = skipped_epoch if skipped_epoch is not None else epoch
-            stream.below.extend(Located(_at(data, p), path, p, "segment") for p in controls)
+            stream.below.extend(Located(parse_header(data, p), path, p, "segment")
+                                for p in controls)
         stream._stop_file = False
         # Clean stretches by the fast walk, the rest by the walker. Stretches grow from a
         # few hundred batches: time travel replays a thousand records or so from a mark.
@@ -291,10 +292,6 @@ class _Fast:
             check.epoch = max(check.epoch, h.epoch[last])
             check.last_epoch = h.epoch[last]
         return _PASSED if self.read < len(h) else _DONE
-
-
-def _at(data: bytes, pos: int) -> Batch:
-    return parse_header(data, pos)
 
 
 class _Continuity:
