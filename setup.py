@@ -16,6 +16,6 @@ _PIECES = [
 ]
 
 setup(ext_modules=[
-    Extension(name, [src], optional=True, extra_compile_args=["-O2"])
+    Extension(name, [src], optional=True)
     for name, src in _PIECES if os.path.exists(os.path.join(_HERE, src))
 ])

@@ -1,5 +1,6 @@
 """The fast walk of clean segments (:mod:`mdshell.source.cleanwalk`) against the walker one
-batch at a time: the same images, history, provenance, warnings, files and control records,
+batch at a time (with the compiled scan and framing of ``_cwalk``, and without them): the
+same images, history, provenance, warnings, files and control records,
 on every fixture, the corpus and damaged copies of a generated log (a damaged file is read by
 the walker, so the answers must not move either)."""
 
@@ -19,6 +20,7 @@ from mdshell.source import DirectorySource, cleanwalk, laidout
 from mdshell.source.logscan import iter_log
 from mdshell.synth import Scenario, generate
 from mdshell.synth.batches import metadata_batch
+from mdshell.wire import batch as wire_batch
 from mdshell.wire.batch import frame_metadata_value, iter_records
 from mdshell.wire.kinds import RecordKind
 
@@ -85,8 +87,14 @@ class Walks:
         return fast
 
 
-@pytest.fixture
-def walks(monkeypatch: pytest.MonkeyPatch) -> Walks:
+@pytest.fixture(params=["compiled", "python"])
+def walks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Walks:
+    """Both ways, when the compiled scan and framing are built: with them, and without."""
+    if request.param == "python":
+        monkeypatch.setattr(cleanwalk, "COMPILED", False)
+        monkeypatch.setattr(wire_batch, "_cframe", None)
+    elif not cleanwalk.COMPILED:
+        pytest.skip("the compiled walk is not built (MDSHELL_PURE=1, or no C compiler)")
     return Walks(monkeypatch)
 
 

@@ -2,7 +2,8 @@
 one-by-one record loop gives: the same ranges, or the same error, on every fixture's batches
 and on record sections built to sit at each edge of a run (another length, a key, a null
 value, a gap or a jump in the deltas, deltas crossing a varint's length, long varints,
-another frame header, bytes flipped anywhere)."""
+another frame header, bytes flipped anywhere). Each test runs twice: with the compiled
+framing (``_cwalk.frame``, which ``ranges_in`` tries first) and without it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,15 @@ from mdshell.wire.framerun import RUN_MIN
 from mdshell.wire.primitives import DecodeError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture(params=["python", "compiled"], autouse=True)
+def framing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "python":
+        monkeypatch.setattr(wb, "_cframe", None)
+    elif wb._cframe is None:
+        pytest.skip("the compiled framing is not built (MDSHELL_PURE=1, or no C compiler)")
+    return str(request.param)
 
 
 def _one_by_one(buf: bytes, pos: int, end: int, count: int, base: int,
@@ -106,7 +116,7 @@ def test_flipped_bytes_frame_as_the_loop_does() -> None:
         _agree(bytes(data), 0, len(data), count, 5)
 
 
-def test_every_fixture_batch_frames_as_the_loop_does() -> None:
+def test_every_fixture_batch_frames_as_the_loop_does(framing: str) -> None:
     seen = runs = 0
     for f in sorted(FIXTURES.glob("*/**/*")):
         if f.suffix not in (".log", ".checkpoint") or not f.is_file():
@@ -120,6 +130,11 @@ def test_every_fixture_batch_frames_as_the_loop_does() -> None:
             except wb.UNDECODABLE:
                 break
             _agree(buf, start, end, b.count, b.base_offset)
+            if framing == "compiled" and end <= len(buf):  # framed in C, not left to the loop
+                for meta in (False, True):
+                    framed = wb._cframe(buf, start, end, b.count, b.base_offset, meta)
+                    assert framed == _outcome(_one_by_one, buf, start, end, b.count,
+                                              b.base_offset, meta), (f, b.base_offset)
             seen += 1
             runs += b.count >= RUN_MIN
             pos = b.pos + b.size

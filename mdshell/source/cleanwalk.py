@@ -34,6 +34,7 @@ from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, UNDECODABL
 from ..wire.batch import ranges_in as _ranges_in
 from ..wire.crc import crc32c
 from ..wire.kinds import RecordKind
+from ..wire.native import piece
 from .walker import MAX_BATCH_LENGTH, Before, header_damage, peek
 
 _LENGTH = struct.Struct(">i")
@@ -50,6 +51,7 @@ _FIELDS = {"base": (0, 8, "q"), "length": (8, 4, "i"), "epoch": (12, 4, "i"),
            "crc": (17, 4, "I"), "attrs": (21, 2, "h"), "last_delta": (23, 4, "i"),
            "base_ts": (27, 8, "q"), "max_ts": (35, 8, "q"), "count": (57, 4, "i")}
 _MAGIC_AT = 16
+_cwalk = piece("_cwalk")
 
 # Checks the CRC of every batch: (data, starts, lengths, CRCs) -> all right?
 CrcCheck = Callable[[bytes, "array[int]", "array[int]", "array[int]"], bool]
@@ -113,7 +115,8 @@ def _run(data: bytes, pos: int, step: int) -> int:
 @dataclass(slots=True)
 class Heads:
     """The header fields of a stretch of batches, one array per field (``starts``: where
-    each batch begins; ``magic``: one byte a batch)."""
+    each batch begins; ``magic``: one byte a batch; ``good``: how many batches from the
+    first have a right CRC, when the compiled scan found it (-1: not known))."""
 
     starts: array[int]
     base: array[int]
@@ -126,9 +129,31 @@ class Heads:
     max_ts: array[int]
     count: array[int]
     magic: bytes
+    good: int = -1
 
     def __len__(self) -> int:
         return len(self.starts)
+
+
+def scan(data: bytes, pos: int = 0, limit: int = -1) -> Heads:
+    """:func:`heads` of :func:`batch_starts` (same arguments, same :class:`Unclean`), and
+    the CRCs checked too where the compiled scan does it all in one pass."""
+    if not COMPILED:
+        return heads(data, batch_starts(data, pos, limit))
+    assert _cwalk is not None
+    got = _cwalk.scan(data, pos, limit)
+    if got is None:
+        raise Unclean
+    cols = [array(code, raw) for code, raw in zip(_SCAN_CODES, got, strict=False)]
+    return Heads(*cols, magic=got[-2], good=got[-1])
+
+
+# The compiled scan's columns, in Heads' order: their array type codes (C's int64, int32,
+# int16 and uint32 must be these codes' sizes, as :func:`_column` also checks).
+_SCAN_CODES = ("q", *(code for _, _, code in _FIELDS.values()))
+_NATIVE_WIDTHS = all(array(code).itemsize == w for code, w in (("q", 8), ("i", 4), ("I", 4),
+                                                               ("h", 2)))
+COMPILED = _cwalk is not None and _NATIVE_WIDTHS  # :func:`scan` is the compiled one
 
 
 def heads(data: bytes, starts: array[int]) -> Heads:
@@ -188,8 +213,12 @@ def check_frames(data: bytes, h: Heads, upto: int = -1, crc: CrcCheck = crcs_rig
     """Raise :class:`Unclean` unless every batch (the first ``upto``; -1: all) has magic 2,
     a length the walker accepts and a right CRC."""
     n = len(h) if upto < 0 else upto
-    if (h.magic.count(2) != len(h) or max(h.length, default=0) > MAX_BATCH_LENGTH
-            or not crc(data, h.starts[:n], h.length[:n], h.crc[:n])):
+    if h.magic.count(2) != len(h) or max(h.length, default=0) > MAX_BATCH_LENGTH:
+        raise Unclean
+    if h.good >= 0:
+        if h.good < n:
+            raise Unclean  # the compiled scan found a wrong CRC among them
+    elif not crc(data, h.starts[:n], h.length[:n], h.crc[:n]):
         raise Unclean
 
 

@@ -253,7 +253,7 @@ class _Fast:
         """``most`` batches at most; None when the walker must read them (anything it would
         judge or say)."""
         try:
-            h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos, most))
+            h = cleanwalk.scan(data, pos, most)
             follows = cleanwalk.Follows(first, prior, check.epoch, check.expected, start)
             read = cleanwalk.check(data, h, follows, upto)
         except cleanwalk.Unclean:

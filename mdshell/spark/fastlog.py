@@ -158,7 +158,7 @@ def _walk(data: bytes, cols: _Columns, first: int | None, last: int | None,
     there and follow on, up to ``last``; then the span is returned too: (first epoch,
     highest epoch, last offset). ``prior``: the leader epoch of the batch before the file,
     when the reader knows it."""
-    h = _heads(data, cleanwalk.batch_starts(data))
+    h = cleanwalk.scan(data) if cleanwalk.COMPILED else _heads(data, cleanwalk.batch_starts(data))
     span = None
     if first is not None and len(h):
         cleanwalk.check(data, h, cleanwalk.Follows(first, prior, bound=last), crc=_crcs_right,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from . import compression
 from .crc import crc32c
 from .framerun import RUN_MIN, run
+from .native import piece
 from .primitives import DecodeError, read_uvarint, uvarint_bytes, varint_bytes
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -25,6 +26,9 @@ MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
 # What a batch with a valid CRC can still raise when its contents are nonsense.
 UNDECODABLE = (DecodeError, compression.CompressionError, IndexError, struct.error, ValueError)
+
+_cwalk = piece("_cwalk")
+_cframe = _cwalk.frame if _cwalk is not None else None
 
 COMPRESSION_MASK = 0x07
 TRANSACTIONAL_FLAG = 0x10
@@ -211,7 +215,13 @@ def ranges_in(buf: bytes, pos: int, end: int, count: int, base: int,
               frame: bool) -> list[tuple[int, ...]]:
     """The records' framing (``count`` records in ``buf[pos:end]``, offsets from ``base``):
     runs of same-shaped records at once (``framerun``: a snapshot's batches), the rest by
-    one loop over the records."""
+    one loop over the records. The compiled framing (``_cwalk.frame``) gives the same
+    list, or None for anything it does not read as a well-formed batch does: the loop then
+    says what is wrong."""
+    if _cframe is not None:
+        framed: list[tuple[int, ...]] | None = _cframe(buf, pos, end, count, base, frame)
+        if framed is not None:
+            return framed
     out: list[tuple[int, ...]] = []
     if count < RUN_MIN:
         pos = _loop(buf, pos, end, count, base, frame, out)

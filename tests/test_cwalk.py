@@ -1,0 +1,124 @@
+"""The compiled walk (``mdshell/wire/_cwalk.c``) against the Python it stands for: the scan
+of a segment's batches (starts, header columns, where the first wrong CRC is) against
+``batch_starts`` + ``heads`` + the CRC package, on every fixture and corpus file, at every
+limit a reader asks for, and on damaged copies (bytes flipped or cut anywhere). Its framing
+is compared in ``test_framerun.py``, and whole loads both ways in ``test_cleanwalk.py``."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from mdshell.source import cleanwalk
+from mdshell.wire import batch as wb
+from mdshell.wire.crc import crc32c
+from mdshell.wire.native import PURE, piece
+
+from .conftest import FIXTURES, corpus_dirs
+
+_cwalk = piece("_cwalk")
+compiled = pytest.mark.skipif(_cwalk is None or not cleanwalk.COMPILED,
+                              reason="the compiled walk is not built")
+
+
+def test_ci_builds_the_compiled_pieces() -> None:
+    """CI installs with a C compiler: a build that silently fell back to Python would leave
+    the compiled code untested and the figures in docs/performance.md untrue."""
+    if not os.environ.get("CI") or PURE:
+        pytest.skip("outside CI, or MDSHELL_PURE=1")
+    assert _cwalk is not None and cleanwalk.COMPILED
+
+
+def _python_scan(data: bytes, pos: int, limit: int) -> tuple[list[list[int]], bytes, int]:
+    h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos, limit))
+    good = len(h)
+    for i, (p, n, want) in enumerate(zip(h.starts, h.length, h.crc, strict=True)):
+        if crc32c(data[p + wb.CRC_START:p + wb.LOG_OVERHEAD + n]) != want:
+            good = i
+            break
+    return _columns(h), h.magic, good
+
+
+def _columns(h: cleanwalk.Heads) -> list[list[int]]:
+    return [list(c) for c in (h.starts, h.base, h.length, h.epoch, h.crc, h.attrs,
+                              h.last_delta, h.base_ts, h.max_ts, h.count)]
+
+
+def _compiled_scan(data: bytes, pos: int, limit: int) -> tuple[list[list[int]], bytes, int]:
+    h = cleanwalk.scan(data, pos, limit)
+    return _columns(h), h.magic, h.good
+
+
+def _outcome(fn, *args):  # type: ignore[no-untyped-def]
+    try:
+        return fn(*args)
+    except cleanwalk.Unclean:
+        return "unclean"
+
+
+def _agree(data: bytes, pos: int = 0, limit: int = -1) -> object:
+    got = _outcome(_compiled_scan, data, pos, limit)
+    assert got == _outcome(_python_scan, data, pos, limit), (pos, limit)
+    return got
+
+
+def _files() -> list[Path]:
+    dirs = [FIXTURES, *corpus_dirs()]
+    return sorted(f for d in dirs for f in Path(d).rglob("*")
+                  if f.suffix in (".log", ".checkpoint") and f.is_file())
+
+
+@compiled
+def test_every_file_scans_as_python_does() -> None:
+    whole = 0
+    for f in _files():
+        data = f.read_bytes()
+        got = _agree(data)
+        whole += got != "unclean"
+        starts = cleanwalk.batch_starts(data, 0, 8) if got != "unclean" and data else []
+        for limit in (1, 3, 4096):  # a reader's stretches, from the first batches on
+            for pos in starts[:3]:
+                _agree(data, pos, limit)
+    assert whole > 100, whole  # most files are whole
+
+
+@compiled
+def test_damaged_copies_scan_as_python_does() -> None:
+    rng = random.Random(19)
+    files = [f for f in _files() if f.stat().st_size < 2_000_000]
+    wrong_crc = 0
+    for _ in range(1500):
+        data = bytearray(rng.choice(files).read_bytes())
+        if not data:
+            continue
+        how = rng.randrange(3)
+        if how == 0:  # bytes flipped anywhere (a CRC, a length, a header field, a record)
+            for _flip in range(rng.randint(1, 3)):
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        elif how == 1:  # cut short
+            del data[rng.randrange(len(data)):]
+        else:  # a length field set to something else
+            starts = _outcome(cleanwalk.batch_starts, bytes(data), 0, 64)
+            if starts != "unclean":
+                at = rng.choice(starts) + 8
+                length = rng.choice((0, 48, 49, 61, 1 << 30, -5 & 0xFFFFFFFF))
+                data[at:at + 4] = length.to_bytes(4, "big")
+        got = _agree(bytes(data), 0, rng.choice((-1, 1, 7, 4096)))
+        wrong_crc += got != "unclean" and got[2] < len(got[0][0])  # type: ignore[index]
+    assert wrong_crc > 50, wrong_crc  # the flips found wrong CRCs, not only unclean files
+
+
+@compiled
+def test_crc32c_as_the_package_computes_it() -> None:
+    assert _cwalk is not None
+    rng = random.Random(5)
+    for n in [*range(0, 40), 1000, 4097, 65_536]:
+        data = rng.randbytes(n + 9)
+        for start in (0, 1, 7):
+            end = start + n
+            assert _cwalk.crc32c(data, start, end) == crc32c(data[start:end])
+    with pytest.raises(ValueError):
+        _cwalk.crc32c(b"abc", 2, 5)
