@@ -145,7 +145,12 @@ def scan(data: bytes, pos: int = 0, limit: int = -1) -> Heads:
     if got is None:
         raise Unclean
     cols = [array(code, raw) for code, raw in zip(_SCAN_CODES, got, strict=False)]
-    return Heads(*cols, magic=got[-2], good=got[-1])
+    return _made(cols, got[-2], got[-1])
+
+
+def _made(c: list[array[int]], magic: bytes, good: int = -1) -> Heads:
+    """Heads of its columns in field order (``c[0]``: the starts)."""
+    return Heads(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], magic, good)
 
 
 # The compiled scan's columns, in Heads' order: their array type codes (C's int64, int32,
@@ -168,7 +173,7 @@ def heads(data: bytes, starts: array[int]) -> Heads:
         for name, (at, width, code) in _FIELDS.items():
             cols[name].extend(_column(joined, len(part), at, width, code))
         magic += joined[_MAGIC_AT::HEADER_SIZE]
-    return Heads(starts, magic=bytes(magic), **cols)
+    return _made([starts, *cols.values()], bytes(magic))
 
 
 def _column(joined: bytes, n: int, at: int, width: int, code: str) -> array[int]:
