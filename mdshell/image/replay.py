@@ -208,16 +208,21 @@ class ImageBuilder:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
         buf, recs = metadata_ranges(batch) if self.sieve is None else self.sieve(batch)
         self.batch = batch
-        if len(recs) == 1 and recs[0][3] == _NO_OP and self.txn is None and self.index is None:
-            # A quiet log is half one-NoOp batches: only the provenance moves on.
-            off = recs[0][0]
-            if (skip_below < 0 or off >= skip_below) and (stop is None or off <= stop):
+        if len(recs) == 1 and self.txn is None and self.index is None:
+            # Most batches of a log's tail hold one record: applied without the general
+            # loop's setup when nothing else is asked of it.
+            rec = recs[0]
+            off = rec[0]
+            if (skip_below >= 0 and off < skip_below) or (stop is not None and off > stop):
+                return
+            if rec[3] == _NO_OP or (self.observer is None and self._one(buf, rec)):
+                # A quiet log is half one-NoOp batches: only the provenance moves on.
                 prov = self.image.provenance
                 last = batch.last_offset
                 prov.offset = last if stop is None or stop >= last else off
                 prov.epoch = batch.epoch
                 prov.time_ms = batch.max_timestamp
-            return
+                return
         if self.index is not None and recs:
             self._ordinal = self.index.add_batch(batch, buf, recs[0][1])
         observed = self.observer is not None
@@ -300,6 +305,32 @@ class ImageBuilder:
             prov.offset = batch.last_offset if stop is None or stop >= batch.last_offset else last
             prov.epoch = batch.epoch
             prov.time_ms = batch.max_timestamp
+
+    def _one(self, buf: bytes, rec: tuple[int, int, int, int, int, int]) -> bool:
+        """Apply a batch's one record, outside a transaction and for no observer, when it
+        is a plain one (a known frame that decodes, not a transaction marker, not a
+        PartitionRecord kept undecoded); False to leave it to the general loop."""
+        off, vpos, vend, key, ver, body = rec
+        if key < 0 or vend < 0 or off < 0 or key in TRANSACTION_MARKERS or (
+                key == _PARTITION and ver <= 2 and not self.eager):
+            return False
+        dec = _DECODERS.get(key << 7 | ver) or _decoder(key, ver)
+        if dec is _CHECKED:
+            return False
+        try:
+            d, end = dec(buf, body, vend)
+        except Exception:
+            return False
+        if end != vend:
+            return False
+        self._pos = vpos
+        handler = HANDLERS.get(key)
+        if handler is not None:  # else a NoOp (IGNORED in the table)
+            if UNKNOWN_TAGS in d:
+                self._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
+            self.records_applied += 1
+            handler(self, d, off)
+        return True
 
     def pass_noops(self, off: int, epoch: int, time_ms: int, stop: int | None = None,
                    skip_below: int = -1) -> None:
