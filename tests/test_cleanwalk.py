@@ -92,7 +92,7 @@ def walks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Wa
     """Both ways, when the compiled scan and framing are built: with them, and without."""
     if request.param == "python":
         monkeypatch.setattr(cleanwalk, "COMPILED", False)
-        monkeypatch.setattr(wire_batch, "_cframe", None)
+        monkeypatch.setattr(wire_batch, "cframe", None)
     elif not cleanwalk.COMPILED:
         pytest.skip("the compiled walk is not built (MDSHELL_PURE=1, or no C compiler)")
     return Walks(monkeypatch)

@@ -23,8 +23,8 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 @pytest.fixture(params=["python", "compiled"], autouse=True)
 def framing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "python":
-        monkeypatch.setattr(wb, "_cframe", None)
-    elif wb._cframe is None:
+        monkeypatch.setattr(wb, "cframe", None)
+    elif wb.cframe is None:
         pytest.skip("the compiled framing is not built (MDSHELL_PURE=1, or no C compiler)")
     return str(request.param)
 
@@ -132,7 +132,7 @@ def test_every_fixture_batch_frames_as_the_loop_does(framing: str) -> None:
             _agree(buf, start, end, b.count, b.base_offset)
             if framing == "compiled" and end <= len(buf):  # framed in C, not left to the loop
                 for meta in (False, True):
-                    framed = wb._cframe(buf, start, end, b.count, b.base_offset, meta)
+                    framed = wb.cframe(buf, start, end, b.count, b.base_offset, meta)
                     assert framed == _outcome(_one_by_one, buf, start, end, b.count,
                                               b.base_offset, meta), (f, b.base_offset)
             seen += 1

@@ -15,8 +15,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..problems import Problem, add
+from ..wire import batch as wire_batch
 from ..wire import codec, frames
-from ..wire.batch import Batch, metadata_ranges
+from ..wire.batch import COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, Batch, metadata_ranges
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
 from ..wire.kinds import RecordKind as K
@@ -206,7 +207,15 @@ class ImageBuilder:
 
     def apply_batch(self, batch: Batch, stop: int | None = None, skip_below: int = -1) -> None:
         """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
-        buf, recs = metadata_ranges(batch) if self.sieve is None else self.sieve(batch)
+        if self.sieve is not None:
+            buf, recs = self.sieve(batch)
+        elif wire_batch.cframe is not None and not batch.attributes & COMPRESSION_MASK:
+            # metadata_ranges, its common case inline: the records in place, framed in C
+            buf, pos = batch.buf, batch.pos
+            recs = wire_batch.cframe(buf, pos + HEADER_SIZE, pos + LOG_OVERHEAD + batch.length,
+                           batch.count, batch.base_offset, True) or metadata_ranges(batch)[1]
+        else:
+            buf, recs = metadata_ranges(batch)
         self.batch = batch
         if len(recs) == 1 and self.txn is None and self.index is None:
             # Most batches of a log's tail hold one record: applied without the general

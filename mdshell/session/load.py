@@ -31,7 +31,7 @@ from ..source import (
     control_entries,
 )
 from ..wire import control as ctl
-from ..wire.batch import UNDECODABLE
+from ..wire.batch import CONTROL_FLAG, UNDECODABLE
 
 NO_CHECKPOINTS = 1 << 62
 # What a front end may wrap around each stream a load reads (to count its batches).
@@ -202,7 +202,7 @@ def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) ->
             _, off, epoch, time_ms = loc.quiet
             builder.pass_noops(off, epoch, time_ms, upto, skip_below)
         try:
-            if batch.is_control:
+            if batch.attributes & CONTROL_FLAG:  # batch.is_control, inline
                 control_entries(batch, loc.file, run.controls)
             else:
                 replayer.apply(batch, upto, skip_below)

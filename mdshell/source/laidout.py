@@ -275,12 +275,14 @@ class _Fast:
             read.first_offset = h.base[0]
         counted = read.batches
         before = -1
+        starts, base, epoch, max_ts = h.starts, h.base, h.epoch, h.max_ts
         for i in self.plan:
-            batch = parse_header(data, h.starts[i])
+            batch = parse_header(data, starts[i])
             read.batches = counted + i + 1
             read.last_offset = stream.end_offset = batch.last_offset
-            yield Located(batch, path, batch.pos, "segment",
-                          None if i - before < 2 else cleanwalk.quiet(h, i, before))
+            # cleanwalk.quiet, inline: the one-NoOp batches passed over before this one
+            yield Located(batch, path, batch.pos, "segment", None if i - before < 2 else
+                          (i - before - 1, base[i - 1], epoch[i - 1], max_ts[i - 1]))
             if stream._stop_file:
                 return _DAMAGED
             if stream._stop:

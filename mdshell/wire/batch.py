@@ -28,7 +28,7 @@ MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 UNDECODABLE = (DecodeError, compression.CompressionError, IndexError, struct.error, ValueError)
 
 _cwalk = piece("_cwalk")
-_cframe = _cwalk.frame if _cwalk is not None else None
+cframe = _cwalk.frame if _cwalk is not None else None
 
 COMPRESSION_MASK = 0x07
 TRANSACTIONAL_FLAG = 0x10
@@ -218,8 +218,8 @@ def ranges_in(buf: bytes, pos: int, end: int, count: int, base: int,
     one loop over the records. The compiled framing (``_cwalk.frame``) gives the same
     list, or None for anything it does not read as a well-formed batch does: the loop then
     says what is wrong."""
-    if _cframe is not None:
-        framed: list[tuple[int, ...]] | None = _cframe(buf, pos, end, count, base, frame)
+    if cframe is not None:
+        framed: list[tuple[int, ...]] | None = cframe(buf, pos, end, count, base, frame)
         if framed is not None:
             return framed
     out: list[tuple[int, ...]] = []
