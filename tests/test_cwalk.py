@@ -32,6 +32,16 @@ def test_ci_builds_the_compiled_pieces() -> None:
     assert _cwalk is not None and cleanwalk.COMPILED
 
 
+def test_the_built_pieces_are_as_new_as_their_sources() -> None:
+    """A piece built before its C source was changed would test and run the old code."""
+    wire = Path(__file__).resolve().parent.parent / "mdshell" / "wire"
+    for source in wire.glob("_*.c"):
+        for built in wire.glob(source.stem + ".*.so"):
+            assert built.stat().st_mtime >= source.stat().st_mtime, (
+                f"{built.name} is older than {source.name}: rebuild it with "
+                "`python setup.py build_ext --inplace` (or `pip install -e .` again)")
+
+
 def _python_scan(data: bytes, pos: int, limit: int) -> tuple[list[list[int]], bytes, int]:
     h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos, limit))
     good = len(h)
