@@ -1,0 +1,68 @@
+"""Record decoders in C (``_cdecode.c``), described from the same schema as codec.py's.
+
+The C decoder is an interpreter of a "spec": nested tuples saying, per struct, the plain
+fields in order, the tagged ones with their defaults, and the fields absent at the version.
+It gives the generated Python decoder's results exactly, and on anything it does not decode
+cleanly it runs that Python decoder, so damaged records fail with the same errors.
+
+``MDSHELL_PURE=1`` in the environment (read once, at import) turns every compiled piece
+off; so does an install without a C compiler (the extension is optional).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from .schema import Field, Message
+
+PURE = os.environ.get("MDSHELL_PURE", "") not in ("", "0")
+
+_cdecode: ModuleType | None = None
+if not PURE:
+    try:
+        from . import _cdecode
+    except ImportError:  # not built: the pure-Python path
+        _cdecode = None
+
+# Field kinds, numbered as in _cdecode.c.
+_KINDS = {name: i for i, name in enumerate((
+    "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "uuid",
+    "bool", "string", "bytes"))}
+_STRUCT = len(_KINDS)
+
+PyDecoder = Callable[[bytes, int, int], tuple[dict[str, Any], int]]
+
+
+def available() -> bool:
+    """Whether decoders are compiled (the extension is built and not turned off)."""
+    return _cdecode is not None
+
+
+def _field(f: Field, version: int) -> tuple[Any, ...]:
+    kind = _KINDS.get(f.type, _STRUCT)
+    sub = spec(f.fields, version) if kind == _STRUCT else None
+    return (f.key, kind, f.is_array, f.nullable, sub)
+
+
+def spec(fields: list[Field], version: int) -> tuple[Any, ...]:
+    """The C decoder's description of ``fields`` at ``version`` (see ``prog_new``)."""
+    present = [f for f in fields if f.versions.contains(version)]
+    plain = tuple(_field(f, version) for f in present if f.tag is None)
+    tagged = tuple((f.tag, f.default_value(), *_field(f, version))
+                   for f in present if f.tag is not None)
+    absent = tuple((f.key, f.default_value()) for f in fields
+                   if not f.versions.contains(version))
+    return plain, tagged, absent
+
+
+def compiled(msg: Message, version: int, fallback: PyDecoder | None,
+             unknown_key: str) -> PyDecoder | None:
+    """A C decoder of ``msg`` at ``version`` running ``fallback`` on what it does not decode
+    (``fallback`` None: it returns None instead); None when the extension is not there."""
+    if _cdecode is None:
+        return None
+    dec: PyDecoder = _cdecode.Decoder(spec(msg.fields, version), fallback, unknown_key)
+    return dec
