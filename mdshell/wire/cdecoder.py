@@ -64,5 +64,8 @@ def compiled(msg: Message, version: int, fallback: PyDecoder | None,
     (``fallback`` None: it returns None instead); None when the extension is not there."""
     if _cdecode is None:
         return None
-    dec: PyDecoder = _cdecode.Decoder(spec(msg.fields, version), fallback, unknown_key)
+    try:
+        dec: PyDecoder = _cdecode.Decoder(spec(msg.fields, version), fallback, unknown_key)
+    except ValueError:  # a schema beyond what the C side takes (repeated names...)
+        return None
     return dec
