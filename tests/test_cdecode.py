@@ -28,7 +28,7 @@ from mdshell.source.walker import iter_batches
 from mdshell.wire import cdecoder, codec
 from mdshell.wire.batch import metadata_ranges
 from mdshell.wire.codec import UNKNOWN_TAGS
-from mdshell.wire.primitives import read_uvarint
+from mdshell.wire.primitives import read_uvarint, uvarint_bytes
 from mdshell.wire.records import METADATA
 from mdshell.wire.schema import Field, Message
 
@@ -148,6 +148,29 @@ def test_default_lists_are_never_shared(msg: Message, version: int) -> None:
     results = [c(raw, 0, len(raw))[0], c(raw, 0, len(raw))[0], py(raw, 0, len(raw))[0]]
     ids = [id(x) for r in results for x in lists_in(r)]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize(("msg", "version"), VERSIONS, ids=IDS)
+def test_repeated_and_shuffled_tags_decode_the_same(msg: Message, version: int) -> None:
+    """Tags out of order and repeated (known and unknown ones: the last one wins), which
+    the encoder never writes."""
+    rng = random.Random(f"tags-{msg.name}-{version}")
+    tagged = [f for f in msg.fields if f.tag is not None and f.versions.contains(version)]
+    base = codec.encode(msg, version, {})
+    assert base.endswith(b"\x00")  # no tagged field written: the count is the last byte
+    entries: list[bytes] = []
+    for f in tagged:
+        for _ in range(2):
+            raw = bytearray()
+            codec._enc_value(f, _value(f, rng, version), raw, version)
+            entries.append(uvarint_bytes(f.tag or 0) + uvarint_bytes(len(raw)) + raw)
+    for tail in (b"a", b"bc"):
+        entries.append(uvarint_bytes(500) + uvarint_bytes(len(tail)) + tail)
+    rng.shuffle(entries)
+    body = base[:-1] + uvarint_bytes(len(entries)) + b"".join(entries)
+    got = c_decoder(msg, version)(body, 0, len(body))
+    assert got is not None
+    same(got, codec.python_decoder_for(msg, version)(body, 0, len(body)))
 
 
 # ---------------------------------------------------------------- real records

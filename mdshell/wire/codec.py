@@ -4,7 +4,8 @@ Decoding is the hot path of a load (a million PartitionRecords for a large snaps
 decoders are generated per (message, version) as straight-line Python from the schema: runs
 of fixed-width fields become a single ``struct.unpack_from``, one-byte varints take an inline
 fast path. When the optional C extension is built, :func:`decoder_for` gives a C decoder
-described from the same schema (``cdecoder.py``) that falls back on this one. Encoding walks the schema (writing is for fixtures, benchmarks and round trips).
+described from the same schema (``cdecoder.py``) that falls back on this one. Encoding walks
+the schema (writing is for fixtures, benchmarks and round trips).
 
 Decoded messages are plain dicts keyed by camelCase field names; every field declared for the
 message is present (absent ones at their default), so code downstream can index any field.
