@@ -114,7 +114,10 @@ fixed(int kind, const unsigned char *p)
     case K_INT64: return PyLong_FromLongLong(signed_of(be(p, 8), 64));
     case K_UINT16: return PyLong_FromUnsignedLongLong(be(p, 2));
     case K_UINT32: return PyLong_FromUnsignedLongLong(be(p, 4));
-    case K_FLOAT64: return PyFloat_FromDouble(PyFloat_Unpack8((const char *)p, 0));
+    case K_FLOAT64: {
+        double x = PyFloat_Unpack8((const char *)p, 0);  /* fails only off IEEE 754 */
+        return x == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(x);
+    }
     case K_UUID: return PyBytes_FromStringAndSize((const char *)p, 16);
     default: return PyBool_FromLong(p[0] != 0);  /* K_BOOL */
     }
