@@ -5,27 +5,19 @@ fields in order, the tagged ones with their defaults, and the fields absent at t
 It gives the generated Python decoder's results exactly, and on anything it does not decode
 cleanly it runs that Python decoder, so damaged records fail with the same errors.
 
-``MDSHELL_PURE=1`` in the environment (read once, at import) turns every compiled piece
-off; so does an install without a C compiler (the extension is optional).
+Without the extension (no C compiler at install, or ``MDSHELL_PURE=1``: ``native.py``),
+:func:`compiled` gives None and codec.py uses its Python decoders.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
+from . import native
 from .schema import Field, Message
 
-PURE = os.environ.get("MDSHELL_PURE", "") not in ("", "0")
-
-_cdecode: ModuleType | None = None
-if not PURE:
-    try:
-        from . import _cdecode
-    except ImportError:  # not built: the pure-Python path
-        _cdecode = None
+_cdecode = native.piece("_cdecode")
 
 # Field kinds, numbered as in _cdecode.c.
 _KINDS = {name: i for i, name in enumerate((
@@ -34,11 +26,6 @@ _KINDS = {name: i for i, name in enumerate((
 _STRUCT = len(_KINDS)
 
 PyDecoder = Callable[[bytes, int, int], tuple[dict[str, Any], int]]
-
-
-def available() -> bool:
-    """Whether decoders are compiled (the extension is built and not turned off)."""
-    return _cdecode is not None
 
 
 def _field(f: Field, version: int) -> tuple[Any, ...]:
