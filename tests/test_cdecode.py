@@ -6,7 +6,8 @@ only with ``==``.
 
 The C decoders are built here with no fallback (``fallback=None``: None where C gives up), so
 a test sees C's own answers and cannot pass by silently running the Python decoder.
-Skipped when the extension is not built. Cost: ~3 s (corpus test ~4 s more).
+The extension is imported directly, so these tests run under ``MDSHELL_PURE=1`` too; they
+are skipped when it is not built. Cost: ~3 CPU-s (the corpus test ~3.5 s more).
 """
 
 from __future__ import annotations
