@@ -3,7 +3,9 @@
 Decoding is the hot path of a load (a million PartitionRecords for a large snapshot), so
 decoders are generated per (message, version) as straight-line Python from the schema: runs
 of fixed-width fields become a single ``struct.unpack_from``, one-byte varints take an inline
-fast path. Encoding walks the schema (writing is for fixtures, benchmarks and round trips).
+fast path. When the optional C extension is built, :func:`decoder_for` gives a C decoder
+described from the same schema (``cdecoder.py``) that falls back on this one. Encoding walks
+the schema (writing is for fixtures, benchmarks and round trips).
 
 Decoded messages are plain dicts keyed by camelCase field names; every field declared for the
 message is present (absent ones at their default), so code downstream can index any field.
@@ -16,6 +18,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from . import cdecoder
 from .codecache import compiled
 from .primitives import DecodeError, read_uvarint, uvarint_bytes
 from .schema import Field, Message
@@ -243,12 +246,25 @@ def _with_defaults(msg_fields: list[Field], version: int) -> tuple[list[Field], 
 
 
 _DECODERS: dict[tuple[int, str, int], Decoder] = {}
+_PY_DECODERS: dict[tuple[int, str, int], Decoder] = {}
 
 
 def decoder_for(msg: Message, version: int) -> Decoder:
-    """The generated decoder of ``msg`` at ``version`` (cached)."""
+    """The decoder of ``msg`` at ``version`` (cached): compiled (``cdecoder``) when the
+    extension is there, else the generated Python one; both give the same results."""
     cache_key = (msg.key, msg.name, version)
     dec = _DECODERS.get(cache_key)
+    if dec is None:
+        py = python_decoder_for(msg, version)
+        dec = cdecoder.compiled(msg, version, py, UNKNOWN_TAGS) or py
+        _DECODERS[cache_key] = dec
+    return dec
+
+
+def python_decoder_for(msg: Message, version: int) -> Decoder:
+    """The generated Python decoder of ``msg`` at ``version`` (cached)."""
+    cache_key = (msg.key, msg.name, version)
+    dec = _PY_DECODERS.get(cache_key)
     if dec is not None:
         return dec
     present, absent = _with_defaults(msg.fields, version)
@@ -257,7 +273,7 @@ def decoder_for(msg: Message, version: int) -> Decoder:
     ns: dict[str, Any] = dict(gen.env)
     exec(compiled("\n".join(gen.lines), "<mdshell decoder>"), ns)
     dec = ns["_decode"]
-    _DECODERS[cache_key] = dec
+    _PY_DECODERS[cache_key] = dec
     return dec
 
 
