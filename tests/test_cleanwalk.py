@@ -21,7 +21,8 @@ from mdshell.source.logscan import iter_log
 from mdshell.synth import Scenario, generate
 from mdshell.synth.batches import metadata_batch
 from mdshell.wire import batch as wire_batch
-from mdshell.wire.batch import frame_metadata_value, iter_records
+from mdshell.wire.batch import HEADER_SIZE, frame_metadata_value, iter_records, parse_header
+from mdshell.wire.crc import crc32c
 from mdshell.wire.kinds import RecordKind
 
 from .conftest import FIXTURES, corpus_dirs
@@ -167,6 +168,35 @@ def _set_epochs(which: Callable[[list[int]], list[int]], value: Callable[[int], 
     return damage
 
 
+def _rewrite(edit: Callable[[bytearray, int, int, int], None]) -> Callable[[Path], None]:
+    """A batch of one record that is not a NoOp, in the middle of a segment, changed by
+    ``edit(data, batch start, value start, value end)`` and given the right CRC again: a
+    clean stretch (it checks whole) holding a batch whose record does not decode."""
+    def damage(d: Path) -> None:
+        seg = _segments(d)[1]
+        data = bytearray(seg.read_bytes())
+        starts = _starts(seg)
+        for p in starts[len(starts) // 2:]:
+            b = parse_header(bytes(data), p)
+            recs = list(iter_records(b)) if b.count == 1 and not b.is_control else []
+            if recs and recs[0].value and recs[0].value[1] != RecordKind.NO_OP:
+                edit(data, p, recs[0].value_pos, recs[0].value_end)
+                end = p + b.size
+                struct.pack_into(">I", data, p + 17, crc32c(bytes(data[p + 21:end])))
+                seg.write_bytes(bytes(data))
+                return
+        raise AssertionError("no one-record batch to damage")
+    return damage
+
+
+def _garbage_value(data: bytearray, batch: int, start: int, end: int) -> None:
+    data[start + 3:end] = b"\xff" * (end - start - 3)  # the frame kept: an unknown record
+
+
+def _overrun(data: bytearray, batch: int, start: int, end: int) -> None:
+    data[batch + HEADER_SIZE] += 2  # the record's length (zigzag, one byte) past the batch
+
+
 def _drop_segment(d: Path) -> None:
     _segments(d)[1].unlink()
 
@@ -183,6 +213,9 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "epoch-back-file": _set_epochs(lambda s: s, lambda e: 0, segment=2),
     "last-epoch-up": _set_epochs(lambda s: s[-1:], lambda e: e + 3, segment=2),
     "missing-segment": _drop_segment,
+    # right CRCs: a value kept raw; records that do not frame (the rest of the file is lost)
+    "value-garbage": _rewrite(_garbage_value),
+    "framing-undecodable": _rewrite(_overrun),
 }
 
 

@@ -130,7 +130,14 @@ class Replayer:
         b = self.builder
         before = b.records_applied
         b.apply_batch(batch, upto, skip_below)
-        since = self._since + b.records_applied - before
+        self.applied(b.records_applied - before)
+
+    def applied(self, n: int) -> None:
+        """A batch's ``n`` records were applied (by :meth:`apply`, or by the builder
+        directly: ``ImageBuilder.apply_plain``): a mark when enough have been since the
+        last."""
+        b = self.builder
+        since = self._since + n
         if since < self.every or b.txn is not None or b.journal is None:
             self._since = since
             return

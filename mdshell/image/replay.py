@@ -17,7 +17,14 @@ from typing import Any
 from ..problems import Problem, add
 from ..wire import batch as wire_batch
 from ..wire import codec, frames
-from ..wire.batch import COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, Batch, metadata_ranges
+from ..wire.batch import (
+    COMPRESSION_MASK,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    Batch,
+    metadata_ranges,
+    ranges_in,
+)
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
 from ..wire.kinds import RecordKind as K
@@ -314,6 +321,34 @@ class ImageBuilder:
             prov.offset = batch.last_offset if stop is None or stop >= batch.last_offset else last
             prov.epoch = batch.epoch
             prov.time_ms = batch.max_timestamp
+
+    @property
+    def plain(self) -> bool:
+        """Nothing asked of replay but the image: :meth:`apply_plain` may be used."""
+        return self.observer is None and self.sieve is None and self.index is None
+
+    def apply_plain(self, buf: bytes, pos: int, length: int, base: int, last: int, epoch: int,
+                    max_ts: int, stop: int | None, skip_below: int) -> int:
+        """:meth:`apply_batch` of an uncompressed metadata batch of one record at ``pos``
+        (its length, base and last offsets, leader epoch and max timestamp given, read from
+        the header by the caller), outside a transaction, for a :attr:`plain` builder,
+        without a :class:`Batch`: how many records it applied (0 or 1), or -1 when the
+        batch needs :meth:`apply_batch` (nothing was done). Raises as apply_batch does."""
+        if self.txn is not None:
+            return -1
+        rec = ranges_in(buf, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length, 1, base, True)[0]
+        off = rec[0]
+        if (skip_below >= 0 and off < skip_below) or (stop is not None and off > stop):
+            return 0
+        before = self.records_applied
+        if rec[3] != _NO_OP and not self._one(buf, rec):  # type: ignore[arg-type]
+            return -1
+        self.batch = None
+        prov = self.image.provenance
+        prov.offset = last if stop is None or stop >= last else off
+        prov.epoch = epoch
+        prov.time_ms = max_ts
+        return self.records_applied - before
 
     def _one(self, buf: bytes, rec: tuple[int, int, int, int, int, int]) -> bool:
         """Apply a batch's one record, outside a transaction and for no observer, when it

@@ -28,10 +28,11 @@ from ..source import (
     FileRead,
     Located,
     Source,
+    Stretch,
     control_entries,
 )
 from ..wire import control as ctl
-from ..wire.batch import CONTROL_FLAG, UNDECODABLE
+from ..wire.batch import COMPRESSION_MASK, CONTROL_FLAG, UNDECODABLE, parse_header
 
 NO_CHECKPOINTS = 1 << 62
 # What a front end may wrap around each stream a load reads (to count its batches).
@@ -191,9 +192,14 @@ def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) ->
     replayer = run.replayer
     builder = replayer.builder
     path = None
+    stream.stretches = True
     for loc in stream:
         if stream.below:
             _below(stream, run.controls)
+        if type(loc) is Stretch:
+            _apply_stretch(run, stream, loc, upto, skip_below)
+            path = None
+            continue
         batch = loc.batch
         if loc.file is not path:  # thousands of batches a file: name it once
             path = loc.file
@@ -210,6 +216,50 @@ def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) ->
             stream.damaged(_undecodable(loc, e))
     if stream.below:
         _below(stream, run.controls)
+
+
+_NOT_PLAIN = COMPRESSION_MASK | CONTROL_FLAG
+
+
+def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None,
+                   skip_below: int) -> None:
+    """A clean stretch of a segment: each planned batch that holds one uncompressed record
+    applied from the header columns (no :class:`Batch`, no :class:`Located`: most of a log
+    tail), the others as :func:`_apply` applies a batch; the one-NoOp batches between them
+    passed over."""
+    replayer = run.replayer
+    builder = replayer.builder
+    builder.file = os.path.basename(st.file)
+    h, data, path = st.heads, st.data, st.file
+    assert h is not None
+    starts, base, length, delta = h.starts, h.base, h.length, h.last_delta
+    epoch, max_ts, attrs, count = h.epoch, h.max_ts, h.attrs, h.count
+    plain = builder.apply_plain if builder.plain else None
+    applied = replayer.applied
+    before = -1
+    taken = 0
+    for i in st.plan:
+        taken += 1
+        if i - before > 1:  # one-NoOp batches passed over, the last one just before
+            builder.pass_noops(base[i - 1], epoch[i - 1], max_ts[i - 1], upto, skip_below)
+        before = i
+        try:
+            if plain is not None and count[i] == 1 and not attrs[i] & _NOT_PLAIN:
+                n = plain(data, starts[i], length[i], base[i], base[i] + delta[i], epoch[i],
+                          max_ts[i], upto, skip_below)
+                if n >= 0:
+                    applied(n)
+                    continue
+            batch = parse_header(data, starts[i])
+            if batch.attributes & CONTROL_FLAG:
+                control_entries(batch, path, run.controls)
+            else:
+                replayer.apply(batch, upto, skip_below)
+        except UNDECODABLE as e:
+            stream.damaged(_undecodable(Located(parse_header(data, starts[i]), path,
+                                                starts[i], "segment"), e))
+            break
+    st.taken = taken
 
 
 def _undecodable(loc: Located, e: Exception) -> Problem:

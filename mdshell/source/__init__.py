@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 from ..problems import SourceError
-from .base import BatchStream, ControlEntry, FileRead, Located, Source, control_entries
+from .base import BatchStream, ControlEntry, FileRead, Located, Source, Stretch, control_entries
 from .directory import DirectorySource
 from .file import FileSource
 from .layout import Checkpoint, Segment
 
 __all__ = ["BatchStream", "Checkpoint", "ControlEntry", "DirectorySource", "FileRead",
-           "FileSource", "Located", "Segment", "Source", "control_entries", "open_source"]
+           "FileSource", "Located", "Segment", "Source", "Stretch", "control_entries",
+           "open_source"]
 
 
 def open_source(directory: str | None = None, file: str | None = None, *,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from .info import LogInfo, QuorumInfo
 from .layout import Checkpoint, Layout, Segment
 
 if TYPE_CHECKING:
+    from .cleanwalk import Heads
     from .quorum.discover import QuorumView
     from .quorum.status import LiveStatus
 
@@ -38,6 +39,21 @@ class Located:
     # A stream asked to pass one-NoOp batches over: the run of them just before this batch
     # (how many, and the last one's offset, leader epoch and max timestamp); None: none.
     quiet: tuple[int, int, int, int] | None = None
+
+
+@dataclass(slots=True)
+class Stretch(Located):
+    """Clean batches of a segment handed out at once, to a reader that asked for them
+    (:attr:`BatchStream.stretches`): those at ``heads.starts[i]`` in ``data`` for each ``i``
+    of ``plan``, the one-NoOp batches between them passed over (a planned batch whose
+    predecessor is not planned follows a run of them, which ends with that predecessor).
+    As a :class:`Located` it is the last planned batch. The reader sets ``taken``: how many
+    of ``plan`` it used (all, unless it found a batch it cannot use)."""
+
+    data: bytes = b""
+    heads: Heads | None = None
+    plan: Sequence[int] = ()
+    taken: int = 0
 
 
 @dataclass(slots=True)
@@ -87,6 +103,9 @@ class BatchStream:
     files: list[FileRead] = field(default_factory=list)
     below: list[Located] = field(default_factory=list)
     end_offset: int | None = None
+    # Set by a reader that takes clean stretches whole (:class:`Stretch`) before it reads:
+    # replay's load. Sources without them ignore it.
+    stretches: bool = False
     _stop: bool = False
     _stop_file: bool = False
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from ..problems import Problem, SourceError, add
 from ..wire.batch import LOG_OVERHEAD, Batch, parse_header
 from . import cleanwalk
-from .base import BatchStream, FileRead, Located, count, file_read
+from .base import BatchStream, FileRead, Located, Stretch, count, file_read
 from .info import LogInfo, SegmentInfo, SnapshotInfo
 from .layout import Checkpoint, Layout
 from .walker import Skip, first_damaged, iter_batches, skip_to
@@ -274,6 +274,8 @@ class _Fast:
         if self.read and read.first_offset is None:
             read.first_offset = h.base[0]
         counted = read.batches
+        if stream.stretches and self.plan:
+            return (yield from self._whole(stream, read, path, data, check, counted))
         before = -1
         starts, base, epoch, max_ts = h.starts, h.base, h.epoch, h.max_ts
         for i in self.plan:
@@ -288,12 +290,34 @@ class _Fast:
             if stream._stop:
                 return _PASSED
             before = i
+        return self._read_all(check)
+
+    def _read_all(self, check: _Continuity) -> str:
+        h = self.heads
         if self.read:
             last = self.read - 1
             check.expected = h.base[last] + h.last_delta[last] + 1
             check.epoch = max(check.epoch, h.epoch[last])
             check.last_epoch = h.epoch[last]
         return _PASSED if self.read < len(h) else _DONE
+
+    def _whole(self, stream: BatchStream, read: FileRead, path: str, data: bytes,
+               check: _Continuity, counted: int) -> Generator[Located, None, str]:
+        """The stretch as one :class:`Stretch`; then what the reader took of it is counted
+        as read, as :meth:`batches` counts each batch it hands out."""
+        h, plan = self.heads, self.plan
+        batch = parse_header(data, h.starts[plan[-1]])
+        stretch = Stretch(batch, path, batch.pos, "segment", None, data, h, plan)
+        yield stretch
+        if stretch.taken:
+            i = plan[stretch.taken - 1]
+            read.batches = counted + i + 1
+            read.last_offset = stream.end_offset = h.base[i] + h.last_delta[i]
+        if stream._stop_file:
+            return _DAMAGED
+        if stream._stop:
+            return _PASSED
+        return self._read_all(check)
 
 
 class _Continuity:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from ..source import Located, Source
+from ..source import Located, Source, Stretch
 from ..source.base import BatchStream
 
 
@@ -53,7 +53,10 @@ class LoadProgress:
                     self._finished += self._sizes.get(self._file, self._pos)
                 self._file, self._pos = loc.file, 0
             self._pos = loc.position + loc.batch.size
-            self.batches += 1 if loc.quiet is None else 1 + loc.quiet[0]
+            if isinstance(loc, Stretch):  # clean batches at once, up to this one
+                self.batches += loc.plan[-1] + 1
+            else:
+                self.batches += 1 if loc.quiet is None else 1 + loc.quiet[0]
             yield loc
 
 
