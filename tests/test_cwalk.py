@@ -1,8 +1,9 @@
 """The compiled walk (``mdshell/wire/_cwalk.c``) against the Python it stands for: the scan
-of a segment's batches (starts, header columns, where the first wrong CRC is) against
-``batch_starts`` + ``heads`` + the CRC package, on every fixture and corpus file, at every
-limit a reader asks for, and on damaged copies (bytes flipped or cut anywhere). Its framing
-is compared in ``test_framerun.py``, and whole loads both ways in ``test_cleanwalk.py``."""
+of a segment's batches (starts, header columns, where the first wrong CRC is and where
+offsets first fail to follow on) against ``batch_starts`` + ``heads`` + the CRC package,
+on every fixture and corpus file, at every limit a reader asks for, and on damaged copies
+(bytes flipped or cut anywhere). Its framing is compared in ``test_framerun.py``, and whole
+loads both ways in ``test_cleanwalk.py``."""
 
 from __future__ import annotations
 
@@ -37,19 +38,24 @@ def test_the_built_pieces_are_as_new_as_their_sources() -> None:
     wire = Path(__file__).resolve().parent.parent / "mdshell" / "wire"
     for source in wire.glob("_*.c"):
         for built in wire.glob(source.stem + ".*.so"):
-            assert built.stat().st_mtime >= source.stat().st_mtime, (
+            # setuptools copies the build with its time cut to the second
+            assert built.stat().st_mtime + 2 >= source.stat().st_mtime, (
                 f"{built.name} is older than {source.name}: rebuild it with "
                 "`python setup.py build_ext --inplace` (or `pip install -e .` again)")
 
 
-def _python_scan(data: bytes, pos: int, limit: int) -> tuple[list[list[int]], bytes, int]:
+Scanned = tuple[list[list[int]], bytes, int, int]
+
+
+def _python_scan(data: bytes, pos: int, limit: int) -> Scanned:
     h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos, limit))
-    good = len(h)
-    for i, (p, n, want) in enumerate(zip(h.starts, h.length, h.crc, strict=True)):
-        if crc32c(data[p + wb.CRC_START:p + wb.LOG_OVERHEAD + n]) != want:
-            good = i
-            break
-    return _columns(h), h.magic, good
+    good = next((i for i, (p, n, want) in enumerate(zip(h.starts, h.length, h.crc, strict=True))
+                 if crc32c(data[p + wb.CRC_START:p + wb.LOG_OVERHEAD + n]) != want), len(h))
+    follows = next((i for i in range(len(h)) if h.last_delta[i] < 0 or (
+        i and h.base[i] != h.base[i - 1] + h.last_delta[i - 1] + 1)), len(h))
+    # the rule cleanwalk's own check applies: all follow on, or not
+    assert not len(h) or (follows == len(h)) == cleanwalk._follow_on(h.base, h.last_delta)
+    return _columns(h), h.magic, good, follows
 
 
 def _columns(h: cleanwalk.Heads) -> list[list[int]]:
@@ -57,9 +63,9 @@ def _columns(h: cleanwalk.Heads) -> list[list[int]]:
                               h.last_delta, h.base_ts, h.max_ts, h.count)]
 
 
-def _compiled_scan(data: bytes, pos: int, limit: int) -> tuple[list[list[int]], bytes, int]:
+def _compiled_scan(data: bytes, pos: int, limit: int) -> Scanned:
     h = cleanwalk.scan(data, pos, limit)
-    return _columns(h), h.magic, h.good
+    return _columns(h), h.magic, h.good, h.follows
 
 
 def _outcome(fn, *args):  # type: ignore[no-untyped-def]
@@ -99,7 +105,7 @@ def test_every_file_scans_as_python_does() -> None:
 def test_damaged_copies_scan_as_python_does() -> None:
     rng = random.Random(19)
     files = [f for f in _files() if f.stat().st_size < 2_000_000]
-    wrong_crc = 0
+    wrong_crc = broken = 0
     for _ in range(1500):
         data = bytearray(rng.choice(files).read_bytes())
         if not data:
@@ -117,8 +123,11 @@ def test_damaged_copies_scan_as_python_does() -> None:
                 length = rng.choice((0, 48, 49, 61, 1 << 30, -5 & 0xFFFFFFFF))
                 data[at:at + 4] = length.to_bytes(4, "big")
         got = _agree(bytes(data), 0, rng.choice((-1, 1, 7, 4096)))
-        wrong_crc += got != "unclean" and got[2] < len(got[0][0])  # type: ignore[index]
-    assert wrong_crc > 50, wrong_crc  # the flips found wrong CRCs, not only unclean files
+        if got != "unclean":
+            wrong_crc += got[2] < len(got[0][0])  # type: ignore[index]
+            broken += got[3] < len(got[0][0])  # type: ignore[index]
+    # the flips found wrong CRCs and offsets that do not follow on, not only unclean files
+    assert wrong_crc > 50 and broken > 20, (wrong_crc, broken)
 
 
 @compiled

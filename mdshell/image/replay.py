@@ -231,7 +231,8 @@ class ImageBuilder:
             off = rec[0]
             if (skip_below >= 0 and off < skip_below) or (stop is not None and off > stop):
                 return
-            if rec[3] == _NO_OP or (self.observer is None and self._one(buf, rec)):
+            if rec[3] == _NO_OP or (self.observer is None
+                                    and self._record(buf, *rec) >= 0):
                 # A quiet log is half one-NoOp batches: only the provenance moves on.
                 prov = self.image.provenance
                 last = batch.last_offset
@@ -333,48 +334,55 @@ class ImageBuilder:
         (its length, base and last offsets, leader epoch and max timestamp given, read from
         the header by the caller), outside a transaction, for a :attr:`plain` builder,
         without a :class:`Batch`: how many records it applied (0 or 1), or -1 when the
-        batch needs :meth:`apply_batch` (nothing was done). Raises as apply_batch does."""
+        batch needs :meth:`apply_batch` (nothing was done then). Raises as apply_batch
+        does."""
         if self.txn is not None:
             return -1
-        rec = ranges_in(buf, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length, 1, base, True)[0]
-        off = rec[0]
+        start, end = pos + HEADER_SIZE, pos + LOG_OVERHEAD + length
+        cframe = wire_batch.cframe
+        framed = cframe(buf, start, end, 1, base, True) if cframe is not None else None
+        off, vpos, vend, key, ver, body = (framed or ranges_in(buf, start, end, 1, base, True))[0]
         if (skip_below >= 0 and off < skip_below) or (stop is not None and off > stop):
             return 0
-        before = self.records_applied
-        if rec[3] != _NO_OP and not self._one(buf, rec):  # type: ignore[arg-type]
-            return -1
+        applied = 0
+        if key != _NO_OP:
+            applied = self._record(buf, off, vpos, vend, key, ver, body)
+            if applied < 0:
+                return -1
         self.batch = None
         prov = self.image.provenance
         prov.offset = last if stop is None or stop >= last else off
         prov.epoch = epoch
         prov.time_ms = max_ts
-        return self.records_applied - before
+        return applied
 
-    def _one(self, buf: bytes, rec: tuple[int, int, int, int, int, int]) -> bool:
-        """Apply a batch's one record, outside a transaction and for no observer, when it
-        is a plain one (a known frame that decodes, not a transaction marker, not a
-        PartitionRecord kept undecoded); False to leave it to the general loop."""
-        off, vpos, vend, key, ver, body = rec
-        if key < 0 or vend < 0 or off < 0 or key in TRANSACTION_MARKERS or (
-                key == _PARTITION and ver <= 2 and not self.eager):
-            return False
-        dec = _DECODERS.get(key << 7 | ver) or _decoder(key, ver)
-        if dec is _CHECKED:
-            return False
+    def _record(self, buf: bytes, off: int, vpos: int, vend: int, key: int, ver: int,
+                body: int) -> int:
+        """Apply one framed record (not a NoOp) outside a transaction, for no observer,
+        when it is plain (:func:`_plain`): how many records that applied (0 or 1), or -1
+        when the general loop must (nothing was done)."""
+        if key < 0 or vend < 0 or off < 0:
+            return -1
+        plan = _PLAIN.get(key << 7 | ver)
+        if plan is None:
+            plan = _plain(key, ver)
+        if not plan:
+            return -1
+        dec, handler = plan  # type: ignore[misc]
         try:
-            d, end = dec(buf, body, vend)
+            d, at = dec(buf, body, vend)
         except Exception:
-            return False
-        if end != vend:
-            return False
+            return -1  # the general loop decodes it the checked way, which says what
+        if at != vend:
+            return -1
         self._pos = vpos
-        handler = HANDLERS.get(key)
-        if handler is not None:  # else a NoOp (IGNORED in the table)
-            if UNKNOWN_TAGS in d:
-                self._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
-            self.records_applied += 1
-            handler(self, d, off)
-        return True
+        if handler is None:  # a NoOp (IGNORED in the table)
+            return 0
+        if UNKNOWN_TAGS in d:
+            self._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
+        self.records_applied += 1
+        handler(self, d, off)
+        return 1
 
     def pass_noops(self, off: int, epoch: int, time_ms: int, stop: int | None = None,
                    skip_below: int = -1) -> None:
@@ -486,6 +494,22 @@ def _CHECKED(buf: bytes, pos: int, end: int) -> tuple[dict[str, Any], int]:
 
 # Generated decoders by ``api key << 7 | version`` (both below 128: the 3-byte frame).
 _DECODERS: dict[int, Callable[[bytes, int, int], tuple[dict[str, Any], int]]] = {}
+
+
+# What :meth:`ImageBuilder.apply_plain` does with a record by ``api key << 7 | version``:
+# (decoder, handler), or False for a record it leaves to the general loop.
+_PLAIN: dict[int, tuple[Callable[..., tuple[dict[str, Any], int]], Handler | None] | bool] = {}
+
+
+def _plain(key: int, ver: int) -> tuple[Callable[..., tuple[dict[str, Any], int]],
+                                        Handler | None] | bool:
+    """A plain record kind: a known frame with a decoder, not a transaction marker (replay
+    itself handles those), not a PartitionRecord (kept undecoded by the general loop)."""
+    dec = _decoder(key, ver)
+    plan = (False if dec is _CHECKED or key in TRANSACTION_MARKERS or key == _PARTITION
+            else (dec, HANDLERS.get(key)))
+    _PLAIN[key << 7 | ver] = plan
+    return plan
 
 
 def _decoder(key: int, ver: int) -> Callable[[bytes, int, int], tuple[dict[str, Any], int]]:
@@ -626,9 +650,12 @@ def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
 
 
 def _partition_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    topic = b._topic(d["topicId"], "PartitionChangeRecord", off)
-    if topic is None:
-        return
+    tid = d["topicId"]
+    topic = b.image.topics_by_id.get(tid)
+    if topic is None or id(topic) not in b._owned:  # b.topic() inline when it is writable
+        topic = b._topic(tid, "PartitionChangeRecord", off)
+        if topic is None:
+            return
     pid = d["partitionId"]
     raw = topic.partitions.get(pid)
     p = (b.decoded(raw) or topic.partition(pid)) if isinstance(raw, tuple) else raw

@@ -232,8 +232,11 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
     builder.file = os.path.basename(st.file)
     h, data, path = st.heads, st.data, st.file
     assert h is not None
-    starts, base, length, delta = h.starts, h.base, h.length, h.last_delta
-    epoch, max_ts, attrs, count = h.epoch, h.max_ts, h.attrs, h.count
+    # As lists: a list's item is read in place, an array's made into an int each time.
+    starts, base, length, delta = (h.starts.tolist(), h.base.tolist(), h.length.tolist(),
+                                   h.last_delta.tolist())
+    epoch, max_ts, attrs, count = (h.epoch.tolist(), h.max_ts.tolist(), h.attrs.tolist(),
+                                   h.count.tolist())
     plain = builder.apply_plain if builder.plain else None
     applied = replayer.applied
     before = -1

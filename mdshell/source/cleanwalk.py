@@ -115,8 +115,9 @@ def _run(data: bytes, pos: int, step: int) -> int:
 @dataclass(slots=True)
 class Heads:
     """The header fields of a stretch of batches, one array per field (``starts``: where
-    each batch begins; ``magic``: one byte a batch; ``good``: how many batches from the
-    first have a right CRC, when the compiled scan found it (-1: not known))."""
+    each batch begins; ``magic``: one byte a batch; ``good`` and ``follows``: how many
+    batches from the first have a right CRC, and offsets that follow on (:func:`_follow_on`),
+    when the compiled scan found it (-1: not known))."""
 
     starts: array[int]
     base: array[int]
@@ -130,6 +131,7 @@ class Heads:
     count: array[int]
     magic: bytes
     good: int = -1
+    follows: int = -1
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -145,12 +147,13 @@ def scan(data: bytes, pos: int = 0, limit: int = -1) -> Heads:
     if got is None:
         raise Unclean
     cols = [array(code, raw) for code, raw in zip(_SCAN_CODES, got, strict=False)]
-    return _made(cols, got[-2], got[-1])
+    return _made(cols, got[-3], got[-2], got[-1])
 
 
-def _made(c: list[array[int]], magic: bytes, good: int = -1) -> Heads:
+def _made(c: list[array[int]], magic: bytes, good: int = -1, follows: int = -1) -> Heads:
     """Heads of its columns in field order (``c[0]``: the starts)."""
-    return Heads(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], magic, good)
+    return Heads(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], magic, good,
+                 follows)
 
 
 # The compiled scan's columns, in Heads' order: their array type codes (C's int64, int32,
@@ -249,7 +252,7 @@ def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCh
     base, last_delta, epoch = h.base, h.last_delta, h.epoch
     if base[0] != follows.first:
         raise Unclean
-    if not follow_on(base, last_delta):
+    if not (h.follows == n if h.follows >= 0 else follow_on(base, last_delta)):
         raise Unclean  # offsets that do not follow on (a gap, an overlap, damage)
     first_end, last_end = base[0] + last_delta[0], base[-1] + last_delta[-1]
     if first_end < follows.start:
@@ -310,7 +313,7 @@ def _epoch_changes(data: bytes, h: Heads, prior: int | None) -> None:
         i = bisect_right(epoch, e, i)
 
 
-def noops(data: bytes, h: Heads, n: int) -> array[int]:
+def noops(data: bytes, h: Heads, n: int) -> list[int]:
     """Which of the first ``n`` batches hold one NoOpRecord and nothing else (their
     indices, in no order): only batches short enough are looked at, and each distinct
     records section is framed once by the wire layer's loop. A run of batches of one length
@@ -318,7 +321,7 @@ def noops(data: bytes, h: Heads, n: int) -> array[int]:
     (strided slices) is judged by its first. Replay only moves the provenance on for them."""
     length, limit = h.length, _NOOP_SECTION + MIN_BATCH_LENGTH
     cuts = [0, *compress(range(1, n), map(ne, length[1:n], length[:n - 1])), n]
-    out = array("q")
+    out: list[int] = []
     if len(cuts) > n // 8:
         _noops_one_by_one(data, h, range(n), out)
         return out
@@ -349,7 +352,7 @@ def _same(data: bytes, pos: int, step: int, k: int) -> bool:
 _ATTRS, _COUNT = 21, 57  # where the attributes and the record count lie in a header
 
 
-def _noops_one_by_one(data: bytes, h: Heads, which: Iterable[int], out: array[int]) -> int:
+def _noops_one_by_one(data: bytes, h: Heads, which: Iterable[int], out: list[int]) -> int:
     """Add to ``out`` those of batches ``which`` that are one-NoOp batches; how many."""
     starts, length, attrs, count, last_delta = h.starts, h.length, h.attrs, h.count, h.last_delta
     limit = _NOOP_SECTION + MIN_BATCH_LENGTH
@@ -364,7 +367,7 @@ def _noops_one_by_one(data: bytes, h: Heads, which: Iterable[int], out: array[in
 
 
 def _is_noop(data: bytes, h: Heads, i: int) -> bool:
-    return _noops_one_by_one(data, h, (i,), array("q")) == 1
+    return _noops_one_by_one(data, h, (i,), []) == 1
 
 
 def _one_noop(section: bytes) -> bool:
@@ -383,7 +386,7 @@ def plan(n: int, noop: Sequence[int]) -> Sequence[int]:
     keep = bytearray(b"\1") * n
     deque(map(keep.__setitem__, noop, repeat(0)), 0)
     keep[n - 1] = 1
-    return array("q", compress(range(n), keep))
+    return list(compress(range(n), keep))
 
 
 def quiet(h: Heads, i: int, before: int) -> Quiet | None:

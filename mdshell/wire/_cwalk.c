@@ -6,8 +6,9 @@
  * batch has it, a function returns None and the Python code reads the bytes its own way,
  * so errors and warnings have one source.
  *
- *   scan(data, pos, limit)        the batches from pos on, their headers as columns, and
- *                                 how many lead with a right CRC-32C
+ *   scan(data, pos, limit)        the batches from pos on, their headers as columns, how
+ *                                 many lead with a right CRC-32C and how many with offsets
+ *                                 that follow on
  *   frame(buf, pos, end, count, base, metadata)
  *                                 a batch's records framed: wire.batch.ranges_in
  *   crc32c(data, start, end)      CRC-32C of data[start:end] (for tests)
@@ -128,6 +129,7 @@ static PyObject *scan(PyObject *self, PyObject *args)
     int32_t *count = (int32_t *)PyBytes_AS_STRING(cols[C_COUNT]);
     uint8_t *magic = (uint8_t *)PyBytes_AS_STRING(cols[C_MAGIC]);
     Py_ssize_t good = -1;  /* batches before the first wrong CRC */
+    Py_ssize_t follows = -1;  /* batches before the first whose offsets do not follow on */
 
     /* Second pass: the columns, and the CRCs, without the GIL (data is a held buffer). */
     Py_BEGIN_ALLOW_THREADS
@@ -147,25 +149,37 @@ static PyObject *scan(PyObject *self, PyObject *args)
         count[i] = be32(h + 57);
         if (good < 0 && crc32c(h + CRC_FROM, LOG_OVERHEAD + len[i] - CRC_FROM) != crc[i])
             good = i;
+        /* cleanwalk._follow_on's rule: no batch ends before it starts, and each starts at
+         * the offset after the last of the one before */
+        int64_t next;
+        if (follows < 0 && (delta[i] < 0 || (i > 0 && (
+                __builtin_add_overflow(base[i - 1], (int64_t)delta[i - 1] + 1, &next) ||
+                next != base[i]))))
+            follows = i;
         p += LOG_OVERHEAD + len[i];
     }
     Py_END_ALLOW_THREADS
     if (good < 0)
         good = n;
+    if (follows < 0)
+        follows = n;
 
-    result = PyTuple_New(N_COLUMNS + 1);
+    result = PyTuple_New(N_COLUMNS + 2);
     if (result == NULL)
         goto done;
     for (int c = 0; c < N_COLUMNS; c++) {
         PyTuple_SET_ITEM(result, c, cols[c]);
         cols[c] = NULL;
     }
-    PyObject *g = PyLong_FromSsize_t(good);
-    if (g == NULL) {
+    PyObject *g = PyLong_FromSsize_t(good), *f = PyLong_FromSsize_t(follows);
+    if (g == NULL || f == NULL) {
+        Py_XDECREF(g);
+        Py_XDECREF(f);
         Py_CLEAR(result);
         goto done;
     }
     PyTuple_SET_ITEM(result, N_COLUMNS, g);
+    PyTuple_SET_ITEM(result, N_COLUMNS + 1, f);
 done:
     for (int c = 0; c < N_COLUMNS; c++)
         Py_XDECREF(cols[c]);
@@ -198,31 +212,45 @@ static inline int64_t unzig(uint64_t n)
     return (int64_t)(n >> 1) ^ -(int64_t)(n & 1);
 }
 
-/* Build (off, vpos, vend[, key, ver, body]) as ranges_in does. */
+/* (off, vpos, vend[, key, ver, body]) as ranges_in makes them; NULL on no memory. */
 static PyObject *record_tuple(int metadata, int64_t off, Py_ssize_t vpos, Py_ssize_t vend,
                               long key, long ver, Py_ssize_t body)
 {
-    if (!metadata)
-        return Py_BuildValue("(Lnn)", (long long)off, vpos, vend);
-    return Py_BuildValue("(Lnnlln)", (long long)off, vpos, vend, key, ver, body);
+    PyObject *t = PyTuple_New(metadata ? 6 : 3);
+    if (t == NULL)
+        return NULL;
+    PyObject *items[6] = {PyLong_FromLongLong(off), PyLong_FromSsize_t(vpos),
+                          PyLong_FromSsize_t(vend), NULL, NULL, NULL};
+    if (metadata) {
+        items[3] = PyLong_FromLong(key);
+        items[4] = PyLong_FromLong(ver);
+        items[5] = PyLong_FromSsize_t(body);
+    }
+    for (int i = 0; i < (metadata ? 6 : 3); i++) {
+        if (items[i] == NULL) {
+            for (int j = 0; j < 6; j++)
+                Py_XDECREF(items[j]);
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < (metadata ? 6 : 3); i++)
+        PyTuple_SET_ITEM(t, i, items[i]);
+    return t;
 }
 
-static PyObject *frame(PyObject *self, PyObject *args)
+/* The records of buf[pos:end]: a list of tuples, None when anything is off (or an
+ * argument is out of range), NULL on no memory. */
+static PyObject *frame_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t pos,
+                               Py_ssize_t end, Py_ssize_t count, long long base, int metadata)
 {
-    Py_buffer view;
-    Py_ssize_t pos, end, count;
-    long long base;
-    int metadata;
-    if (!PyArg_ParseTuple(args, "y*nnnLp", &view, &pos, &end, &count, &base, &metadata))
-        return NULL;
-    const uint8_t *buf = view.buf;
     PyObject *out = NULL;
     /* Every read stays inside [pos, end): anything else is left to the Python loop. */
-    if (pos < 0 || end > view.len || pos > end || count < 0 || count > end - pos)
+    if (pos < 0 || end > len || pos > end || count < 0 || count > end - pos)
         goto give_up;
     out = PyList_New(count);
     if (out == NULL)
-        goto error;
+        return NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         uint64_t n;
         if (!uvar32(buf, &pos, end, &n))
@@ -258,23 +286,48 @@ static PyObject *frame(PyObject *self, PyObject *args)
             t = record_tuple(1, off, p, vend, buf[p + 1], buf[p + 2], p + 3);
         else
             t = record_tuple(metadata, off, p, vend, -1, -1, p);
-        if (t == NULL)
-            goto error;
+        if (t == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
         PyList_SET_ITEM(out, i, t);
         pos = rec_end;
     }
     if (pos != end)
         goto give_up;
-    PyBuffer_Release(&view);
     return out;
 give_up:
     Py_XDECREF(out);
-    PyBuffer_Release(&view);
     Py_RETURN_NONE;
-error:
-    Py_XDECREF(out);
+}
+
+/* frame(buf, pos, end, count, base, metadata): called once a batch, so its arguments are
+ * taken without PyArg_ParseTuple's format parsing; bytes without the buffer protocol. */
+static PyObject *frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "frame(buf, pos, end, count, base, metadata)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    long long base = PyLong_AsLongLong(args[4]);
+    int metadata = PyObject_IsTrue(args[5]);
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return NULL;  /* not integers: a caller's mistake */
+        PyErr_Clear();
+        Py_RETURN_NONE;  /* out of range: the Python loop reads it */
+    }
+    if (PyBytes_CheckExact(args[0]))
+        return frame_records((const uint8_t *)PyBytes_AS_STRING(args[0]),
+                             PyBytes_GET_SIZE(args[0]), pos, end, count, base, metadata);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *out = frame_records(view.buf, view.len, pos, end, count, base, metadata);
     PyBuffer_Release(&view);
-    return NULL;
+    return out;
 }
 
 /* ------------------------------------------------------------------ module */
@@ -298,8 +351,8 @@ static PyObject *crc(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(data, pos, limit) -> (starts, base, length, epoch, crc, attrs, last_delta, "
-     "base_ts, max_ts, count, magic, good) as native columns, or None (unclean)"},
-    {"frame", frame, METH_VARARGS,
+     "base_ts, max_ts, count, magic, good, follows) as native columns, or None (unclean)"},
+    {"frame", (PyCFunction)(void (*)(void))frame, METH_FASTCALL,
      "frame(buf, pos, end, count, base, metadata) -> the records' ranges, or None"},
     {"crc32c", crc, METH_VARARGS, "crc32c(data, start, end) -> int"},
     {NULL, NULL, 0, NULL},
