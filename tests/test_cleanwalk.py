@@ -42,6 +42,12 @@ def facts(directory: Path, records: bool = True) -> list[Any]:
     out.append([shape(history.image(i)) for i in {0, len(history.offsets) // 2,
                                                    len(history.offsets) - 1}
                 if history.offsets])
+    # marks every few records: where they fall, and the images there
+    marked = load(DirectorySource(str(directory)), every=37)
+    assert marked.replayer is not None
+    offsets = marked.replayer.history.offsets
+    out.append([list(offsets), [shape(marked.replayer.history.image(i))
+                                for i in range(0, len(offsets), 7)]])
     if loaded.end_offset is not None and loaded.end_offset > loaded.base + 2:
         middle = (loaded.base + loaded.end_offset) // 2
         out.append(_loaded(load(DirectorySource(str(directory)), upto=middle)))

@@ -13,10 +13,37 @@ import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
-from ..wire.batch import CONTROL_FLAG, Batch
+from ..wire import batch as wire_batch
+from ..wire.batch import (
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    UNDECODABLE,
+    Batch,
+    ranges_in,
+)
+from ..wire.kinds import RecordKind
 from . import model as m
 from .journal import Journal, rebuild
 from .replay import ImageBuilder
+
+# The header columns of a clean stretch a run reads, as lists: starts, base offsets, lengths,
+# last offset deltas, leader epochs, max timestamps, attributes, record counts.
+RunColumns = tuple[list[int], list[int], list[int], list[int], list[int], list[int],
+                   list[int], list[int]]
+_NOT_PLAIN = COMPRESSION_MASK | CONTROL_FLAG
+_NO_OP = RecordKind.NO_OP
+
+
+def _frame(buf: bytes, pos: int, end: int, count: int, base: int,
+           frame: bool) -> list[tuple[int, ...]] | None:
+    """The records' framing (``ranges_in``), None where it raises."""
+    try:
+        return ranges_in(buf, pos, end, count, base, frame)
+    except UNDECODABLE:
+        return None
+
 
 CHECKPOINT_RECORDS = 1000  # records between marks: the most an `at` replays
 NO_CHECKPOINTS = 1 << 62  # ``every`` for a replay that keeps no history (an observer's)
@@ -115,6 +142,7 @@ class Replayer:
         self.history = history if history is not None else History()
         self.every = every
         self._since = 0
+        self.at = -1  # apply_run: the batch being applied
         self.current: m.Image = self.builder.publish()
         self._restart()
 
@@ -145,6 +173,64 @@ class Replayer:
         offset = b.image.provenance.offset
         if offset >= 0:
             self.history.add(offset, b.mark())
+
+    def apply_run(self, data: bytes, cols: RunColumns, plan: Sequence[int], k: int,
+                  upto: int | None, skip_below: int) -> int:
+        """Apply the batches ``plan[k:]`` of a clean stretch of ``data`` (their header
+        fields in ``cols``) for as long as each is a plain one: uncompressed, not control,
+        one record, outside a transaction, for a builder with no observer, sieve or index,
+        the record plain (``ImageBuilder._record``); for another builder, only the NoOps
+        before ``plan[k]``. One loop for the most common batch of
+        a log tail, with what :meth:`apply`, ``apply_batch`` and ``pass_noops`` do for it
+        inline. The one-NoOp batches passed over before each batch are done first. Returns
+        the index in ``plan`` of the first batch it left (``len(plan)``: none), which the
+        caller applies as any batch. :attr:`at`: the index of the batch being applied (the
+        one that raised, if one did)."""
+        b = self.builder
+        plain = b.observer is None and b.sieve is None and b.index is None
+        starts, base, length, delta, epoch, max_ts, attrs, count = cols
+        frame = wire_batch.cframe or _frame
+        record = b._record
+        every, since = self.every, self._since
+        n = len(plan)
+        before = plan[k - 1] if k else -1
+        try:
+            while k < n:
+                self.at = i = plan[k]
+                prov = b.image.provenance
+                if i - before > 1 and b.txn is None:  # pass_noops: the run's last NoOp
+                    j = i - 1
+                    off = base[j]
+                    if off >= skip_below and (upto is None or off <= upto):
+                        prov.offset, prov.epoch, prov.time_ms = off, epoch[j], max_ts[j]
+                before = i
+                if not plain or count[i] != 1 or attrs[i] & _NOT_PLAIN or b.txn is not None:
+                    return k
+                pos = starts[i]
+                framed = frame(data, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length[i], 1,
+                               base[i], True)
+                if framed is None:
+                    return k  # apply_batch frames it the checked way, and says what
+                off, vpos, vend, key, ver, body = framed[0]
+                if not ((skip_below >= 0 and off < skip_below)
+                        or (upto is not None and off > upto)):
+                    if key != _NO_OP:
+                        applied = record(data, off, vpos, vend, key, ver, body)
+                        if applied < 0:
+                            return k
+                        since += applied
+                    last = base[i] + delta[i]
+                    prov.offset = last if upto is None or upto >= last else off
+                    prov.epoch, prov.time_ms = epoch[i], max_ts[i]
+                    b.batch = None
+                if since >= every and b.journal is not None and b.txn is None:  # applied()
+                    since = 0
+                    if prov.offset >= 0:
+                        self.history.add(prov.offset, b.mark())
+                k += 1
+            return k
+        finally:
+            self._since = since
 
     def checkpoint(self) -> m.Image:
         """Publish now and remember the image by its offset. Where no journal was kept (a

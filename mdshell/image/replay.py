@@ -23,7 +23,6 @@ from ..wire.batch import (
     LOG_OVERHEAD,
     Batch,
     metadata_ranges,
-    ranges_in,
 )
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.frames import MIGRATING_DIR
@@ -322,39 +321,6 @@ class ImageBuilder:
             prov.offset = batch.last_offset if stop is None or stop >= batch.last_offset else last
             prov.epoch = batch.epoch
             prov.time_ms = batch.max_timestamp
-
-    @property
-    def plain(self) -> bool:
-        """Nothing asked of replay but the image: :meth:`apply_plain` may be used."""
-        return self.observer is None and self.sieve is None and self.index is None
-
-    def apply_plain(self, buf: bytes, pos: int, length: int, base: int, last: int, epoch: int,
-                    max_ts: int, stop: int | None, skip_below: int) -> int:
-        """:meth:`apply_batch` of an uncompressed metadata batch of one record at ``pos``
-        (its length, base and last offsets, leader epoch and max timestamp given, read from
-        the header by the caller), outside a transaction, for a :attr:`plain` builder,
-        without a :class:`Batch`: how many records it applied (0 or 1), or -1 when the
-        batch needs :meth:`apply_batch` (nothing was done then). Raises as apply_batch
-        does."""
-        if self.txn is not None:
-            return -1
-        start, end = pos + HEADER_SIZE, pos + LOG_OVERHEAD + length
-        cframe = wire_batch.cframe
-        framed = cframe(buf, start, end, 1, base, True) if cframe is not None else None
-        off, vpos, vend, key, ver, body = (framed or ranges_in(buf, start, end, 1, base, True))[0]
-        if (skip_below >= 0 and off < skip_below) or (stop is not None and off > stop):
-            return 0
-        applied = 0
-        if key != _NO_OP:
-            applied = self._record(buf, off, vpos, vend, key, ver, body)
-            if applied < 0:
-                return -1
-        self.batch = None
-        prov = self.image.provenance
-        prov.offset = last if stop is None or stop >= last else off
-        prov.epoch = epoch
-        prov.time_ms = max_ts
-        return applied
 
     def _record(self, buf: bytes, off: int, vpos: int, vend: int, key: int, ver: int,
                 body: int) -> int:

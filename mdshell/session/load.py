@@ -32,7 +32,7 @@ from ..source import (
     control_entries,
 )
 from ..wire import control as ctl
-from ..wire.batch import COMPRESSION_MASK, CONTROL_FLAG, UNDECODABLE, parse_header
+from ..wire.batch import CONTROL_FLAG, UNDECODABLE, parse_header
 
 NO_CHECKPOINTS = 1 << 62
 # What a front end may wrap around each stream a load reads (to count its batches).
@@ -218,51 +218,40 @@ def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) ->
         _below(stream, run.controls)
 
 
-_NOT_PLAIN = COMPRESSION_MASK | CONTROL_FLAG
-
-
 def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None,
                    skip_below: int) -> None:
-    """A clean stretch of a segment: each planned batch that holds one uncompressed record
-    applied from the header columns (no :class:`Batch`, no :class:`Located`: most of a log
-    tail), the others as :func:`_apply` applies a batch; the one-NoOp batches between them
-    passed over."""
+    """A clean stretch of a segment: runs of plain one-record batches applied from the
+    header columns (``Replayer.apply_run``: no :class:`Batch`, no :class:`Located`: most
+    of a log tail), each other batch as :func:`_apply` applies one; the one-NoOp batches
+    between them passed over."""
     replayer = run.replayer
-    builder = replayer.builder
-    builder.file = os.path.basename(st.file)
-    h, data, path = st.heads, st.data, st.file
+    replayer.builder.file = os.path.basename(st.file)
+    h, data, path, plan = st.heads, st.data, st.file, st.plan
     assert h is not None
     # As lists: a list's item is read in place, an array's made into an int each time.
-    starts, base, length, delta = (h.starts.tolist(), h.base.tolist(), h.length.tolist(),
-                                   h.last_delta.tolist())
-    epoch, max_ts, attrs, count = (h.epoch.tolist(), h.max_ts.tolist(), h.attrs.tolist(),
-                                   h.count.tolist())
-    plain = builder.apply_plain if builder.plain else None
-    applied = replayer.applied
-    before = -1
-    taken = 0
-    for i in st.plan:
-        taken += 1
-        if i - before > 1:  # one-NoOp batches passed over, the last one just before
-            builder.pass_noops(base[i - 1], epoch[i - 1], max_ts[i - 1], upto, skip_below)
-        before = i
+    cols = (h.starts.tolist(), h.base.tolist(), h.length.tolist(), h.last_delta.tolist(),
+            h.epoch.tolist(), h.max_ts.tolist(), h.attrs.tolist(), h.count.tolist())
+    starts = cols[0]
+    k, n = 0, len(plan)
+    while k < n:
         try:
-            if plain is not None and count[i] == 1 and not attrs[i] & _NOT_PLAIN:
-                n = plain(data, starts[i], length[i], base[i], base[i] + delta[i], epoch[i],
-                          max_ts[i], upto, skip_below)
-                if n >= 0:
-                    applied(n)
-                    continue
+            k = replayer.apply_run(data, cols, plan, k, upto, skip_below)
+            if k == n:
+                break
+            i = replayer.at = plan[k]
             batch = parse_header(data, starts[i])
             if batch.attributes & CONTROL_FLAG:
                 control_entries(batch, path, run.controls)
             else:
                 replayer.apply(batch, upto, skip_below)
         except UNDECODABLE as e:
+            i = replayer.at
             stream.damaged(_undecodable(Located(parse_header(data, starts[i]), path,
                                                 starts[i], "segment"), e))
-            break
-    st.taken = taken
+            st.taken = plan.index(i) + 1
+            return
+        k += 1
+    st.taken = n
 
 
 def _undecodable(loc: Located, e: Exception) -> Problem:

@@ -1,0 +1,363 @@
+"""Turn a source into images: which snapshot, which log, up to which offset.
+
+A directory loads KIP-919 style: the newest usable snapshot, then every later log batch. A
+damaged snapshot is skipped (with a warning) for an older one or the full log. One file
+(``-s``) is replayed batch by batch from its start, as Kafka's shell does. ``upto`` stops the
+replay after that offset (time travel). The source raises what its stream finds (gaps,
+overlaps, damage); replay adds what it finds in the records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
+
+from ..image.history import CHECKPOINT_RECORDS, History, Replayer
+from ..image.index import SnapshotIndex
+from ..image.model import Image
+from ..image.replay import ImageBuilder, Observer, Sieve, Wants
+from ..problems import STOPS, Problem, SourceError
+from ..source import (
+    BatchStream,
+    Checkpoint,
+    ControlEntry,
+    FileRead,
+    Located,
+    Source,
+    Stretch,
+    control_entries,
+)
+from ..wire import control as ctl
+from ..wire.batch import CONTROL_FLAG, UNDECODABLE, parse_header
+
+NO_CHECKPOINTS = 1 << 62
+# What a front end may wrap around each stream a load reads (to count its batches).
+StreamHook = Callable[[BatchStream], BatchStream]
+
+
+def _same(stream: BatchStream) -> BatchStream:
+    return stream
+
+
+@dataclass(slots=True)
+class Loaded:
+    """An image and how it was made: what a session shows."""
+
+    image: Image
+    problems: list[Problem]
+    _: KW_ONLY  # the rest by name: three places build one, with a dozen fields
+    files: list[FileRead]
+    controls: list[ControlEntry]
+    snapshot: Checkpoint | None = None
+    upto: int | None = None
+    end_offset: int | None = None  # last offset read (any batch)
+    complete_from_zero: bool = True  # False when offsets before the data are missing
+    replayer: Replayer | None = field(default=None, compare=False, repr=False)
+    base: int = -1  # the last offset of the snapshot replay started from (-1: none)
+    next_offset: int = 0  # where the log goes on after what was read (live follow)
+    index: SnapshotIndex | None = field(default=None, compare=False, repr=False)
+
+
+def load(source: Source, upto: int | None = None, observer: Observer | None = None,
+         history: bool = False, wants: Wants | None = None,
+         every: int | None = None, sieve: Sieve | None = None,
+         watch: StreamHook | None = None) -> Loaded:
+    """The image as of ``upto`` (None: the end); ``observer`` sees every applied record
+    (``wants`` narrows the PartitionRecords it sees, so the others stay undecoded).
+
+    ``history`` starts from as far back as the data goes (the log from offset 0 when it is
+    there, else the oldest usable snapshot) so that an observer sees every change.
+    ``every`` sets how many records lie between the images kept for time travel.
+    ``sieve`` (with an observer) applies only the records it picks: the image is partial.
+    ``watch`` sees each stream the load reads (a front end's progress counts its batches)
+    and returns the stream to read.
+    """
+    with _cyclic_gc_paused():
+        return _load(source, upto, observer, history, wants, every, sieve, watch)
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """A load allocates millions of objects and frees almost none of them in cycles: the
+    cyclic collector's passes during it walk them again and again and find nothing (a tenth
+    of a long log tail's load). Paused for the load, then as it was (a one-shot command
+    also freezes what the load made: ``cli``)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load(source: Source, upto: int | None, observer: Observer | None, history: bool,
+          wants: Wants | None, every: int | None, sieve: Sieve | None,
+          watch: StreamHook | None) -> Loaded:
+    problems: list[Problem] = source.layout_problems()
+    candidates = [c for c in reversed(source.snapshots())
+                  if upto is None or c.end_offset - 1 <= upto]
+    if history:
+        start = source.history_start()
+        candidates = [] if start is None else [c for c in reversed(candidates)]
+    bootstrap = _bootstrap_controls(source)
+    make = _Make(source, observer, wants, every, sieve, watch or _same)
+    for cp in candidates:
+        run = make.from_snapshot(cp, problems)
+        if run is not None:
+            run.controls[:0] = bootstrap
+            run.replayer.builder.origin = ""
+            return _replay_log(make, run, cp, problems, upto)
+    run = make.empty()
+    run.controls = bootstrap
+    return _replay_log(make, run, None, problems, upto)
+
+
+@dataclass
+class _Run:
+    replayer: Replayer
+    files: list[FileRead] = field(default_factory=list)
+    controls: list[ControlEntry] = field(default_factory=list)
+    end_offset: int | None = None
+    index: SnapshotIndex | None = None
+
+
+@dataclass
+class _Make:
+    source: Source
+    observer: Observer | None
+    wants: Wants | None
+    every: int | None
+    sieve: Sieve | None = None
+    watch: StreamHook = field(default=lambda stream: stream)
+
+    def builder(self) -> ImageBuilder:
+        return ImageBuilder(observer=self.observer, eager=self.source.eager, wants=self.wants,
+                            sieve=self.sieve)
+
+    def empty(self) -> _Run:
+        return _Run(Replayer(self.builder(), History(), self._every()))
+
+    def _every(self) -> int:
+        return self.every if self.every is not None else (
+            NO_CHECKPOINTS if self.observer is not None else CHECKPOINT_RECORDS)
+
+    def from_snapshot(self, cp: Checkpoint, problems: list[Problem]) -> _Run | None:
+        """Load a snapshot; None (with a warning) when it is damaged or incomplete."""
+        builder = self.builder()
+        builder.origin = cp.name
+        if self.observer is None:
+            builder.index = SnapshotIndex()
+        run = _Run(Replayer(builder, History(), NO_CHECKPOINTS))
+        stream = self.watch(self.source.snapshot_stream(cp))
+        _apply(run, stream, None, -1)
+        mine = stream.problems
+        if mine and mine[0].code == "unreadable":
+            problems.append(Problem("snapshot", f"{mine[0].message}; using older data instead",
+                                    cp.path))
+            return None
+        kinds = [c.ctype for c in run.controls if c.file == cp.path]
+        if not mine and ctl.SNAPSHOT_FOOTER not in kinds:
+            mine.append(Problem("snapshot", f"{cp.name}: no SnapshotFooter (the snapshot was "
+                                "not completely written)", cp.path))
+        if mine:
+            reasons = "; ".join(p.message for p in mine)
+            problems.append(Problem("snapshot", f"snapshot {cp.name} is not usable ({reasons}); "
+                                    "using older data instead", cp.path, cp.end_offset))
+            return None
+        prov = builder.image.provenance
+        prov.offset, prov.epoch = cp.end_offset - 1, cp.epoch
+        headers = [c for c in run.controls
+                   if c.file == cp.path and c.ctype == ctl.SNAPSHOT_HEADER]
+        if headers and isinstance(headers[0].value, dict):
+            prov.time_ms = headers[0].value["lastContainedLogTimestamp"]
+        # The snapshot's own control records use offsets inside the file: keep only quorum ones.
+        for c in run.controls:
+            c.offset = cp.end_offset - 1
+        run.files = list(stream.files)
+        # The snapshot's batches use offsets inside the file: the log's are up to its end.
+        run.end_offset = cp.end_offset - 1
+        run.index, builder.index = builder.index, None
+        run.replayer.every = self._every()
+        run.replayer.checkpoint()
+        return run
+
+
+def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) -> None:
+    """Feed a stream to the run's replay; control records go to ``run.controls``."""
+    replayer = run.replayer
+    builder = replayer.builder
+    path = None
+    stream.stretches = True
+    for loc in stream:
+        if stream.below:
+            _below(stream, run.controls)
+        if type(loc) is Stretch:
+            _apply_stretch(run, stream, loc, upto, skip_below)
+            path = None
+            continue
+        batch = loc.batch
+        if loc.file is not path:  # thousands of batches a file: name it once
+            path = loc.file
+            builder.file = os.path.basename(path)
+        if loc.quiet is not None:  # one-NoOp batches passed over before this one
+            _, off, epoch, time_ms = loc.quiet
+            builder.pass_noops(off, epoch, time_ms, upto, skip_below)
+        try:
+            if batch.attributes & CONTROL_FLAG:  # batch.is_control, inline
+                control_entries(batch, loc.file, run.controls)
+            else:
+                replayer.apply(batch, upto, skip_below)
+        except UNDECODABLE as e:
+            stream.damaged(_undecodable(loc, e))
+    if stream.below:
+        _below(stream, run.controls)
+
+
+def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None,
+                   skip_below: int) -> None:
+    """A clean stretch of a segment: runs of plain one-record batches applied from the
+    header columns (``Replayer.apply_run``: no :class:`Batch`, no :class:`Located`: most
+    of a log tail), each other batch as :func:`_apply` applies one; the one-NoOp batches
+    between them passed over."""
+    replayer = run.replayer
+    replayer.builder.file = os.path.basename(st.file)
+    h, data, path, plan = st.heads, st.data, st.file, st.plan
+    assert h is not None
+    # As lists: a list's item is read in place, an array's made into an int each time.
+    cols = (h.starts.tolist(), h.base.tolist(), h.length.tolist(), h.last_delta.tolist(),
+            h.epoch.tolist(), h.max_ts.tolist(), h.attrs.tolist(), h.count.tolist())
+    starts = cols[0]
+    k, n = 0, len(plan)
+    while k < n:
+        try:
+            k = replayer.apply_run(data, cols, plan, k, upto, skip_below)
+            if k == n:
+                break
+            i = replayer.at = plan[k]
+            batch = parse_header(data, starts[i])
+            if batch.attributes & CONTROL_FLAG:
+                control_entries(batch, path, run.controls)
+            else:
+                replayer.apply(batch, upto, skip_below)
+        except UNDECODABLE as e:
+            i = replayer.at
+            stream.damaged(_undecodable(Located(parse_header(data, starts[i]), path,
+                                                starts[i], "segment"), e))
+            st.taken = plan.index(i) + 1
+            return
+        k += 1
+    st.taken = n
+
+
+def _undecodable(loc: Located, e: Exception) -> Problem:
+    b = loc.batch
+    return Problem(
+        "corrupt",
+        f"{os.path.basename(loc.file)}: the batch at offsets {b.base_offset}-{b.last_offset} "
+        f"has a valid CRC but its records do not decode ({e}); it and the rest of the file "
+        "are ignored (written by a faulty tool? copy the file again from a healthy node)",
+        loc.file, b.base_offset, loc.position)
+
+
+def _below(stream: BatchStream, out: list[ControlEntry]) -> None:
+    """Control batches below the start offset: harmless when they do not decode."""
+    for loc in stream.below:
+        if loc.batch.crc_ok():
+            with contextlib.suppress(*UNDECODABLE):
+                control_entries(loc.batch, loc.file, out)
+    stream.below.clear()
+
+
+def _replay_log(make: _Make, run: _Run, cp: Checkpoint | None, problems: list[Problem],
+                upto: int | None) -> Loaded:
+    start = cp.end_offset if cp else 0
+    source = make.source
+    # A sieve picks the records to apply: one-NoOp batches go through it like any other.
+    stream = make.watch(source.log_stream(start, upto, cp, pass_noops=make.sieve is None))
+    _apply(run, stream, upto, start if cp else -1)
+    problems.extend(stream.problems)
+    run.files.extend(stream.files)
+    ends = [e for e in (stream.end_offset, run.end_offset) if e is not None]
+    end = max(ends) if ends else None  # a copy without log: the snapshot's end
+    builder = run.replayer.builder
+    if (not source.snapshots() and not source.segments() and builder.records_applied == 0
+            and run.controls and not problems):
+        problems.append(Problem(
+            "no-metadata", f"{source.name(source.describe())} holds control records only (a "
+            "bootstrap snapshot holds the KRaft voters, no metadata): the image is empty",
+            source.describe()))
+    if builder.txn is not None:
+        problems.append(Problem(
+            "open-transaction", f"the log ends inside the metadata transaction begun at offset "
+            f"{builder.txn_offset}: {_its_records(len(builder.txn))} not applied (Kafka "
+            "applies them only when the EndTransactionRecord arrives)", None,
+            builder.txn_offset))
+    problems.extend(builder.problems)
+    complete = not any(p.code == "incomplete" for p in stream.problems) and (
+        cp is not None or source.log_from_zero())
+    image = run.replayer.checkpoint()
+    stops = [p for p in problems if p.code in STOPS and p.code != "stopped"]
+    if stops and (upto is None or any(p.offset is None or p.offset <= upto for p in stops)):
+        # One damaged snapshot file read alone: what to do is news (a notice, printed); where
+        # the damage left the image is said by the verdict ("image": not printed again).
+        damaged_file = source.kind == "file" and source.describe().endswith(".checkpoint")
+        problems.append(Problem("notice" if damaged_file else "image",
+                                _stopped_at(source, cp, image), None, None))
+    following = start if stream.end_offset is None else max(start, stream.end_offset + 1)
+    return Loaded(image, problems, files=run.files, controls=run.controls, snapshot=cp,
+                  upto=upto, end_offset=end, complete_from_zero=complete,
+                  replayer=run.replayer, base=cp.end_offset - 1 if cp else -1,
+                  next_offset=following, index=run.index)
+
+
+def _stopped_at(source: Source, cp: Checkpoint | None, image: Image) -> str:
+    """What the damage leaves of the image, and (one damaged snapshot file) what to do."""
+    prov = image.provenance
+    path = source.describe()
+    if source.kind == "file" and path.endswith(".checkpoint"):
+        return (f"because of the damage above, the snapshot {os.path.basename(path)} is read "
+                f"only up to offset {prov.offset} inside the file: the image lacks the rest "
+                "of the snapshot; read the directory instead (-d "
+                f"{os.path.dirname(path) or '.'}) so that an older snapshot and the "
+                "log are used")
+    origin = f"snapshot {cp.name}, then the log" if cp else "the log"
+    return (f"because of the damage above, the image is as of offset {prov.offset} (epoch "
+            f"{prov.epoch}; read from {origin}): later records are not in it")
+
+
+def _its_records(n: int) -> str:
+    return "its record is" if n == 1 else f"its {n} records are"
+
+
+def _bootstrap_controls(source: Source) -> list[ControlEntry]:
+    """KRaftVersion/Voters of the bootstrap snapshot (3.9+), as of offset -1."""
+    out: list[ControlEntry] = []
+    for cp in source.bootstrap():
+        try:
+            stream = source.snapshot_stream(cp)
+            for loc in stream:
+                if loc.batch.is_control:
+                    control_entries(loc.batch, loc.file, out)
+        except (SourceError, *UNDECODABLE):
+            continue
+    for c in out:
+        c.offset = -1
+    return out
+
+
+class LoadFailed(Exception):
+    """A lazy session's first load could not read the source (its ``SourceError`` is the
+    cause): front ends report it as the failed open it is, not as the command's error."""
+
+
+def first_load(source: Source, **kwargs: Any) -> Loaded:
+    """``load``, its ``SourceError`` raised as :class:`LoadFailed` (a session's first load)."""
+    try:
+        return load(source, **kwargs)
+    except SourceError as e:
+        raise LoadFailed(str(e)) from e
