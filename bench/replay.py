@@ -1,6 +1,7 @@
 """Benchmark: log replay and history memory (issue 19), whole process, CPU time and peak RSS.
 
 Usage: python bench/replay.py [--out DIR] [--runs N] [--code PATH ...] [--only NAME,...]
+       [--instructions]
 
 Directories (written once by ``mdshell.synth`` into ``--out``, default bench/out, and reused):
 
@@ -16,6 +17,8 @@ included), ``--runs`` times, alternating between the ``--code`` checkouts given 
 default this checkout), so that versions are compared in the same minutes: the machine may be
 shared, and CPU time (user + system) says more than wall time there. Then, in one process
 per checkout, ``at`` to the middle of the tail after the load (the history at work).
+``--instructions`` counts instead what one load executes, under valgrind: a figure that
+does not move with the machine's load. Each checkout's bytecode is compiled first.
 """
 
 from __future__ import annotations
@@ -70,12 +73,24 @@ def generate(out: Path, name: str) -> Path:
     return target
 
 
+def _env(code: str) -> dict[str, str]:
+    """Runs of ``code``, with its bytecode written (a shell that says not to write it would
+    have every run compile mdshell again: 70 ms)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return dict(env, PYTHONPATH=code)
+
+
+def compile_all(code: str) -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(code) / "mdshell")],
+                   check=True, stdout=subprocess.DEVNULL, env=_env(code))
+
+
 def once(code: str, directory: Path) -> tuple[float, float, float]:
     """(CPU s, peak RSS MiB, wall s) of one load in a fresh process."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "mdshell", "-d", str(directory), "cat",
                              "/image/provenance"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=code),
+                            stderr=subprocess.PIPE, env=_env(code),
                             cwd="/")  # `-m` puts the working directory first on sys.path
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
@@ -85,6 +100,19 @@ def once(code: str, directory: Path) -> tuple[float, float, float]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, wall
 
 
+def instructions(code: str, directory: Path) -> int:
+    """Instructions one load executes (valgrind's callgrind): the same on any day and any
+    load average, where CPU time on a shared machine moves by a third from run to run."""
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                           sys.executable, "-m", "mdshell", "-d", str(directory), "cat",
+                           "/image/provenance"], capture_output=True, text=True, cwd="/",
+                          env=_env(code))
+    for line in proc.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split()[-1])
+    raise SystemExit(f"{code}: valgrind gave no count: {proc.stderr[-300:]}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=str(ROOT / "bench" / "out"))
@@ -92,9 +120,20 @@ def main() -> None:
     p.add_argument("--code", nargs="*", default=[str(ROOT)],
                    help="checkouts to compare (PYTHONPATH of each run)")
     p.add_argument("--only", default=",".join(DIRS), help="directories to measure")
+    p.add_argument("--instructions", action="store_true",
+                   help="count the instructions of one load of each (valgrind; ~50x slower)")
     ns = p.parse_args()
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
+    for code in ns.code:
+        compile_all(code)
+    if ns.instructions:
+        print("| directory | code | instructions |\n|---|---|---|")
+        for name in ns.only.split(","):
+            d = generate(out, name)
+            for code in ns.code:
+                print(f"| {name} | {code} | {instructions(code, d) / 1e9:.2f} G |", flush=True)
+        return
     print("| directory | code | CPU (best) | CPU (median) | peak RSS |\n|---|---|---|---|---|")
     for name in ns.only.split(","):
         d = generate(out, name)
@@ -110,7 +149,7 @@ def main() -> None:
             for code in ns.code:
                 res = subprocess.run([sys.executable, "-c", AT_CODE, str(d)],
                                      capture_output=True, text=True, cwd="/",
-                                     env=dict(os.environ, PYTHONPATH=code))
+                                     env=_env(code))
                 took = f"{res.stdout.strip()} s" if res.returncode == 0 else "n/a (no Session)"
                 print(f"| tail: `at` after the load (CPU, best of 3 offsets) | {code} | "
                       f"{took} | | |", flush=True)
