@@ -23,8 +23,10 @@ from ..wire.batch import (
     Batch,
     ranges_in,
 )
+from ..wire.codec import UNKNOWN_TAGS
 from ..wire.kinds import RecordKind
 from . import model as m
+from . import replay
 from .journal import Journal, rebuild
 from .replay import ImageBuilder
 
@@ -161,9 +163,8 @@ class Replayer:
         self.applied(b.records_applied - before)
 
     def applied(self, n: int) -> None:
-        """A batch's ``n`` records were applied (by :meth:`apply`, or by the builder
-        directly: ``ImageBuilder.apply_plain``): a mark when enough have been since the
-        last."""
+        """A batch's ``n`` records were applied: a mark when enough have been since the
+        last (:meth:`apply_run` does the same inline)."""
         b = self.builder
         since = self._since + n
         if since < self.every or b.txn is not None or b.journal is None:
@@ -190,7 +191,8 @@ class Replayer:
         plain = b.observer is None and b.sieve is None and b.index is None
         starts, base, length, delta, epoch, max_ts, attrs, count = cols
         frame = wire_batch.cframe or _frame
-        record = b._record
+        plans, plain_kind = replay.PLAIN, replay.plain
+        b.batch = None
         every, since = self.every, self._since
         n = len(plan)
         before = plan[k - 1] if k else -1
@@ -214,15 +216,31 @@ class Replayer:
                 off, vpos, vend, key, ver, body = framed[0]
                 if not ((skip_below >= 0 and off < skip_below)
                         or (upto is not None and off > upto)):
-                    if key != _NO_OP:
-                        applied = record(data, off, vpos, vend, key, ver, body)
-                        if applied < 0:
+                    if key != _NO_OP:  # ImageBuilder._record, inline
+                        if key < 0 or vend < 0 or off < 0:
                             return k
-                        since += applied
+                        kind = plans.get(key << 7 | ver)
+                        if kind is None:
+                            kind = plain_kind(key, ver)
+                        if not kind:
+                            return k
+                        dec, handler = kind  # type: ignore[misc]
+                        try:
+                            d, at = dec(data, body, vend)
+                        except Exception:
+                            return k  # apply_batch decodes it the checked way
+                        if at != vend:
+                            return k
+                        b._pos = vpos
+                        if handler is not None:
+                            if UNKNOWN_TAGS in d:
+                                b._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
+                            b.records_applied += 1
+                            since += 1
+                            handler(b, d, off)
                     last = base[i] + delta[i]
                     prov.offset = last if upto is None or upto >= last else off
                     prov.epoch, prov.time_ms = epoch[i], max_ts[i]
-                    b.batch = None
                 if since >= every and b.journal is not None and b.txn is None:  # applied()
                     since = 0
                     if prov.offset >= 0:

@@ -325,13 +325,13 @@ class ImageBuilder:
     def _record(self, buf: bytes, off: int, vpos: int, vend: int, key: int, ver: int,
                 body: int) -> int:
         """Apply one framed record (not a NoOp) outside a transaction, for no observer,
-        when it is plain (:func:`_plain`): how many records that applied (0 or 1), or -1
+        when it is plain (:func:`plain`): how many records that applied (0 or 1), or -1
         when the general loop must (nothing was done)."""
         if key < 0 or vend < 0 or off < 0:
             return -1
-        plan = _PLAIN.get(key << 7 | ver)
+        plan = PLAIN.get(key << 7 | ver)
         if plan is None:
-            plan = _plain(key, ver)
+            plan = plain(key, ver)
         if not plan:
             return -1
         dec, handler = plan  # type: ignore[misc]
@@ -462,19 +462,19 @@ def _CHECKED(buf: bytes, pos: int, end: int) -> tuple[dict[str, Any], int]:
 _DECODERS: dict[int, Callable[[bytes, int, int], tuple[dict[str, Any], int]]] = {}
 
 
-# What :meth:`ImageBuilder.apply_plain` does with a record by ``api key << 7 | version``:
-# (decoder, handler), or False for a record it leaves to the general loop.
-_PLAIN: dict[int, tuple[Callable[..., tuple[dict[str, Any], int]], Handler | None] | bool] = {}
+# What a plain record is applied with (``ImageBuilder._record``, ``Replayer.apply_run``), by
+# ``api key << 7 | version``: (decoder, handler), or False: left to the general loop.
+PLAIN: dict[int, tuple[Callable[..., tuple[dict[str, Any], int]], Handler | None] | bool] = {}
 
 
-def _plain(key: int, ver: int) -> tuple[Callable[..., tuple[dict[str, Any], int]],
+def plain(key: int, ver: int) -> tuple[Callable[..., tuple[dict[str, Any], int]],
                                         Handler | None] | bool:
     """A plain record kind: a known frame with a decoder, not a transaction marker (replay
     itself handles those), not a PartitionRecord (kept undecoded by the general loop)."""
     dec = _decoder(key, ver)
     plan = (False if dec is _CHECKED or key in TRANSACTION_MARKERS or key == _PARTITION
             else (dec, HANDLERS.get(key)))
-    _PLAIN[key << 7 | ver] = plan
+    PLAIN[key << 7 | ver] = plan
     return plan
 
 
@@ -596,10 +596,14 @@ def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
     """Kafka's PartitionRegistration.merge(PartitionChangeRecord), as of 3.8 (3.7.0 gave
     replicas new to a partition UNASSIGNED directories; 3.8+ keeps the array, and an
     all-MIGRATING one follows the new replica count)."""
-    replicas = p.replicas if d["replicas"] is None else d["replicas"]
-    dirs = p.directories if d["directories"] is None else d["directories"]
-    if dirs.count(MIGRATING_DIR) == len(dirs):
-        dirs = [MIGRATING_DIR] * len(replicas)
+    replicas, dirs = d["replicas"], d["directories"]
+    if replicas is None and dirs is None:  # most changes: p's lists, normalized already
+        replicas, dirs = p.replicas, p.directories
+    else:
+        replicas = p.replicas if replicas is None else replicas
+        dirs = p.directories if dirs is None else dirs
+        if dirs.count(MIGRATING_DIR) == len(dirs):
+            dirs = [MIGRATING_DIR] * len(replicas)
     leader, leader_epoch = p.leader, p.leader_epoch
     if d["leader"] != -2:
         leader, leader_epoch = d["leader"], p.leader_epoch + 1
