@@ -98,7 +98,7 @@ def test_every_file_scans_as_python_does() -> None:
         for limit in (1, 3, 4096):  # a reader's stretches, from the first batches on
             for pos in starts[:3]:
                 _agree(data, pos, limit)
-    assert whole > 100, whole  # most files are whole
+    assert whole > (100 if corpus_dirs() else 30), whole  # most files are whole
 
 
 @compiled
