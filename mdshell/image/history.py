@@ -25,6 +25,7 @@ from ..wire.batch import (
 )
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.kinds import RecordKind
+from ..wire.native import piece
 from . import model as m
 from . import replay
 from .journal import Journal, rebuild
@@ -36,6 +37,8 @@ RunColumns = tuple[list[int], list[int], list[int], list[int], list[int], list[i
                    list[int], list[int]]
 _NOT_PLAIN = COMPRESSION_MASK | CONTROL_FLAG
 _NO_OP = RecordKind.NO_OP
+_cwalk = piece("_cwalk")
+_crun = _cwalk.run if _cwalk is not None else None
 
 
 def _frame(buf: bytes, pos: int, end: int, count: int, base: int,
@@ -145,6 +148,7 @@ class Replayer:
         self.every = every
         self._since = 0
         self.at = -1  # apply_run: the batch being applied
+        self._run_state = (0, 0)  # the compiled run's (since, applied) when a handler raised
         self.current: m.Image = self.builder.publish()
         self._restart()
 
@@ -189,10 +193,14 @@ class Replayer:
         one that raised, if one did)."""
         b = self.builder
         plain = b.observer is None and b.sieve is None and b.index is None
+        b.batch = None
+        if plain and _crun is not None:
+            done = self._compiled_run(data, cols, plan, k, upto, skip_below)
+            if done is not None:
+                return done
         starts, base, length, delta, epoch, max_ts, attrs, count = cols
         frame = wire_batch.cframe or _frame
         plans, plain_kind = replay.PLAIN, replay.plain
-        b.batch = None
         every, since = self.every, self._since
         n = len(plan)
         before = plan[k - 1] if k else -1
@@ -249,6 +257,34 @@ class Replayer:
             return k
         finally:
             self._since = since
+
+    def _compiled_run(self, data: bytes, cols: RunColumns, plan: Sequence[int], k: int,
+                      upto: int | None, skip_below: int) -> int | None:
+        """:meth:`apply_run`'s loop in C (``_cwalk.run``), the marks it stops for made
+        here; None when it does not take the arguments (the Python loop then runs)."""
+        assert _crun is not None
+        b = self.builder
+        while True:
+            ctx = (b, b.image.provenance, replay.PLAIN, replay.plain, self.every, self._since,
+                   UNKNOWN_TAGS, _NO_OP, self)
+            try:
+                got = _crun(data, cols, plan, k, upto, skip_below, ctx)
+            except BaseException:
+                self._since, applied = self._run_state
+                b.records_applied += applied
+                raise
+            if got is None:
+                return None
+            k, self._since, applied, why = got
+            b.records_applied += applied
+            if not why:
+                return int(k)
+            # a mark is due after plan[k] (apply's rule)
+            self._since = 0
+            offset = b.image.provenance.offset
+            if offset >= 0:
+                self.history.add(offset, b.mark())
+            k += 1
 
     def checkpoint(self) -> m.Image:
         """Publish now and remember the image by its offset. Where no journal was kept (a

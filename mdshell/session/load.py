@@ -226,7 +226,7 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
     between them passed over."""
     replayer = run.replayer
     replayer.builder.file = os.path.basename(st.file)
-    h, data, path, plan = st.heads, st.data, st.file, st.plan
+    h, data, path, plan = st.heads, st.data, st.file, list(st.plan)
     assert h is not None
     # As lists: a list's item is read in place, an array's made into an int each time.
     cols = (h.starts.tolist(), h.base.tolist(), h.length.tolist(), h.last_delta.tolist(),

@@ -11,6 +11,7 @@
  *                                 that follow on
  *   frame(buf, pos, end, count, base, metadata)
  *                                 a batch's records framed: wire.batch.ranges_in
+ *   run(...)                      Replayer.apply_run's loop over plain one-record batches
  *   crc32c(data, start, end)      CRC-32C of data[start:end] (for tests)
  */
 #define PY_SSIZE_T_CLEAN
@@ -239,6 +240,61 @@ static PyObject *record_tuple(int metadata, int64_t off, Py_ssize_t vpos, Py_ssi
     return t;
 }
 
+/* One framed record, as ranges_in gives it (key and ver -1 when the metadata frame header
+ * is not in its 3-byte form). */
+typedef struct {
+    int64_t off;
+    Py_ssize_t vpos, vend, body;
+    long key, ver;
+} Rec;
+
+/* The record at *pos inside [*pos, end), *pos moved past it; 0 when anything is off (the
+ * Python loop then reads it and says what). */
+static int parse_record(const uint8_t *buf, Py_ssize_t *at, Py_ssize_t end, long long base,
+                        int metadata, Rec *r)
+{
+    Py_ssize_t pos = *at;
+    uint64_t n;
+    if (!uvar32(buf, &pos, end, &n))
+        return 0;
+    int64_t length = unzig(n);
+    if (length < 1 || length > end - pos)
+        return 0;
+    Py_ssize_t rec_end = pos + (Py_ssize_t)length, p = pos + 1;  /* past attributes */
+    /* timestamp delta: a varlong, skipped */
+    while (p < rec_end && buf[p] >= 0x80)
+        p++;
+    if (++p > rec_end || !uvar32(buf, &p, rec_end, &n))
+        return 0;
+    if (__builtin_add_overflow((int64_t)base, unzig(n), &r->off))
+        return 0;
+    if (!uvar32(buf, &p, rec_end, &n))
+        return 0;
+    int64_t klen = unzig(n);
+    if (klen > 0) {
+        if (klen > rec_end - p)
+            return 0;
+        p += (Py_ssize_t)klen;
+    }
+    if (!uvar32(buf, &p, rec_end, &n))
+        return 0;
+    int64_t vlen = unzig(n);
+    if (vlen > rec_end - p)
+        return 0;  /* a value past its record: the Python loop says what it is */
+    r->vpos = p;
+    r->vend = vlen >= 0 ? p + (Py_ssize_t)vlen : -1;
+    if (metadata && vlen >= 3 && buf[p] == 1 && buf[p + 1] < 0x80 && buf[p + 2] < 0x80) {
+        r->key = buf[p + 1];
+        r->ver = buf[p + 2];
+        r->body = p + 3;
+    } else {
+        r->key = r->ver = -1;
+        r->body = p;
+    }
+    *at = rec_end;
+    return 1;
+}
+
 /* The records of buf[pos:end]: a list of tuples, None when anything is off (or an
  * argument is out of range), NULL on no memory. */
 static PyObject *frame_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t pos,
@@ -252,46 +308,15 @@ static PyObject *frame_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t po
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
-        uint64_t n;
-        if (!uvar32(buf, &pos, end, &n))
+        Rec r;
+        if (!parse_record(buf, &pos, end, base, metadata, &r))
             goto give_up;
-        int64_t length = unzig(n);
-        if (length < 1 || length > end - pos)
-            goto give_up;
-        Py_ssize_t rec_end = pos + (Py_ssize_t)length, p = pos + 1;  /* past attributes */
-        /* timestamp delta: a varlong, skipped */
-        while (p < rec_end && buf[p] >= 0x80)
-            p++;
-        if (++p > rec_end || !uvar32(buf, &p, rec_end, &n))
-            goto give_up;
-        int64_t off;
-        if (__builtin_add_overflow((int64_t)base, unzig(n), &off))
-            goto give_up;
-        if (!uvar32(buf, &p, rec_end, &n))
-            goto give_up;
-        int64_t klen = unzig(n);
-        if (klen > 0) {
-            if (klen > rec_end - p)
-                goto give_up;
-            p += (Py_ssize_t)klen;
-        }
-        if (!uvar32(buf, &p, rec_end, &n))
-            goto give_up;
-        int64_t vlen = unzig(n);
-        if (vlen > rec_end - p)
-            goto give_up;  /* a value past its record: the Python loop says what it is */
-        Py_ssize_t vend = vlen >= 0 ? p + (Py_ssize_t)vlen : -1;
-        PyObject *t;
-        if (metadata && vlen >= 3 && buf[p] == 1 && buf[p + 1] < 0x80 && buf[p + 2] < 0x80)
-            t = record_tuple(1, off, p, vend, buf[p + 1], buf[p + 2], p + 3);
-        else
-            t = record_tuple(metadata, off, p, vend, -1, -1, p);
+        PyObject *t = record_tuple(metadata, r.off, r.vpos, r.vend, r.key, r.ver, r.body);
         if (t == NULL) {
             Py_DECREF(out);
             return NULL;
         }
         PyList_SET_ITEM(out, i, t);
-        pos = rec_end;
     }
     if (pos != end)
         goto give_up;
@@ -330,6 +355,221 @@ static PyObject *frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* ------------------------------------------------------------------ run */
+
+/* Attribute names run() sets and reads, interned at import. */
+static PyObject *s_txn, *s_journal, *s_offset, *s_epoch, *s_time_ms, *s_pos, *s_at;
+
+static inline long long item_ll(PyObject *list, Py_ssize_t i)
+{
+    return PyLong_AsLongLong(PyList_GET_ITEM(list, i));
+}
+
+/* Whether the builder is outside a metadata transaction (-1: error). */
+static int no_txn(PyObject *b)
+{
+    PyObject *txn = PyObject_GetAttr(b, s_txn);
+    if (txn == NULL)
+        return -1;
+    int none = txn == Py_None;
+    Py_DECREF(txn);
+    return none;
+}
+
+/* prov.offset, prov.epoch, prov.time_ms = offset, epoch, time_ms (borrowed/new refs as
+ * given: ``offset`` is stolen). */
+static int set_prov(PyObject *prov, PyObject *offset, PyObject *epoch, PyObject *time_ms)
+{
+    if (offset == NULL)
+        return -1;
+    int bad = PyObject_SetAttr(prov, s_offset, offset) < 0 ||
+              PyObject_SetAttr(prov, s_epoch, epoch) < 0 ||
+              PyObject_SetAttr(prov, s_time_ms, time_ms) < 0;
+    Py_DECREF(offset);
+    return bad ? -1 : 0;
+}
+
+/* run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why)
+ *
+ * Replayer.apply_run's loop (image/history.py says what it does and why), for bytes data
+ * and a plain builder. ctx: (builder, provenance, plans, plain_kind, every, since,
+ * unknown_key, noop_key, replayer). It stops at the first batch it leaves to Python
+ * (why 0: k is its index, the NoOps before it passed over already; k == len(plan): none
+ * left), or after a batch that makes a history mark due (why 1: k is that batch's index).
+ * ``applied``: the records it applied, for builder.records_applied. None for arguments it
+ * does not take (the Python loop runs). A handler's exception propagates, with
+ * replayer.at naming its batch and (since, applied) left in replayer._run_state. */
+static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[1]) ||
+        PyTuple_GET_SIZE(args[1]) != 8 || !PyList_Check(args[2]) || !PyTuple_Check(args[6]) ||
+        PyTuple_GET_SIZE(args[6]) != 9)
+        Py_RETURN_NONE;
+    PyObject *data = args[0], *plan = args[2], *ctx = args[6];
+    PyObject *cols[8];
+    for (int c = 0; c < 8; c++) {
+        cols[c] = PyTuple_GET_ITEM(args[1], c);
+        if (!PyList_Check(cols[c]))
+            Py_RETURN_NONE;
+    }
+    PyObject *starts = cols[0], *base = cols[1], *length = cols[2], *delta = cols[3];
+    PyObject *epoch = cols[4], *max_ts = cols[5], *attrs = cols[6], *count = cols[7];
+    PyObject *b = PyTuple_GET_ITEM(ctx, 0), *prov = PyTuple_GET_ITEM(ctx, 1);
+    PyObject *plans = PyTuple_GET_ITEM(ctx, 2), *plain_kind = PyTuple_GET_ITEM(ctx, 3);
+    PyObject *unknown_key = PyTuple_GET_ITEM(ctx, 6), *replayer = PyTuple_GET_ITEM(ctx, 8);
+    if (!PyDict_Check(plans))
+        Py_RETURN_NONE;
+    Py_ssize_t k = PyLong_AsSsize_t(args[3]);
+    int has_upto = args[4] != Py_None;
+    long long upto = has_upto ? PyLong_AsLongLong(args[4]) : 0;
+    long long skip_below = PyLong_AsLongLong(args[5]);
+    long long every = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, 4));
+    long long since = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, 5));
+    long noop_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 7));
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const uint8_t *buf = (const uint8_t *)PyBytes_AS_STRING(data);
+    Py_ssize_t size = PyBytes_GET_SIZE(data), n = PyList_GET_SIZE(plan);
+    Py_ssize_t nbatches = PyList_GET_SIZE(starts);
+    for (int c = 1; c < 8; c++)
+        if (PyList_GET_SIZE(cols[c]) != nbatches)
+            Py_RETURN_NONE;
+    long long applied = 0;
+    int why = 0;
+    Py_ssize_t before = k > 0 ? PyLong_AsSsize_t(PyList_GET_ITEM(plan, k - 1)) : -1;
+
+    for (; k < n; k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(plan, k));
+        if (i < 0 || i >= nbatches || PyErr_Occurred())
+            goto fail;
+        int free_of_txn = no_txn(b);
+        if (free_of_txn < 0)
+            goto fail;
+        if (i - before > 1 && free_of_txn) {  /* pass_noops: the run's last NoOp */
+            Py_ssize_t j = i - 1;
+            long long off = item_ll(base, j);
+            if (off >= skip_below && (!has_upto || off <= upto)) {
+                PyObject *o = PyList_GET_ITEM(base, j);
+                Py_INCREF(o);
+                if (set_prov(prov, o, PyList_GET_ITEM(epoch, j), PyList_GET_ITEM(max_ts, j)) < 0)
+                    goto fail;
+            }
+        }
+        before = i;
+        if (item_ll(count, i) != 1 || (item_ll(attrs, i) & 0x27) || !free_of_txn)
+            break;  /* compressed, control, several records, a transaction: Python's */
+        long long pos = item_ll(starts, i), len = item_ll(length, i);
+        Py_ssize_t at = (Py_ssize_t)pos + 61, end = (Py_ssize_t)(pos + 12 + len);
+        Rec r;
+        if (pos < 0 || end > size || at > end ||
+                !parse_record(buf, &at, end, item_ll(base, i), 1, &r) || at != end)
+            break;  /* apply_batch frames it the checked way, and says what */
+        if (!((skip_below >= 0 && r.off < skip_below) || (has_upto && r.off > upto))) {
+            if (r.key != noop_key) {
+                if (r.key < 0 || r.vend < 0 || r.off < 0)
+                    break;
+                PyObject *kobj = PyLong_FromLong(r.key << 7 | r.ver);
+                if (kobj == NULL)
+                    goto fail;
+                PyObject *kind = PyDict_GetItemWithError(plans, kobj);  /* borrowed */
+                Py_DECREF(kobj);
+                if (kind != NULL)
+                    Py_INCREF(kind);
+                else if (PyErr_Occurred())
+                    goto fail;
+                else if ((kind = PyObject_CallFunction(plain_kind, "ll", r.key, r.ver)) == NULL)
+                    goto fail;
+                if (!PyTuple_Check(kind) || PyTuple_GET_SIZE(kind) != 2) {
+                    Py_DECREF(kind);
+                    break;  /* not a plain kind */
+                }
+                PyObject *dargs[3] = {data, PyLong_FromSsize_t(r.body), PyLong_FromSsize_t(r.vend)};
+                PyObject *res = NULL;
+                if (dargs[1] != NULL && dargs[2] != NULL)
+                    res = PyObject_Vectorcall(PyTuple_GET_ITEM(kind, 0), dargs, 3, NULL);
+                Py_XDECREF(dargs[1]);
+                Py_XDECREF(dargs[2]);
+                if (res == NULL) {
+                    Py_DECREF(kind);
+                    if (PyErr_ExceptionMatches(PyExc_MemoryError))
+                        goto fail;
+                    PyErr_Clear();
+                    break;  /* apply_batch decodes it the checked way */
+                }
+                PyObject *d = PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 2 ?
+                              PyTuple_GET_ITEM(res, 0) : NULL;
+                Py_ssize_t got = d ? PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1)) : -1;
+                int tagged = d && PyDict_Check(d) ? PyDict_Contains(d, unknown_key) : -1;
+                if (PyErr_Occurred())
+                    PyErr_Clear();
+                if (d == NULL || got != r.vend || tagged != 0) {
+                    /* unknown tags (said once, by the general loop) or anything odd */
+                    Py_DECREF(res);
+                    Py_DECREF(kind);
+                    break;
+                }
+                PyObject *vpos = PyLong_FromSsize_t(r.vpos);
+                int bad = vpos == NULL || PyObject_SetAttr(b, s_pos, vpos) < 0;
+                Py_XDECREF(vpos);
+                PyObject *handler = PyTuple_GET_ITEM(kind, 1);
+                if (!bad && handler != Py_None) {
+                    PyObject *offobj = PyLong_FromLongLong(r.off);
+                    bad = offobj == NULL ||
+                          PyObject_SetAttr(replayer, s_at, PyList_GET_ITEM(plan, k)) < 0;
+                    if (!bad) {
+                        applied++;
+                        since++;
+                        PyObject *hargs[3] = {b, d, offobj};
+                        PyObject *out = PyObject_Vectorcall(handler, hargs, 3, NULL);
+                        bad = out == NULL;
+                        Py_XDECREF(out);
+                    }
+                    Py_XDECREF(offobj);
+                }
+                Py_DECREF(res);
+                Py_DECREF(kind);
+                if (bad)
+                    goto fail;
+            }
+            long long last = item_ll(base, i) + item_ll(delta, i);
+            if (set_prov(prov, PyLong_FromLongLong(!has_upto || upto >= last ? last : r.off),
+                         PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i)) < 0)
+                goto fail;
+        }
+        if (since >= every) {  /* a mark due, if journaled and outside a transaction */
+            PyObject *journal = PyObject_GetAttr(b, s_journal);
+            if (journal == NULL)
+                goto fail;
+            int journaled = journal != Py_None;
+            Py_DECREF(journal);
+            int outside = no_txn(b);
+            if (outside < 0)
+                goto fail;
+            if (journaled && outside) {
+                why = 1;
+                break;
+            }
+        }
+    }
+    return Py_BuildValue("(nLLi)", k, since, applied, why);
+fail:
+    {
+        /* what was applied before the error still counts: the caller adds it */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *state = Py_BuildValue("(LL)", since, applied);
+        if (state != NULL) {
+            PyObject_SetAttrString(replayer, "_run_state", state);
+            Py_DECREF(state);
+        }
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+        return NULL;
+    }
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyObject *crc(PyObject *self, PyObject *args)
@@ -355,6 +595,8 @@ static PyMethodDef methods[] = {
     {"frame", (PyCFunction)(void (*)(void))frame, METH_FASTCALL,
      "frame(buf, pos, end, count, base, metadata) -> the records' ranges, or None"},
     {"crc32c", crc, METH_VARARGS, "crc32c(data, start, end) -> int"},
+    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
+     "run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why) or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -365,5 +607,10 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__cwalk(void)
 {
     crc_init();
+    const char *names[] = {"txn", "journal", "offset", "epoch", "time_ms", "_pos", "at"};
+    PyObject **slots[] = {&s_txn, &s_journal, &s_offset, &s_epoch, &s_time_ms, &s_pos, &s_at};
+    for (int i = 0; i < 7; i++)
+        if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL)
+            return NULL;
     return PyModule_Create(&module);
 }
