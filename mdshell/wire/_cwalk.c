@@ -1,6 +1,6 @@
 /* The walk of a clean log segment and the framing of its records, at C speed.
  *
- * Optional (setup.py): mdshell/wire/cwalk.py says when it is used, and the pure-Python
+ * Optional (setup.py; mdshell/wire/native.py says whether it is used), and the Python
  * code it stands for gives the same results (tests compare them on every fixture, the
  * corpus and damaged copies). Nothing here judges damage: when anything is not as a clean
  * batch has it, a function returns None and the Python code reads the bytes its own way,
