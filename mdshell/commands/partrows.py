@@ -161,8 +161,10 @@ class DescribeRows(res.RowStream):
             yield f"{name}  {str(pid).ljust(w1)}  {line}"
 
     def json_chunks(self) -> Iterator[str]:
-        """``json.dumps(list(self), indent=2)`` ~256 kB at a time."""
+        """``json.dumps(list(self), indent=2)`` ~256 kB at a time (a row's pieces joined
+        with its chunk's: no string made a row)."""
         out: list[str] = []
+        extend = out.extend
         size = 0
         sep = "[\n  "
         last: m.Topic | None = None
@@ -173,15 +175,15 @@ class DescribeRows(res.RowStream):
                 head = (f'{{\n    "topic": {string(t.name)},\n    "topicId": '
                         f'{string(uuid_str(t.id))},\n    "partition": ')
             tail = st.json.get(need)
-            if tail is None:
-                tail = st.json[need] = dumps(st.data(need), 1)[6:]  # past '{\n    '
-            piece = f"{sep}{head}{pid},\n    {tail}"
+            if tail is None:  # past dumps' '{\n    '
+                tail = st.json[need] = ",\n    " + dumps(st.data(need), 1)[6:]
+            extend((sep, head, str(pid), tail))
             sep = ",\n  "
-            out.append(piece)
-            size += len(piece)
+            size += len(tail)
             if size > res.CHUNK:
                 yield "".join(out)
                 out, size = [], 0
+                extend = out.extend
         out.append("[]" if last is None else "\n]")
         yield "".join(out)
 
