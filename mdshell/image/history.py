@@ -200,7 +200,6 @@ class Replayer:
                 return done
         starts, base, length, delta, epoch, max_ts, attrs, count = cols
         frame = wire_batch.cframe or _frame
-        plans, plain_kind = replay.PLAIN, replay.plain
         every, since = self.every, self._since
         n = len(plan)
         before = plan[k - 1] if k else -1
@@ -208,11 +207,8 @@ class Replayer:
             while k < n:
                 self.at = i = plan[k]
                 prov = b.image.provenance
-                if i - before > 1 and b.txn is None:  # pass_noops: the run's last NoOp
-                    j = i - 1
-                    off = base[j]
-                    if off >= skip_below and (upto is None or off <= upto):
-                        prov.offset, prov.epoch, prov.time_ms = off, epoch[j], max_ts[j]
+                if i - before > 1:  # the one-NoOp batches passed over before this one
+                    b.pass_noops(base[i - 1], epoch[i - 1], max_ts[i - 1], upto, skip_below)
                 before = i
                 if not plain or count[i] != 1 or attrs[i] & _NOT_PLAIN or b.txn is not None:
                     return k
@@ -224,28 +220,11 @@ class Replayer:
                 off, vpos, vend, key, ver, body = framed[0]
                 if not ((skip_below >= 0 and off < skip_below)
                         or (upto is not None and off > upto)):
-                    if key != _NO_OP:  # ImageBuilder._record, inline
-                        if key < 0 or vend < 0 or off < 0:
+                    if key != _NO_OP:
+                        applied = b._record(data, off, vpos, vend, key, ver, body)
+                        if applied < 0:
                             return k
-                        kind = plans.get(key << 7 | ver)
-                        if kind is None:
-                            kind = plain_kind(key, ver)
-                        if not kind:
-                            return k
-                        dec, handler = kind  # type: ignore[misc]
-                        try:
-                            d, at = dec(data, body, vend)
-                        except Exception:
-                            return k  # apply_batch decodes it the checked way
-                        if at != vend:
-                            return k
-                        b._pos = vpos
-                        if handler is not None:
-                            if UNKNOWN_TAGS in d:
-                                b._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
-                            b.records_applied += 1
-                            since += 1
-                            handler(b, d, off)
+                        since += applied
                     last = base[i] + delta[i]
                     prov.offset = last if upto is None or upto >= last else off
                     prov.epoch, prov.time_ms = epoch[i], max_ts[i]
