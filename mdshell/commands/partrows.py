@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any
 
 from ..image import model as m
-from ..tree.jsontext import dumps, string
+from ..tree.jsontext import string
 from ..tree.partitions import clean_partition
 from ..wire.frames import PARTITION_PREFIX_SIZE
 from ..wire.primitives import uuid_str
@@ -26,7 +26,8 @@ from .textform import NONE, cell
 class _State:
     """What a row shows of one distinct partition state."""
 
-    __slots__ = ("cells", "isr", "json", "line", "offline", "part", "under_replicated")
+    __slots__ = ("_json_head", "cells", "isr", "json", "line", "offline", "part",
+                 "under_replicated")
 
     def __init__(self, img: m.Image, p: m.Partition) -> None:
         self.part = p
@@ -40,6 +41,26 @@ class _State:
                       cell(p.adding_replicas), cell(p.removing_replicas))
         self.line: str | None = None  # the cells aligned (one command's widths)
         self.json: dict[int, str] = {}  # the row's JSON after its partition, by minIsr
+        self._json_head: str | None = None  # that JSON up to underMinIsr
+
+    def json_tail(self, need: int) -> str:
+        """The row's JSON past its ``"partition": N``: what ``dumps(self.data(need), 1)``
+        writes past its first field, written directly (json's indenting encoder is pure
+        Python, and a row per distinct state and min.insync.replicas is made)."""
+        head = self._json_head
+        if head is None:
+            p = self.part
+            leader = "null" if p.leader == m.NO_LEADER else str(p.leader)
+            head = self._json_head = (
+                f',\n    "leader": {leader},\n    "replicas": {_ints(p.replicas)},\n    '
+                f'"isr": {_ints(p.isr)},\n    "elr": {_ints(p.elr)},\n    "lastKnownElr": '
+                f'{_ints(p.last_known_elr)},\n    "addingReplicas": {_ints(p.adding_replicas)}'
+                f',\n    "removingReplicas": {_ints(p.removing_replicas)},\n    '
+                f'"underReplicated": {_bool(self.under_replicated)},\n    "offline": '
+                f'{_bool(self.offline)},\n    "underMinIsr": ')
+        tail = self.json[need] = (f'{head}{_bool(self.isr < need)},\n    "minIsr": {need}'
+                                  '\n  }')
+        return tail
 
     def data(self, need: int) -> dict[str, Any]:
         p = self.part
@@ -49,6 +70,17 @@ class _State:
                 "removingReplicas": p.removing_replicas,
                 "underReplicated": self.under_replicated, "offline": self.offline,
                 "underMinIsr": self.isr < need, "minIsr": need}
+
+
+def _ints(values: list[int]) -> str:
+    """A list of broker ids as ``dumps`` writes it two levels deep."""
+    if not values:
+        return "[]"
+    return "[\n      " + ",\n      ".join(map(str, values)) + "\n    ]"
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def _shown(p: m.Partition) -> tuple[Any, ...]:
@@ -175,8 +207,8 @@ class DescribeRows(res.RowStream):
                 head = (f'{{\n    "topic": {string(t.name)},\n    "topicId": '
                         f'{string(uuid_str(t.id))},\n    "partition": ')
             tail = st.json.get(need)
-            if tail is None:  # past dumps' '{\n    '
-                tail = st.json[need] = ",\n    " + dumps(st.data(need), 1)[6:]
+            if tail is None:
+                tail = st.json_tail(need)
             extend((sep, head, str(pid), tail))
             sep = ",\n  "
             size += len(tail)

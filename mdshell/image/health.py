@@ -62,7 +62,7 @@ class Check:
 def _partitions(img: m.Image) -> Iterator[tuple[m.Topic, int, m.Partition]]:
     for topic in sorted(img.topics_by_name.values(), key=lambda t: t.name):
         for pid in sorted(topic.partitions):
-            p = topic.partition(pid)
+            p = topic.shared(pid)  # read only
             if p is not None:
                 yield topic, pid, p
 

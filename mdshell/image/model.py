@@ -13,7 +13,7 @@ from typing import Any
 
 from ..wire import codec
 from ..wire.codec import UNKNOWN_TAGS
-from ..wire.frames import MIGRATING_DIR
+from ..wire.frames import MIGRATING_DIR, PARTITION_PREFIX_SIZE
 from ..wire.kinds import RecordKind
 from ..wire.primitives import DecodeError
 from ..wire.records import METADATA
@@ -133,6 +133,35 @@ def decode_clean(lazy: LazyPartition) -> Partition | None:
     return partition_from_record(d)
 
 
+def record_key(lazy: LazyPartition) -> tuple[int, bytes]:
+    """What an undecoded partition depends on: its record's version and bytes past the
+    partition and topic ids (hot loops compute it inline, per partition)."""
+    buf, body, end, version = lazy
+    return (version, bytes(buf[body + PARTITION_PREFIX_SIZE:end]))
+
+
+# The partition of an undecoded PartitionRecord by :func:`record_key`: views reading every
+# partition (``health``, ``topics --describe``) decode each distinct record once, as replica
+# sets repeat across a cluster (870 distinct among 100k generated partitions). The objects
+# are shared by every partition with those bytes: read them, never change them. Bounded:
+# emptied when full.
+SHARED: dict[tuple[int, bytes], Partition] = {}
+SHARED_MAX = 16_384
+
+
+def shared_clean(key: tuple[int, bytes], lazy: LazyPartition) -> Partition | None:
+    """The shared partition of an undecoded record whose :func:`record_key` is ``key``;
+    None: it does not decode cleanly (:meth:`Topic.partition` says what is wrong)."""
+    p = SHARED.get(key)
+    if p is None:
+        p = decode_clean(lazy)
+        if p is not None:
+            if len(SHARED) >= SHARED_MAX:
+                SHARED.clear()
+            SHARED[key] = p
+    return p
+
+
 @dataclass(slots=True)
 class Topic:
     """A topic and its partitions, decoded or held as undecoded records."""
@@ -151,6 +180,14 @@ class Topic:
         if isinstance(p, tuple):
             return self._decode(pid, p)
         return p
+
+    def shared(self, pid: int) -> Partition | None:
+        """:meth:`partition`, an undecoded record's shared with every partition of the same
+        bytes (:func:`shared_clean`): read it, never change it."""
+        p = self.partitions.get(pid)
+        if type(p) is tuple:
+            return shared_clean(record_key(p), p) or self._decode(pid, p)
+        return p  # type: ignore[return-value]
 
     def _decode(self, pid: int, lazy: LazyPartition) -> Partition | None:
         p = decode_clean(lazy)

@@ -25,19 +25,6 @@ class RenderOptions:
     show_secrets: bool = False
 
 
-class Subtree:
-    """A directory's ``tree`` lines made in one go (see :meth:`Node.subtree`). A plain class:
-    a NamedTuple costs a one-shot command more to define than this is used."""
-
-    __slots__ = ("costly", "lines")
-
-    def __init__(self, lines: list[str], costly: bool) -> None:
-        self.lines = lines
-        # Worth keeping to print again (``byId`` and ``byName`` hold the same topics), rather
-        # than made again: most of it was not found ready-made.
-        self.costly = costly
-
-
 class Node:
     """Base node. Directories override ``names``/``child``; leaves override ``text``/``data``."""
 
@@ -69,10 +56,11 @@ class Node:
         change, so the same object (``is``) means the same subtree (``diff`` skips it)."""
         return None
 
-    def subtree(self, opts: RenderOptions, indent: int) -> Subtree | None:
-        """What ``tree`` prints below this directory at ``indent`` levels, when the node
-        makes it faster than child by child (a topic's partitions); None: walk the
-        children."""
+    def subtree(self, opts: RenderOptions, indent: int) -> list[str] | None:
+        """The lines ``tree`` prints below this directory at ``indent`` levels, when the
+        node makes them faster than child by child (a topic's partitions), their strings
+        shared where they repeat (so keeping them to print again costs a pointer a line);
+        None: walk the children."""
         return None
 
     def subtree_json(self, opts: RenderOptions, level: int) -> list[str] | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..image import model as m
-from ..wire.frames import PARTITION_PREFIX_SIZE
 from . import leaves as lv
 from .jsontext import dumps
 
@@ -43,11 +42,8 @@ LAZY_TEXT: dict[tuple[int, bytes], str] = {}
 LAZY_TEXT_MAX = 16_384
 
 
-def record_key(lazy: m.LazyPartition) -> tuple[int, bytes]:
-    """What an undecoded partition's text and JSON depend on: its record's version and bytes
-    past the partition and topic ids (the subtree loops compute it inline, per partition)."""
-    buf, body, end, version = lazy
-    return (version, bytes(buf[body + PARTITION_PREFIX_SIZE:end]))
+record_key = m.record_key
+clean_partition = m.shared_clean  # each distinct record decoded once, shared with the views
 
 
 def remember(cache: dict[Any, str], key: Any, text: str) -> str:
@@ -56,25 +52,6 @@ def remember(cache: dict[Any, str], key: Any, text: str) -> str:
         cache.clear()
     cache[key] = text
     return text
-
-
-# The partition of an undecoded PartitionRecord, by the same key as LAZY_TEXT: the views
-# (``topics --describe``) decode each distinct record once. The objects are shared by every
-# partition with those bytes: read them, never change them. Bounded: emptied when full.
-LAZY_PARTS: dict[tuple[int, bytes], m.Partition] = {}
-
-
-def clean_partition(key: tuple[int, bytes], lazy: m.LazyPartition) -> m.Partition | None:
-    """The shared partition of an undecoded record whose :func:`record_key` is ``key``;
-    None: it does not decode cleanly (:meth:`Topic.partition` says what is wrong)."""
-    p = LAZY_PARTS.get(key)
-    if p is None:
-        p = m.decode_clean(lazy)
-        if p is not None:
-            if len(LAZY_PARTS) >= LAZY_TEXT_MAX:
-                LAZY_PARTS.clear()
-            LAZY_PARTS[key] = p
-    return p
 
 
 def lazy_text(topic: m.Topic, pid: int, lazy: m.LazyPartition) -> str:
@@ -87,6 +64,28 @@ def lazy_text(topic: m.Topic, pid: int, lazy: m.LazyPartition) -> str:
         checked = topic.partition(pid)
         return UNDECODABLE_PARTITION if checked is None else lv.partition_text(checked)
     return remember(LAZY_TEXT, key, lv.partition_text(p))
+
+
+# ``tree``'s lines of undecoded partitions, by indent, then as LAZY_TEXT by record bytes: the
+# text with its indentation, one string shared by every partition with those bytes. And the
+# name lines of partitions (``  7:``) by indent, then by number. Bounded: emptied when full.
+LINES: dict[int, dict[Any, str]] = {}
+HEADS: dict[int, dict[Any, str]] = {}
+
+# A topic's partition numbers in the order ``tree`` sorts names (as text: 10 before 2), by
+# the numbers in the map's order: topics made alike share it. Bounded: emptied when full.
+_ORDERS: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def name_order(parts: dict[int, Any]) -> tuple[int, ...]:
+    """The keys of ``parts`` sorted as names."""
+    keys = tuple(parts)
+    order = _ORDERS.get(keys)
+    if order is None:
+        if len(_ORDERS) >= LAZY_TEXT_MAX:
+            _ORDERS.clear()
+        order = _ORDERS[keys] = tuple(sorted(keys, key=str))
+    return order
 
 
 def part_data(topic: m.Topic, pid: int) -> Any:

@@ -5,9 +5,10 @@ per leaf), lines travel in chunks (written a chunk at a time), and a directory t
 its lines in one go does (:meth:`Node.subtree`: a topic looks its partitions' text up by
 their record bytes, so 100k partitions print without being decoded). Images share what did
 not change, and ``/image/topics/byName/X`` and ``/image/topics/byId/Y`` are the same topic
-object: the contract of :meth:`Node.ident` (same object, same subtree) lets a subtree that
-was costly to render be printed again from its lines; a cheap one is made again instead of
-held (the text of 100k partitions is 40 MiB).
+object: the contract of :meth:`Node.ident` (same object, same subtree) lets a subtree be
+printed again from its lines. A topic's lines are shared strings (a partition's text by its
+record bytes, its name line by its number), so holding 100k partitions' lines costs pointers,
+not the 40 MiB of their text.
 
 ``-o json`` goes the same way (:func:`tree_json`): the text ``json.dumps`` would make of
 :func:`tree_data`, written a piece at a time, a topic in one go with its partitions' JSON
@@ -23,8 +24,9 @@ from typing import Any
 from .jsontext import string
 from .node import Node, RenderOptions
 
-# How many rendered lines are kept for reuse at most (~300 bytes each): beyond it, subtrees
-# are rendered again rather than held (a million-partition tree stays within memory).
+# How many rendered lines are kept for reuse at most (a topic's are shared strings, other
+# directories' up to ~300 bytes each): beyond it, subtrees are rendered again rather than
+# held (a million-partition tree stays within memory).
 MEMO_LINES = 300_000
 
 
@@ -41,8 +43,8 @@ def tree_chunks(node: Node, opts: RenderOptions, indent: int = 0) -> Iterator[li
         return
     made = node.subtree(opts, indent)
     if made is not None:
-        if made.lines:
-            yield made.lines
+        if made:
+            yield made
         return
     yield from _Walk(opts).chunks(node, indent)
 
@@ -58,9 +60,6 @@ class _Walk:
         # its id from being reused while the walk runs.
         self.memo: dict[int, tuple[object, int, list[str]]] = {}
         self.budget = MEMO_LINES
-        # How many cheap subtrees were made in one go: what holds one is not kept (making it
-        # again costs little, keeping 100k partitions' text 40 MiB).
-        self.remade = 0
 
     def chunks(self, node: Node, indent: int) -> Iterator[list[str]]:
         pad = "  " * indent
@@ -87,12 +86,10 @@ class _Walk:
                     continue
             made = child.subtree(opts, indent + 1)
             if made is not None:
-                if ident is not None and made.costly:
-                    self._keep(ident, indent + 1, made.lines)
-                else:
-                    self.remade += 1
-                if made.lines:
-                    yield made.lines
+                if ident is not None:
+                    self._keep(ident, indent + 1, made)
+                if made:
+                    yield made
             elif ident is None:
                 yield from self.chunks(child, indent + 1)
             else:
@@ -103,11 +100,8 @@ class _Walk:
     def _recorded(self, node: Node, ident: object, indent: int) -> Iterator[list[str]]:
         """The chunks of ``node`` as they are made, kept for reuse while within the budget."""
         kept: list[str] | None = []
-        remade = self.remade
         for chunk in self.chunks(node, indent):
-            if self.remade != remade:
-                kept = None
-            elif kept is not None:
+            if kept is not None:
                 if len(kept) + len(chunk) <= self.budget:
                     kept += chunk
                 else:

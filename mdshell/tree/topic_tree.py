@@ -11,17 +11,20 @@ from ..wire.frames import PARTITION_PREFIX_SIZE
 from ..wire.primitives import uuid_from_str, uuid_str
 from . import leaves as lv
 from .jsontext import string
-from .node import Dir, Node, RenderOptions, Subtree, Value
+from .node import Dir, Node, RenderOptions, Value
 from .partitions import (
+    HEADS,
     LAZY_JSON,
-    LAZY_TEXT,
+    LINES,
     at_level,
     lazy_json,
     lazy_text,
+    name_order,
     part_data,
     part_json,
     part_key,
     part_text,
+    remember,
 )
 
 
@@ -62,32 +65,36 @@ class TopicDir(Dir):
                          child_ident, changed)
         self.topic = topic
 
-    def subtree(self, opts: RenderOptions, indent: int) -> Subtree:
+    def subtree(self, opts: RenderOptions, indent: int) -> list[str]:
         pad = "  " * indent
-        inner = pad + "  "
         topic = self.topic
         parts = topic.partitions
-        texts = LAZY_TEXT
+        # The lines are shared: a partition's (indented) text by its record bytes, its name
+        # line by its number, so holding a topic's lines to print it again (``byId`` and
+        # ``byName``) costs a pointer a line.
+        texts = at_level(LINES, indent + 1)
+        heads = at_level(HEADS, indent)
         skip = PARTITION_PREFIX_SIZE
-        made = 0  # texts not found ready-made
         lines: list[str] = []
         add = lines.append
-        # Sorted as names, like every directory: numbers (even "-1") come before "id".
-        for pid in sorted(parts, key=str):
+        for pid in name_order(parts):
             p = parts[pid]
+            head = heads.get(pid)
+            if head is None:
+                head = remember(heads, pid, f"{pad}{pid}:")
+            add(head)
             if type(p) is tuple:
                 buf, body, end, version = p
-                text = texts.get((version, bytes(buf[body + skip:end])))
+                key = (version, bytes(buf[body + skip:end]))
+                text = texts.get(key)
                 if text is None:
-                    text = lazy_text(topic, pid, p)
-                    made += 1
+                    text = remember(texts, key, pad + "  " + lazy_text(topic, pid, p))
+                add(text)
             else:
-                text = lv.partition_text(p)  # type: ignore[arg-type]
-                made += 1
-            add(f"{pad}{pid}:")
-            add(inner + text)
-        lines += (f"{pad}id:", inner + uuid_str(topic.id), f"{pad}name:", inner + topic.name)
-        return Subtree(lines, made * 4 > len(parts))
+                add(pad + "  " + lv.partition_text(p))  # type: ignore[arg-type]
+        lines += (f"{pad}id:", f"{pad}  {uuid_str(topic.id)}", f"{pad}name:",
+                  f"{pad}  {topic.name}")
+        return lines
 
     def subtree_json(self, opts: RenderOptions, level: int) -> list[str]:
         topic = self.topic
