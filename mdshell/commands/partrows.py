@@ -89,12 +89,20 @@ def _shown(p: m.Partition) -> tuple[Any, ...]:
             tuple(p.adding_replicas), tuple(p.removing_replicas))
 
 
+# The most rows of JSON written at once (~800 kB).
+CHUNK_ROWS = 2048
+
 Row = tuple[m.Topic, int, int, _State]  # topic, partition, its min.insync.replicas, state
+# A topic's rows: the topic, its min.insync.replicas, its partitions' numbers and states.
+TopicRows = tuple[m.Topic, int, list[int], list[_State]]
 
 
 class DescribeRows(res.RowStream):
     """``topics --describe``: the chosen topics' partitions (numerically), keeping those a
-    filter asks for (``under_replicated``, ``offline``, ``under_min_isr``; none: all)."""
+    filter asks for (``under_replicated``, ``offline``, ``under_min_isr``; none: all).
+    Rows are made a topic at a time, in lists (a row is a partition number and a state
+    shared by the partitions of the same record bytes), so the loops over 100k rows are
+    mostly comprehensions, joins and maps."""
 
     def __init__(self, img: m.Image, topics: list[m.Topic],
                  filters: tuple[bool, bool, bool]) -> None:
@@ -104,38 +112,63 @@ class DescribeRows(res.RowStream):
         self._states: dict[Any, _State] = {}
         self._count: int | None = None
 
-    def _rows(self) -> Iterator[Row]:
+    def _topic_rows(self) -> Iterator[TopicRows]:
         from ..image.health import min_isr  # not on a one-shot's start-up path
 
         img = self.img
-        states = self._states
+        get = self._states.get
         skip = PARTITION_PREFIX_SIZE
         under, offline, under_min = self.filters
-        filtering = under or offline or under_min
         for t in self.topics:
             need = min_isr(img, t.name)[0]
             parts = t.partitions
-            for pid in sorted(parts):
-                p = parts[pid]
-                if type(p) is tuple:
-                    buf, body, end, version = p
-                    key: Any = (version, bytes(buf[body + skip:end]))
-                else:  # changed in the log: by what the row shows of it
-                    key = _shown(p)  # type: ignore[arg-type]
-                st = states.get(key)
-                if st is None:
-                    part = clean_partition(key, p) if type(p) is tuple else p
-                    if part is None:  # damaged or unknown tags: the topic says what
-                        part = t.partition(pid)
-                        if part is None:
-                            continue
-                        st = _State(img, part)  # not kept: each one is noted
-                    else:
-                        st = states[key] = _State(img, part)  # type: ignore[arg-type]
-                if filtering and not ((under and st.under_replicated)
-                                      or (offline and st.offline)
-                                      or (under_min and st.isr < need)):
-                    continue
+            pids = sorted(parts)
+            keys = [(p[3], bytes(p[0][p[1] + skip:p[2]])) if type(p) is tuple
+                    else _shown(p)  # type: ignore[arg-type]  # changed in the log
+                    for p in map(parts.__getitem__, pids)]
+            states: list[Any] = list(map(get, keys))
+            if None in states:
+                pids, states = self._made(t, pids, keys, states)
+            if under or offline or under_min:
+                keep = [i for i, st in enumerate(states)
+                        if (under and st.under_replicated) or (offline and st.offline)
+                        or (under_min and st.isr < need)]
+                pids = [pids[i] for i in keep]
+                states = [states[i] for i in keep]
+            if pids:
+                yield t, need, pids, states
+
+    def _made(self, t: m.Topic, pids: list[int], keys: list[Any],
+              found: list[_State | None]) -> tuple[list[int], list[_State]]:
+        """The states not found by their key made (each distinct one decoded once); a
+        partition that does not decode is left out (the topic notes it)."""
+        img = self.img
+        states = self._states
+        dropped = False
+        for i in [i for i, st in enumerate(found) if st is None]:
+            key = keys[i]
+            st = states.get(key)
+            if st is None:
+                pid = pids[i]
+                p = t.partitions[pid]
+                part = clean_partition(key, p) if type(p) is tuple else p
+                if part is None:  # damaged or unknown tags: the topic says what
+                    part = t.partition(pid)
+                    if part is None:
+                        dropped = True
+                        continue
+                    st = _State(img, part)  # not kept: each one is noted
+                else:
+                    st = states[key] = _State(img, part)  # type: ignore[arg-type]
+            found[i] = st
+        if not dropped:
+            return pids, found  # type: ignore[return-value]  # every one filled in
+        return ([pid for pid, st in zip(pids, found, strict=True) if st is not None],
+                [st for st in found if st is not None])
+
+    def _rows(self) -> Iterator[Row]:
+        for t, need, pids, states in self._topic_rows():
+            for pid, st in zip(pids, states, strict=True):
                 yield t, pid, need, st
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -145,7 +178,7 @@ class DescribeRows(res.RowStream):
 
     def __len__(self) -> int:
         if self._count is None:
-            self._count = sum(1 for _ in self._rows())
+            self._count = sum(len(pids) for _, _, pids, _ in self._topic_rows())
         return self._count
 
     def cells(self) -> Iterator[list[Any]]:
@@ -154,70 +187,55 @@ class DescribeRows(res.RowStream):
 
     def text_lines(self, columns: Sequence[str]) -> Iterator[str]:
         """The table's lines as :func:`~.textform.table_lines` aligns them: one pass for
-        the widths, one for the lines (each distinct state's aligned cells made once). The
-        rows of the first pass are kept for the second (a tuple each, sharing its state:
-        a tenth of what the image holds, where finding them again took a third of the
-        command)."""
+        the widths, one for the lines (each distinct state's aligned cells, and each
+        partition number's, made once). The rows of the first pass are kept for the second
+        (lists sharing their states: a tenth of what the image holds, where finding them
+        again took a third of the command)."""
+        topics = list(self._topic_rows())
+        self._count = sum(len(pids) for _, _, pids, _ in topics)
         widths = [len(c) for c in columns]
-        seen: set[int] = set()
-        count = 0
-        last: m.Topic | None = None
-        rows = list(self._rows())
-        for t, pid, _, st in rows:
-            count += 1
-            if t is not last:
-                last = t
-                widths[0] = max(widths[0], len(t.name))
-            widths[1] = max(widths[1], len(str(pid)))
-            if id(st) not in seen:
-                seen.add(id(st))
-                for i, c in enumerate(st.cells, 2):
-                    if len(c) > widths[i]:
-                        widths[i] = len(c)
-        self._count = count
-        last = None
+        if topics:
+            widths[0] = max(widths[0], *(len(t.name) for t, _, _, _ in topics))
+        # The widest number is the largest or the most negative.
+        numbers = set().union(*(pids for _, _, pids, _ in topics))
+        if numbers:
+            widths[1] = max(widths[1], len(str(max(numbers))), len(str(min(numbers))))
+        distinct = list(dict.fromkeys(st for _, _, _, states in topics for st in states))
+        for st in distinct:
+            for i, c in enumerate(st.cells, 2):
+                if len(c) > widths[i]:
+                    widths[i] = len(c)
         yield "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()
         w0, w1 = widths[0], widths[1]
         rest = widths[2:]
-        for st in self._states.values():
-            st.line = None
-        name = ""
-        for t, pid, _, st in rows:
-            if t is not last:
-                last = t
-                name = t.name.ljust(w0)
-            line = st.line
-            if line is None:  # the leader cell is never empty: rstrip is the tail's
-                line = st.line = "  ".join(c.ljust(w) for c, w in zip(st.cells, rest,
-                                                                     strict=True)).rstrip()
-            yield f"{name}  {str(pid).ljust(w1)}  {line}"
+        for st in distinct:  # the leader cell is never empty: rstrip is the tail's
+            st.line = "  ".join(c.ljust(w) for c, w in zip(st.cells, rest,
+                                                         strict=True)).rstrip()
+        number = {pid: str(pid).ljust(w1) for pid in numbers}
+        for t, _, pids, states in topics:
+            name = t.name.ljust(w0)
+            yield from [f"{name}  {col}  {st.line}"
+                        for col, st in zip(map(number.__getitem__, pids), states,
+                                           strict=True)]
 
     def json_chunks(self) -> Iterator[str]:
-        """``json.dumps(list(self), indent=2)`` ~256 kB at a time (a row's pieces joined
-        with its chunk's: no string made a row)."""
-        out: list[str] = []
-        extend = out.extend
-        size = 0
-        sep = "[\n  "
-        last: m.Topic | None = None
-        head = ""
-        for t, pid, need, st in self._rows():
-            if t is not last:
-                last = t
-                head = (f'{{\n    "topic": {string(t.name)},\n    "topicId": '
-                        f'{string(uuid_str(t.id))},\n    "partition": ')
-            tail = st.json.get(need)
-            if tail is None:
-                tail = st.json_tail(need)
-            extend((sep, head, str(pid), tail))
-            sep = ",\n  "
-            size += len(tail)
-            if size > res.CHUNK:
+        """``json.dumps(list(self), indent=2)`` up to :data:`CHUNK_ROWS` rows of a topic at a
+        time (a row's pieces joined with its chunk's: no string made a row)."""
+        first = True
+        for t, need, pids, states in self._topic_rows():
+            head = (f'{{\n    "topic": {string(t.name)},\n    "topicId": '
+                    f'{string(uuid_str(t.id))},\n    "partition": ')
+            tails = [st.json.get(need) or st.json_tail(need) for st in states]
+            for at in range(0, len(pids), CHUNK_ROWS):
+                some = pids[at:at + CHUNK_ROWS]
+                out = [",\n  ", head, "", ""] * len(some)
+                out[2::4] = map(str, some)
+                out[3::4] = tails[at:at + CHUNK_ROWS]
+                if first:
+                    out[0] = "[\n  "
+                    first = False
                 yield "".join(out)
-                out, size = [], 0
-                extend = out.extend
-        out.append("[]" if last is None else "\n]")
-        yield "".join(out)
+        yield "[]" if first else "\n]"
 
 
 class RowCells(Sequence[list[Any]]):
