@@ -164,12 +164,10 @@ def test_topic_made_in_one_go_matches_child_by_child() -> None:
         topic = m.Topic("t", source.id, {-1: lazy[0], 2: lazy[1], 10: decoded, 3: damaged,
                                          **{100 + i: p for i, p in enumerate(lazy)}}, notes)
         made = TopicDir(topic).subtree(opts, 2)
-        assert made.lines == _walked(TopicDir(topic), opts, "    "), attempt
-        assert made.lines[:6] == ["    -1:", made.lines[1], "    10:", made.lines[3], "    100:",
-                                  made.lines[5]]
-        assert made.lines[-4:] == ["    id:", f"      {uuid_str(source.id)}", "    name:",
-                                   "      t"]
-        assert f"      {UNDECODABLE_PARTITION}" in made.lines
+        assert made == _walked(TopicDir(topic), opts, "    "), attempt
+        assert made[:6] == ["    -1:", made[1], "    10:", made[3], "    100:", made[5]]
+        assert made[-4:] == ["    id:", f"      {uuid_str(source.id)}", "    name:", "      t"]
+        assert f"      {UNDECODABLE_PARTITION}" in made
         assert any("t-3 does not decode" in n for n in notes.messages), attempt
 
 
@@ -181,6 +179,6 @@ def test_tree_prints_a_topic_twice_the_same() -> None:
     by_id, by_name = lines.split("\nbyName:\n")
     topic = max(shell.session.latest.image.topics_by_name.values(),
                 key=lambda t: len(t.partitions))
-    body = "\n".join(TopicDir(topic).subtree(RenderOptions(), 2).lines)
+    body = "\n".join(TopicDir(topic).subtree(RenderOptions(), 2))
     assert f"  {topic.name}:\n{body}" in by_name
     assert f"  {uuid_str(topic.id)}:\n{body}" in by_id

@@ -67,10 +67,27 @@ def lazy_text(topic: m.Topic, pid: int, lazy: m.LazyPartition) -> str:
 
 
 # ``tree``'s lines of undecoded partitions, by indent, then as LAZY_TEXT by record bytes: the
-# text with its indentation, one string shared by every partition with those bytes. And the
-# name lines of partitions (``  7:``) by indent, then by number. Bounded: emptied when full.
+# text with its indentation, one string shared by every partition with those bytes.
+# Bounded: emptied when full.
 LINES: dict[int, dict[Any, str]] = {}
-HEADS: dict[int, dict[Any, str]] = {}
+# The name lines of a topic's partitions (``  7:``; in JSON ``,\n  "7": ``) by indent, then
+# by the topic's numbers in name order: topics made alike share them. Bounded.
+HEADS: dict[int, dict[Any, list[str]]] = {}
+JSON_NAMES: dict[int, dict[Any, list[str]]] = {}
+
+
+def names_of(store: dict[int, dict[Any, list[str]]], level: int, order: tuple[int, ...],
+             form: str) -> list[str]:
+    """The name lines of partitions ``order`` at ``level``, each ``form`` filled in."""
+    cached = store.get(level)
+    if cached is None:
+        cached = store[level] = {}
+    names = cached.get(order)
+    if names is None:
+        if len(cached) >= 1024:
+            cached.clear()
+        names = cached[order] = [form.format(pid) for pid in order]
+    return names
 
 # A topic's partition numbers in the order ``tree`` sorts names (as text: 10 before 2), by
 # the numbers in the map's order: topics made alike share it. Bounded: emptied when full.

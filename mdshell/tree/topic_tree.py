@@ -7,19 +7,21 @@ from collections.abc import Callable
 from typing import Any
 
 from ..image import model as m
-from ..wire.frames import PARTITION_PREFIX_SIZE
 from ..wire.primitives import uuid_from_str, uuid_str
 from . import leaves as lv
 from .jsontext import string
 from .node import Dir, Node, RenderOptions, Value
 from .partitions import (
     HEADS,
+    JSON_NAMES,
     LAZY_JSON,
+    LAZY_TEXT,
     LINES,
     at_level,
     lazy_json,
     lazy_text,
     name_order,
+    names_of,
     part_data,
     part_json,
     part_key,
@@ -69,29 +71,26 @@ class TopicDir(Dir):
         pad = "  " * indent
         topic = self.topic
         parts = topic.partitions
+        order = name_order(parts)
         # The lines are shared: a partition's (indented) text by its record bytes, its name
-        # line by its number, so holding a topic's lines to print it again (``byId`` and
-        # ``byName``) costs a pointer a line.
+        # lines by the topic's numbers, so holding a topic's lines to print it again
+        # (``byId`` and ``byName``) costs a pointer a line.
         texts = at_level(LINES, indent + 1)
-        heads = at_level(HEADS, indent)
-        skip = PARTITION_PREFIX_SIZE
-        lines: list[str] = []
-        add = lines.append
-        for pid in name_order(parts):
+        found = list(map(texts.get, m.record_keys(map(parts.__getitem__, order))))
+        lines: list[Any] = [None] * (2 * len(order))
+        lines[0::2] = names_of(HEADS, indent, order, f"{pad}{{}}:")
+        lines[1::2] = found
+        for i in [i for i, text in enumerate(found) if text is None]:
+            pid = order[i]
             p = parts[pid]
-            head = heads.get(pid)
-            if head is None:
-                head = remember(heads, pid, f"{pad}{pid}:")
-            add(head)
             if type(p) is tuple:
-                buf, body, end, version = p
-                key = (version, bytes(buf[body + skip:end]))
-                text = texts.get(key)
-                if text is None:
-                    text = remember(texts, key, pad + "  " + lazy_text(topic, pid, p))
-                add(text)
+                key = m.record_key(p)
+                text = pad + "  " + lazy_text(topic, pid, p)
+                if key in LAZY_TEXT:  # it decodes cleanly (else each print notes it)
+                    remember(texts, key, text)
             else:
-                add(pad + "  " + lv.partition_text(p))  # type: ignore[arg-type]
+                text = pad + "  " + lv.partition_text(p)  # type: ignore[arg-type]
+            lines[2 * i + 1] = text
         lines += (f"{pad}id:", f"{pad}  {uuid_str(topic.id)}", f"{pad}name:",
                   f"{pad}  {topic.name}")
         return lines
@@ -100,23 +99,21 @@ class TopicDir(Dir):
         topic = self.topic
         parts = topic.partitions
         pad = "  " * (level + 1)
-        skip = PARTITION_PREFIX_SIZE
+        order = name_order(parts)  # as names: numbers (even "-1") before "id"
         cached = at_level(LAZY_JSON, level + 1)  # the partitions' level
-        out: list[str] = []
-        add = out.append
-        for pid in sorted(parts, key=str):  # as names: numbers (even "-1") before "id"
+        found = list(map(cached.get, m.record_keys(map(parts.__getitem__, order))))
+        for i in [i for i, text in enumerate(found) if text is None]:
+            pid = order[i]
             p = parts[pid]
-            if type(p) is tuple:
-                buf, body, end, version = p
-                text = cached.get((version, bytes(buf[body + skip:end])))
-                if text is None:
-                    text = lazy_json(topic, pid, p, level + 1)
-            else:
-                text = part_json(topic, pid, level + 1)
-            add(f'{pad}"{pid}": {text}')
-        add(f"{pad}\"id\": {string(uuid_str(topic.id))}")
-        add(f"{pad}\"name\": {string(topic.name)}")
-        return ["{\n", ",\n".join(out), "\n" + "  " * level + "}"]
+            found[i] = (lazy_json(topic, pid, p, level + 1) if type(p) is tuple
+                        else part_json(topic, pid, level + 1))
+        out: list[Any] = [None] * (2 * len(order))
+        out[0::2] = names_of(JSON_NAMES, level + 1, order, f',\n{pad}"{{}}": ')
+        out[1::2] = found
+        out += (f",\n{pad}\"id\": {string(uuid_str(topic.id))}",
+                f",\n{pad}\"name\": {string(topic.name)}")
+        out[0] = out[0][2:]  # the first follows "{\n"
+        return ["{\n", *out, "\n" + "  " * level + "}"]
 
 
 def changed_keys(mine: dict[Any, Any], other: object,
