@@ -40,6 +40,9 @@ class Sieve:
         self.learn = learn
         self._buf: object = None  # the buffer the positions below are of (held: its id)
         self._found: dict[bytes, list[int]] = {}  # needle -> where it is in ``_buf``
+        self._known = 0  # how many needles ``_starts`` and ``_ends`` have the places of
+        self._starts: list[int] = []  # where a needle starts in ``_buf``, sorted
+        self._ends: list[int] = []  # where that needle ends
 
     def __call__(self, batch: Batch) -> tuple[bytes, list[Framed]]:
         buf, start, end = batch.payload()
@@ -84,20 +87,32 @@ class Sieve:
         return buf, out
 
     def _hits(self, buf: bytes, start: int, end: int) -> list[int]:
-        """Where the needles are in ``buf[start:end]`` (wholly inside it)."""
+        """Where the needles are in ``buf[start:end]`` (wholly inside it): one bisection of
+        every needle's places in the buffer, merged (most batches hold none)."""
+        if buf is not self._buf or self._known != len(self.needles):
+            self._place(buf)
+        starts, ends = self._starts, self._ends
+        i = bisect.bisect_left(starts, start)
+        out: list[int] = []
+        while i < len(starts) and starts[i] < end:
+            if ends[i] <= end:
+                out.append(starts[i])
+            i += 1
+        return out
+
+    def _place(self, buf: bytes) -> None:
+        """Every needle's places in ``buf`` (kept while the buffer is the same), merged."""
         if buf is not self._buf:
             self._buf = buf
             self._found = _pairs(buf, self.needles)
         found = self._found
-        out: list[int] = []
         for needle in self.needles:
-            at = found.get(needle)
-            if at is None:
-                at = found[needle] = list(_finds(buf, needle, 0, len(buf)))
-            lo = bisect.bisect_left(at, start)
-            hi = bisect.bisect_left(at, end - len(needle) + 1, lo)
-            out += at[lo:hi]
-        return out
+            if needle not in found:
+                found[needle] = list(_finds(buf, needle, 0, len(buf)))
+        places = sorted((i, i + len(n)) for n in self.needles for i in found[n])
+        self._starts = [i for i, _ in places]
+        self._ends = [e for _, e in places]
+        self._known = len(self.needles)
 
     def _all(self, batch: Batch) -> tuple[bytes, list[Framed]]:
         buf, recs = metadata_ranges(batch)
