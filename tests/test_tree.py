@@ -12,7 +12,7 @@ from mdshell.tree.javafmt import iso_zoned_utc, java_double
 from mdshell.tree.node import Node, RenderOptions, StaticDir, Value
 from mdshell.tree.partitions import UNDECODABLE_PARTITION
 from mdshell.tree.paths import GlobError, absolute, compile_glob, resolve
-from mdshell.tree.printer import tree_lines
+from mdshell.tree.printer import tree_data, tree_json, tree_lines
 from mdshell.tree.redact import is_sensitive_config
 from mdshell.tree.topic_tree import TopicDir
 from mdshell.wire.primitives import uuid_str
@@ -169,6 +169,27 @@ def test_topic_made_in_one_go_matches_child_by_child() -> None:
         assert made[-4:] == ["    id:", f"      {uuid_str(source.id)}", "    name:", "      t"]
         assert f"      {UNDECODABLE_PARTITION}" in made
         assert any("t-3 does not decode" in n for n in notes.messages), attempt
+
+
+def test_tree_json_makes_a_topic_once_and_writes_it_twice(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """byId and byName hold the same topic objects: each one's JSON is made once (its pieces
+    kept) and written under both, the whole as json.dumps writes the data."""
+    import json
+
+    shell = open_shell("kafka37-snapshot")
+    topics = shell.session.root.child("image").child("topics")
+    made: list[str] = []
+    real = TopicDir.subtree_json
+
+    def counted(self: TopicDir, opts: RenderOptions, level: int) -> list[str]:
+        made.append(self.topic.name)
+        return real(self, opts, level)
+    monkeypatch.setattr(TopicDir, "subtree_json", counted)
+    text = "".join(tree_json(topics, RenderOptions()))
+    img = shell.session.latest.image
+    assert sorted(made) == sorted(img.topics_by_name) and len(img.topics_by_name) > 1
+    assert text == json.dumps(tree_data(topics, RenderOptions()), indent=2, ensure_ascii=False)
 
 
 def test_tree_prints_a_topic_twice_the_same() -> None:

@@ -110,11 +110,15 @@ def _configs(img: m.Image) -> Node:
     def names() -> list[str]:
         return [config_resource_name(r) for r in img.configs]
 
+    by_name: dict[str, dict[str, str]] = {}  # made on the first look-up (a published
+    # image does not change): ``tree`` looks every resource up
+
     def child(name: str) -> Node | None:
-        for resource, values in img.configs.items():
-            if config_resource_name(resource) == name:
-                return _config_values(values)
-        return None
+        if not by_name:
+            for resource, values in img.configs.items():
+                by_name.setdefault(config_resource_name(resource), values)
+        found = by_name.get(name)
+        return None if found is None else _config_values(found)
     return Dir(names, child)
 
 

@@ -132,7 +132,9 @@ def tree_json(node: Node, opts: RenderOptions, level: int = 0) -> Iterator[str]:
     """The text of ``json.dumps(tree_data(node, opts), indent=2, ensure_ascii=False)``
     placed ``level`` deep, in pieces to be written as they come, without the dicts: a
     directory that can make its JSON in one go does (a topic looks its partitions' JSON up
-    by their record bytes, so 100k partitions are written without being decoded)."""
+    by their record bytes, so 100k partitions are written without being decoded), and its
+    pieces (shared strings) are kept to write it again where the same object is met at the
+    same depth (``byId`` and ``byName``), as ``tree`` keeps its lines."""
     if not node.is_dir:
         yield node.data_json(opts, level)
         return
@@ -140,29 +142,52 @@ def tree_json(node: Node, opts: RenderOptions, level: int = 0) -> Iterator[str]:
     if made is not None:
         yield "".join(made)
         return
-    yield from _dir_json(node, opts, level)
+    yield from _JsonWalk(opts).dir_json(node, level)
 
 
-def _dir_json(node: Node, opts: RenderOptions, level: int) -> Iterator[str]:
-    pad = "  " * (level + 1)
-    out: list[str] = []
-    sep = "{\n"
-    # Sorted as tree_data sorts them; a name listed twice is one key, where it first came.
-    for name in dict.fromkeys(sorted(node.names())):
-        child = node.child(name)
-        if child is None:
-            continue
-        out.append(f"{sep}{pad}{string(name)}: ")
-        sep = ",\n"
-        if not child.is_dir:
-            out.append(child.data_json(opts, level + 1))
-            continue
-        made = child.subtree_json(opts, level + 1)
-        yield "".join(out)  # a topic's JSON is a chunk: written before the next is made
-        out = []
-        if made is not None:
-            yield "".join(made)
-        else:
-            yield from _dir_json(child, opts, level + 1)
-    out.append("{}" if sep == "{\n" else "\n" + "  " * level + "}")
-    yield "".join(out)
+class _JsonWalk:
+    """One JSON rendering: the pieces of the subtrees made in one go, by the identity of
+    their image object, kept within a budget of pieces."""
+
+    def __init__(self, opts: RenderOptions) -> None:
+        self.opts = opts
+        self.memo: dict[int, tuple[object, int, list[str]]] = {}
+        self.budget = MEMO_LINES
+
+    def made(self, child: Node, level: int) -> list[str] | None:
+        """``child.subtree_json(opts, level)``, from the memo when made already."""
+        ident = child.ident()
+        if ident is not None:
+            seen = self.memo.get(id(ident))
+            if seen is not None and seen[0] is ident and seen[1] == level:
+                return seen[2]
+        made = child.subtree_json(self.opts, level)
+        if made is not None and ident is not None and len(made) <= self.budget:
+            self.budget -= len(made)
+            self.memo[id(ident)] = (ident, level, made)
+        return made
+
+    def dir_json(self, node: Node, level: int) -> Iterator[str]:
+        opts = self.opts
+        pad = "  " * (level + 1)
+        out: list[str] = []
+        sep = "{\n"
+        # Sorted as tree_data sorts them; a name listed twice is one key, where it first came.
+        for name in dict.fromkeys(sorted(node.names())):
+            child = node.child(name)
+            if child is None:
+                continue
+            out.append(f"{sep}{pad}{string(name)}: ")
+            sep = ",\n"
+            if not child.is_dir:
+                out.append(child.data_json(opts, level + 1))
+                continue
+            made = self.made(child, level + 1)
+            yield "".join(out)  # a topic's JSON is a chunk: written before the next is made
+            out = []
+            if made is not None:
+                yield "".join(made)
+            else:
+                yield from self.dir_json(child, level + 1)
+        out.append("{}" if sep == "{\n" else "\n" + "  " * level + "}")
+        yield "".join(out)
