@@ -158,3 +158,80 @@ def test_a_picked_record_that_cannot_be_applied_takes_the_full_path() -> None:
 
     result = Shell(session).run(["changes", "/image/topics/byName/after-unknown"])
     assert result.code == 0 and session.spared and not session.is_loaded
+
+
+@pytest.fixture(scope="module")
+def tail_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A snapshot, then a log tail of one-record batches in several segments: NoOps among
+    them, topics made and removed, metadata transactions, every third data batch gzip'd."""
+    from mdshell.synth import Scenario, generate
+
+    out = tmp_path_factory.mktemp("sieved-tail") / "d"
+    generate(Scenario(brokers=5, topics=8, partitions_per_topic=4, history_changes=500,
+                      noops_per_change=2, segment_bytes=40_000, snapshot_at=("setup",),
+                      log_from="snapshot", compression=("none", "none", "gzip"), seed=5),
+             str(out))
+    return out
+
+
+def test_sieved_stretches_pass_over_what_they_cannot_pick(
+        tail_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-shot ``changes`` passes over the batches of a clean stretch whose bytes hold
+    no needle without reading them (``load._Picks``), and says what the full path says for
+    every topic (those made in the log too: their ids are learnt mid-stretch) and a
+    partition of each."""
+    import importlib
+
+    ld = importlib.import_module("mdshell.session.load")  # the package has a load() too
+    passed: list[int] = []
+    real = ld._Picks.passed
+
+    def counted(self: object, plan: list[int], k: int) -> int:
+        got = real(self, plan, k)
+        passed.append(got - k)
+        return got
+    monkeypatch.setattr(ld._Picks, "passed", counted)
+    shell = open_shell(tail_dir)
+    names = sorted(shell.session.latest.image.topics_by_name)
+    assert any(n.startswith("history-") for n in names), names  # made in the log
+    for name in names:
+        for path, output in ((f"/image/topics/byName/{name}", "text"),
+                             (f"/image/topics/byName/{name}/0", "json")):
+            passed.clear()
+            run = cli("-d", str(tail_dir), "-o", output, "changes", path)
+            assert (run.out, run.code) == (_full(shell, path, output)[0], 0), path
+            assert sum(passed) > 100, (path, sum(passed))  # most batches passed over
+
+
+def test_passing_over_unpicked_batches_leaves_the_replay_as_reading_them(
+        tail_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sieved load with the batches it cannot pick passed over ends where reading each of
+    them ends: the records observed and the image's provenance when each was, the
+    provenance at the end, the marks kept, at every ``upto``."""
+    import importlib
+
+    ld = importlib.import_module("mdshell.session.load")
+    source = DirectorySource(str(tail_dir))
+    low, high = source.offset_range()
+    assert high is not None
+
+    def replay(name: str, upto: int | None) -> tuple[object, ...]:
+        seen: list[tuple[int, ...]] = []  # each record, and where the image was then
+        sieve = topic_sieve(["image", "topics", "byName", name])
+        loaded = ld.load(source, upto=upto, history=True, sieve=sieve, every=7,
+                         observer=lambda b, key, ver, d, off: seen.append(
+                             (key, ver, off, b.image.provenance.offset)))
+        prov = loaded.image.provenance
+        replayer = loaded.replayer
+        return (seen, (prov.offset, prov.epoch, prov.time_ms),
+                replayer.history.offsets if replayer is not None else None)
+
+    names = sorted(open_shell(tail_dir).session.latest.image.topics_by_name)
+    for name in (names[0], names[-1]):
+        for upto in (None, high - 3, (low + high) // 2):
+            picked = replay(name, upto)
+            monkeypatch.setattr(ld, "ByteSieve", type(None))  # every batch read
+            read = replay(name, upto)
+            monkeypatch.undo()
+            assert picked == read, (name, upto)
+            assert picked[0] or upto is not None, name  # the topic's records were seen

@@ -32,7 +32,8 @@ from ..source import (
     control_entries,
 )
 from ..wire import control as ctl
-from ..wire.batch import CONTROL_FLAG, UNDECODABLE, parse_header
+from ..wire.batch import COMPRESSION_MASK, CONTROL_FLAG, UNDECODABLE, parse_header
+from ..wire.sieve import Sieve as ByteSieve
 
 NO_CHECKPOINTS = 1 << 62
 # What a front end may wrap around each stream a load reads (to count its batches).
@@ -232,10 +233,13 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
     cols = (h.starts.tolist(), h.base.tolist(), h.length.tolist(), h.last_delta.tolist(),
             h.epoch.tolist(), h.max_ts.tolist(), h.attrs.tolist(), h.count.tolist())
     starts = cols[0]
+    picks = _Picks(replayer.builder.sieve, data, cols)
     k, n = 0, len(plan)
     while k < n:
         try:
             k = replayer.apply_run(data, cols, plan, k, upto, skip_below)
+            if k < n and picks.on:
+                k = picks.passed(plan, k)
             if k == n:
                 break
             i = replayer.at = plan[k]
@@ -252,6 +256,56 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
             return
         k += 1
     st.taken = n
+
+
+class _Picks:
+    """For a builder with a byte sieve (a one-shot ``changes``): the batches of a clean
+    stretch it needs to see, and passing over the others without reading them. A batch
+    whose records section holds no needle gives the sieve nothing to pick, and a batch
+    picking nothing changes nothing (not even the provenance), so it need not be read.
+    Control and compressed batches are always seen (the needles are looked for in the
+    stored bytes)."""
+
+    def __init__(self, sieve: Sieve | None, data: bytes, cols: Any) -> None:
+        self.sieve = sieve
+        self.on = isinstance(sieve, ByteSieve)
+        self.data = data
+        self.cols = cols
+        self.known = -1  # how many needles ``seen`` was found with
+        self.seen: set[int] = set()
+        self.always: set[int] = set()  # control and compressed batches
+
+    def _seen(self) -> set[int]:
+        sieve = self.sieve
+        assert isinstance(sieve, ByteSieve)
+        if self.known != len(sieve.needles):  # a needle learnt (a topic's id by its name)
+            starts, _, length, _, _, _, attrs, _ = self.cols
+            if self.known < 0:
+                self.always = {i for i, a in enumerate(attrs) if a & _ALWAYS_SEEN}
+            self.known = len(sieve.needles)
+            self.seen = sieve.batches_holding(self.data, starts, length) | self.always
+        return self.seen
+
+    def passed(self, plan: list[int], k: int) -> int:
+        """Pass over ``plan[k:]`` up to the first batch the sieve needs to see: its index in
+        ``plan`` (``len(plan)``: none). A sieved load reads its one-NoOp batches like any
+        other (``pass_noops`` is off for it), so a gap before a batch (one-NoOp batches left
+        out of the plan, whose provenance :meth:`Replayer.apply_run` passes) is not met;
+        should one be, the batch after it is seen, and the gap passed as always."""
+        seen = self._seen()
+        if plan[k] in seen:
+            return k
+        n = len(plan)
+        k += 1
+        while k < n:
+            i = plan[k]
+            if i in seen or i - plan[k - 1] > 1:
+                return k
+            k += 1
+        return n
+
+
+_ALWAYS_SEEN = CONTROL_FLAG | COMPRESSION_MASK
 
 
 def _undecodable(loc: Located, e: Exception) -> Problem:

@@ -18,7 +18,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterable
 
-from .batch import Batch, metadata_ranges, ranges_in
+from .batch import HEADER_SIZE, LOG_OVERHEAD, Batch, metadata_ranges, ranges_in
 from .primitives import DecodeError, read_uvarint
 
 Framed = tuple[int, int, int, int, int, int]  # as ``batch.metadata_ranges`` gives them
@@ -98,6 +98,21 @@ class Sieve:
             if ends[i] <= end:
                 out.append(starts[i])
             i += 1
+        return out
+
+    def batches_holding(self, buf: bytes, starts: list[int], lengths: list[int]) -> set[int]:
+        """The indices of the batches of ``buf`` (uncompressed; at ``starts``, of
+        ``lengths`` past their first 12 bytes, in order) whose records section holds a needle
+        wholly: where a clean stretch's batches need a look (the others pick nothing).
+        Changes with :attr:`needles`."""
+        if buf is not self._buf or self._known != len(self.needles):
+            self._place(buf)
+        out: set[int] = set()
+        for at, end in zip(self._starts, self._ends, strict=True):
+            i = bisect.bisect_right(starts, at) - 1
+            if i >= 0 and at >= starts[i] + HEADER_SIZE and end <= (
+                    starts[i] + LOG_OVERHEAD + lengths[i]):
+                out.add(i)
         return out
 
     def _place(self, buf: bytes) -> None:
