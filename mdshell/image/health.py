@@ -116,18 +116,19 @@ def check_partitions(img: m.Image) -> list[Check]:
     recovering: list[str] = []
     lost: list[str] = []
     total = 0
-    need_of: dict[str, tuple[int, str]] = {}
+    last: m.Topic | None = None
+    need, where = 1, ""
     for topic, pid, p in _partitions(img):
         total += 1
+        if topic is not last:  # the partitions come a topic at a time
+            last = topic
+            need, where = min_isr(img, topic.name)
         isr, replicas = p.isr, p.replicas
         if (p.leader != m.NO_LEADER and len(isr) == len(replicas) and not p.adding_replicas
                 and not p.removing_replicas and not p.leader_recovery_state and not p.elr
                 and not p.last_known_elr and LOST_DIR not in p.directories):
             reg = img.brokers.get(p.leader)
-            known = need_of.get(topic.name)
-            if known is None:
-                known = need_of[topic.name] = min_isr(img, topic.name)
-            if reg is not None and not reg.fenced and len(isr) >= known[0]:
+            if reg is not None and not reg.fenced and len(isr) >= need:
                 continue  # the common case: nothing to say
         name = f"{topic.name}-{pid}"
 
@@ -145,7 +146,8 @@ def check_partitions(img: m.Image) -> list[Check]:
                 bad_leader.append(it(f"leader {p.leader} is {state}", leader=p.leader,
                                      leaderState=state))
         # Like Kafka's UnderReplicatedPartitions: replicas being added do not count yet.
-        target = [r for r in p.replicas if r not in p.adding_replicas]
+        target = ([r for r in p.replicas if r not in p.adding_replicas] if p.adding_replicas
+                  else p.replicas)
         if len(p.isr) < len(target):
             missing = [r for r in target if r not in p.isr]
             under.append(it(f"isr {p.isr} of replicas {target} (missing {missing})",
@@ -157,11 +159,11 @@ def check_partitions(img: m.Image) -> list[Check]:
         if p.leader_recovery_state == 1:
             recovering.append(it(f"leader {p.leader} was elected uncleanly and is still "
                                  "RECOVERING", leader=p.leader))
-        gone = [r for r, d in zip(p.replicas, p.directories, strict=False) if d == LOST_DIR]
+        gone = ([r for r, d in zip(p.replicas, p.directories, strict=False) if d == LOST_DIR]
+                if LOST_DIR in p.directories else None)
         if gone:
             lost.append(it(f"the log dir of replica(s) {gone} is offline (LOST)",
                            replicas=gone))
-        need, where = min_isr(img, topic.name)
         if len(p.isr) < need:
             under_min.append(it(f"isr {p.isr} has {len(p.isr)} < min.insync.replicas {need} "
                                 f"({where})", isr=p.isr, minIsr=need, minIsrSource=where))
