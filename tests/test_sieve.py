@@ -186,8 +186,8 @@ def test_sieved_stretches_pass_over_what_they_cannot_pick(
     passed: list[int] = []
     real = ld._Picks.passed
 
-    def counted(self: object, plan: list[int], k: int) -> int:
-        got = real(self, plan, k)
+    def counted(self: object, k: int) -> int:
+        got = real(self, k)
         passed.append(got - k)
         return got
     monkeypatch.setattr(ld._Picks, "passed", counted)
@@ -235,3 +235,23 @@ def test_passing_over_unpicked_batches_leaves_the_replay_as_reading_them(
             monkeypatch.undo()
             assert picked == read, (name, upto)
             assert picked[0] or upto is not None, name  # the topic's records were seen
+
+
+def test_flagged_batches_are_found_in_the_attributes(tail_dir: Path) -> None:
+    """The compressed and control batches a sieved stretch always reads, found by bytes
+    (``load._flagged``), are those the attributes say, on every file of a log with both."""
+    import importlib
+
+    from mdshell.source import cleanwalk
+    from mdshell.wire.batch import COMPRESSION_MASK, CONTROL_FLAG
+
+    ld = importlib.import_module("mdshell.session.load")
+    kinds = set()
+    for path in sorted((tail_dir / "__cluster_metadata-0").iterdir()):
+        if path.suffix not in (".log", ".checkpoint"):
+            continue
+        h = cleanwalk.scan(path.read_bytes())
+        want = [i for i, a in enumerate(h.attrs) if a & (CONTROL_FLAG | COMPRESSION_MASK)]
+        assert ld._flagged(h) == want, path.name
+        kinds |= {h.attrs[i] & (CONTROL_FLAG | COMPRESSION_MASK) for i in want}
+    assert CONTROL_FLAG in kinds and any(k & COMPRESSION_MASK for k in kinds), kinds

@@ -9,9 +9,11 @@ overlaps, damage); replay adds what it finds in the records.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
@@ -233,13 +235,13 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
     cols = (h.starts.tolist(), h.base.tolist(), h.length.tolist(), h.last_delta.tolist(),
             h.epoch.tolist(), h.max_ts.tolist(), h.attrs.tolist(), h.count.tolist())
     starts = cols[0]
-    picks = _Picks(replayer.builder.sieve, data, cols)
+    picks = _Picks(replayer.builder.sieve, st, plan)
     k, n = 0, len(plan)
     while k < n:
         try:
             k = replayer.apply_run(data, cols, plan, k, upto, skip_below)
             if k < n and picks.on:
-                k = picks.passed(plan, k)
+                k = picks.passed(k)
             if k == n:
                 break
             i = replayer.at = plan[k]
@@ -264,48 +266,57 @@ class _Picks:
     whose records section holds no needle gives the sieve nothing to pick, and a batch
     picking nothing changes nothing (not even the provenance), so it need not be read.
     Control and compressed batches are always seen (the needles are looked for in the
-    stored bytes)."""
+    stored bytes). Only for a plan without gaps: a sieved load reads its one-NoOp batches
+    like any other (``pass_noops`` is off for it), so none are left out of its plan."""
 
-    def __init__(self, sieve: Sieve | None, data: bytes, cols: Any) -> None:
+    def __init__(self, sieve: Sieve | None, st: Stretch, plan: list[int]) -> None:
         self.sieve = sieve
-        self.on = isinstance(sieve, ByteSieve)
-        self.data = data
-        self.cols = cols
-        self.known = -1  # how many needles ``seen`` was found with
-        self.seen: set[int] = set()
-        self.always: set[int] = set()  # control and compressed batches
+        self.on = (isinstance(sieve, ByteSieve) and bool(plan)
+                   and plan[-1] - plan[0] == len(plan) - 1)
+        self.st = st
+        self.plan = plan
+        self.known = -1  # how many needles ``stops`` was found with
+        self.stops: list[int] = []  # the places in ``plan`` of the batches to see, sorted
+        self.always: list[int] = []  # those of control and compressed batches
 
-    def _seen(self) -> set[int]:
+    def passed(self, k: int) -> int:
+        """The first place in ``plan`` from ``k`` whose batch the sieve needs to see
+        (``len(plan)``: none); the batches before it are passed over."""
         sieve = self.sieve
         assert isinstance(sieve, ByteSieve)
         if self.known != len(sieve.needles):  # a needle learnt (a topic's id by its name)
-            starts, _, length, _, _, _, attrs, _ = self.cols
-            if self.known < 0:
-                self.always = {i for i, a in enumerate(attrs) if a & _ALWAYS_SEEN}
-            self.known = len(sieve.needles)
-            self.seen = sieve.batches_holding(self.data, starts, length) | self.always
-        return self.seen
+            self._find(sieve)
+        stops = self.stops
+        j = bisect.bisect_left(stops, k)
+        return stops[j] if j < len(stops) else len(self.plan)
 
-    def passed(self, plan: list[int], k: int) -> int:
-        """Pass over ``plan[k:]`` up to the first batch the sieve needs to see: its index in
-        ``plan`` (``len(plan)``: none). A sieved load reads its one-NoOp batches like any
-        other (``pass_noops`` is off for it), so a gap before a batch (one-NoOp batches left
-        out of the plan, whose provenance :meth:`Replayer.apply_run` passes) is not met;
-        should one be, the batch after it is seen, and the gap passed as always."""
-        seen = self._seen()
-        if plan[k] in seen:
-            return k
-        n = len(plan)
-        k += 1
-        while k < n:
-            i = plan[k]
-            if i in seen or i - plan[k - 1] > 1:
-                return k
-            k += 1
-        return n
+    def _find(self, sieve: ByteSieve) -> None:
+        h, plan = self.st.heads, self.plan
+        assert h is not None
+        first, last = plan[0], plan[-1]
+        if self.known < 0:
+            self.always = [i - first for i in _flagged(h) if first <= i <= last]
+        self.known = len(sieve.needles)
+        held = sieve.batches_holding(self.st.data, h.starts, h.length, first, last)
+        self.stops = sorted({*(i - first for i in held), *self.always})
 
 
-_ALWAYS_SEEN = CONTROL_FLAG | COMPRESSION_MASK
+def _flagged(h: Any) -> list[int]:
+    """The indices of the compressed and control batches of a stretch's headers: found in
+    the attributes' low bytes by ``bytes.translate`` and ``find``, not by a loop over 100k
+    batches."""
+    raw = h.attrs.tobytes()
+    flags = (raw[0::2] if sys.byteorder == "little" else raw[1::2]).translate(_FLAGGED)
+    out = []
+    at = flags.find(1)
+    while at >= 0:
+        out.append(at)
+        at = flags.find(1, at + 1)
+    return out
+
+
+# A batch's attributes' low byte -> 1 when it says compressed or control.
+_FLAGGED = bytes(1 if b & (CONTROL_FLAG | COMPRESSION_MASK) else 0 for b in range(256))
 
 
 def _undecodable(loc: Located, e: Exception) -> Problem:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from .batch import HEADER_SIZE, LOG_OVERHEAD, Batch, metadata_ranges, ranges_in
 from .primitives import DecodeError, read_uvarint
@@ -100,19 +100,24 @@ class Sieve:
             i += 1
         return out
 
-    def batches_holding(self, buf: bytes, starts: list[int], lengths: list[int]) -> set[int]:
-        """The indices of the batches of ``buf`` (uncompressed; at ``starts``, of
-        ``lengths`` past their first 12 bytes, in order) whose records section holds a needle
-        wholly: where a clean stretch's batches need a look (the others pick nothing).
-        Changes with :attr:`needles`."""
+    def batches_holding(self, buf: bytes, starts: Sequence[int], lengths: Sequence[int],
+                        first: int, last: int) -> list[int]:
+        """The indices ``first..last`` of the batches of ``buf`` (uncompressed; at
+        ``starts``, of ``lengths`` past their first 12 bytes, in order) whose records section
+        holds a needle wholly: where a clean stretch's batches need a look (the others pick
+        nothing). Changes with :attr:`needles`."""
         if buf is not self._buf or self._known != len(self.needles):
             self._place(buf)
-        out: set[int] = set()
-        for at, end in zip(self._starts, self._ends, strict=True):
-            i = bisect.bisect_right(starts, at) - 1
-            if i >= 0 and at >= starts[i] + HEADER_SIZE and end <= (
+        at = self._starts
+        out: list[int] = []
+        lo = bisect.bisect_left(at, starts[first])
+        hi = bisect.bisect_left(at, starts[last] + LOG_OVERHEAD + lengths[last])
+        for j in range(lo, hi):
+            pos = at[j]
+            i = bisect.bisect_right(starts, pos, first, last + 1) - 1
+            if i >= first and pos >= starts[i] + HEADER_SIZE and self._ends[j] <= (
                     starts[i] + LOG_OVERHEAD + lengths[i]):
-                out.add(i)
+                out.append(i)
         return out
 
     def _place(self, buf: bytes) -> None:
