@@ -255,3 +255,23 @@ def test_flagged_batches_are_found_in_the_attributes(tail_dir: Path) -> None:
         assert ld._flagged(h) == want, path.name
         kinds |= {h.attrs[i] & (CONTROL_FLAG | COMPRESSION_MASK) for i in want}
     assert CONTROL_FLAG in kinds and any(k & COMPRESSION_MASK for k in kinds), kinds
+
+
+def test_needles_are_found_where_find_finds_them() -> None:
+    """Every needle's places in a buffer, two-byte ones by one regular expression (or by
+    ``find`` where one match could hide another), are ``bytes.find``'s, in any range."""
+    import random
+
+    from mdshell.wire.sieve import Sieve, _finds
+
+    rng = random.Random(7)
+    for needles in ([b"\x01\x17", b"\x01\x18", b"\x01\x19", b"\x01\x1a", b"topic-1"],
+                    [b"\x01\x02", b"\x02\x01", b"ab"],  # a match may hide another: by find
+                    [b"\x01\x01", b"\x01\x02"], [b"\x05\x06", b"\x07\x06", b"\x05\x07"]):
+        data = bytes(rng.choice(b"\x01\x02\x05\x06\x07\x17\x18abtopic-1") for _ in range(5000))
+        sieve = Sieve(needles)
+        for _ in range(50):
+            start = rng.randrange(len(data))
+            end = rng.randrange(start, len(data) + 1)
+            want = sorted(i for n in needles for i in _finds(data, n, start, end))
+            assert sorted(sieve._hits(data, start, end)) == want, (needles, start, end)
