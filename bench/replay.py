@@ -1,7 +1,7 @@
 """Benchmark: log replay and history memory (issue 19), whole process, CPU time and peak RSS.
 
 Usage: python bench/replay.py [--out DIR] [--runs N] [--code PATH ...] [--only NAME,...]
-       [--instructions]
+       [--instructions] [--views]
 
 Directories (written once by ``mdshell.synth`` into ``--out``, default bench/out, and reused):
 
@@ -18,7 +18,10 @@ default this checkout), so that versions are compared in the same minutes: the m
 shared, and CPU time (user + system) says more than wall time there. Then, in one process
 per checkout, ``at`` to the middle of the tail after the load (the history at work).
 ``--instructions`` counts instead what one load executes, under valgrind: a figure that
-does not move with the machine's load. Each checkout's bytecode is compiled first.
+does not move with the machine's load. ``--views`` measures, beside the load, the views whose
+ratio to it is a target (``tree /image``, ``health``, ``changes`` of a partition, ``topics
+--describe`` in text and JSON) and prints each one's ratio to the load of the same checkout.
+Each checkout's bytecode is compiled first.
 """
 
 from __future__ import annotations
@@ -85,28 +88,37 @@ def compile_all(code: str) -> None:
                    check=True, stdout=subprocess.DEVNULL, env=_env(code))
 
 
-def once(code: str, directory: Path) -> tuple[float, float, float]:
-    """(CPU s, peak RSS MiB, wall s) of one load in a fresh process."""
+LOAD = ("cat", "/image/provenance")
+# The views whose ratio to the load is a target (on the tail: issue 19's first row).
+VIEWS = {"tree /image": ("tree", "/image"), "health": ("health",),
+         "changes of a partition": ("changes", "/image/topics/byName/topic-000/7"),
+         "topics --describe": ("topics", "--describe"),
+         "-o json topics --describe": ("-o", "json", "topics", "--describe")}
+
+
+def once(code: str, directory: Path, command: tuple[str, ...] = LOAD
+         ) -> tuple[float, float, float]:
+    """(CPU s, peak RSS MiB, wall s) of one command (the load) in a fresh process."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "mdshell", "-d", str(directory), "cat",
-                             "/image/provenance"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=_env(code),
+    proc = subprocess.Popen([sys.executable, "-m", "mdshell", "-d", str(directory), *command],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(code),
                             cwd="/")  # `-m` puts the working directory first on sys.path
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+    # health exits 1 when a check fails
+    if os.waitstatus_to_exitcode(status) not in ((0, 1) if command[0] == "health" else (0,)):
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise SystemExit(f"{code}: mdshell -d {directory} failed: {err}")
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, wall
 
 
-def instructions(code: str, directory: Path) -> int:
-    """Instructions one load executes (valgrind's callgrind): the same on any day and any
-    load average, where CPU time on a shared machine moves by a third from run to run."""
+def instructions(code: str, directory: Path, command: tuple[str, ...] = LOAD) -> int:
+    """Instructions one command (the load) executes (valgrind's callgrind): the same on any
+    day and any load average, where CPU time on a shared machine moves by a third from run
+    to run."""
     proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                           sys.executable, "-m", "mdshell", "-d", str(directory), "cat",
-                           "/image/provenance"], capture_output=True, text=True, cwd="/",
-                          env=_env(code))
+                           sys.executable, "-m", "mdshell", "-d", str(directory), *command],
+                          capture_output=True, text=True, cwd="/", env=_env(code))
     for line in proc.stderr.splitlines():
         if "Collected :" in line:
             return int(line.split()[-1])
@@ -122,11 +134,18 @@ def main() -> None:
     p.add_argument("--only", default=",".join(DIRS), help="directories to measure")
     p.add_argument("--instructions", action="store_true",
                    help="count the instructions of one load of each (valgrind; ~50x slower)")
+    p.add_argument("--views", action="store_true",
+                   help="the views against the load (CPU, or instructions with "
+                        "--instructions), each directory of --only (default tail)")
     ns = p.parse_args()
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
     for code in ns.code:
         compile_all(code)
+    if ns.views:
+        views(out, ns.code, ns.only if "--only" in sys.argv else "tail", ns.runs,
+              ns.instructions)
+        return
     if ns.instructions:
         print("| directory | code | instructions |\n|---|---|---|")
         for name in ns.only.split(","):
@@ -153,6 +172,37 @@ def main() -> None:
                 took = f"{res.stdout.strip()} s" if res.returncode == 0 else "n/a (no Session)"
                 print(f"| tail: `at` after the load (CPU, best of 3 offsets) | {code} | "
                       f"{took} | | |", flush=True)
+
+
+def views(out: Path, codes: list[str], only: str, runs: int, counted: bool) -> None:
+    """Each view's figure and its ratio to the load of the same checkout: best CPU of
+    ``runs`` (every command of every checkout in turn, so all share the same minutes), or
+    instructions."""
+    commands = {"the load": LOAD, **VIEWS}
+    unit = "instructions" if counted else "CPU (best)"
+    print(f"| directory | command | code | {unit} | ratio to the load | peak RSS |\n"
+          "|---|---|---|---|---|---|")
+    for name in only.split(","):
+        d = generate(out, name)
+        got: dict[tuple[str, str], list[float]] = {}
+        peak: dict[tuple[str, str], float] = {}
+        for _ in range(1 if counted else runs):
+            for label, command in commands.items():
+                for code in codes:
+                    if counted:
+                        got.setdefault((label, code), []).append(
+                            instructions(code, d, command) / 1e9)
+                    else:
+                        cpu, rss, _ = once(code, d, command)
+                        got.setdefault((label, code), []).append(cpu)
+                        peak[(label, code)] = max(peak.get((label, code), 0), rss)
+        for label in commands:
+            for code in codes:
+                best, load = min(got[(label, code)]), min(got[("the load", code)])
+                figure = f"{best:.2f} G" if counted else f"{best:.2f} s"
+                most = f"{peak[(label, code)]:.0f} MiB" if not counted else ""
+                print(f"| {name} | {label} | {code} | {figure} | {best / load:.2f} | {most} |",
+                      flush=True)
 
 
 if __name__ == "__main__":
