@@ -8,7 +8,7 @@ server.properties is not in the metadata log, so the fallback is Kafka's default
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,30 @@ def item(text: str, **fields: Any) -> Item:
     return it
 
 
+class Findings(Sequence[str]):
+    """A check's items, each made when read from what was found (a partition and what is
+    wrong with it): a cluster with a fifth of 100k partitions under-replicated has 20k items,
+    of which text shows a few; JSON and the TUI read them all."""
+
+    def __init__(self, make: Callable[..., Item]) -> None:
+        self.make = make
+        self.found: list[tuple[Any, ...]] = []
+
+    def add(self, *found: Any) -> None:
+        self.found.append(found)
+
+    def __len__(self) -> int:
+        return len(self.found)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.make(*f) for f in self.found[i]]
+        return self.make(*self.found[i])
+
+    def __iter__(self) -> Iterator[str]:
+        return (self.make(*f) for f in self.found)
+
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 broker``, ``2 brokers``."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
@@ -49,7 +73,7 @@ class Check:
     name: str
     status: str
     summary: str
-    items: list[str] = field(default_factory=list)
+    items: Sequence[str] = field(default_factory=list)
     # Passed, but on an image the data check fails (see ``_unsure``): front ends group these.
     as_read: bool = False
 
@@ -57,14 +81,6 @@ class Check:
         """The items as objects: ``{"check": ..., <what it is about>, <fields>}``."""
         return [{"check": self.name, **(it.data if isinstance(it, Item) else {"text": it})}
                 for it in self.items]
-
-
-def _partitions(img: m.Image) -> Iterator[tuple[m.Topic, int, m.Partition]]:
-    for topic in sorted(img.topics_by_name.values(), key=lambda t: t.name):
-        for pid in sorted(topic.partitions):
-            p = topic.shared(pid)  # read only
-            if p is not None:
-                yield topic, pid, p
 
 
 def min_isr(img: m.Image, topic: str) -> tuple[int, str]:
@@ -106,70 +122,101 @@ def check_brokers(img: m.Image) -> list[Check]:
 
 
 
-def check_partitions(img: m.Image) -> list[Check]:
-    offline: list[str] = []
-    under: list[str] = []
-    under_min: list[str] = []
-    elr: list[str] = []
-    bad_leader: list[str] = []
-    moving: list[str] = []
-    recovering: list[str] = []
-    lost: list[str] = []
-    total = 0
-    last: m.Topic | None = None
-    need, where = 1, ""
-    for topic, pid, p in _partitions(img):
-        total += 1
-        if topic is not last:  # the partitions come a topic at a time
-            last = topic
-            need, where = min_isr(img, topic.name)
-        isr, replicas = p.isr, p.replicas
-        if (p.leader != m.NO_LEADER and len(isr) == len(replicas) and not p.adding_replicas
-                and not p.removing_replicas and not p.leader_recovery_state and not p.elr
-                and not p.last_known_elr and LOST_DIR not in p.directories):
-            reg = img.brokers.get(p.leader)
-            if reg is not None and not reg.fenced and len(isr) >= need:
-                continue  # the common case: nothing to say
-        name = f"{topic.name}-{pid}"
+def _finding(name: str, pid: int, text: str, **fields: Any) -> Item:
+    return item(f"{name}-{pid}: {text}", topic=name, partition=pid, **fields)
 
-        def it(text: str, **fields: Any) -> Item:
-            return item(f"{name}: {text}", topic=topic.name, partition=pid,  # noqa: B023
-                        **fields)
-        if p.leader == m.NO_LEADER:
-            hint = f", ELR {p.elr} can be elected" if p.elr else ""
-            offline.append(it(f"no leader (replicas {p.replicas}, isr {p.isr}{hint})",
-                              replicas=p.replicas, isr=p.isr, elr=p.elr))
-        else:
-            reg = img.brokers.get(p.leader)
-            if reg is None or reg.fenced:
-                state = "not registered" if reg is None else "fenced"
-                bad_leader.append(it(f"leader {p.leader} is {state}", leader=p.leader,
-                                     leaderState=state))
-        # Like Kafka's UnderReplicatedPartitions: replicas being added do not count yet.
-        target = ([r for r in p.replicas if r not in p.adding_replicas] if p.adding_replicas
-                  else p.replicas)
-        if len(p.isr) < len(target):
-            missing = [r for r in target if r not in p.isr]
-            under.append(it(f"isr {p.isr} of replicas {target} (missing {missing})",
-                            isr=p.isr, replicas=target, missing=missing))
-        if p.adding_replicas or p.removing_replicas:
-            moving.append(it(f"adding {p.adding_replicas}, removing {p.removing_replicas} "
-                             f"(replicas {p.replicas})", addingReplicas=p.adding_replicas,
-                             removingReplicas=p.removing_replicas, replicas=p.replicas))
-        if p.leader_recovery_state == 1:
-            recovering.append(it(f"leader {p.leader} was elected uncleanly and is still "
-                                 "RECOVERING", leader=p.leader))
-        gone = ([r for r, d in zip(p.replicas, p.directories, strict=False) if d == LOST_DIR]
-                if LOST_DIR in p.directories else None)
-        if gone:
-            lost.append(it(f"the log dir of replica(s) {gone} is offline (LOST)",
-                           replicas=gone))
-        if len(p.isr) < need:
-            under_min.append(it(f"isr {p.isr} has {len(p.isr)} < min.insync.replicas {need} "
-                                f"({where})", isr=p.isr, minIsr=need, minIsrSource=where))
-        if p.elr or p.last_known_elr:
-            elr.append(it(f"elr {p.elr}, lastKnownElr {p.last_known_elr}", elr=p.elr,
-                          lastKnownElr=p.last_known_elr))
+
+def _offline(name: str, pid: int, p: m.Partition) -> Item:
+    hint = f", ELR {p.elr} can be elected" if p.elr else ""
+    return _finding(name, pid, f"no leader (replicas {p.replicas}, isr {p.isr}{hint})",
+                    replicas=p.replicas, isr=p.isr, elr=p.elr)
+
+
+def _bad_leader(name: str, pid: int, p: m.Partition, state: str) -> Item:
+    return _finding(name, pid, f"leader {p.leader} is {state}", leader=p.leader,
+                    leaderState=state)
+
+
+def _under(name: str, pid: int, p: m.Partition, target: list[int]) -> Item:
+    missing = [r for r in target if r not in p.isr]
+    return _finding(name, pid, f"isr {p.isr} of replicas {target} (missing {missing})",
+                    isr=p.isr, replicas=target, missing=missing)
+
+
+def _moving(name: str, pid: int, p: m.Partition) -> Item:
+    return _finding(name, pid, f"adding {p.adding_replicas}, removing {p.removing_replicas} "
+                    f"(replicas {p.replicas})", addingReplicas=p.adding_replicas,
+                    removingReplicas=p.removing_replicas, replicas=p.replicas)
+
+
+def _recovering(name: str, pid: int, p: m.Partition) -> Item:
+    return _finding(name, pid, f"leader {p.leader} was elected uncleanly and is still "
+                    "RECOVERING", leader=p.leader)
+
+
+def _lost(name: str, pid: int, p: m.Partition, gone: list[int]) -> Item:
+    return _finding(name, pid, f"the log dir of replica(s) {gone} is offline (LOST)",
+                    replicas=gone)
+
+
+def _under_min(name: str, pid: int, p: m.Partition, need: int, where: str) -> Item:
+    return _finding(name, pid, f"isr {p.isr} has {len(p.isr)} < min.insync.replicas {need} "
+                    f"({where})", isr=p.isr, minIsr=need, minIsrSource=where)
+
+
+def _elr(name: str, pid: int, p: m.Partition) -> Item:
+    return _finding(name, pid, f"elr {p.elr}, lastKnownElr {p.last_known_elr}", elr=p.elr,
+                    lastKnownElr=p.last_known_elr)
+
+
+def check_partitions(img: m.Image) -> list[Check]:
+    offline, under, under_min = Findings(_offline), Findings(_under), Findings(_under_min)
+    elr, bad_leader, moving = Findings(_elr), Findings(_bad_leader), Findings(_moving)
+    recovering, lost = Findings(_recovering), Findings(_lost)
+    total = 0
+    brokers = img.brokers
+    for topic in sorted(img.topics_by_name.values(), key=lambda t: t.name):
+        need, where = min_isr(img, topic.name)
+        name = topic.name
+        parts = topic.partitions
+        for pid in sorted(parts):
+            raw = parts[pid]
+            p = topic.shared(pid) if type(raw) is tuple else raw  # read only
+            if p is None:
+                continue
+            assert type(p) is m.Partition
+            total += 1
+            isr, replicas = p.isr, p.replicas
+            if (p.leader != m.NO_LEADER and len(isr) == len(replicas) and not p.adding_replicas
+                    and not p.removing_replicas and not p.leader_recovery_state and not p.elr
+                    and not p.last_known_elr and LOST_DIR not in p.directories):
+                reg = brokers.get(p.leader)
+                if reg is not None and not reg.fenced and len(isr) >= need:
+                    continue  # the common case: nothing to say
+            if p.leader == m.NO_LEADER:
+                offline.add(name, pid, p)
+            else:
+                reg = brokers.get(p.leader)
+                if reg is None or reg.fenced:
+                    bad_leader.add(name, pid, p, "not registered" if reg is None else "fenced")
+            # Like Kafka's UnderReplicatedPartitions: replicas being added do not count yet.
+            target = ([r for r in replicas if r not in p.adding_replicas] if p.adding_replicas
+                      else replicas)
+            if len(isr) < len(target):
+                under.add(name, pid, p, target)
+            if p.adding_replicas or p.removing_replicas:
+                moving.add(name, pid, p)
+            if p.leader_recovery_state == 1:
+                recovering.add(name, pid, p)
+            if LOST_DIR in p.directories:
+                gone = [r for r, d in zip(replicas, p.directories, strict=False)
+                        if d == LOST_DIR]
+                if gone:
+                    lost.add(name, pid, p, gone)
+            if len(isr) < need:
+                under_min.add(name, pid, p, need, where)
+            if p.elr or p.last_known_elr:
+                elr.add(name, pid, p)
     out = [
         Check("offline partitions", FAIL if offline else OK,
               f"{len(offline):,} of {total:,} partitions have no leader" if offline
