@@ -203,3 +203,28 @@ def test_tree_prints_a_topic_twice_the_same() -> None:
     body = "\n".join(TopicDir(topic).subtree(RenderOptions(), 2))
     assert f"  {topic.name}:\n{body}" in by_name
     assert f"  {uuid_str(topic.id)}:\n{body}" in by_id
+
+
+def test_tree_keeps_shared_lines_within_a_small_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A topic's lines are mostly shared strings: keeping them for ``byName`` costs their
+    own lines and a 32nd of the shared ones, so a budget below the line count still keeps
+    every topic (each made once); none at all makes each twice, the text the same."""
+    from mdshell.tree import printer
+
+    shell = open_shell("kafka37-snapshot")
+    topics = shell.session.root.child("image").child("topics")
+    made: list[str] = []
+    real = TopicDir.subtree
+
+    def counted(self: TopicDir, opts: RenderOptions, indent: int) -> list[str]:
+        made.append(self.topic.name)
+        return real(self, opts, indent)
+    monkeypatch.setattr(TopicDir, "subtree", counted)
+    text = list(tree_lines(topics, RenderOptions()))  # texts found ready-made from here on
+    names = sorted(shell.session.latest.image.topics_by_name)
+    lines = sum(1 for line in text if line.startswith("      ")) // 2  # byName's partitions
+    for budget, times in ((lines // 2, 1), (0, 2)):
+        monkeypatch.setattr(printer, "MEMO_LINES", budget)
+        made.clear()
+        assert list(tree_lines(topics, RenderOptions())) == text
+        assert sorted(made) == sorted(names * times), budget

@@ -149,11 +149,14 @@ def _escape(text: str) -> str:
 
 
 def _client_quotas(img: m.Image) -> Node:
+    by_name: dict[str, dict[str, float]] = {}  # made on the first look-up, as configs'
+
     def child(name: str) -> Node | None:
-        for entity, quotas in img.client_quotas.items():
-            if quota_entity_name(entity) == name:
-                return _quota_values(quotas)
-        return None
+        if not by_name:
+            for entity, quotas in img.client_quotas.items():
+                by_name.setdefault(quota_entity_name(entity), quotas)
+        found = by_name.get(name)
+        return None if found is None else _quota_values(found)
     return Dir(lambda: [quota_entity_name(e) for e in img.client_quotas], child)
 
 

@@ -25,6 +25,24 @@ class RenderOptions:
     show_secrets: bool = False
 
 
+class Lines(list):
+    """A directory's ``tree`` lines made in one go, and how many of them are its own strings
+    (``fresh``); the others are shared with other directories (a partition's text by its
+    record bytes), so keeping them to print again costs a pointer each."""
+
+    __slots__ = ("fresh",)
+
+    def __init__(self, lines: list[str], fresh: int) -> None:
+        super().__init__(lines)
+        self.fresh = fresh
+
+
+def memo_cost(lines: list[str]) -> int:
+    """What keeping ``lines`` costs, in lines of their own (shared ones: a 32nd of one)."""
+    fresh = getattr(lines, "fresh", None)
+    return len(lines) if fresh is None else fresh + len(lines) // 32
+
+
 class Node:
     """Base node. Directories override ``names``/``child``; leaves override ``text``/``data``."""
 

@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from .jsontext import string
-from .node import Node, RenderOptions
+from .node import Lines, Node, RenderOptions, memo_cost
 
-# How many rendered lines are kept for reuse at most (a topic's are shared strings, other
-# directories' up to ~300 bytes each): beyond it, subtrees are rendered again rather than
-# held (a million-partition tree stays within memory).
+# How many rendered lines of their own are kept for reuse at most (~300 bytes each; a shared
+# line counts a 32nd: ``memo_cost``): beyond it, subtrees are rendered again rather than held
+# (a million-partition tree stays within memory).
 MEMO_LINES = 300_000
 
 
@@ -100,19 +100,22 @@ class _Walk:
     def _recorded(self, node: Node, ident: object, indent: int) -> Iterator[list[str]]:
         """The chunks of ``node`` as they are made, kept for reuse while within the budget."""
         kept: list[str] | None = []
+        fresh = 0  # what keeping them costs (``memo_cost``)
         for chunk in self.chunks(node, indent):
             if kept is not None:
-                if len(kept) + len(chunk) <= self.budget:
+                fresh += memo_cost(chunk)
+                if fresh <= self.budget:
                     kept += chunk
                 else:
                     kept = None
             yield chunk
         if kept is not None:
-            self._keep(ident, indent, kept)
+            self._keep(ident, indent, Lines(kept, fresh))
 
     def _keep(self, ident: object, indent: int, lines: list[str]) -> None:
-        if len(lines) <= self.budget:
-            self.budget -= len(lines)
+        cost = memo_cost(lines)
+        if cost <= self.budget:
+            self.budget -= cost
             self.memo[id(ident)] = (ident, indent, lines)
 
 

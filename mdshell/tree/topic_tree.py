@@ -10,7 +10,7 @@ from ..image import model as m
 from ..wire.primitives import uuid_from_str, uuid_str
 from . import leaves as lv
 from .jsontext import string
-from .node import Dir, Node, RenderOptions, Value
+from .node import Dir, Lines, Node, RenderOptions, Value
 from .partitions import (
     HEADS,
     JSON_NAMES,
@@ -80,7 +80,8 @@ class TopicDir(Dir):
         lines: list[Any] = [None] * (2 * len(order))
         lines[0::2] = names_of(HEADS, indent, order, f"{pad}{{}}:")
         lines[1::2] = found
-        for i in [i for i, text in enumerate(found) if text is None]:
+        made = [i for i, text in enumerate(found) if text is None]
+        for i in made:
             pid = order[i]
             p = parts[pid]
             if type(p) is tuple:
@@ -93,7 +94,7 @@ class TopicDir(Dir):
             lines[2 * i + 1] = text
         lines += (f"{pad}id:", f"{pad}  {uuid_str(topic.id)}", f"{pad}name:",
                   f"{pad}  {topic.name}")
-        return lines
+        return Lines(lines, len(made) + 4)
 
     def subtree_json(self, opts: RenderOptions, level: int) -> list[str]:
         topic = self.topic
