@@ -186,18 +186,27 @@ def views(out: Path, codes: list[str], only: str, runs: int, counted: bool) -> N
         d = generate(out, name)
         got: dict[tuple[str, str], list[float]] = {}
         peak: dict[tuple[str, str], float] = {}
+        failed: dict[tuple[str, str], str] = {}  # an older checkout without the command
         for _ in range(1 if counted else runs):
             for label, command in commands.items():
                 for code in codes:
-                    if counted:
-                        got.setdefault((label, code), []).append(
-                            instructions(code, d, command) / 1e9)
-                    else:
-                        cpu, rss, _ = once(code, d, command)
-                        got.setdefault((label, code), []).append(cpu)
-                        peak[(label, code)] = max(peak.get((label, code), 0), rss)
+                    if (label, code) in failed:
+                        continue
+                    try:
+                        if counted:
+                            got.setdefault((label, code), []).append(
+                                instructions(code, d, command) / 1e9)
+                        else:
+                            cpu, rss, _ = once(code, d, command)
+                            got.setdefault((label, code), []).append(cpu)
+                            peak[(label, code)] = max(peak.get((label, code), 0), rss)
+                    except SystemExit as e:
+                        failed[(label, code)] = str(e).strip().splitlines()[-1][-60:]
         for label in commands:
             for code in codes:
+                if (label, code) in failed:
+                    print(f"| {name} | {label} | {code} | fails: {failed[(label, code)]} | | |")
+                    continue
                 best, load = min(got[(label, code)]), min(got[("the load", code)])
                 figure = f"{best:.2f} G" if counted else f"{best:.2f} s"
                 most = f"{peak[(label, code)]:.0f} MiB" if not counted else ""
