@@ -175,16 +175,21 @@ def check_partitions(img: m.Image) -> list[Check]:
     recovering, lost = Findings(_recovering), Findings(_lost)
     total = 0
     brokers = img.brokers
+    shared: Any = m.SHARED.get  # None (a decoded partition) finds nothing
     for topic in sorted(img.topics_by_name.values(), key=lambda t: t.name):
         need, where = min_isr(img, topic.name)
         name = topic.name
         parts = topic.partitions
-        for pid in sorted(parts):
-            raw = parts[pid]
-            p = topic.shared(pid) if type(raw) is tuple else raw  # read only
+        pids = sorted(parts)
+        values = list(map(parts.__getitem__, pids))
+        # Undecoded ones by their record bytes (each distinct record decoded once), the
+        # topic's at once; read only.
+        found = list(map(shared, m.record_keys(values)))
+        for pid, raw, p in zip(pids, values, found, strict=True):
             if p is None:
-                continue
-            assert type(p) is m.Partition
+                p = raw if type(raw) is m.Partition else topic.shared(pid)
+                if p is None:
+                    continue
             total += 1
             isr, replicas = p.isr, p.replicas
             if (p.leader != m.NO_LEADER and len(isr) == len(replicas) and not p.adding_replicas
