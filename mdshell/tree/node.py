@@ -39,8 +39,9 @@ class Lines(list):
 
 def memo_cost(lines: list[str]) -> int:
     """What keeping ``lines`` costs, in lines of their own (shared ones: a 32nd of one)."""
-    fresh = getattr(lines, "fresh", None)
-    return len(lines) if fresh is None else fresh + len(lines) // 32
+    if type(lines) is Lines:
+        return lines.fresh + len(lines) // 32
+    return len(lines)
 
 
 class Node:

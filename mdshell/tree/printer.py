@@ -102,6 +102,8 @@ class _Walk:
         kept: list[str] | None = []
         fresh = 0  # what keeping them costs (``memo_cost``)
         for chunk in self.chunks(node, indent):
+            if type(chunk) is Lines:  # a directory of topics: they are kept, not it
+                kept = None
             if kept is not None:
                 fresh += memo_cost(chunk)
                 if fresh <= self.budget:
