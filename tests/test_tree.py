@@ -171,6 +171,18 @@ def test_topic_made_in_one_go_matches_child_by_child() -> None:
         assert any("t-3 does not decode" in n for n in notes.messages), attempt
 
 
+def _count_made(monkeypatch: pytest.MonkeyPatch, method: str) -> list[str]:
+    """The names of the topics whose ``TopicDir.<method>`` runs from here on."""
+    made: list[str] = []
+    real = getattr(TopicDir, method)
+
+    def counted(self: TopicDir, opts: RenderOptions, depth: int) -> list[str]:
+        made.append(self.topic.name)
+        return real(self, opts, depth)
+    monkeypatch.setattr(TopicDir, method, counted)
+    return made
+
+
 def test_tree_json_makes_a_topic_once_and_writes_it_twice(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """byId and byName hold the same topic objects: each one's JSON is made once (its pieces
@@ -179,13 +191,7 @@ def test_tree_json_makes_a_topic_once_and_writes_it_twice(
 
     shell = open_shell("kafka37-snapshot")
     topics = shell.session.root.child("image").child("topics")
-    made: list[str] = []
-    real = TopicDir.subtree_json
-
-    def counted(self: TopicDir, opts: RenderOptions, level: int) -> list[str]:
-        made.append(self.topic.name)
-        return real(self, opts, level)
-    monkeypatch.setattr(TopicDir, "subtree_json", counted)
+    made = _count_made(monkeypatch, "subtree_json")
     text = "".join(tree_json(topics, RenderOptions()))
     img = shell.session.latest.image
     assert sorted(made) == sorted(img.topics_by_name) and len(img.topics_by_name) > 1
@@ -213,13 +219,7 @@ def test_tree_keeps_shared_lines_within_a_small_budget(monkeypatch: pytest.Monke
 
     shell = open_shell("kafka37-snapshot")
     topics = shell.session.root.child("image").child("topics")
-    made: list[str] = []
-    real = TopicDir.subtree
-
-    def counted(self: TopicDir, opts: RenderOptions, indent: int) -> list[str]:
-        made.append(self.topic.name)
-        return real(self, opts, indent)
-    monkeypatch.setattr(TopicDir, "subtree", counted)
+    made = _count_made(monkeypatch, "subtree")
     text = list(tree_lines(topics, RenderOptions()))  # texts found ready-made from here on
     names = sorted(shell.session.latest.image.topics_by_name)
     lines = sum(1 for line in text if line.startswith("      ")) // 2  # byName's partitions

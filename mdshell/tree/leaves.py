@@ -98,36 +98,14 @@ def controller_text(c: m.ControllerRegistration) -> str:
 
 
 def partition_text(p: m.Partition) -> str:
-    """Kafka's PartitionRegistration.toString (a partition changed in the log is printed by
-    it, so 100k of them on a long tail: lists of ints by ``repr``, a replica set's
-    directories looked up whole)."""
     lrs = name_of(LEADER_RECOVERY_STATES, p.leader_recovery_state)
-    ints = _ints
-    if type(p.replicas) is list and type(p.isr) is list:  # as decoded: Java's form is repr's
-        ints = repr  # type: ignore[assignment]
-    return (f"PartitionRegistration(replicas={ints(p.replicas)}, "
-            f"directories={_dirs(p.directories)}, isr={ints(p.isr)}, "
+    return (f"PartitionRegistration(replicas={_ints(p.replicas)}, "
+            f"directories={_uuids(p.directories)}, isr={_ints(p.isr)}, "
             f"removingReplicas={_ints(p.removing_replicas)}, "
             f"addingReplicas={_ints(p.adding_replicas)}, elr={_ints(p.elr)}, "
             f"lastKnownElr={_ints(p.last_known_elr)}, leader={p.leader}, "
             f"leaderRecoveryState={lrs}, leaderEpoch={p.leader_epoch}, "
             f"partitionEpoch={p.partition_epoch})")
-
-
-# A partition's directories' text, by the directories (they repeat with the replica sets).
-_DIRS_TEXT: dict[tuple[bytes, ...], str] = {}
-
-
-def _dirs(values: list[bytes]) -> str:
-    if not all(type(v) is bytes for v in values):
-        return _uuids(values)
-    key = tuple(values)
-    text = _DIRS_TEXT.get(key)
-    if text is None:
-        if len(_DIRS_TEXT) >= 4096:
-            _DIRS_TEXT.clear()
-        text = _DIRS_TEXT[key] = _uuids(values)
-    return text
 
 
 def acl_text(a: m.Acl, record: bool = False) -> str:
