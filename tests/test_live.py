@@ -260,7 +260,8 @@ def test_save_opens_with_mdshell_and_kafka_shell(kafka: KraftCluster, tmp_path: 
         # Kafka's shell may print before its loader published (tests/kafka/tools.py, the
         # oracle's load race; on a busy machine most runs here): empty topics, run again.
         for _ in range(tools.SHELL_TRIES):
-            java = subprocess.run([jars.java(), "-Xmx256m", "-cp", jars.classpath(VERSION),
+            java = subprocess.run([jars.java(), "-Xmx256m", f"-Djava.io.tmpdir={tmp_path}",
+                                   "-cp", jars.classpath(VERSION),
                                    "org.apache.kafka.shell.MetadataShell", "--snapshot",
                                    str(checkpoint), "tree", subtree], capture_output=True,
                                   text=True, timeout=120)

@@ -234,7 +234,9 @@ class KraftCluster:
     # -- lifecycle -------------------------------------------------------------------------
 
     def _java(self, main: str, *args: str, heap: str = "-Xmx256m") -> list[str]:
-        cmd = [jars.java(), heap, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+        # java.io.tmpdir under the cluster's work dir: what Kafka leaves there goes with it.
+        cmd = [jars.java(), heap, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+               f"-Djava.io.tmpdir={self.workdir}"]
         if self.jaas:
             cmd.append(f"-Djava.security.auth.login.config={self.jaas}")
         return [*cmd, "-cp", jars.classpath(self.version), main, *args]

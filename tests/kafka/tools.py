@@ -109,11 +109,14 @@ def _quiet(err: str) -> str:
                    if not line.startswith(("SLF4J:", "log4j:WARN", "[warning][cds]")))
 
 
-def _java(version: str, tool: str, main: str, args: Sequence[str],
+def _java(version: str, tool: str, main: str, args: Sequence[str], tmp: Path,
           timeout: int = TIMEOUT) -> Run:
-    """Run a Kafka main class, with the class-data archive of (version, tool) when made."""
+    """Run a Kafka main class, with the class-data archive of (version, tool) when made.
+
+    The JVM's temporary files go under ``tmp`` (removed by the caller): Kafka's shell makes a
+    ``MetadataShell*`` directory in ``java.io.tmpdir`` and leaves it when it exits."""
     archive = _archive(version, tool)
-    flags = list(JVM_FLAGS)
+    flags = [*JVM_FLAGS, f"-Djava.io.tmpdir={tmp}"]
     making = None
     if archive.exists():
         flags.append(f"-XX:SharedArchiveFile={archive}")
@@ -172,7 +175,7 @@ def shell_tree(version: str, files: Sequence[Path], fresh: bool = False) -> Run:
         timeouts = 0
         for _ in range(SHELL_TRIES):
             run = _java(version, "shell", SHELL_MAIN, ["-s", str(target), "tree", "/image"],
-                        TIMEOUT + TIMEOUT_PER_MB * target.stat().st_size // 1_000_000)
+                        Path(tmp), TIMEOUT + TIMEOUT_PER_MB * target.stat().st_size // 1_000_000)
             timeouts += run.rc == -1
             if run.rc == -1 and timeouts < SHELL_TIMEOUT_TRIES:
                 continue  # Kafka's intermittent hang, or a busy machine
@@ -212,7 +215,7 @@ def dump(version: str, paths: Sequence[Path]) -> dict[Path, Run]:
         with tempfile.TemporaryDirectory(prefix="mdshell-oracle-") as tmp:
             copies = [_copy([p], Path(tmp) / str(i)) for i, p in enumerate(todo)]
             run = _java(version, "dump", main, ["--cluster-metadata-decoder", "--files",
-                                                ",".join(map(str, copies))])
+                                                ",".join(map(str, copies))], Path(tmp))
         sections = _split_sections(run.out, copies)
         notes = _non_consecutive(run.err)
         done = 0
