@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -219,6 +220,41 @@ def test_quorum_static() -> None:
     cluster_id = lines(sh, "cat", "/quorum/clusterId")[0]
     props = (FIXTURES / "security" / "meta.properties").read_text()
     assert f"cluster.id={cluster_id}" in props
+
+
+def test_quorum_is_what_the_last_control_record_of_each_kind_says() -> None:
+    """The newest LeaderChange, KRaftVersion and Voters (read from the end: a long log has
+    thousands of LeaderChange); a record that did not decode does not count."""
+    from mdshell.source.base import ControlEntry
+    from mdshell.source.loginfo import quorum_info
+    from mdshell.wire import control as ctl
+    from mdshell.wire.frames import Unknown
+
+    def voters(ids: list[int]) -> dict:
+        return {"voters": [{"voterId": i, "voterDirectoryId": bytes(16), "endpoints": [],
+                            "kRaftVersionFeature": {"minSupportedVersion": 0,
+                                                    "maxSupportedVersion": 1}} for i in ids]}
+
+    def change(leader: int) -> dict:
+        return {"leaderId": leader, "voters": [{"voterId": 1}, {"voterId": 2}],
+                "grantingVoters": [{"voterId": leader}]}
+
+    kinds: list[tuple[int, Any]] = [
+        (ctl.LEADER_CHANGE, change(1)), (ctl.KRAFT_VERSION, {"kRaftVersion": 0}),
+        (ctl.KRAFT_VOTERS, voters([1])), (ctl.LEADER_CHANGE, change(2)),
+        (ctl.KRAFT_VERSION, {"kRaftVersion": 1}), (ctl.KRAFT_VOTERS, voters([1, 2])),
+        (ctl.LEADER_CHANGE, Unknown(ctl.LEADER_CHANGE, 0, b"", "bad")),
+        (ctl.SNAPSHOT_HEADER, {"version": 0, "lastContainedLogTimestamp": 0})]
+    entries = [ControlEntry(off, off, 0, kind, value, "f") for off, (kind, value)
+               in enumerate(kinds)]
+    source = open_shell("kraft-v1").session.source
+    q = quorum_info(source, entries, 7)
+    assert q.last_leader_change is not None
+    assert (q.last_leader_change.offset, q.last_leader_change.leader_id) == (3, 2)
+    assert q.kraft_version == 1 and q.voters_offset == 5
+    assert [v.id for v in q.voters or []] == [1, 2]
+    only = quorum_info(source, entries[:1], 0)
+    assert only.voters is None and only.last_leader_change is not None
 
 
 def snapshot_only_copy(tmp: Path, name: str = "segments-snapshots", meta: bool = True) -> Path:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from mdshell.image import model as m
-from mdshell.image.health import LOST_DIR, run_checks
+from mdshell.image.health import LOST_DIR, check_partitions, run_checks
+from mdshell.image.names import TOPIC_CONFIG
 
-from .conftest import CORPUS, FIXTURES, need_corpus, run_cli
+from .conftest import CORPUS, FIXTURES, need_corpus, open_shell, run_cli
 
 # fixture -> (check, status); every other check must be ok or info
 CASES = {
@@ -152,3 +154,48 @@ def test_clean_data_passes_the_data_check() -> None:
     check = data["checks"][0]
     assert (check["name"], check["status"], check["items"]) == ("data", "ok", [])
     assert check["summary"] == "the image is complete as of offset 158"
+
+
+# ------------------------------------------------ undecoded records, judged once by their bytes
+
+
+def _decoded(img: m.Image) -> m.Image:
+    """The image with every partition decoded on its own: health reads each in full."""
+    def decoded(t: m.Topic) -> dict[int, m.Partition | m.LazyPartition]:
+        parts = {pid: t.partition(pid) for pid in t.partitions}
+        return {pid: p for pid, p in parts.items() if p is not None}
+
+    topics = {name: replace(t, partitions=decoded(t)) for name, t in img.topics_by_name.items()}
+    return replace(img, topics_by_name=topics,
+                   topics_by_id={t.id: t for t in topics.values()})
+
+
+def _findings(img: m.Image) -> list[tuple[str, str, str, list[dict]]]:
+    return [(c.name, c.status, c.summary, c.details()) for c in check_partitions(img)]
+
+
+def test_records_judged_by_their_bytes_are_judged_as_decoded_ones() -> None:
+    """One record's bytes under topics with different min.insync.replicas, then its leader
+    fenced and unregistered, with verdicts remembered from the images before: each image's
+    findings are those of the same image with every partition decoded on its own."""
+    img = open_shell("kafka37-snapshot").session.latest.image
+    topic = max(img.topics_by_name.values(), key=lambda t: len(t.partitions))
+    lazy = next(p for p in topic.partitions.values() if isinstance(p, tuple))
+    for i, name in enumerate(("same-a", "same-b", "same-c")):
+        t = m.Topic(name, bytes([i + 1]) * 16, {pid: lazy for pid in range(5)})
+        img.topics_by_name[name] = img.topics_by_id[t.id] = t
+    shared = m.decode_clean(lazy)
+    assert shared is not None and shared.leader in img.brokers
+    img.configs[(TOPIC_CONFIG, "same-b")] = {"min.insync.replicas": str(len(shared.isr) + 1)}
+    img.configs[(TOPIC_CONFIG, "same-c")] = {"min.insync.replicas": "not a number"}
+    fenced = replace(img, brokers={**img.brokers, shared.leader: replace(
+        img.brokers[shared.leader], fenced=True)})
+    gone = replace(img, brokers={b: r for b, r in img.brokers.items() if b != shared.leader})
+    for image in (img, fenced, gone, img):
+        assert _findings(image) == _findings(_decoded(image))
+    under_min = {d["topic"] for c in check_partitions(img) if c.name == "under-min-ISR partitions"
+                 for d in c.details()}
+    assert "same-b" in under_min and not {"same-a", "same-c"} & under_min
+    leaders = {d["topic"] for c in check_partitions(fenced) if c.name == "partition leaders"
+               for d in c.details()}
+    assert {"same-a", "same-b", "same-c"} <= leaders

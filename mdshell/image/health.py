@@ -85,15 +85,33 @@ class Check:
 
 def min_isr(img: m.Image, topic: str) -> tuple[int, str]:
     """The effective min.insync.replicas of a topic, and where it comes from."""
-    for resource, where in (((TOPIC_CONFIG, topic), "topic config"),
-                            ((BROKER_CONFIG, ""), "cluster-wide broker default")):
-        value = img.configs.get(resource, {}).get(MIN_ISR)
-        if value is not None:
-            try:
-                return int(value), where
-            except ValueError:
-                pass
-    return 1, "Kafka default (a server.properties value is not in the log)"
+    return (_set_in(img.configs.get((TOPIC_CONFIG, topic)), "topic config")
+            or _cluster_min_isr(img))
+
+
+def min_isrs(img: m.Image) -> tuple[dict[str, tuple[int, str]], tuple[int, str]]:
+    """:func:`min_isr` of every topic at once: the topics that set it, and what the others
+    get (the configs read once, not twice a topic)."""
+    own = {name: found for (kind, name), config in img.configs.items()
+           if kind == TOPIC_CONFIG and MIN_ISR in config
+           and (found := _set_in(config, "topic config"))}
+    return own, _cluster_min_isr(img)
+
+
+def _cluster_min_isr(img: m.Image) -> tuple[int, str]:
+    return (_set_in(img.configs.get((BROKER_CONFIG, "")), "cluster-wide broker default")
+            or (1, "Kafka default (a server.properties value is not in the log)"))
+
+
+def _set_in(config: dict[str, str] | None, where: str) -> tuple[int, str] | None:
+    """min.insync.replicas as a config sets it; None: unset or not a number."""
+    value = config.get(MIN_ISR) if config else None
+    if value is None:
+        return None
+    try:
+        return int(value), where
+    except ValueError:
+        return None
 
 
 def check_brokers(img: m.Image) -> list[Check]:
@@ -169,57 +187,100 @@ def _elr(name: str, pid: int, p: m.Partition) -> Item:
                     lastKnownElr=p.last_known_elr)
 
 
+# What an undecoded partition's record says by its :func:`model.record_key`: its (leader,
+# ISR size) when nothing else about it is worth a finding, False when something is. Records
+# repeat across a cluster, so most partitions are judged by one lookup; whether the leader is
+# registered and unfenced and the ISR meets min.insync.replicas depends on the image and the
+# topic, so is judged per distinct pair, per topic. Bounded like ``model.SHARED``.
+_QUIET: dict[tuple[int, bytes], tuple[int, int] | bool] = {}
+
+
+def _quiet(p: m.Partition) -> tuple[int, int] | bool:
+    if (p.leader != m.NO_LEADER and len(p.isr) == len(p.replicas) and not p.adding_replicas
+            and not p.removing_replicas and not p.leader_recovery_state and not p.elr
+            and not p.last_known_elr and LOST_DIR not in p.directories):
+        return (p.leader, len(p.isr))
+    return False
+
+
+def _remember(key: tuple[int, bytes], raw: m.LazyPartition) -> m.Partition | None:
+    """The shared partition of an undecoded record, its verdict kept for the next."""
+    p = m.shared_clean(key, raw)
+    if p is not None:
+        if len(_QUIET) >= m.SHARED_MAX:
+            _QUIET.clear()
+        _QUIET[key] = _quiet(p)
+    return p
+
+
 def check_partitions(img: m.Image) -> list[Check]:
     offline, under, under_min = Findings(_offline), Findings(_under), Findings(_under_min)
     elr, bad_leader, moving = Findings(_elr), Findings(_bad_leader), Findings(_moving)
     recovering, lost = Findings(_recovering), Findings(_lost)
     total = 0
     brokers = img.brokers
-    shared: Any = m.SHARED.get  # None (a decoded partition) finds nothing
+    quiet: Any = _QUIET.get  # None: a decoded partition, or a record not judged yet
+    topic_min_isr, cluster_min_isr = min_isrs(img)
+    # The verdicts found fine and not, by min.insync.replicas (None and False are not).
+    judged: dict[int, tuple[set[Any], set[Any]]] = {}
+    # Locals for the loop over what is not judged by record (decoded partitions, findings).
+    registered, decoded, no_leader, lost_dir = brokers.get, m.Partition, m.NO_LEADER, LOST_DIR
+    add_offline, add_bad_leader = offline.found.append, bad_leader.found.append
+    add_under, add_under_min = under.found.append, under_min.found.append
     for topic in sorted(img.topics_by_name.values(), key=lambda t: t.name):
-        need, where = min_isr(img, topic.name)
         name = topic.name
+        need, where = topic_min_isr.get(name, cluster_min_isr)
         parts = topic.partitions
         pids = sorted(parts)
-        values = list(map(parts.__getitem__, pids))
-        # Undecoded ones by their record bytes (each distinct record decoded once), the
-        # topic's at once; read only.
-        found = list(map(shared, m.record_keys(values)))
-        for pid, raw, p in zip(pids, values, found, strict=True):
-            if p is None:
-                p = raw if type(raw) is m.Partition else topic.shared(pid)
+        values: list[Any] = list(map(parts.__getitem__, pids))  # Partition | LazyPartition
+        keys = m.record_keys(values)
+        verdicts = list(map(quiet, keys))
+        distinct = set(verdicts)
+        fine, unfit = judged.get(need) or judged.setdefault(need, (set(), set()))
+        for v in distinct - fine - unfit:
+            (fine if v and _led_well(brokers, v, need) else unfit).add(v)
+        if distinct <= fine:
+            total += len(values)
+            continue  # the common case: every partition judged, nothing to say
+        slow = [i for i, v in enumerate(verdicts) if v not in fine]
+        total += len(values) - len(slow)
+        for i in slow:
+            pid, p = pids[i], values[i]
+            if type(p) is not decoded:
+                p = _remember(keys[i], p) or topic.shared(pid)  # type: ignore[arg-type]
                 if p is None:
                     continue
             total += 1
-            isr, replicas = p.isr, p.replicas
-            if (p.leader != m.NO_LEADER and len(isr) == len(replicas) and not p.adding_replicas
-                    and not p.removing_replicas and not p.leader_recovery_state and not p.elr
-                    and not p.last_known_elr and LOST_DIR not in p.directories):
-                reg = brokers.get(p.leader)
+            isr, replicas, leader = p.isr, p.replicas, p.leader
+            adding, removing = p.adding_replicas, p.removing_replicas
+            # What _quiet says, inline: most decoded partitions have nothing to say either.
+            if (leader != no_leader and len(isr) == len(replicas) and not adding
+                    and not removing and not p.leader_recovery_state and not p.elr
+                    and not p.last_known_elr and lost_dir not in p.directories):
+                reg = registered(leader)
                 if reg is not None and not reg.fenced and len(isr) >= need:
-                    continue  # the common case: nothing to say
-            if p.leader == m.NO_LEADER:
-                offline.add(name, pid, p)
+                    continue  # nothing to say
+            if leader == no_leader:
+                add_offline((name, pid, p))
             else:
-                reg = brokers.get(p.leader)
+                reg = registered(leader)
                 if reg is None or reg.fenced:
-                    bad_leader.add(name, pid, p, "not registered" if reg is None else "fenced")
+                    add_bad_leader((name, pid, p, "not registered" if reg is None else "fenced"))
             # Like Kafka's UnderReplicatedPartitions: replicas being added do not count yet.
-            target = ([r for r in replicas if r not in p.adding_replicas] if p.adding_replicas
-                      else replicas)
+            target = [r for r in replicas if r not in adding] if adding else replicas
             if len(isr) < len(target):
-                under.add(name, pid, p, target)
-            if p.adding_replicas or p.removing_replicas:
+                add_under((name, pid, p, target))
+            if adding or removing:
                 moving.add(name, pid, p)
             if p.leader_recovery_state == 1:
                 recovering.add(name, pid, p)
-            if LOST_DIR in p.directories:
+            if lost_dir in p.directories:
                 gone = [r for r, d in zip(replicas, p.directories, strict=False)
-                        if d == LOST_DIR]
+                        if d == lost_dir]
                 if gone:
                     lost.add(name, pid, p, gone)
             if len(isr) < need:
-                under_min.add(name, pid, p, need, where)
+                add_under_min((name, pid, p, need, where))
             if p.elr or p.last_known_elr:
                 elr.add(name, pid, p)
     out = [
@@ -257,6 +318,14 @@ def check_partitions(img: m.Image) -> list[Check]:
                          f"{count(n, 'partition')} carr{'ies' if n == 1 else 'y'} ELR state",
                          elr))
     return out
+
+
+def _led_well(brokers: dict[int, m.BrokerRegistration], verdict: tuple[int, int],
+              need: int) -> bool:
+    """A quiet partition's (leader, ISR size) needs no finding: its leader is registered and
+    unfenced, and its ISR meets min.insync.replicas."""
+    reg = brokers.get(verdict[0])
+    return reg is not None and not reg.fenced and verdict[1] >= need
 
 
 def _all(total: int, noun: str, one: str, many: str) -> str:

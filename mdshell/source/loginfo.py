@@ -48,10 +48,14 @@ def quorum_info(source: Source, controls: list[ControlEntry],
     q = QuorumInfo()
     problems: list[Problem] = []
     source.local_quorum(q, problems)
-    for c in controls:
+    # The last of each kind is what counts: read from the end (a long log holds thousands
+    # of LeaderChange records).
+    wanted = {ctl.LEADER_CHANGE, ctl.KRAFT_VERSION, ctl.KRAFT_VOTERS}
+    for c in reversed(controls):
         v = c.value
-        if not isinstance(v, dict):
+        if c.ctype not in wanted or not isinstance(v, dict):
             continue
+        wanted.discard(c.ctype)
         if c.ctype == ctl.LEADER_CHANGE:
             q.last_leader_change = LeaderChangeInfo(
                 c.offset, c.epoch, c.timestamp, v["leaderId"],
@@ -60,6 +64,8 @@ def quorum_info(source: Source, controls: list[ControlEntry],
             q.kraft_version = v["kRaftVersion"]
         elif c.ctype == ctl.KRAFT_VOTERS:
             q.voters, q.voters_offset = [_voter(x) for x in v["voters"]], c.offset
+        if not wanted:
+            break
     if end_offset is not None:
         q.log_end_offset = end_offset + 1
     if q.leader_id is None and q.last_leader_change is not None:
