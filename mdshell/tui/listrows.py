@@ -32,7 +32,7 @@ def tables(img: m.Image, show_secrets: bool) -> dict[str, ListTable]:
         rf: int | None = None
         under = offline = 0
         for pid in t.partitions:
-            p = t.partition(pid)
+            p = t.shared(pid)  # read only: each distinct record decoded once
             if p is None:
                 continue
             target = [r for r in p.replicas if r not in p.adding_replicas]
