@@ -201,7 +201,9 @@ def views(out: Path, codes: list[str], only: str, runs: int, counted: bool) -> N
                             got.setdefault((label, code), []).append(cpu)
                             peak[(label, code)] = max(peak.get((label, code), 0), rss)
                     except SystemExit as e:
-                        failed[(label, code)] = str(e).strip().splitlines()[-1][-60:]
+                        # mdshell's own last line, not the command that ran
+                        last = str(e).strip().splitlines()[-1]
+                        failed[(label, code)] = last.rpartition(" failed: ")[2]
         for label in commands:
             for code in codes:
                 if (label, code) in failed:
