@@ -214,6 +214,8 @@ def _remember(key: tuple[int, bytes], raw: m.LazyPartition) -> m.Partition | Non
 
 
 def check_partitions(img: m.Image) -> list[Check]:
+    """Leaderless, under-replicated, under-min-ISR, badly led, moving, recovering, LOST and
+    ELR partitions, a topic at a time in name order (the items' order)."""
     offline, under, under_min = Findings(_offline), Findings(_under), Findings(_under_min)
     elr, bad_leader, moving = Findings(_elr), Findings(_bad_leader), Findings(_moving)
     recovering, lost = Findings(_recovering), Findings(_lost)
