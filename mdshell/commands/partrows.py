@@ -113,14 +113,15 @@ class DescribeRows(res.RowStream):
         self._count: int | None = None
 
     def _topic_rows(self) -> Iterator[TopicRows]:
-        from ..image.health import min_isr  # not on a one-shot's start-up path
+        from ..image.health import min_isrs  # not on a one-shot's start-up path
 
         img = self.img
         get = self._states.get
         skip = PARTITION_PREFIX_SIZE
         under, offline, under_min = self.filters
+        own_min_isr, cluster_min_isr = min_isrs(img)
         for t in self.topics:
-            need = min_isr(img, t.name)[0]
+            need = own_min_isr.get(t.name, cluster_min_isr)[0]
             parts = t.partitions
             pids = sorted(parts)
             keys = [(p[3], bytes(p[0][p[1] + skip:p[2]])) if type(p) is tuple
