@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -278,15 +276,14 @@ def test_unknown_leader_epoch_waits_for_the_quorum(quorum: KraftCluster) -> None
         assert time.monotonic() - t0 < 20
         assert obs.progress.fetches - fetches < 60  # backed off, never spun
         # Pause the leader: the others elect one at a later epoch; the observer reaches it.
-        assert old.proc is not None
-        os.killpg(old.proc.pid, signal.SIGSTOP)
+        quorum.pause(old)
         try:
             others = [n for n in quorum.controllers if n is not old]
             wait_until(lambda: all(quorum_state(n)["leaderEpoch"] > epoch
                                    and quorum_state(n)["leaderId"] not in (-1, old.node_id)
                                    for n in others), 60, "a new leader")
         finally:
-            os.killpg(old.proc.pid, signal.SIGCONT)
+            quorum.resume(old)
         obs.catch_up(60)
         assert obs.leader_epoch > epoch and obs.leader_id != old.node_id
         assert_image_is_the_leaders(quorum, source, shell)

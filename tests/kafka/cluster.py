@@ -294,6 +294,22 @@ class KraftCluster:
         for n in self.nodes:
             self.stop_node(n)
 
+    def pause(self, n: Node, timeout: float = 10) -> None:
+        """SIGSTOP the node, returning once the kernel shows every thread of it stopped:
+        a group stop reaches each thread when it next runs, so a request sent just after
+        the signal could still be answered."""
+        assert n.proc is not None
+        os.killpg(n.proc.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + timeout
+        while not _all_stopped(n.proc.pid):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"node {n.node_id} not stopped {timeout} s after SIGSTOP")
+            time.sleep(0.01)
+
+    def resume(self, n: Node) -> None:
+        assert n.proc is not None
+        os.killpg(n.proc.pid, signal.SIGCONT)
+
     @contextlib.contextmanager
     def running(self) -> Iterator[KraftCluster]:
         """Started, and stopped whatever happens (a start that fails half-way included);
@@ -445,3 +461,17 @@ def _logging(home: Path, version: str) -> list[str]:
     conf = home / "log4j2.properties"
     conf.write_text(_LOG4J2, encoding="utf-8")
     return [f"-Dlog4j2.configurationFile={conf}", f"-Dkafka.logs.dir={home}"]
+
+
+def _all_stopped(pid: int) -> bool:
+    """Every thread of the process stopped (state T in /proc; a thread that has exited
+    meanwhile does not count)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if state not in ("T", "t"):
+            return False
+    return True

@@ -12,10 +12,8 @@ directory at the same offset, and the session's voters and leader must equal
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable
@@ -153,8 +151,7 @@ class Soak:
         leader = self.rng.random() < 0.5
         node = self.cluster.node(q.leader_id) if leader else self.rng.choice(
             [n for n in self.cluster.controllers if n.node_id != q.leader_id])
-        assert node.proc is not None
-        os.killpg(node.proc.pid, signal.SIGSTOP)
+        self.cluster.pause(node)
         t0 = time.monotonic()
         try:
             if leader:
@@ -162,7 +159,7 @@ class Soak:
             else:
                 time.sleep(5)
         finally:
-            os.killpg(node.proc.pid, signal.SIGCONT)
+            self.cluster.resume(node)
         return f"freeze {'leader' if leader else 'follower'} {node.node_id}"
 
     def _watch_failover(self, q: QuorumView, t0: float) -> None:
