@@ -61,6 +61,30 @@ class _Parser(argparse.ArgumentParser):
         _err(f"{message} (mdshell --help lists the options)")
         raise SystemExit(EXIT_USAGE)
 
+    def format_help(self) -> str:
+        """argparse's help with every command, one line each, before the examples (the
+        registry is read only when help is shown)."""
+        examples = self.epilog
+        self.epilog = commands_help() + ("\n\n" + examples if examples else "")
+        try:
+            return super().format_help()
+        finally:
+            self.epilog = examples
+
+
+def commands_help() -> str:
+    """The commands section of ``mdshell --help``: each command and its summary."""
+    from .commands.session import listed
+
+    cmds = listed()
+    width = max(len(c.name) for c in cmds)
+    lines = ["commands (after the options; `mdshell COMMAND --help` or `mdshell help COMMAND` "
+             "for one;", "without a command: the full-screen interface, or --repl):"]
+    for c in cmds:
+        note = " (interactive only)" if c.shell_only else ""
+        lines.append(f"  {c.name:<{width}}  {c.summary}{note}")
+    return "\n".join(lines)
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
@@ -171,6 +195,50 @@ def _follow_usage(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _help_without_source(args: argparse.Namespace) -> int | None:
+    """``help``, ``man CMD`` and ``CMD --help`` read only the command registry: answered
+    without opening a source (none may be given); None for any other command."""
+    from .commands.session import answer_without_source
+
+    result = answer_without_source(args.command, interactive=False)
+    if result is None:
+        return None
+    from .commands.render import emit
+
+    return emit(result, sys.stdout, output=args.output,
+                width=terminal_columns() if sys.stdout.isatty() else None)
+
+
+def _unused_option(args: argparse.Namespace, full_screen: bool) -> str | None:
+    """The first option given that would change nothing here, as a usage error (exit 2);
+    None when every option applies. The rule (docs/commands.md): an option that the chosen
+    source, command or front end would ignore is refused, never dropped in silence; the
+    output options (-o, --show-secrets, --layout) apply to every command and to the line
+    shell."""
+    command = args.command[0] if args.command else None
+    if args.repl and command is not None:
+        return (f"--repl opens the line shell, and with a command ({command}) mdshell runs it "
+                "once instead: drop --repl or the command")
+    if args.config and not args.bootstrap_controller and command not in (None, "sql"):
+        return (f"--config is for -q (Kafka client properties) and for sql (its spark.* "
+                f"keys); {command} with {_source_option(args)} reads neither: drop --config")
+    if args.spark_master and command not in (None, "sql"):
+        return (f"--spark-master is for sql; {command} starts no Spark: drop --spark-master")
+    if full_screen:
+        for given, option in ((args.output != "text", "-o json"),
+                              (args.layout != "3.7", f"--layout {args.layout}"),
+                              (args.strict, "--strict")):
+            if given:
+                return (f"{option} applies to commands and the line shell; the full-screen "
+                        "interface has its own views (and shows the image's verdict in its "
+                        "header): give a command or --repl, or drop the option")
+    return None
+
+
+def _source_option(args: argparse.Namespace) -> str:
+    return "-d" if args.directory else "-s" if args.snapshot else "-q"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     collecting = gc.isenabled()
@@ -228,6 +296,8 @@ def _main(args: argparse.Namespace) -> int:
     if len(sources) > 1:
         _err("give only one of -d/--directory, -s/--snapshot and -q/--bootstrap-controller")
         return EXIT_USAGE
+    if (helped := _help_without_source(args)) is not None:
+        return helped
     if not sources:
         _err("no metadata source: give -d DIR (a __cluster_metadata-0 directory or its log "
              "dir), -s FILE (one .checkpoint or .log file) or -q HOST:PORT (the controllers)")
@@ -238,9 +308,15 @@ def _main(args: argparse.Namespace) -> int:
     if args.follow and (wrong := _follow_usage(args)):
         _err(wrong)
         return EXIT_USAGE
-    if args.spark_master or (args.config and not args.bootstrap_controller):
-        _spark_settings(args)
-    if not args.command and not args.repl and sys.stdin.isatty() and sys.stdout.isatty():
+    full_screen = (not args.command and not args.repl and sys.stdin.isatty()
+                   and sys.stdout.isatty())
+    if wrong := _unused_option(args, full_screen):
+        _err(wrong)
+        return EXIT_USAGE
+    if ((args.spark_master or (args.config and not args.bootstrap_controller))
+            and not _spark_settings(args)):
+        return EXIT_FAIL
+    if full_screen:
         from .tui import run_tui  # the full-screen interface (textual is imported there)
 
         return run_tui(args.directory, args.snapshot, show_secrets=args.show_secrets,
@@ -325,18 +401,25 @@ def _main(args: argparse.Namespace) -> int:
         source.close()
 
 
-def _spark_settings(args: argparse.Namespace) -> None:
-    """--spark-master and the spark.* keys of --config (nothing starts until `sql` runs)."""
+def _spark_settings(args: argparse.Namespace) -> bool:
+    """--spark-master and the spark.* keys of --config (nothing starts until `sql` runs);
+    False, said in one line, when --config cannot be read."""
     from .source.localfiles import read_properties
     from .spark.settings import configure
 
     problems: list[Problem] = []
+    if args.config and not os.path.isfile(args.config):
+        _err(f"--config {args.config}: no such file")
+        return False
     props = read_properties(args.config, problems) if args.config else None
-    _warn(problems, False)
+    if problems:
+        _warn(problems, True)
+        return False
     others = configure(args.spark_master, props)
     if others:
         _say("--config: only spark.* keys are used without -q/--bootstrap-controller; "
              f"ignored {', '.join(sorted(others))}", False)
+    return True
 
 
 def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",

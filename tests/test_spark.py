@@ -397,14 +397,15 @@ def test_only_local_sessions_get_the_worker_daemon_and_arrow_options() -> None:
 
 
 def test_spark_options_do_not_start_spark() -> None:
-    """--spark-master and spark.* settings alone import nothing of Spark."""
+    """--spark-master and spark.* settings alone import nothing of Spark (a script of
+    commands, where they apply: with one command other than sql they are refused)."""
     code = ("import sys, io, contextlib\nfrom mdshell.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    rc = main(['-d', {str(FIXTURES / 'cluster-basic')!r}, '--spark-master', "
-            "'local[1]', 'ls', '/image'])\n"
+            "'local[1]'])\n"
             "print(rc, [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'pyarrow')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, cwd=ROOT)
+                         timeout=60, cwd=ROOT, input="ls /image\n")
     assert out.stdout.strip() == "0 []", out.stderr
 
 

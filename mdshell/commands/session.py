@@ -12,6 +12,7 @@ from . import results as r
 from .base import (
     REGISTRY,
     ArgParser,
+    Command,
     CommandError,
     Result,
     UsageError,
@@ -28,6 +29,10 @@ class ExitShell(Exception):
 @command("help", "List the commands, or show the help of one.", "help [CMD]",
          args=("command", ""))
 def help_(shell: Shell, args: list[str]) -> Result:
+    return _help(args, shell.interactive)
+
+
+def _help(args: list[str], interactive: bool) -> Result:
     p = ArgParser("help", "help [CMD]")
     p.add_argument("cmd", metavar="CMD", nargs="?")
     ns = p.parse_args(args)
@@ -37,14 +42,41 @@ def help_(shell: Shell, args: list[str]) -> Result:
             advice = f"did you mean 'help {hint}'?" if hint else "'help' lists them"
             raise UsageError(f"help: unrecognized arguments: {ns.cmd} (not a command; "
                              f"{advice})")
-        return man(shell, [ns.cmd])
-    cmds = [REGISTRY[name] for name in sorted(REGISTRY)]
-    return Result(value=r.Help(cmds, shell.interactive))
+        return _man([ns.cmd])
+    return Result(value=r.Help(listed(), interactive))
+
+
+def listed() -> list[Command]:
+    """Every command, by name: what ``help`` and ``mdshell --help`` list."""
+    return [REGISTRY[name] for name in sorted(REGISTRY)]
+
+
+def answer_without_source(words: list[str], interactive: bool = False) -> Result | None:
+    """``help``, ``help CMD``, ``man CMD`` and ``CMD --help`` answered without a metadata
+    source (they read only the registry); None for any other command line."""
+    if not words:
+        return None
+    name, args = words[0], words[1:]
+    cmd = REGISTRY.get(name)
+    if cmd is None:
+        return None
+    if "--help" in args:
+        return Result(value=r.Manual(cmd))
+    if name not in ("help", "man"):
+        return None
+    try:
+        return _help(args, interactive) if name == "help" else _man(args)
+    except UsageError as e:
+        return Result(errors=[str(e)], exit_code=2)
 
 
 @command("man", "Show the help text of a command.", "man CMD",
          args=("command", ""))
 def man(shell: Shell, args: list[str]) -> Result:
+    return _man(args)
+
+
+def _man(args: list[str]) -> Result:
     p = ArgParser("man", "man CMD")
     p.add_argument("cmd", metavar="CMD")
     ns = p.parse_args(args)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.key_binding import KeyBindings
     from prompt_toolkit.output import Output
 
+EXIT_WORST = 2  # a script's status: the worst of its lines (2 usage > 1 failure > 0)
 MAX_CANDIDATES = 1000  # a directory of a million partitions must not freeze the prompt
 _GLOB_CHARS = frozenset("*?[]{}\\")
 
@@ -371,8 +372,8 @@ def execute(shell: Shell, line: str, out: TextIO, show_error: ShowError,
         # Errors go through show_error (colour, line numbers); emit prints the output.
         emit(result, out, err, output=output, width=width, notes=shell.session.new_notes,
              show_errors=False, said=shell.said)
-    except (ExitShell, KeyboardInterrupt):
-        raise
+    except (ExitShell, KeyboardInterrupt, BrokenPipeError):
+        raise  # BrokenPipeError: the reader went away (`| head`); the front end ends quietly
     except Exception as e:
         show_error(f"internal error: {type(e).__name__}: {e}")
         return 1
@@ -385,7 +386,9 @@ def run_script(shell: Shell, lines: Iterable[str], out: TextIO, err: TextIO | No
                output: str = "text") -> int:
     """Commands read line by line (stdin not a terminal), errors prefixed ``mdshell: line N:``.
 
-    Output stays as clean as one-shot output. Returns the exit code of the last failure.
+    Output stays as clean as one-shot output. Returns the worst exit code of its lines, as
+    a shell user expects of a script: 2 (a usage error) over 1 (a failure) over 0; a line
+    interrupted (130) counts as a failure.
     """
     shell.interactive = True
     seen: list[str] = []
@@ -405,7 +408,7 @@ def run_script(shell: Shell, lines: Iterable[str], out: TextIO, err: TextIO | No
             rc = execute(shell, line, out, show, output, err=err)
         except ExitShell:
             break
-        code = rc or code
+        code = max(code, rc if rc <= EXIT_WORST else 1)
     return code
 
 
