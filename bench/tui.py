@@ -169,13 +169,13 @@ def key_while_loading(d: Path, presses: int = 20) -> list[float]:
             await pilot.press("t")
             await _until(pilot, lambda: bool(app.screen.query(ImageTree)))
             tree = app.screen.query_one(ImageTree)
-            first, last = app.engine.source.offset_range()
+            first, last = app.engine.session.source.offset_range()
             middle = ((first or 0) + (last or 0)) // 2
             loading = {"on": True}
 
             def busy() -> None:  # a long load in a thread, as `at` runs it
                 while loading["on"]:
-                    quiet_gc(lambda: load(app.engine.source, upto=middle))
+                    quiet_gc(lambda: load(app.engine.session.source, upto=middle))
 
             app.run_worker(busy, thread=True)
             await pilot.pause(0.2)

@@ -220,6 +220,15 @@ def test_no_import_cycles(kinds: tuple[str, ...]) -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def test_the_tui_reaches_the_data_through_the_session() -> None:
+    """Nothing under ``mdshell/tui`` imports ``mdshell.source`` (types included): sources
+    are opened, read and described through the session, as every other front end does."""
+    bad = [f"{module} imports {target}" for module, targets in
+           graph(EAGER, LAZY, TYPING).items() if _inside(module, "mdshell.tui")
+           for target in sorted(targets) if _inside(target, "mdshell.source")]
+    assert not bad, "\n".join(bad)
+
+
 def test_the_cycle_finder_finds_cycles() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None

@@ -442,7 +442,7 @@ def test_time_travel_follows_the_shells_rule_on_a_copy_without_log(tmp_path: Pat
             shutil.copyfile(f, md / f.name)
     engine = Engine.open(str(md), None)
     engine.load()
-    points = snapshot_points(engine.source)
+    points = snapshot_points(engine.session.source)
     assert [p.offset for p in points] == [67, 93]
     said = engine.sh.run(["at", "80"]).errors
     assert len(said) == 1 and "the snapshots at offsets 67 and 93" in said[0]
@@ -600,7 +600,7 @@ def test_load_progress_counts_bytes_and_batches_of_the_real_load() -> None:
     from mdshell.source.batchscan import iter_batch_infos
 
     engine = Engine.open(str(FIXTURES / "cluster-basic"), None)
-    source = engine.source
+    source = engine.session.source
     snap = source.snapshots()[-1]
     seg_bytes = sum(s.size for s in source.segments())
     engine.load()
@@ -619,10 +619,10 @@ async def test_loading_screen_shows_bytes_of_the_total() -> None:
     from textual.app import App
     from textual.widgets import ProgressBar
 
+    from mdshell.session.progress import LoadProgress
     from mdshell.tui.loading import LoadingScreen
-    from mdshell.tui.progress import LoadProgress
 
-    source = Engine.open(str(FIXTURES / "segments-snapshots"), None).source
+    source = Engine.open(str(FIXTURES / "segments-snapshots"), None).session.source
     progress = LoadProgress()
     hook = progress.start(source)
     stream = hook(source.log_stream(0))

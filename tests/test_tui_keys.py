@@ -463,8 +463,8 @@ def test_bars_are_drawn_from_zero() -> None:
 def test_history_legend_keeps_its_words_at_80_columns() -> None:
     """A 500k log's offsets (six digits) at 80 columns: the legend leaves out the batches
     before it leaves out "snapshot" and "leader" (it read "SL")."""
+    from mdshell.session.timeline import Timeline
     from mdshell.tui.history import history_title
-    from mdshell.tui.rows import Timeline
 
     tl = Timeline(505068, 509582, [(0, 0, 1, 0)] * 4219, [505068], [(505492, 1001, 2)])
     legend = history_title(tl, 76).plain

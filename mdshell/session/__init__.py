@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ..image.history import History
 from ..image.model import Image, Notes
@@ -27,8 +28,12 @@ from ..tree.paths import join, lookup, split_path
 from ..tree.root import RootInfo, root_node
 from ..wire.batch import UNDECODABLE, Batch
 from .appends import Follow
-from .load import Loaded, LoadFailed, first_load, load
+from .load import Loaded, LoadFailed, StreamHook, first_load, load
 from .rebuild import Rebuildable, rebuildable
+
+if TYPE_CHECKING:
+    from ..source.quorum.discover import QuorumView
+    from .timeline import Timeline
 
 __all__ = ["Advanced", "LoadFailed", "Loaded", "Session", "load", "unusable"]
 
@@ -66,16 +71,21 @@ class Session:
         command that the source alone answers never replays it)."""
         return cls(open_source(directory, file, eager=eager), layout=layout, lazy=lazy)
 
+    @classmethod
+    def live(cls, bootstrap: str, config: str | None = None, *, eager: bool = False,
+             layout: str = "3.7", lazy: bool = False) -> Session:
+        """A session over the live quorum (``-q``): connects and catches up now (seconds:
+        call it in a worker); raises ``SourceError`` with one line."""
+        from ..source.live import LiveSource
+
+        return cls(LiveSource(bootstrap, config, eager=eager), layout=layout, lazy=lazy)
+
     # ------------------------------------------------------------ loading on first use
 
     @property
     def latest(self) -> Loaded:
         """The image at the end of what was read (loaded now if it was not yet)."""
-        if self._latest is None:
-            self._latest = first_load(self.source)
-            for callback in self._when_loaded:
-                callback(self._latest)
-        return self._latest
+        return self.load_first()
 
     @latest.setter
     def latest(self, value: Loaded) -> None:
@@ -99,6 +109,15 @@ class Session:
     @property
     def is_loaded(self) -> bool:
         return self._latest is not None
+
+    def load_first(self, watch: StreamHook | None = None) -> Loaded:
+        """The first load, done now if it was not yet (``watch`` sees each stream it reads:
+        a front end's progress, ``session.progress.LoadProgress``); the latest image."""
+        if self._latest is None:
+            self._latest = first_load(self.source, watch=watch)
+            for callback in self._when_loaded:
+                callback(self._latest)
+        return self._latest
 
     def when_loaded(self, callback: Callable[[Loaded], None]) -> None:
         """Call ``callback(latest)`` once the session has loaded (now, if it has)."""
@@ -178,6 +197,27 @@ class Session:
         return self.source.staleness()
 
     # ------------------------------------------------------------ describing the source
+
+    def bytes_to_read(self) -> int:
+        """What a first load reads: the newest snapshot plus the segments (-s: the file)."""
+        from .progress import bytes_to_read
+
+        return bytes_to_read(self.source)
+
+    def live_status(self) -> LiveStatus | None:
+        """Live: what the follower knows of the quorum now (no request); None otherwise."""
+        return self.source.status()
+
+    def live_quorum(self) -> QuorumView | None:
+        """Live: the last DescribeQuorum answer (no request); None otherwise."""
+        return self.source.known_quorum()
+
+    def timeline(self) -> Timeline:
+        """The log's batches, snapshots and leader changes (reads every batch header: call
+        it off a UI thread)."""
+        from .timeline import scan_timeline
+
+        return scan_timeline(self)
 
     def quorum_info(self, loaded: Loaded | None = None) -> QuorumInfo:
         loaded = loaded or self.loaded

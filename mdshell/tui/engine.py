@@ -19,21 +19,20 @@ from ..commands import Shell
 from ..commands.base import Result
 from ..image import model as m
 from ..image.names import metadata_version_name
-from ..session import Loaded, Session, load
+from ..session import Loaded, Session
 from ..session.appends import Follow
-from ..source import Source, open_source
+from ..session.progress import LoadProgress
+from ..session.timeline import Timeline
 from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
-from . import timeline as tl
 from .fmt import ui_time
 from .forked import in_child
 from .healthrows import check_rows
 from .liveinfo import live_leader, live_observers, live_row, live_voters
 from .overviewrows import broker_rows, controller_rows, feature_rows
 from .plain import broker_state, quiet_gc, run_lines, sorted_names
-from .progress import LoadProgress
-from .rows import CheckRow, Entry, Header, Item, ListTable, LiveRow, NodeRow, Overview, Timeline
+from .rows import CheckRow, Entry, Header, Item, ListTable, LiveRow, NodeRow, Overview
 
 __all__ = ["SECTIONS", "CheckRow", "Engine", "Entry", "Header", "Item", "NodeRow", "Overview",
            "Timeline", "quiet_gc", "run_lines"]
@@ -50,16 +49,18 @@ SECTIONS = [
 
 
 class Engine:
-    """A loaded source's session, and the shell that runs the TUI's commands on it."""
+    """A session over a source, and the shell that runs the TUI's commands on it. Every
+    fact about the data comes through the session; the engine adds what the screens need
+    (plain rows, pages of children, the TUI's locks and caches)."""
 
-    def __init__(self, source: Source | None, show_secrets: bool = False, *,
-                 label: str | None = None, opener: Callable[[], Source] | None = None) -> None:
-        self._source = source
+    def __init__(self, session: Session | None, show_secrets: bool = False, *,
+                 label: str | None = None, opener: Callable[[], Session] | None = None
+                 ) -> None:
+        self._session = session
         self._opener = opener  # live: connecting is slow, so it happens in load()
-        self.label = label or (source.describe() if source is not None else "?")
+        self.label = label or (session.source.describe() if session is not None else "?")
         self.opts = RenderOptions(show_secrets=show_secrets)
-        self._session: Session | None = None
-        self.shell: Shell | None = None  # set with the session, by load()
+        self.shell: Shell | None = None  # set by load()
         self._timeline: Timeline | None = None
         self.progress = LoadProgress()
         # Commands and live polls both move the session: one at a time.
@@ -74,37 +75,28 @@ class Engine:
     @classmethod
     def open(cls, directory: str | None, file: str | None,
              show_secrets: bool = False) -> Engine:
-        """Find the source (fast; raises ``SourceError`` with one clear line)."""
-        return cls(open_source(directory, file), show_secrets)
+        """Find the source (fast; raises ``SourceError`` with one clear line); nothing is
+        read until :meth:`load`."""
+        return cls(Session.open(directory, file, lazy=True), show_secrets)
 
     @classmethod
     def open_live(cls, bootstrap: str, config: str | None = None,
                   show_secrets: bool = False) -> Engine:
         """``-q``: the quorum is reached (and caught up with) by ``load``, in a worker."""
-        def connect() -> Source:
-            from ..source.live import LiveSource
-
-            return LiveSource(bootstrap, config)
-
-        return cls(None, show_secrets, label=f"live:{bootstrap}", opener=connect)
-
-    @property
-    def source(self) -> Source:
-        assert self._source is not None, "load() first"
-        return self._source
+        return cls(None, show_secrets, label=f"live:{bootstrap}",
+                   opener=lambda: Session.live(bootstrap, config, lazy=True))
 
     def load(self) -> None:
         """Read and replay the log (the slow part: run it in a worker); a live source starts
         following the quorum."""
-        if self._source is None:
+        if self._session is None:
             assert self._opener is not None
-            self._source = self._opener()
-        source = self._source
-        hook = self.progress.start(source)
-        session = Session(source, quiet_gc(lambda: load(source, watch=hook)))
-        self._session = session
+            self._session = self._opener()
+        session = self._session
+        hook = self.progress.start(session.source)
+        quiet_gc(lambda: session.load_first(watch=hook))
         self.shell = Shell(session, opts=self.opts, interactive=True)
-        source.follow()
+        session.source.follow()
 
     def start_load(self) -> None:
         """Start :meth:`load` in a thread now, before the UI is even imported; the app's
@@ -131,19 +123,19 @@ class Engine:
 
     def close(self) -> None:
         """Stop following (live); nothing to do for files."""
-        if self._source is not None:
-            self._source.close()
+        if self._session is not None:
+            self._session.source.close()
 
     # ---------------------------------------------------------------- live
 
     @property
     def on_disk(self) -> bool:
         """A directory or a file (not a quorum, reached or still to reach)."""
-        return self._source is not None and not self.live
+        return self._session is not None and not self.live
 
     @property
     def live(self) -> bool:
-        return self._source is not None and self._source.follows
+        return self._session is not None and self._session.source.follows
 
     def subscribe(self, callback: Callable[[], None]) -> None:
         """``callback()`` (from whichever thread moved the session) when the image advances."""
@@ -177,7 +169,7 @@ class Engine:
     @property
     def rereadable(self) -> bool:
         """A directory (``-d``): ``r`` reads what was appended, ``f`` follows it."""
-        return self._source is not None and self.source.kind == "directory"
+        return self._session is not None and self._session.source.kind == "directory"
 
     @property
     def follow(self) -> Follow | None:
@@ -198,7 +190,7 @@ class Engine:
             return LiveRow(latest.next_offset, latest.next_offset,
                            self.loaded.image.provenance.offset, since, self.follow.error,
                            word="FOLLOWING")
-        return live_row(self._source, latest.image.provenance.offset)
+        return live_row(self.session, latest.image.provenance.offset)
 
     @property
     def session(self) -> Session:
@@ -221,7 +213,7 @@ class Engine:
         img = self.loaded.image
         prov = img.provenance
         verdict = self.session.verdict()
-        return Header(self._cluster_id(), self.label, self.source.kind,
+        return Header(self._cluster_id(), self.label, self.session.source.kind,
                       prov.offset, prov.epoch, ui_time(prov.time_ms),
                       metadata_version_name(img.metadata_version_level)
                       if img.metadata_version is not None else "unset",
@@ -230,7 +222,7 @@ class Engine:
 
     def _cluster_id(self) -> str:
         q = self.session.quorum_info()
-        status = self.source.status()  # live: what DescribeCluster said
+        status = self.session.live_status()  # live: what DescribeCluster said
         return (q.cluster_id or q.quorum_state_cluster_id
                 or (status.cluster_id if status is not None else None) or "unknown")
 
@@ -249,16 +241,16 @@ class Engine:
         from ..commands.healthcmd import voter_ids
 
         found = voter_ids(self.session)
-        return found if found is not None else live_voters(self._source)
+        return found if found is not None else live_voters(self.session)
 
     def leader_id(self) -> int | None:
         """Live: the leader the follower fetches from now; else what the data says."""
-        leader = live_leader(self._source)
+        leader = live_leader(self.session)
         return leader if leader is not None else self.session.quorum_info().leader_id
 
     def _controllers(self, img: m.Image) -> list[NodeRow]:
         return controller_rows(img, set(self.voter_ids() or []),
-                               set(live_observers(self._source)), self.leader_id())
+                               set(live_observers(self.session)), self.leader_id())
 
     def broker_states(self) -> dict[int, str]:
         return {b.id: broker_state(b) for b in self.loaded.image.brokers.values()}
@@ -387,11 +379,12 @@ class Engine:
         return self._timeline
 
     def _scan_timeline(self) -> Timeline:
-        return tl.scan_timeline(self.source, self.session)
+        return self.session.timeline()
 
     def time_at(self, offset: int) -> str:
         """The timestamp of the batch holding ``offset`` (for the history cursor)."""
-        return tl.time_at(self.timeline(), offset)
+        ms = self.timeline().time_at(offset)
+        return "-" if ms is None else ui_time(ms)
 
     def offset_for(self, text: str) -> int | None:
         """An offset typed by the user (empty: latest), by the shell's ``at`` rule: a number

@@ -1,18 +1,21 @@
-"""What a live source (``-q``) says about the quorum, for the header and the overview: the
+"""What a live session (``-q``) says about the quorum, for the header and the overview: the
 offset and lag indicator, the voters and the leader. Cheap reads of what the follower already
 knows (no request: these run on the UI thread). No textual."""
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from ..source import Source
 from .rows import LiveRow
 
+if TYPE_CHECKING:
+    from ..session import Session
 
-def live_row(source: Source | None, shown: int) -> LiveRow | None:
+
+def live_row(session: Session, shown: int) -> LiveRow | None:
     """Where the image shown (``shown``: its offset) stands against the quorum."""
-    st = source.status() if source is not None else None
+    st = session.live_status()
     if st is None:
         return None
     since = (None if not st.last_fetch_ms
@@ -21,22 +24,22 @@ def live_row(source: Source | None, shown: int) -> LiveRow | None:
     return LiveRow(st.next_offset, hw, shown, since, st.follow_error)
 
 
-def live_voters(source: Source | None) -> list[int] | None:
+def live_voters(session: Session) -> list[int] | None:
     """The voters of the last DescribeQuorum answer (None: not live, or never answered)."""
-    quorum = source.known_quorum() if source is not None else None
+    quorum = session.live_quorum()
     if quorum is None:
         return None
     return [v.replica_id for v in quorum.voters]
 
 
-def live_observers(source: Source | None) -> list[int]:
+def live_observers(session: Session) -> list[int]:
     """The observers of the last DescribeQuorum answer (brokers among them)."""
-    quorum = source.known_quorum() if source is not None else None
+    quorum = session.live_quorum()
     return [] if quorum is None else [o.replica_id for o in quorum.observers]
 
 
-def live_leader(source: Source | None) -> int | None:
+def live_leader(session: Session) -> int | None:
     """The leader the follower fetches from (None: not live, or not known yet)."""
-    st = source.status() if source is not None else None
+    st = session.live_status()
     leader = st.leader_id if st is not None else None
     return leader if isinstance(leader, int) and leader >= 0 else None

@@ -13,8 +13,8 @@ from textual.containers import Center, Middle
 from textual.screen import ModalScreen, Screen
 from textual.widgets import ProgressBar, Static
 
+from ..session.progress import LoadProgress
 from .footer import KeyFooter
-from .progress import LoadProgress
 
 
 class LoadingScreen(Screen[None]):

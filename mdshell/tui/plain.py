@@ -10,10 +10,8 @@ from typing import Any, TypeVar
 from ..commands.base import Result
 from ..image import model as m
 from ..image.names import SECURITY_PROTOCOLS
-from ..session.appends import read_appends
 
-__all__ = ["broker_state", "endpoint_texts", "quiet_gc", "read_appends", "run_lines",
-           "sorted_names"]  # read_appends: from the session (--follow in the line shell)
+__all__ = ["broker_state", "endpoint_texts", "quiet_gc", "run_lines", "sorted_names"]
 
 T = TypeVar("T")
 

@@ -70,9 +70,7 @@ def start(engine: Engine) -> Prefetch | None:
     it before any thread exists (a fork copies only the calling thread)."""
     if not hasattr(os, "fork") or not engine.on_disk or engine.shell is not None:
         return None
-    from .progress import bytes_to_read
-
-    if bytes_to_read(engine.source) > MAX_BYTES:
+    if engine.session.bytes_to_read() > MAX_BYTES:
         return None
     read, write = os.pipe()
     pid = os.fork()

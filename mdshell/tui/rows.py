@@ -88,44 +88,6 @@ class Overview:
 
 
 @dataclass
-class Timeline:
-    first: int | None
-    last: int | None
-    batches: list[tuple[int, int, int, int]]  # base offset, last offset, records, max time
-    snapshots: list[int]  # last offsets covered by each snapshot
-    leader_changes: list[tuple[int, int, int]]  # offset, leader id, epoch
-    noops: frozenset[int] = frozenset()  # base offsets of the batches of one NoOpRecord
-
-    def bucket(self, offset: int, n: int) -> int:
-        """Which of ``n`` equal offset ranges holds ``offset`` (what :meth:`buckets` counts
-        it in; with more ranges than offsets, some ranges hold none)."""
-        first, last = self.first or 0, self.last or 0
-        span = max(last - first + 1, 1)
-        return min(max(offset - first, 0) * n // span, n - 1)
-
-    def buckets(self, n: int, changes: bool = False) -> tuple[list[int], list[int]]:
-        """Records per bucket and each bucket's first offset, ``n`` equal offset ranges;
-        ``changes``: without the NoOp batches (what an operator looks for)."""
-        if self.first is None or self.last is None or n <= 0:
-            return [], []
-        span = max(self.last - self.first + 1, 1)
-        # the least offset each range holds: i*span/n rounded up
-        starts = [self.first + -(-i * span // n) for i in range(n)]
-        ends = [s - 1 for s in starts[1:]] + [self.last]
-        counts = [0] * n
-        for base, last, records, _t in self.batches:
-            if changes and base in self.noops:
-                continue
-            lo, hi = self.bucket(base, n), self.bucket(last, n)
-            if lo == hi:
-                counts[lo] += records
-                continue
-            for i in range(lo, hi + 1):  # a batch over several ranges: its offsets in each
-                counts[i] += max(0, min(last, ends[i]) - max(base, starts[i]) + 1)
-        return counts, starts
-
-
-@dataclass
 class ListTable:
     """A list as a table (Topics, Brokers): its columns, and each row's cells and path."""
 

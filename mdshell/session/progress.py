@@ -1,8 +1,8 @@
 """How far a load has got: bytes and batches read of what the source holds.
 
 The loader takes a hook that sees each stream it reads (``load(watch=...)``); this one counts
-the batches the streams hand out (each carries its file and byte position), so the loading
-screen shows real progress. No textual import here.
+the batches the streams hand out (each carries its file and byte position), so a front end's
+loading screen shows real progress (``Session.load_first(watch=progress.start(...))``).
 """
 
 from __future__ import annotations
