@@ -121,8 +121,9 @@ def reader_alone(directory: Path) -> None:
     """What the workers do, without Spark: the data source's reader over every partition in
     one process (its CPU time is the decoding cost, whatever the machine's load)."""
     from mdshell.spark.datasource import KraftReader
+    from mdshell.spark.readopts import ReadOptions
 
-    reader = KraftReader([str(directory)], "records", None, False, True)
+    reader = KraftReader(ReadOptions(paths=[str(directory)]))
     start, cpu = time.perf_counter(), time.process_time()
     n = sum(b.num_rows for p in reader.partitions() for b in reader.read(p))
     took, cpu = time.perf_counter() - start, time.process_time() - cpu

@@ -98,6 +98,26 @@ def test_arrow_to_spark_schema_keeps_its_keyword() -> None:
     assert struct.simpleString() == "struct<a:bigint,t:string>"
 
 
+def test_data_source_planning_workers_call_reader_from_main() -> None:
+    """compat.filters_pushed finds the planning worker by its ``_main`` frame: both workers
+    still call ``reader(`` there, and the one without pushdown still holds the setting in a
+    local of that name (tests/test_spark.py -k never_breaks checks the result in Spark)."""
+    import ast
+
+    workers = _pyspark() / "sql" / "worker"
+    for name, flag in ((compat.PUSHDOWN_WORKER, None),
+                       (compat.PLAN_WORKER, compat.PLAN_WORKER_FLAG)):
+        tree = ast.parse((workers / name).read_text())
+        (main,) = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "_main"]
+        calls = [n for n in ast.walk(main) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Attribute) and n.func.attr == "reader"]
+        assert calls, f"{name}: _main no longer calls reader(): fix compat.filters_pushed"
+        if flag is not None:
+            assigned = {t.id for n in ast.walk(main) if isinstance(n, ast.Assign)
+                        for t in n.targets if isinstance(t, ast.Name)}
+            assert flag in assigned, f"{name}: no local {flag}: fix compat.filters_pushed"
+
+
 def test_upper_bounds_where_internals_are_used() -> None:
     """pyproject bounds textual and pyspark, and the installed versions are inside them."""
     text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()

@@ -564,24 +564,47 @@ def test_the_sessions_file_packing_settings_are_the_sources_defaults(spark: Any)
         register(spark)
 
 
-@pytest.mark.parametrize(("options", "said"), [
-    ({"table": "partitions", "at": "x"}, "kraft: option at: 'x' is not an offset (a number)"),
-    ({"maxPartitionBytes": "lots"}, "kraft: option maxPartitionBytes: 'lots' is not a size in "
-     "bytes (e.g. 134217728 or 128m)"),
-    ({"table": "nope"}, "kraft: unknown table 'nope' (known: "),
-], ids=["at", "bytes", "table"])
+def _one_line(text: str) -> bool:
+    """Spark's message of an error is one line, then its SQLSTATE line."""
+    return len([ln for ln in text.strip().splitlines()
+                if not ln.strip().startswith("SQLSTATE:")]) == 1
+
+
+@pytest.mark.parametrize(("options", "schema", "said"), [
+    ({"table": "partitions", "at": "x"}, None,
+     "kraft: option at: 'x' is not an offset (a number)"),
+    ({"maxPartitionBytes": "lots"}, None, "kraft: option maxPartitionBytes: 'lots' is not a "
+     "size in bytes (e.g. 134217728 or 128m)"),
+    ({"table": "nope"}, None, "kraft: unknown table 'nope' (known: "),
+    ({"tabel": "topics"}, None, "kraft: unknown option 'tabel' (known: table, at, "),
+    ({"payload": "maybe"}, None, "kraft: option payload: 'maybe' is not true or false"),
+    ({}, "offset int", "kraft: schema for table records: offset is bigint, not int (give "),
+    ({"table": "topics"}, "name string, nope long", "kraft: schema for table topics: no "
+     "column 'nope' (give some of its columns: directory, cluster_id, warnings, name, "),
+], ids=["at", "bytes", "table", "unknown", "flag", "schema-type", "schema-column"])
 def test_an_option_error_is_one_line_in_a_users_job(spark: Any, options: dict[str, str],
-                                                    said: str) -> None:
-    """A bad option reaches a PySpark job as Spark's AnalysisException whose first line is
-    the source's message, not a Python traceback from the planning worker."""
+                                                    schema: str | None, said: str) -> None:
+    """A bad option or schema reaches a PySpark job as Spark's AnalysisException whose first
+    line is the source's message, not a Python traceback from a planning worker, and no
+    task runs (no executor's Java stack)."""
     from pyspark.errors import AnalysisException
 
     with pytest.raises(AnalysisException) as e:
-        spark.read.format("kraft").options(**options).load(str(FIXTURES / "cluster-basic")) \
-            .count()
+        reader = spark.read.format("kraft").options(**options)
+        if schema is not None:
+            reader = reader.schema(schema)
+        reader.load(str(FIXTURES / "cluster-basic")).count()
     text = str(e.value)
     assert "Traceback" not in text and "File " not in text, text
-    assert said in text.splitlines()[0], text
+    assert said in text.splitlines()[0] and _one_line(text), text
+
+
+def test_a_user_schema_gives_those_columns(spark: Any) -> None:
+    d = str(FIXTURES / "cluster-basic")
+    got = spark.read.format("kraft").schema("TYPE string, offset long").load(d)
+    assert got.columns == ["TYPE", "offset"]
+    want = spark.read.format("kraft").load(d).select("type", "offset")
+    assert sorted(map(tuple, got.collect())) == sorted(map(tuple, want.collect()))
 
 
 def test_missing_directory_is_a_warning_row(spark: Any, tmp_path: Path) -> None:
@@ -590,6 +613,21 @@ def test_missing_directory_is_a_warning_row(spark: Any, tmp_path: Path) -> None:
         .where("warnings is not null").collect()
     assert len(rows) == 1 and rows[0]["directory"] == missing and rows[0]["offset"] is None
     assert "no such directory" in rows[0]["warnings"][0]
+
+
+@pytest.mark.parametrize("path", ["nope", "nothing-*", "segment"])
+def test_a_read_of_nothing_at_all_fails_in_one_line(spark: Any, tmp_path: Path,
+                                                    path: str) -> None:
+    """A missing path, a glob matching no directory, a .log file: alone, the read fails
+    (beside a good directory each is a row of warnings: test_spark_source_unit.py)."""
+    from pyspark.errors import AnalysisException
+
+    seg = FIXTURES / "cluster-basic" / "__cluster_metadata-0" / "00000000000000000000.log"
+    given = str(seg) if path == "segment" else str(tmp_path / path)
+    with pytest.raises(AnalysisException) as e:
+        spark.read.format("kraft").load(given).count()
+    text = str(e.value)
+    assert _one_line(text) and "kraft: nothing to read: " in text, text
 
 
 @pytest.mark.parametrize("table", ["topics", "partitions", "brokers", "configs", "endpoints"])
@@ -981,7 +1019,8 @@ def test_driver_memory_is_a_config_setting(tmp_path: Path) -> None:
 
 def test_a_file_path_gets_data_source_advice_not_the_clis(spark: Any) -> None:
     seg = FIXTURES / "cluster-basic" / "__cluster_metadata-0" / "00000000000000000000.log"
-    rows = spark.read.format("kraft").load(str(seg)).collect()
+    rows = spark.read.format("kraft").load([str(seg), str(FIXTURES / "cluster-basic")]) \
+        .where("warnings is not null").collect()
     assert len(rows) == 1 and rows[0]["offset"] is None
     said = rows[0]["warnings"][0]
     assert "-s FILE" not in said and "the kraft source reads metadata directories" in said
@@ -1062,22 +1101,52 @@ def test_pushdown_directory_file_offset_and_topic_skip_what_cannot_match(spark: 
 
 def test_pushdown_never_breaks_a_session_without_the_setting(spark: Any) -> None:
     """Without spark.sql.python.filterPushdown.enabled (a plain spark-submit), the source as a
-    user registers it reads with Spark's own filtering; asking for pushdown says what to set."""
+    user registers it reads with Spark's own filtering; asking for pushdown says, in one line,
+    what to set. With the setting and no option, filters are taken."""
+    from pyspark.errors import AnalysisException
+
     from mdshell.spark.datasource import KraftDataSource
 
     d = str(FIXTURES / "cluster-basic")
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    where = f"type = '{PUSHED_TYPE}'"
+    n = sum(r.name == PUSHED_TYPE for r in iter_log(open_source(d)))
+    spark.dataSource.register(KraftDataSource)
     try:
-        spark.dataSource.register(KraftDataSource)
-        n = spark.read.format("kraft").load(d).where(f"type = '{PUSHED_TYPE}'").count()
-        assert n == sum(r.name == PUSHED_TYPE for r in iter_log(open_source(d)))
-        with pytest.raises(Exception, match="filterPushdown"):
+        assert f"EqualTo(type,{PUSHED_TYPE})" in _explained(
+            spark.read.format("kraft").load(d).where(where))
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+        df = spark.read.format("kraft").load(d).where(where)
+        assert df.count() == n and "EqualTo(type" not in _explained(df)
+        with pytest.raises(AnalysisException) as e:
             spark.read.format("kraft").option("pushdown", "true").load(d).count()
+        text = str(e.value)
+        assert _one_line(text), text
+        assert ("kraft: option pushdown: true needs the session setting "
+                "spark.sql.python.filterPushdown.enabled=true") in text
     finally:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
         from mdshell.spark.session import _register
 
         _register(spark)
+
+
+def test_like_on_directory_prunes_directories_before_reading(spark: Any) -> None:
+    """``directory like '%segments-snap%'`` (Spark makes it a substring filter) and
+    ``like '/prefix%'`` are pushed and only the matching directories' files are read."""
+    paths = [str(FIXTURES / f) for f in GOOD_FIXTURES]
+    def base() -> Any:  # a reader's option() changes the reader itself
+        return spark.read.format("kraft").option("maxPartitionBytes", 1)
+
+    for where, taken in (("directory like '%segments-snap%'", "StringContains(directory,"),
+                         (f"directory like '{FIXTURES}/seg%'", "StringStartsWith(directory,"),
+                         ("cluster_id like '%'", "")):
+        pushed = base().load(paths).where(where)
+        plain = base().option("pushdown", "false").load(paths).where(where)
+        assert _rows(pushed) == _rows(plain) and _rows(pushed), where
+        if taken:
+            assert taken in _explained(pushed), where
+            one = base().option("pushdown", "false").load(str(FIXTURES / "segments-snapshots"))
+            assert _files_read(pushed) == _files_read(one) < _files_read(plain), where
 
 
 def test_file_uris_read_like_paths_and_other_stores_are_one_line(spark: Any) -> None:
@@ -1087,25 +1156,6 @@ def test_file_uris_read_like_paths_and_other_stores_are_one_line(spark: Any) -> 
     assert spark.read.format("kraft").load(f"file://{FIXTURES}/segments-snap*").count() == n
     with pytest.raises(Exception, match=r"ftp:// paths are not read"):
         spark.read.format("kraft").load("ftp://host/kafka/*").count()
-
-
-def test_plain_pyspark_finds_the_kraft_source_without_registering(tmp_path: Path) -> None:
-    """A user's own PySpark job: no register call, no pushdown setting; the pyspark_kraft
-    module is found by PySpark's discovery of pyspark_* modules."""
-    _need_java()
-    d = str(FIXTURES / "cluster-basic")
-    code = (
-        "import sys\n"
-        "from pyspark.sql import SparkSession\n"
-        "spark = (SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')\n"
-        f"         .config('spark.driver.extraJavaOptions', {QUICK_JVM!r}).getOrCreate())\n"
-        "print('N', spark.read.format('kraft').load(sys.argv[1]).count())\n"
-        "spark.stop()\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1"}
-    out = subprocess.run([sys.executable, "-c", code, d], capture_output=True, text=True,
-                         timeout=600, cwd=tmp_path, env=env)
-    assert f"N {len(list(iter_log(open_source(d))))}\n" in out.stdout, out.stderr[-2000:]
 
 
 def _moto_server(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:

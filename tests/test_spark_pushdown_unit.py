@@ -45,14 +45,28 @@ class StringStartsWith:
     value: Any
 
 
+@dataclass(frozen=True)
+class StringEndsWith:
+    attribute: tuple[str, ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class StringContains:
+    attribute: tuple[str, ...]
+    value: Any
+
+
 def test_takes_key_columns_and_offset_ranges_and_returns_the_rest() -> None:
     p = Pushed()
     fs = [EqualTo(("type",), "PartitionChangeRecord"), GreaterThan(("offset",), 9),
           LessThanOrEqual(("offset",), 20), StringStartsWith(("type",), "P"),
+          StringStartsWith(("payload",), "{"), StringStartsWith(("offset",), "1"),
           EqualTo(("payload",), "{}"), EqualTo(("offset",), "5"), EqualTo(("a", "b"), 1)]
     rest = p.take(fs, RECORD_COLUMNS)
-    assert rest == fs[3:]
+    assert rest == fs[4:]
     assert (p.low, p.high) == (10, 20) and p.allowed == {"type": {"PartitionChangeRecord"}}
+    assert p.patterns == {"type": [("StringStartsWith", "P")]}
     image = Pushed()
     assert image.take([EqualTo(("type",), "x"), In(("directory",), ("/a", "/b"))],
                       ANY_TABLE) == [EqualTo(("type",), "x")]
@@ -91,6 +105,26 @@ def test_rows_kept_follow_sql_null_rules() -> None:
     q.take([GreaterThan(("offset",), 0)], RECORD_COLUMNS)
     assert q.filter(batch).column("offset").to_pylist() == [1, 5, 9]  # null offset dropped
     assert Pushed().filter(batch).num_rows == 4
+
+
+def test_like_patterns_on_directories_rule_them_out_and_keep_sqls_rows() -> None:
+    """Prefixes, suffixes and substrings (what Spark makes of ``like``) on directory and
+    cluster_id decide which directories are read; on rows, a null matches nothing."""
+    p = Pushed()
+    assert p.take([StringContains(("directory",), "cluster-a"),
+                   StringEndsWith(("directory",), "__cluster_metadata-0"),
+                   StringStartsWith(("cluster_id",), "abc")], ANY_TABLE) == []
+    assert p.keeps("directory", "/copies/cluster-a/data/__cluster_metadata-0")
+    assert not p.keeps("directory", "/copies/cluster-b/data/__cluster_metadata-0")
+    assert not p.keeps("directory", "/copies/cluster-a/data")
+    assert p.keeps("cluster_id", "abcdef") and not p.keeps("cluster_id", "xabc")
+    assert not p.keeps("cluster_id", None)
+    batch = pa.RecordBatch.from_pydict({
+        "directory": pa.array(["/c/cluster-a/__cluster_metadata-0",
+                               "/c/cluster-b/__cluster_metadata-0",
+                               "/c/cluster-a/__cluster_metadata-0"]),
+        "cluster_id": pa.array(["abc1", "abc2", None])})
+    assert p.filter(batch).column("cluster_id").to_pylist() == ["abc1"]
 
 
 def test_file_uris_are_local_paths_and_other_stores_one_line() -> None:

@@ -10,6 +10,8 @@ one of them).
   ``NullCheckingForGet`` classes in the jars pyspark ships: a local session's JVM turns Arrow's
   checks off (see ``session.LOCAL_JVM``).
 - ``pyspark.sql.pandas.types.from_arrow_schema``: Spark's own Arrow-to-Spark type mapping.
+- The planning workers of a Python data source read (``filters_pushed``): which one calls
+  ``DataSource.reader()``, and the pushdown setting the one without pushdown was given.
 
 No pyspark import at module level: the daemon imports this before it reorders the path.
 """
@@ -17,6 +19,7 @@ No pyspark import at module level: the daemon imports this before it reorders th
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -56,3 +59,30 @@ def arrow_to_spark(arrow_schema: Any) -> StructType:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(arrow_schema, prefer_timestamp_ntz=False)
+
+
+# pyspark's planning workers of a Python data source read (pyspark/sql/worker/), which call
+# ``DataSource.reader()`` from their ``_main``: the one that pushes filters (run only when the
+# session has spark.sql.python.filterPushdown.enabled), and the one that plans without, whose
+# local ``enable_pushdown`` is that setting (a reader with pushFilters fails when it is off).
+PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
+PLAN_WORKER = "plan_data_source_read.py"
+PLAN_WORKER_FLAG = "enable_pushdown"
+
+
+def filters_pushed() -> bool | None:
+    """Whether the Spark planning step calling ``reader()`` takes a reader with
+    ``pushFilters`` (the session's ``spark.sql.python.filterPushdown.enabled``); None when
+    not called from a planning worker known here (then the caller must not take filters
+    unless asked)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "_main":
+            name = os.path.basename(frame.f_code.co_filename)
+            if name == PUSHDOWN_WORKER:
+                return True
+            if name == PLAN_WORKER:
+                flag = frame.f_locals.get(PLAN_WORKER_FLAG)
+                return flag if isinstance(flag, bool) else None
+        frame = frame.f_back  # type: ignore[assignment]
+    return None

@@ -18,15 +18,19 @@ only key columns: it saves
 the JSON of each distinct record value, so little on a quiet log).
 
 PATH may be a ``file:`` URI or a remote one (``s3a://``, ``gs://``, ``hdfs://``: see
-:mod:`.remote`). With ``.option("pushdown", "true")`` (and Spark's
-``spark.sql.python.filterPushdown.enabled``) filters on key columns are taken and the files
-they rule out are never read (see :mod:`.pushdown`).
+:mod:`.remote`). When the session has ``spark.sql.python.filterPushdown.enabled`` (and
+``.option("pushdown", "false")`` is not given), filters on key columns are taken and the
+files they rule out are never read (see :mod:`.pushdown`). Options are checked when the
+source is made (:mod:`.readopts`): an unknown one, a bad value, or a user schema that is not
+a subset of the table's columns is refused in one line.
 
 Every row carries ``directory``, ``cluster_id`` and ``warnings``: the reader's own warnings
 for that file or directory (CRC mismatch, truncation, an unreadable file...), never a failed
 job. A file or directory that yields no row but has warnings gives one row whose record
 fields are null, so that its warnings are seen (a missing directory is such a row: count
-records with ``where offset is not null``, or fail on ``warnings is not null`` yourself).
+records with ``where offset is not null``, or fail on ``warnings is not null`` yourself);
+when no path names anything readable, the read fails in one line. Warnings are never
+printed (the workers would print each once per task and per action).
 A clean file is decoded by :mod:`.fastlog` (columns in bulk, each distinct value once); any
 other by mdshell's own reader, through
 :mod:`.tables`, so rows and warnings are the shell's. Each segment is read as the log from its
@@ -37,10 +41,8 @@ from __future__ import annotations
 
 import functools
 import glob
-import json
 import logging
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
@@ -51,16 +53,22 @@ from pyspark.sql.types import StructType
 
 from ..problems import SourceError
 from . import fastlog, remote, tables
-from .compat import arrow_to_spark
+from .compat import arrow_to_spark, filters_pushed
 from .pushdown import ANY_TABLE, RECORD_COLUMNS, Pushed
+from .readopts import (
+    MAX_PARTITION_BYTES,
+    OPEN_COST_BYTES,
+    OptionError,
+    ReadOptions,
+    conf_bytes,
+    parse,
+)
 
 LOG = logging.getLogger("mdshell.spark")
 EXTRA = pa.schema([("directory", pa.string()), ("cluster_id", pa.string()),
                    ("warnings", tables.STRS)])
-_TRUE = {"true", "1", "yes"}
 BATCH_ROWS = 65536  # rows per Arrow batch handed to Spark
-MAX_PARTITION_BYTES = 128 << 20  # Spark's spark.sql.files.maxPartitionBytes
-OPEN_COST_BYTES = 4 << 20  # Spark's spark.sql.files.openCostInBytes
+PUSHDOWN_KEY = "spark.sql.python.filterPushdown.enabled"
 
 
 def refuse(message: str) -> ValueError:
@@ -83,25 +91,48 @@ def spark_schema(table: str) -> StructType:
     return arrow_to_spark(arrow_schema(table))
 
 
-def expand_paths(options: dict[str, str]) -> list[str]:
-    """``path`` (one, maybe a glob) or ``paths`` (a JSON list, what ``load([...])`` passes)."""
-    given: list[str] = []
-    if options.get("paths"):
-        given += list(json.loads(options["paths"]))
-    if options.get("path"):
-        given.append(options["path"])
-    out: list[str] = []
-    for p in map(local_path, given):
-        if remote.is_remote(p):
-            out += remote.expand(p)
-            continue
-        if not glob.has_magic(p):
-            out.append(p)
-            continue
-        # A glob keeps the directories it matches (a README beside the copies is no data);
-        # one matching nothing is reported as a missing directory.
-        out += sorted(m for m in glob.glob(p) if os.path.isdir(m)) or [p]
-    return out
+def projection(schema: StructType, table: str) -> pa.Schema | None:
+    """The Arrow schema of the rows a read gives for a user's schema (``.schema("offset
+    long, type string")``): a subset of the table's columns, in the user's order and
+    spelling, with the table's types; None when it is the table's own. Anything else (a
+    column the table lacks, another type, NOT NULL: a row of warnings has nulls) is refused
+    in one line."""
+    full = spark_schema(table)
+    if schema == full:
+        return None
+    arrow = arrow_schema(table)
+    where = {f.name.lower(): i for i, f in enumerate(full.fields)}
+    fields, problems = [], []
+    for f in schema.fields:
+        i = where.get(f.name.lower())
+        if i is None:
+            problems.append(f"no column {f.name!r}")
+        elif f.dataType != full.fields[i].dataType:
+            problems.append(f"{f.name} is {full.fields[i].dataType.simpleString()}, not "
+                            f"{f.dataType.simpleString()}")
+        elif not f.nullable:
+            problems.append(f"{f.name} cannot be NOT NULL (a row of warnings has nulls)")
+        else:
+            fields.append(pa.field(f.name, arrow.field(i).type))
+    if len({f.name.lower() for f in schema.fields}) < len(schema.fields):
+        problems.append("a column is named twice")
+    if problems:
+        raise refuse(f"kraft: schema for table {table}: {'; '.join(problems)} (give some of "
+                     f"its columns: {', '.join(full.fieldNames())}; or no schema)")
+    return pa.schema(fields)
+
+
+def expand(path: str) -> list[tuple[str, str | None]]:
+    """The directories a path names, each with why it cannot be read (None: it may be).
+    A glob keeps the directories it matches (a README beside the copies is no data)."""
+    p = local_path(path)
+    if remote.is_remote(p):
+        found = remote.expand(p)
+    elif glob.has_magic(p):
+        found = sorted(m for m in glob.glob(p) if os.path.isdir(m))
+    else:
+        found = [p]
+    return [(d, None) for d in found] or [(p, "no directory matches this glob")]
 
 
 def local_path(uri: str) -> str:
@@ -180,50 +211,44 @@ def _size(part: FilePart) -> int:
 
 
 class KraftDataSource(DataSource):
-    """Kafka KRaft metadata logs as a Spark table (filters pushed down when
-    ``.option("pushdown", "true")`` is given)."""
+    """Kafka KRaft metadata logs as a Spark table. Its options are checked when it is made
+    (at ``load()``), so a bad one fails there in one line."""
 
-    PUSHDOWN = False  # the ``pushdown`` option's default
+    PUSHDOWN: bool | None = None  # the ``pushdown`` option's default (None: when Spark pushes)
     MAX_BYTES = MAX_PARTITION_BYTES  # the ``maxPartitionBytes`` option's default
     OPEN_COST = OPEN_COST_BYTES  # the ``openCostInBytes`` option's default
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        try:
+            self.read_options = parse(self.options, tables.TABLES, self.MAX_BYTES,
+                                      self.OPEN_COST, self.PUSHDOWN)
+        except OptionError as e:
+            raise refuse(str(e)) from None
 
     @classmethod
     def name(cls) -> str:
         return "kraft"
 
-    def _table(self) -> str:
-        name = self.options.get("table", "records").lower()
-        if name not in tables.TABLES:
-            raise refuse(f"kraft: unknown table {name!r} (known: "
-                         f"{', '.join(sorted(tables.TABLES))})")
-        return name
-
     def schema(self) -> StructType:
-        return spark_schema(self._table())
+        return spark_schema(self.read_options.table)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        # A reader that defines pushFilters fails every read unless the session has
-        # spark.sql.python.filterPushdown.enabled (and this worker cannot see the setting):
-        # it is chosen only when asked, so a plain spark-submit never breaks.
-        push = _flag(self.options.get("pushdown"), self.PUSHDOWN)
-        cls = FilteringReader if push else KraftReader
-        return cls(expand_paths(dict(self.options)), self._table(),
-                           _offset(self.options.get("at")),
-                           _flag(self.options.get("showSecrets"), False),
-                           _flag(self.options.get("payload"), True),
-                           _flag(self.options.get("snapshots"), False),
-                           _bytes(self.options, "maxPartitionBytes", self.MAX_BYTES),
-                           _bytes(self.options, "openCostInBytes", self.OPEN_COST))
+        """A reader that defines ``pushFilters`` makes Spark fail the read unless the session
+        has ``spark.sql.python.filterPushdown.enabled``, which this worker learns only from
+        the planning step calling here: without the option, filters are taken when Spark
+        pushes them; ``pushdown`` true when it does not is refused in one line."""
+        opts = self.read_options
+        columns = projection(schema, opts.table)
+        spark_pushes = filters_pushed()
+        push = bool(spark_pushes) if opts.pushdown is None else opts.pushdown
+        if push and spark_pushes is False:
+            raise refuse(f"kraft: option pushdown: true needs the session setting "
+                         f"{PUSHDOWN_KEY}=true (spark-submit --conf {PUSHDOWN_KEY}=true); "
+                         "without the option the source reads, and Spark filters")
+        return (FilteringReader if push else KraftReader)(opts, columns)
 
 
-class PushdownKraftDataSource(KraftDataSource):
-    """The source as mdshell's own sessions register it: they enable Python filter pushdown,
-    so it is on by default (``.option("pushdown", "false")`` turns it off)."""
-
-    PUSHDOWN = True
-
-
-PUSHDOWN_KEY = "spark.sql.python.filterPushdown.enabled"
 PACKING_KEYS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
 
 
@@ -235,26 +260,14 @@ def register(spark: Any) -> type[KraftDataSource]:
     travel with the registered class (a source found without registering has Spark's
     defaults, 128 MiB and 4 MiB)."""
     push = str(spark.conf.get(PUSHDOWN_KEY, "false")).lower() == "true"
-    base = PushdownKraftDataSource if push else KraftDataSource
-    max_bytes = _conf_bytes(spark.conf.get(PACKING_KEYS[0], None), MAX_PARTITION_BYTES)
-    open_cost = _conf_bytes(spark.conf.get(PACKING_KEYS[1], None), OPEN_COST_BYTES)
+    max_bytes = conf_bytes(spark.conf.get(PACKING_KEYS[0], None), MAX_PARTITION_BYTES)
+    open_cost = conf_bytes(spark.conf.get(PACKING_KEYS[1], None), OPEN_COST_BYTES)
     # Made here, not importable by name: pickled with its values for the worker.
-    cls = type(base.__name__, (base,), {"MAX_BYTES": max_bytes, "OPEN_COST": open_cost,
-                                        "__doc__": base.__doc__})
+    cls = type(KraftDataSource.__name__, (KraftDataSource,), {
+        "MAX_BYTES": max_bytes, "OPEN_COST": open_cost, "PUSHDOWN": True if push else None,
+        "__doc__": KraftDataSource.__doc__})
     spark.dataSource.register(cls)
     return cls
-
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
-
-
-def _conf_bytes(value: str | None, default: int) -> int:
-    """A Spark byte size ("128MB", "64m", "4194304"), as Spark reads it; else ``default``."""
-    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value or ""))
-    if m is None or m.group(2).lower() not in _UNITS:
-        return default
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
 # The shell's advice for a file path; the data source reads directories only.
@@ -269,69 +282,59 @@ def _in_spark(message: str) -> str:
     return message
 
 
-def _offset(value: str | None) -> int | None:
-    if value in (None, ""):
-        return None
-    try:
-        return int(str(value))
-    except ValueError:
-        raise refuse(f"kraft: option at: {value!r} is not an offset (a number)") from None
-
-
-def _flag(value: str | None, default: bool) -> bool:
-    return default if value in (None, "") else str(value).lower() in _TRUE
-
-
-def _bytes(options: Any, name: str, default: int) -> int:
-    value = options.get(name)
-    if value in (None, ""):
-        return default
-    n = _conf_bytes(value, -1)
-    if n < 0:
-        raise refuse(f"kraft: option {name}: {value!r} is not a size in bytes (e.g. "
-                     "134217728 or 128m)")
-    return n
-
-
 class KraftReader(DataSourceReader):
-    def __init__(self, paths: list[str], table: str, at: int | None, show_secrets: bool,
-                 payload: bool, snapshots: bool = False, max_bytes: int = MAX_PARTITION_BYTES,
-                 open_cost: int = OPEN_COST_BYTES) -> None:
-        self.paths, self.table, self.at = paths, table, at
-        self.show_secrets, self.payload, self.snapshots = show_secrets, payload, snapshots
-        self.max_bytes, self.open_cost = max_bytes, open_cost
+    def __init__(self, options: ReadOptions, columns: pa.Schema | None = None) -> None:
+        self.paths, self.table, self.at = options.paths, options.table, options.at
+        self.show_secrets, self.snapshots = options.show_secrets, options.snapshots
+        # Without payload among a user schema's columns, the JSON is not built.
+        self.payload = options.payload and (columns is None or "payload" in {
+            n.lower() for n in columns.names})
+        self.max_bytes, self.open_cost = options.max_bytes, options.open_cost
+        self.columns = columns
         self.pushed = Pushed()
 
     def partitions(self) -> list[InputPartition]:
+        """Every file (records) or directory (image tables) to read, packed into tasks. A
+        path that names nothing readable (missing, a file, a glob matching no directory, a
+        directory without metadata) gives one row of warnings, so a fleet read survives it;
+        when no path names anything readable, the read fails in one line."""
         if not self.paths:
             raise refuse("kraft: give a path: .load(DIR), a glob, or a list of directories")
         parts: list[FilePart] = []
-        refusals = 0
+        bad: list[FilePart] = []
+        readable = refusals = 0
         pushed = self.pushed
-        for d in self.paths:
-            if remote.is_remote(d):
+        for d, problem in (x for given in self.paths for x in expand(given)):
+            if problem is None and remote.is_remote(d):
+                readable += 1
                 shown = remote.metadata_uri(d)
                 if pushed.keeps("directory", shown):
                     parts.append(FilePart(shown, None, None, remote=True))
                 continue
             try:
+                if problem is not None:
+                    raise SourceError(f"{d}: {problem}")
                 d, cid = tables.identify(d)
-                if not (pushed.keeps("directory", d) and pushed.keeps("cluster_id", cid)):
-                    continue
-                if self.table != "records":
-                    refused = None if self.at is None else tables.at_refused(d, self.at)
-                    parts.append(FilePart(d, cid, None, refused))
-                    refusals += refused is not None
-                    continue
-                files = self._files(d)
             except SourceError as e:
-                if pushed.keeps("directory", d) and pushed.keeps("cluster_id", None):
-                    parts.append(FilePart(d, None, None, _in_spark(str(e))))
+                bad.append(FilePart(d, None, None, _in_spark(str(e))))
                 continue
-            parts += [FilePart(f.directory, cid, f.path, file=f) for f in files]
+            readable += 1
+            if not (pushed.keeps("directory", d) and pushed.keeps("cluster_id", cid)):
+                continue
+            if self.table != "records":
+                refused = None if self.at is None else tables.at_refused(d, self.at)
+                parts.append(FilePart(d, cid, None, refused))
+                refusals += refused is not None
+                continue
+            parts += [FilePart(f.directory, cid, f.path, file=f) for f in self._files(d)]
+        if bad and not readable:
+            more = f" (and {len(bad) - 1} more paths)" if len(bad) > 1 else ""
+            raise refuse(f"kraft: nothing to read: {bad[0].error}{more}")
         if refusals and refusals == len(parts):  # no directory has that offset
             more = f" (and in {refusals - 1} more directories)" if refusals > 1 else ""
             raise refuse(f"kraft: option at: {parts[0].directory}: {parts[0].error}{more}")
+        parts += [p for p in bad if pushed.keeps("directory", p.directory)
+                  and pushed.keeps("cluster_id", None)]
         return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
 
     def _files(self, d: str) -> list[tables.LogFile]:
@@ -367,7 +370,7 @@ class KraftReader(DataSourceReader):
                 if self.pushed:
                     batch = self.pushed.filter(batch)
                 if batch.num_rows:
-                    yield batch
+                    yield batch if self.columns is None else _project(batch, self.columns)
 
     def _read(self, partition: FilePart, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         if partition.remote:
@@ -409,8 +412,8 @@ def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
                 warnings: list[str]) -> Iterator[pa.RecordBatch]:
     if part.shown != part.directory:  # a remote directory's copy: say where it really is
         warnings = [w.replace(part.directory, part.shown) for w in warnings]
-    for w in warnings:
-        LOG.warning("%s: %s", part.path or part.shown, w)
+    for w in warnings:  # on the rows; never printed by the workers (one per task and read)
+        LOG.debug("%s: %s", part.path or part.shown, w)
     if table.num_rows == 0:
         if warnings:
             yield _empty_with(schema, part, warnings)
@@ -418,6 +421,13 @@ def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
     for batch in table.to_batches(max_chunksize=BATCH_ROWS):
         extra = _constants(part.shown, part.cluster_id, tuple(warnings), batch.num_rows)
         yield pa.RecordBatch.from_arrays([*extra, *batch.columns], schema=schema)
+
+
+def _project(batch: pa.RecordBatch, columns: pa.Schema) -> pa.RecordBatch:
+    """The columns of a user's schema, by name whatever their case."""
+    where = {n.lower(): i for i, n in enumerate(batch.schema.names)}
+    return pa.RecordBatch.from_arrays([batch.column(where[n.lower()]) for n in columns.names],
+                                      schema=columns)
 
 
 @functools.lru_cache(maxsize=4)

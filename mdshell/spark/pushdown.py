@@ -18,10 +18,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 # Columns whose equality filters are taken (``In`` too), per table kind; ``offset`` also
-# takes ranges.
+# takes ranges, the others (strings) prefixes, suffixes and substrings: Spark turns ``like``
+# patterns into these ('a%', '%a', '%a%'; 'a%b' into a prefix and a suffix).
 ANY_TABLE = ("directory", "cluster_id")
 RECORD_COLUMNS = (*ANY_TABLE, "file", "source", "type", "topic_id", "offset")
 _RANGE = {"GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual"}
+# Spark's string filter -> (the test of a value, pyarrow's function over a column)
+_STRING = {"StringStartsWith": (str.startswith, pc.starts_with),
+           "StringEndsWith": (str.endswith, pc.ends_with),
+           "StringContains": (str.__contains__, pc.match_substring)}
 # Record types Kafka's image writer never puts in a snapshot (MetadataImage.write and the
 # images it calls write only the state: FeatureLevel, RegisterBroker/Controller, Topic,
 # Partition, Config, ClientQuota, ProducerIds, ACLs, SCRAM, DelegationToken, ZkMigration
@@ -36,9 +41,11 @@ LOG_ONLY_TYPES = frozenset({
 
 @dataclass
 class Pushed:
-    """The filters taken, ANDed: allowed values per column and an inclusive offset range."""
+    """The filters taken, ANDed: allowed values per column, string patterns (Spark's filter
+    name and its text) per column and an inclusive offset range."""
 
     allowed: dict[str, frozenset[Any]] = field(default_factory=dict)
+    patterns: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     low: int | None = None
     high: int | None = None
     taken: list[str] = field(default_factory=list)
@@ -71,6 +78,8 @@ class Pushed:
                 values)
         elif kind in _RANGE and column == "offset" and _is(value, int):
             self._bound(kind, value)
+        elif kind in _STRING and column != "offset" and isinstance(value, str):
+            self.patterns.setdefault(column, []).append((kind, value))
         else:
             return False
         self.taken.append(f"{kind}({column}, {value!r})")
@@ -87,7 +96,10 @@ class Pushed:
     def keeps(self, column: str, value: Any) -> bool:
         """Whether rows with this value of a column can match (a directory, a file...)."""
         allowed = self.allowed.get(column)
-        return allowed is None or value in allowed
+        if allowed is not None and value not in allowed:
+            return False
+        return all(value is not None and _STRING[kind][0](value, text)
+                   for kind, text in self.patterns.get(column, ()))
 
     def keeps_file(self, name: str, role: str, first: int, last: int | None) -> bool:
         """Whether a segment (offsets ``first``-``last``) or snapshot can hold a match."""
@@ -109,6 +121,10 @@ class Pushed:
             col = batch.column(column)
             m = pc.is_in(col, value_set=pa.array(sorted(values), col.type))
             mask = m if mask is None else pc.and_(mask, m)
+        for column, tests in self.patterns.items():
+            for kind, text in tests:
+                m = pc.fill_null(_STRING[kind][1](batch.column(column), text), False)
+                mask = m if mask is None else pc.and_(mask, m)
         offsets = batch.column("offset") if "offset" in batch.schema.names else None
         for bound, op in ((self.low, pc.greater_equal), (self.high, pc.less_equal)):
             if bound is not None and offsets is not None:

@@ -40,8 +40,8 @@ def _fs(uri: str) -> tuple[pafs.FileSystem, str, str]:
 
 
 def expand(uri: str) -> list[str]:
-    """The directories a URI names (its glob expanded component by component); a glob that
-    matches nothing gives itself back (reported as a missing directory)."""
+    """The directories a URI names (its glob expanded component by component; none when it
+    matches nothing)."""
     fs, path, prefix = _fs(uri)
     if not glob.has_magic(path):
         return [uri.rstrip("/")]
@@ -57,7 +57,7 @@ def expand(uri: str) -> list[str]:
             nxt += sorted(i.path for i in infos if i.type == pafs.FileType.Directory
                           and fnmatch.fnmatchcase(i.base_name, part))
         found = nxt
-    return [_uri(prefix, uri, p) for p in found] or [uri]
+    return [_uri(prefix, uri, p) for p in found]
 
 
 def _uri(prefix: str, original: str, path: str) -> str:
