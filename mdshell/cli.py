@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from .problems import UNFETCHED, Problem, SourceError
+from .problems import NOTICES, UNFETCHED, Problem, SourceError
 
 if TYPE_CHECKING:
     from .commands.shell import Shell
@@ -125,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "to the directory, as -q follows the quorum (which it always does)")
     beh.add_argument("--at", metavar="OFFSET|TIME",
                      help="start at the image as of this offset or time (ISO 8601, e.g. "
-                          "2025-01-16T04:00Z; time travel: see `man at`)")
+                          "2025-01-16T04:00Z, UTC without a zone: the image just before the "
+                          "first record written after it, in log order; see `man at`)")
     beh.add_argument("--strict", action="store_true",
                      help="treat data warnings (CRC mismatch, truncation...) as errors: exit 1")
     beh.add_argument("--spark-master", metavar="URL",
@@ -143,13 +144,16 @@ def _err(msg: str) -> None:
 
 
 def _warn(problems: Sequence[Problem], strict: bool, debug: bool = False) -> None:
-    """Each problem one line: an error (``mdshell: ...``) with --strict or when the image
-    could not be fetched at all, else a warning (``mdshell: warning: ...``); with ``debug``,
-    a problem said once for many occurrences is followed by each of them."""
+    """Each problem one line: an error (``mdshell: ...``) when it makes mdshell exit 1
+    (with --strict, a problem that leaves the image unsound; or an image that could not be
+    fetched at all), else a warning (``mdshell: warning: ...``): a notice (an empty segment,
+    time travel inside a transaction) stays a warning with --strict, as it leaves the exit
+    status 0. With ``debug``, a problem said once for many occurrences is followed by each of
+    them."""
     for p in problems:
         if p.code == "image":  # where the damage left the image: the verdict says it
             continue
-        _say(p.message, strict or p.code in UNFETCHED)
+        _say(p.message, (strict and p.code not in NOTICES) or p.code in UNFETCHED)
         if debug and p.each:
             for one in p.each:
                 print(f"mdshell:   {one.message}", file=sys.stderr)
@@ -368,8 +372,9 @@ def _main(args: argparse.Namespace) -> int:
             _err(line)
         if moved.code:
             return moved.code if is_position(args.at) else EXIT_USAGE
+        sound = session.verdict().sound  # unsound: the warnings are why (--strict: errors)
         for w in moved.warnings:  # what only the older data shows
-            _say(w, args.strict)
+            _say(w, args.strict and not sound)
         shell.said.update(moved.warnings)
         if moved.warnings and not _verdict(session, args.strict) and args.strict:
             return EXIT_FAIL
@@ -433,7 +438,7 @@ def run_one(shell: Shell, words: list[str], out: TextIO, output: str = "text",
     if not session.is_loaded and not session.spared:
         session.latest  # noqa: B018  (load now: its warnings are due whatever the command)
     code = emit(result, out, output=output, width=width, notes=session.new_notes,
-                said=shell.said)
+                said=shell.said, warnings_fail=strict)
     if strict and code == EXIT_OK and (result.warnings or (
             session.is_loaded and not session.verdict().sound)):
         return EXIT_FAIL  # the image is not sound, or what the command read warned

@@ -84,8 +84,12 @@ def test_changes_of_a_node_that_never_existed_is_an_error() -> None:
         assert "`ls /image/topics/by" in run.err
     one = cli("-d", BASIC, "changes", "/image/topics/byName/topic-0/id")
     assert one.code == 0 and one.out.splitlines()[-1] == "1 record"
-    untouched = cli("-d", BASIC, "changes", "/image/provenance")  # there, from no record
-    assert untouched.code == 0 and untouched.out == "no record touched /image/provenance\n"
+    untouched = cli("-d", BASIC, "changes", "/image/features/zkMigrationState")  # a default
+    assert untouched.code == 0 and untouched.out == (
+        "no record touched /image/features/zkMigrationState from offset 0 to offset 158: it "
+        "shows what an image holds before any record (Kafka's default)\n")
+    moved = cli("-d", BASIC, "changes", "/image/provenance")  # every record moves it
+    assert moved.code == 1 and "every record moves" in moved.err and moved.out == ""
 
 
 def test_diff_and_record_types_refuse_unknown_names() -> None:

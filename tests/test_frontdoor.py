@@ -164,3 +164,157 @@ def test_a_reader_that_goes_away_ends_one_command_quietly() -> None:
                            "| head -1 >/dev/null", shell=True, capture_output=True, text=True,
                            cwd=ROOT, timeout=60, executable="/bin/bash")
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+# ---------------------------------------------------------------- answers past the data (3)
+
+
+def test_records_past_the_end_of_the_log_say_so() -> None:
+    for words in (["records", "--from", "99999999"],
+                  ["records", "--batches", "--from", "99999999"]):
+        out = cli("-d", BASIC, *words)
+        assert out.code == 1 and out.out == ""
+        assert out.err == ("mdshell: records: --from 99999999 is after the end of the log "
+                           "(its last offset is 158); nothing to show\n")
+    gap = cli("-d", str(FIXTURES / "bad-log-gap"), "records", "--to", "3")
+    assert gap.code == 1 and gap.err.splitlines()[-1] == (
+        "mdshell: records: --to 3 is before the log's first offset 15 (the records before "
+        "it are not in this copy)")
+    # Inside the log, a filter that keeps nothing is an empty answer, not an error.
+    none = cli("-d", BASIC, "records", "--from", "150", "--type", "TopicRecord")
+    assert none.code == 0 and none.out == "" and none.err == ""
+
+
+def test_changes_of_a_node_no_record_touched_names_what_was_read() -> None:
+    out = cli("-d", BASIC, "--at", "50", "changes", "/image/acls")
+    assert out.code == 0
+    assert out.out == ("no record touched /image/acls from offset 0 to offset 50 (time "
+                       "travel: the image shown): it shows what an image holds before any "
+                       "record (Kafka's default)\n")
+
+
+def _old_cluster(base: Path) -> Path:
+    """A 3.6-IV2 cluster (metadata.version 14): controllers did not register yet."""
+    from mdshell.synth import ClusterBuilder
+
+    b = ClusterBuilder(str(base), seed=3, metadata_version=14, controllers=(1, 2, 3))
+    b.bootstrap()
+    b.register_broker(1)
+    b.create_topic("orders")
+    b.finish()
+    return base
+
+
+def test_empty_json_controllers_say_why_on_stderr(tmp_path: Path) -> None:
+    d = str(_old_cluster(tmp_path / "old"))
+    text = cli("-d", d, "controllers")
+    assert text.code == 0 and text.out.startswith("no controller registrations: "
+                                                  "metadata.version 3.6-IV2 is before 3.7-IV0")
+    js = cli("-d", d, "-o", "json", "controllers")
+    assert js.code == 0 and js.out == "[]\n"
+    assert js.err == f"mdshell: note: {text.out}"
+
+
+# ---------------------------------------------------------------- causes (4, 13)
+
+
+def test_time_travel_into_a_transaction_says_it_cut_it() -> None:
+    said = ("offset 2 (time travel) is inside the metadata transaction begun at offset 1: "
+            "its record is not applied (Kafka applies them only when the "
+            "EndTransactionRecord arrives)")
+    for strict in ([], ["--strict"]):
+        out = cli("-d", str(FIXTURES / "transactions"), "--at", "2", *strict, "ls", "/image")
+        assert out.code == 0
+        assert out.err == f"mdshell: warning: {said}\n"  # a notice: --strict keeps it one
+
+
+def test_strict_keeps_warning_on_what_does_not_fail() -> None:
+    out = cli("-d", str(FIXTURES / "bad-empty-log"), "--strict", "ls", "/")
+    assert out.code == 0
+    assert out.err == ("mdshell: warning: 00000000000000000000.log: empty segment (nothing "
+                       "written yet); skipped\n")
+    # What fails it is said as an error.
+    bad = cli("-d", str(FIXTURES / "bad-crc"), "--strict", "ls", "/")
+    assert bad.code == 1 and not any(line.startswith("mdshell: warning:")
+                                     for line in bad.err.splitlines())
+
+
+def test_a_directory_of_text_is_not_a_record_batch_file(tmp_path: Path) -> None:
+    md = tmp_path / "logs" / "__cluster_metadata-0"
+    md.mkdir(parents=True)
+    log = md / "00000000000000000000.log"
+    log.write_text("these are notes someone saved under the segment's name\n")
+    alone = cli("-s", str(log), "ls")
+    assert alone.code == 1 and "not a Kafka record batch file" in alone.err
+    out = cli("-d", str(tmp_path / "logs"), "ls", "/image/topics")
+    assert out.code == 1 and out.out == ""
+    assert out.err == (f"mdshell: {log}: not a Kafka record batch file (a .log segment or a "
+                       ".checkpoint snapshot of __cluster_metadata-0); the directory holds no "
+                       "metadata to read\n")
+
+
+def test_an_unfinished_transaction_is_not_control_records_only(tmp_path: Path) -> None:
+    from mdshell.synth import ClusterBuilder
+
+    b = ClusterBuilder(str(tmp_path / "logs"), seed=5)
+    b.elect_controller_leader()
+    b.begin_transaction("create orders")
+    b.set_config("BROKER", "", "log.retention.ms", "1000")
+    b.set_config("BROKER", "", "log.segment.bytes", "1048576")
+    b.finish()
+    log = next((tmp_path / "logs" / "__cluster_metadata-0").glob("*.log"))
+    out = cli("-s", str(log), "ls", "/image/configs")
+    assert out.code == 0 and out.out == ""
+    assert "control records only" not in out.err
+    assert out.err == ("mdshell: warning: the log ends inside the metadata transaction "
+                       "begun at offset 1: its 2 records are not applied (Kafka applies them "
+                       "only when the EndTransactionRecord arrives)\n")
+
+
+def _stepping_back(base: Path) -> tuple[Path, dict[str, int]]:
+    """Topics a, b, c created in that order, c stamped before b (the clock stepped back,
+    as on a new leader whose clock is behind), then a snapshot (its last record is c's) and
+    topic d; the times of each topic's batch."""
+    from mdshell.synth import ClusterBuilder
+
+    b = ClusterBuilder(str(base), seed=9)
+    b.bootstrap()
+    b.register_broker(1)
+    times: dict[str, int] = {}
+    for name, step in (("a", 1000), ("b", 2000), ("c", -1000), ("d", 3000)):
+        if name == "d":
+            b.snapshot()
+        b.clock += step
+        b.create_topic(name)
+        times[name] = b.log.last_timestamp
+    b.finish()
+    return base, times
+
+
+def test_at_a_time_stops_before_the_first_record_written_after_it(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    d, t = _stepping_back(tmp_path / "logs")
+    assert t["a"] < t["c"] < t["b"] < t["d"]
+
+    def topics_at(ms: int) -> list[str]:
+        when = datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+        out = cli("-d", str(d), "--at", when, "ls", "/image/topics/byName")
+        assert out.code == 0, out.err
+        return out.out.split()
+
+    # Between c's time and b's: c was written before that time, but after b, which was
+    # written after it: neither is in the image (nor is the snapshot, whose last record is c).
+    assert topics_at(t["c"] + 1) == ["a"]
+    assert topics_at(t["b"]) == ["a", "b", "c"]
+    assert topics_at(t["d"] - 1) == ["a", "b", "c"]
+    assert topics_at(t["d"]) == ["a", "b", "c", "d"]
+
+
+def test_the_time_rule_is_the_same_in_help_and_docs() -> None:
+    rule = "the image just before the first record written after it"
+    assert rule in " ".join(cli("man", "at").out.split())
+    assert rule in " ".join(cli("--help").out.split())
+    docs = " ".join((ROOT / "docs" / "commands.md").read_text().split())
+    assert "just before the first record written after that time" in docs
+    assert "times" in cli("diff", "--help").out

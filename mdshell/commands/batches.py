@@ -33,6 +33,7 @@ def batches(shell: Shell, first: int | None, last: int | None, snapshot: str | N
     """Batches overlapping ``first``-``last`` (the text renderer heads each file with
     ``Dumping FILE``)."""
     warnings: list[str] = []
+    errors: list[str] = []
 
     def selected() -> Iterator[dict[str, Any]]:
         problems: list[Problem] = []
@@ -47,5 +48,26 @@ def batches(shell: Shell, first: int | None, last: int | None, snapshot: str | N
             if limit is not None and n >= limit:
                 break
         warnings.extend(p.message for p in problems if p.message not in warnings)
+        if n == 0 and snapshot is None and (outside := outside_the_log(shell, first, last)):
+            errors.append(outside)
 
-    return Result(warnings=warnings, value=res.Batches(selected))
+    return Result(warnings=warnings, errors=errors, value=res.Batches(selected))
+
+
+def outside_the_log(shell: Shell, first: int | None, last: int | None) -> str | None:
+    """Why ``--from``/``--to`` found nothing when they ask for offsets the log does not
+    hold (after its end, or before its first segment); None otherwise (a range inside the
+    log that no record matches is an empty answer, not an error)."""
+    source = shell.session.source
+    start, end = source.offset_range()
+    segments = source.segments()
+    log_first = segments[0].base_offset if segments else start
+    if first is not None and end is not None and first > end:
+        return (f"records: --from {first} is after the end of the log (its last offset is "
+                f"{end}); nothing to show")
+    if last is not None and log_first is not None and last < log_first:
+        why = ("the records before it were deleted after a snapshot, or not copied; records "
+               "--snapshot lists the snapshot in use" if source.snapshots()
+               else "the records before it are not in this copy")
+        return f"records: --to {last} is before the log's first offset {log_first} ({why})"
+    return None

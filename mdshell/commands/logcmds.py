@@ -22,6 +22,7 @@ from ..wire.primitives import uuid_str
 from ..wire.records import METADATA
 from . import results as res
 from .base import ArgParser, CommandError, Result, UsageError, command
+from .batches import outside_the_log
 from .shell import Shell
 from .topicmatch import TopicPattern, no_such_topic
 
@@ -140,8 +141,10 @@ def records(shell: Shell, args: list[str]) -> Result:
         names = topic_names(shell)
         if topic is not None and topic.pattern in names:
             topic.learn(topic.pattern, names[topic.pattern])
+        read = 0
         for r in iter_log(shell.session.source, first=ns.first, last=ns.last, snapshot=snapshot,
                           problems=problems):
+            read += 1
             if r.key == K.TOPIC and not r.control and isinstance(r.value, dict):
                 tid, tname = uuid_str(r.value["topicId"]), r.value["name"]
                 names[tid] = tname
@@ -166,6 +169,9 @@ def records(shell: Shell, args: list[str]) -> Result:
             errors.append("records: --topic " + no_such_topic(
                 topic, " in the image or in the records read"))
         warnings.extend(p.message for p in problems if p.message not in warnings)
+        if read == 0 and snapshot is None and (
+                outside := outside_the_log(shell, ns.first, ns.last)):
+            errors.append(outside)
         stop = shell.session.stopped_by()
         if (snapshot is None and stop is not None and stop.offset is not None
                 and (ns.first or 0) > stop.offset
@@ -251,6 +257,9 @@ def changes(shell: Shell, args: list[str]) -> Result:
     comps = absolute(shell.session.cwd, ns.path)
     if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: changes follows nodes under /image")
+    if comps[:2] == ["image", "provenance"]:
+        raise CommandError(f"{ns.path}: the provenance is where the image stands, which every "
+                           "record moves: `records` lists them")
     try:
         patterns = [matchers(comps)]
         config = _topic_config_path(shell, comps)
@@ -289,7 +298,19 @@ def _changes_of(shell: Shell, text: str, comps: list[str],
             parent = join(comps[:-1])
             raise CommandError(f"{text}: no such node: not in the image, and no record read "
                                f"made it (`ls {parent}` lists what there is)")
-    return Result(value=res.Changes(join(comps), found))
+    return Result(value=res.Changes(join(comps), found,
+                                    "" if found else records_read(shell)))
+
+
+def records_read(shell: Shell) -> str:
+    """The records ``changes`` reads, in words: from as far back as the data goes (offset
+    0, or the oldest usable snapshot) to the image shown."""
+    session = shell.session
+    start = session.source.history_start()
+    end = session.loaded.image.provenance.offset
+    origin = "offset 0" if start is None else f"snapshot {start.name}"
+    shown = "" if session.loaded.upto is None else " (time travel: the image shown)"
+    return f"from {origin} to offset {end}{shown}"
 
 
 class _Unsure(Exception):

@@ -101,6 +101,7 @@ class Changes(NamedTuple):
 
     target: str
     rows: list[dict[str, Any]]
+    read: str = ""  # when no record touched it: the records read, in words
 
 
 class DiffEntry(NamedTuple):

@@ -115,7 +115,9 @@ def _changes_text(v: r.Changes) -> Iterator[str]:
     from ..tree.javafmt import iso_zoned_utc
 
     if not v.rows:
-        yield f"no record touched {v.target}"
+        read = f" {v.read}" if v.read else ""
+        yield (f"no record touched {v.target}{read}: it shows what an image holds before "
+               "any record (Kafka's default)")
         return
     for e in v.rows:
         where = (f"offset={e['offset']}" if e["offset"] is not None

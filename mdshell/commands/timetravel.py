@@ -40,9 +40,10 @@ def parse_offset(shell: Shell, text: str) -> int | None:
 
 def resolve(shell: Shell, text: str) -> tuple[int | None, str | None]:
     """An offset the data can rebuild (``None``: latest) and, for a time, how it was chosen.
-    A time (ISO 8601, UTC without a zone) means the newest image at or before it. Offsets the
-    data cannot rebuild (:mod:`mdshell.session.rebuild`) are refused with the nearest ones
-    that can be: the one rule of ``at``, ``diff``, ``--at`` and the TUI's time travel."""
+    A time (ISO 8601, UTC without a zone) means the image just before the first record
+    written after it (:func:`_offset_of_time`). Offsets the data cannot rebuild
+    (:mod:`mdshell.session.rebuild`) are refused with the nearest ones that can be: the one
+    rule of ``at``, ``diff``, ``--at`` and the TUI's time travel."""
     from ..source.batchscan import parse_time
 
     low = text.lower()
@@ -99,24 +100,39 @@ def _or_latest(offset: int, end: int | None) -> int | None:
 
 
 def _offset_of_time(shell: Shell, text: str, ms: int) -> tuple[int, str]:
-    """The newest offset that can be rebuilt and was written at or before ``ms``: from the
-    log's batch times, or a snapshot's (its last record's, from its header)."""
+    """The image as of a time, by one rule (Kafka's offsetsForTimes): the newest offset that
+    can be rebuilt before the first record stamped after ``ms``, walking the data in offset
+    order (the snapshots below the log by the time of their last record, then the log's
+    batches by their max timestamp). Every record in that image was stamped at or before
+    ``ms``, even where a clock stepped back: a batch stamped earlier that comes after one
+    stamped later is left out with it."""
     from ..source.batchscan import offset_at_time, snapshot_points
     from ..tree.javafmt import iso_zoned_utc
 
+    source = shell.session.source
     can = shell.session.rebuildable()
-    point = offset_at_time(shell.session.source, ms)
-    snaps = [p for p in snapshot_points(shell.session.source) if p.time_ms is not None]
-    written = [p.offset for p in snaps if p.time_ms is not None and p.time_ms <= ms]
-    if point.offset is not None:
-        written.append(point.offset)
-    newest = can.at_or_below(max(written)) if written else None
+    point = offset_at_time(source, ms)
+    segments = source.segments()
+    log_first = segments[0].base_offset if segments else None
+    snaps = [p for p in snapshot_points(source) if p.time_ms is not None]
+    cut, after = None, False  # the last offset allowed; a snapshot below the log is after
+    for p in sorted(snaps, key=lambda p: p.offset):
+        if log_first is not None and p.offset >= log_first:
+            break  # the log's own times decide from there
+        if p.time_ms is not None and p.time_ms > ms:
+            after = True
+            break
+        cut = p.offset
+    if not after and point.offset is not None:
+        cut = point.offset
+    newest = can.at_or_below(cut) if cut is not None else None
     if newest is not None:
-        how = ("the last record written at or before that time" if newest == point.offset
-               else "the newest snapshot written at or before that time"
+        how = ("the last record before the first one written after that time"
+               if newest == point.offset
+               else "the newest snapshot before the first record written after that time"
                if newest in can.snapshots
-               else "the newest offset written at or before that time that the data can "
-                    "rebuild")
+               else "the newest offset the data can rebuild before the first record written "
+                    "after that time")
         return newest, how
     if point.first_time is None and not snaps:
         raise CommandError(f"{text}: the log has no batches to date")
@@ -156,8 +172,11 @@ def _beyond_damage(offset: int, stop: Problem, reach: int, spans: str | None = N
                  "log up to OFFSET; an offset the data cannot rebuild (between snapshots "
                  "whose log is gone, after a missing segment) is refused, naming the "
                  "nearest that can be. TIME (ISO 8601: 2025-01-16T04:00Z, UTC without a "
-                 "zone) means the newest image written at or before it (batch timestamps, "
-                 "or a snapshot's last record). /local/atOffset shows where you are.")
+                 "zone) means the image just before the first record written after it, in "
+                 "log order (Kafka's offsetsForTimes rule; batch timestamps, or a "
+                 "snapshot's last record below the log): every record in it was written at "
+                 "or before TIME, even where a clock stepped back. /local/atOffset shows "
+                 "where you are.")
 def at(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("at", "at OFFSET|TIME|earliest|latest")
     p.add_argument("offset")
@@ -250,12 +269,14 @@ def _root(loaded: Loaded, shell: Shell) -> Node:
     return shell.session.root_of(loaded)
 
 
-@command("diff", "Show what changed in the tree between two offsets.",
+@command("diff", "Show what changed in the tree between two offsets or times.",
          "diff OFFSET_A OFFSET_B [PATH]",
          args=("=earliest|latest", "=earliest|latest", "path", ""),
-         details="Offsets are numbers, 'earliest' or 'latest'. PATH (default /image) limits "
-                 "the comparison. Added and removed nodes are shown at their top-most path; "
-                 "changed leaves show the fields that differ.")
+         details="OFFSET_A and OFFSET_B are offsets, times (ISO 8601, as `at` reads them: "
+                 "2025-01-16T04:00Z is the image just before the first record written after "
+                 "it), 'earliest' or 'latest'. PATH (default /image) limits the comparison. "
+                 "Added and removed nodes are shown at their top-most path; changed leaves "
+                 "show the fields that differ.")
 def diff(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("diff", "diff OFFSET_A OFFSET_B [PATH]")
     p.add_argument("a")

@@ -351,14 +351,17 @@ def _replay_log(make: _Make, run: _Run, cp: Checkpoint | None, problems: list[Pr
     end = max(ends) if ends else None  # a copy without log: the snapshot's end
     builder = run.replayer.builder
     if (not source.snapshots() and not source.segments() and builder.records_applied == 0
-            and run.controls and not problems):
+            and run.controls and not problems and builder.txn is None):
         problems.append(Problem(
             "no-metadata", f"{source.name(source.describe())} holds control records only (a "
             "bootstrap snapshot holds the KRaft voters, no metadata): the image is empty",
             source.describe()))
     if builder.txn is not None:
+        # Cut by time travel (upto), or the end of what was written: say which.
+        where = ("the log ends inside" if upto is None else
+                 f"offset {upto} (time travel) is inside")
         problems.append(Problem(
-            "open-transaction", f"the log ends inside the metadata transaction begun at offset "
+            "open-transaction", f"{where} the metadata transaction begun at offset "
             f"{builder.txn_offset}: {_its_records(len(builder.txn))} not applied (Kafka "
             "applies them only when the EndTransactionRecord arrives)", None,
             builder.txn_offset))

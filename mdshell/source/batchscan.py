@@ -178,7 +178,8 @@ def parse_time(text: str) -> int | None:
 
 @dataclass(slots=True)
 class TimePoint:
-    """Where a time falls in the log: the last offset written at or before it."""
+    """Where a time falls in the log: the last offset before the first batch stamped after
+    it (Kafka's offsetsForTimes rule)."""
 
     offset: int | None  # None: the time is before every batch
     first_time: int | None  # the max timestamp of the first valid batch
@@ -186,8 +187,9 @@ class TimePoint:
 
 
 def offset_at_time(source: Source, ms: int) -> TimePoint:
-    """The last offset of the last batch whose max timestamp is at or before ``ms``, scanning
-    batch headers in log order up to the first damage (what the loader can use)."""
+    """The last offset before the first batch whose max timestamp is after ``ms`` (a later
+    batch stamped earlier, a clock stepping back, does not count), scanning batch headers in
+    log order up to the first damage (what the loader can use)."""
     point = TimePoint(None, None, None)
     for b in iter_batch_infos(source):
         if b.header_damage is not None:

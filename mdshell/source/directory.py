@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 
-from ..problems import Problem
+from ..problems import Problem, SourceError
 from .base import BatchStream, Source
+from .file import NOT_BATCHES, starts_with_batch
 from .identity import check_metadata_log, read_head
 from .info import LogInfo, QuorumInfo
 from .laidout import LaidOut
@@ -94,10 +95,28 @@ class DirectorySource(Source):
 
 
 def _check_identity(layout: Layout) -> None:
-    """Refuse a topic's own partition directory (see :mod:`identity`)."""
+    """Refuse a topic's own partition directory (see :mod:`identity`), and one whose
+    segments hold no record batch at all (text, or another kind of file) when no snapshot
+    is there either: as ``-s`` refuses such a file."""
     snapshots = bool(layout.checkpoints or layout.ignored_checkpoints)
     head = None
     if not snapshots:
         first = next((s for s in layout.segments if s.size > 0), None)
         head = read_head(first.path) if first is not None else None
+        written = [s for s in layout.segments if s.size > 0]
+        if written and not any(_batches_in(s.path) for s in written):
+            others = f" (and {len(written) - 1} more)" if len(written) > 1 else ""
+            raise SourceError(f"{written[0].path}{others}: {NOT_BATCHES}; the directory holds "
+                              "no metadata to read")
     check_metadata_log(layout.directory, head, snapshots)
+
+
+def _batches_in(path: str) -> bool:
+    """Whether a segment starts with a record batch (unreadable: left to the load to say)."""
+    head = read_head(path, 17)
+    if head is None or starts_with_batch(head):
+        return True
+    try:
+        return starts_with_batch(read_bytes(path, regular_only=True))
+    except SourceError:
+        return True

@@ -44,9 +44,8 @@ class FileSource(Source):
         if not self._data:
             raise SourceError(f"{path}: the file is empty; nothing to read (give a .log "
                               "segment or .checkpoint snapshot that has data)")
-        if len(self._data) >= 17 and self._data[16] != 2 and not _crc_holds(self._data):
-            raise SourceError(f"{path}: not a Kafka record batch file (a .log segment or a "
-                              ".checkpoint snapshot of __cluster_metadata-0)")
+        if not starts_with_batch(self._data):
+            raise SourceError(f"{path}: {NOT_BATCHES}")
         check_metadata_log(os.path.dirname(os.path.abspath(path)), self._data,
                            ".checkpoint" in name)
 
@@ -103,6 +102,17 @@ class FileSource(Source):
                            dense=self.dense)
         return LogInfo(self.path, [seg], start_offset=seg.first_offset,
                        end_offset=seg.last_offset)
+
+
+NOT_BATCHES = ("not a Kafka record batch file (a .log segment or a .checkpoint snapshot of "
+               "__cluster_metadata-0)")
+
+
+def starts_with_batch(data: bytes) -> bool:
+    """Whether ``data`` (a file's bytes, or at least its first batch's) starts like a record
+    batch file: magic 2 where a v2 batch has it, or a first batch whose CRC holds. Text, or
+    any other file, fails both."""
+    return len(data) < 17 or data[16] == 2 or _crc_holds(data)
 
 
 def _crc_holds(data: bytes) -> bool:
