@@ -97,16 +97,21 @@ def build_parser() -> argparse.ArgumentParser:
                "  mdshell -d /var/lib/kafka/data ls /image/topics/byName\n"
                "  mdshell -d DIR tree /image/cluster\n"
                "  mdshell -d DIR --at 2025-01-16T04:00Z topics --describe\n"
+               "  mdshell -d node1/ -d node2/ -d node3/ nodes\n"
                "  mdshell -s 00000000000000001234-0000000001.checkpoint cat /image/provenance\n"
                "  mdshell -q controller1:9093 --config client.properties health",
     )
     src = p.add_argument_group("source (one of)")
-    src.add_argument("-d", "--directory", metavar="DIR",
-                     help="a __cluster_metadata-0 directory, or the log dir that contains it")
+    src.add_argument("-d", "--directory", metavar="DIR", action="append",
+                     help="a __cluster_metadata-0 directory, or the log dir that contains it; "
+                          "once per node to compare nodes of one cluster (nodes, diff --node)")
     src.add_argument("-s", "--snapshot", metavar="FILE",
                      help="one .checkpoint or .log file (like kafka-metadata-shell --snapshot)")
     src.add_argument("-q", "--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
                      help="the KRaft controller quorum, live (KIP-919)")
+    src.add_argument("--node", metavar="ID",
+                     help="with several -d: the node whose directory commands read (default: "
+                          "the one whose log the quorum follows)")
     src.add_argument("--config", metavar="FILE",
                      help="Kafka client properties for --bootstrap-controller")
     out = p.add_argument_group("output")
@@ -187,6 +192,21 @@ def _endpoints_usage(bootstrap: str) -> str | None:
     return None
 
 
+def _open_nodes(args: argparse.Namespace, directories: list[str]) -> Any:
+    """The nodes' directories (-d more than once, or --node), checked to be one cluster;
+    the one the commands read is chosen (--node, else the quorum's log) and named on
+    stderr when mdshell chose it and the command is not ``nodes``."""
+    from .source.nodes.group import open_group
+    from .source.nodes.report import choose
+
+    group = open_group(directories, eager=args.strict)
+    chosen = choose(group, args.node)
+    if not group.picked and len(directories) > 1 and args.command[:1] != ["nodes"]:
+        _err(f"reading node {chosen.label} ({chosen.path}): the log the quorum follows; "
+             "--node ID reads another")
+    return group
+
+
 def _follow_usage(args: argparse.Namespace) -> str | None:
     """What is wrong with --follow here, or None: it follows between commands (the TUI, the
     line shell), so not for one command, and a directory (-q follows anyway)."""
@@ -196,6 +216,8 @@ def _follow_usage(args: argparse.Namespace) -> str | None:
     if args.snapshot:
         return ("--follow follows a directory (-d) a running controller writes to, not one "
                 "file (-s)")
+    if args.directory and len(args.directory) > 1:
+        return "--follow follows one directory: give one -d (or pick one with --node)"
     return None
 
 
@@ -296,7 +318,8 @@ def _main(args: argparse.Namespace) -> int:
     # Names on disk may hold bytes that are not UTF-8: print them back as they are.
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
-    sources = [x for x in (args.directory, args.snapshot, args.bootstrap_controller) if x]
+    directories = args.directory or []
+    sources = [x for x in (directories, args.snapshot, args.bootstrap_controller) if x]
     if len(sources) > 1:
         _err("give only one of -d/--directory, -s/--snapshot and -q/--bootstrap-controller")
         return EXIT_USAGE
@@ -312,11 +335,25 @@ def _main(args: argparse.Namespace) -> int:
     if args.follow and (wrong := _follow_usage(args)):
         _err(wrong)
         return EXIT_USAGE
+    if args.node is not None and not directories:
+        _err("--node picks one of the nodes' directories given with -d")
+        return EXIT_USAGE
     full_screen = (not args.command and not args.repl and sys.stdin.isatty()
                    and sys.stdout.isatty())
     if wrong := _unused_option(args, full_screen):
         _err(wrong)
         return EXIT_USAGE
+    group = None
+    if len(directories) > 1 or args.node is not None:
+        try:
+            group = _open_nodes(args, directories)
+        except SourceError as e:
+            if args.debug:
+                raise
+            _err(str(e))
+            return EXIT_FAIL
+    args.directory = group.chosen.path if group is not None else (
+        directories[0] if directories else None)
     if ((args.spark_master or (args.config and not args.bootstrap_controller))
             and not _spark_settings(args)):
         return EXIT_FAIL
@@ -341,8 +378,12 @@ def _main(args: argparse.Namespace) -> int:
         else:
             # One command: load when the command needs the image (``changes`` may not).
             lazy = bool(args.command) and not args.strict and args.at is None
-            session = Session.open(args.directory, args.snapshot, eager=args.strict,
-                                   layout=args.layout, lazy=lazy)
+            if group is not None:
+                session = Session(group.chosen.source, layout=args.layout, lazy=lazy)
+                session.nodes = group
+            else:
+                session = Session.open(args.directory, args.snapshot, eager=args.strict,
+                                       layout=args.layout, lazy=lazy)
     except SourceError as e:
         if args.debug:
             raise

@@ -70,7 +70,7 @@ JSON_CASES = [
     ["find", "/image/cluster", "-type", "f"], ["pwd"], ["help"], ["man", "diff"],
     ["records", "--limit", "3"], ["changes", "/image/topics/byName/topic-0/0"], ["health"],
     ["at", "50"], ["diff", "50", "latest", "/image/cluster"],
-    ["topics"], ["brokers"], ["controllers"], ["quorum"], ["features"], ["tables"],
+    ["topics"], ["brokers"], ["controllers"], ["quorum"], ["features"], ["tables"], ["nodes"],
 ]
 # JSON of `sql` needs a Spark session: tests/test_spark.py checks it on the shared one
 # (test_cli_sql_one_shot_json_and_quiet_terminal) instead of starting a JVM here.

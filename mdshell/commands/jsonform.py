@@ -81,6 +81,7 @@ _JSON: dict[type, Callable[[Any], Any]] = {
     r.Changes: lambda v: v.rows,
     r.Diff: _diff_json,
     r.Health: _health_json,
+    r.Nodes: lambda v: v.report.to_json(),
     r.Help: lambda v: [command_json(c) for c in v.commands],
     r.Manual: lambda v: command_json(v.command),
     r.History: lambda v: [{"index": e.number, "command": e.command} for e in v.entries],

@@ -18,6 +18,7 @@ from ..tree.node import Node, RenderOptions
 if TYPE_CHECKING:
     from ..image.health import Check
     from ..image.verdict import Verdict
+    from ..source.nodes.report import Report
     from .base import Command
 
 Rows = Callable[[], Iterator[dict[str, Any]]]
@@ -131,6 +132,12 @@ class Health(NamedTuple):
     limit: int | None  # items shown per check in text (None: all)
     ok: bool  # no check failed
     verdict: Verdict | None = None  # the image's (its 'data' check says the same)
+
+
+class Nodes(NamedTuple):
+    """``nodes``: the nodes' logs compared (:class:`~mdshell.source.nodes.report.Report`)."""
+
+    report: Report
 
 
 class Help(NamedTuple):

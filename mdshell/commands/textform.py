@@ -185,6 +185,113 @@ def _diff_text(v: r.Diff) -> Iterator[str]:
     yield f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed"
 
 
+EPOCHS_SHOWN = 4  # the newest epochs a node's row lists (JSON has them all)
+
+
+def _nodes_text(v: r.Nodes) -> Iterator[str]:
+    """``nodes``: a row per node, then where the logs part and what it means."""
+    rep = v.report
+    voters = ("voters " + ", ".join(map(str, rep.voters)) + f" ({rep.voters_from}), a "
+              f"majority is {rep.majority}" if rep.voters else f"voters {rep.voters_from}")
+    yield f"cluster {rep.cluster_id or '(no cluster id)'}: {len(rep.rows)} " \
+          f"node{'s' if len(rep.rows) != 1 else ''} given; {voters}"
+    cells = [[row.label, row.role,
+              _span(row.start, row.end),
+              "-" if row.last_epoch is None else f"{row.last_epoch}"
+              + (" (led it)" if row.led_last_epoch else ""),
+              _epochs(row.epochs), row.checkpoint, row.snapshot or "-", _state(row.state)]
+             for row in rep.rows]
+    yield from table_lines(["node", "role", "offsets", "last epoch", "epochs from offset",
+                            "leader-epoch-checkpoint", "snapshot", "quorum-state"], cells)
+    for row in rep.rows:
+        for problem in row.problems:
+            yield f"node {row.label}: {problem}"
+        if row.leftovers:
+            yield (f"node {row.label}: files left by a truncation or deletion: "
+                   + ", ".join(row.leftovers))
+    for note in rep.notes:
+        yield f"note: {note}"
+    if len(rep.rows) < 2:
+        yield "one node given: give every node's directory (-d DIR -d DIR ...) to compare them"
+    else:
+        yield ""
+        yield "where the logs part (by offset and epoch; records below checked by CRC):"
+        for p in rep.pairs:
+            yield f"  nodes {p.a} and {p.b}: {_pair_text(p)}"
+    yield ""
+    if rep.quorum is not None:
+        yield f"the quorum's log: node {rep.quorum}'s: {rep.why}"
+    if rep.committed is not None:
+        yield (f"committed: up to offset {rep.committed} at most: held by {rep.committed_by} of "
+               f"{len(rep.voters or ())} voters, a majority (the high watermark is not on "
+               f"disk); that image: --node {rep.quorum} --at {rep.committed}")
+    else:
+        yield ("committed: cannot be told: fewer than a majority of the voters' directories "
+               "given (or the voters are unknown)")
+    if rep.uncommitted is not None:
+        first, last, holders = rep.uncommitted
+        yield (f"not committed when copied: node {rep.quorum}'s {_offsets(first, last)}, "
+               f"held by {holders} voter{'s' if holders != 1 else ''}, fewer than a majority")
+    for label, end, quorum_end in rep.behind:
+        yield (f"node {label} is behind: its log ends at offset {end}, the quorum's at "
+               f"{quorum_end} (it fetches the rest)")
+    for t in rep.tails:
+        if t.kept:
+            yield (f"node {t.node} holds other records than the quorum's log at "
+                   f"{_offsets(t.first, t.last)} in the same epoch: Kafka will not truncate "
+                   "them")
+        else:
+            yield (f"node {t.node} is truncated to offset {t.first} when it rejoins: the "
+                   f"quorum's log lacks its {_offsets(t.first, t.last)}"
+                   + (f" (held by {t.holders} voters)" if t.holders > 1 else ""))
+        for run in t.runs:
+            kinds = ", ".join(f"{n} {k}" for k, n in run.kinds.most_common())
+            yield f"  {_offsets(run.first, run.last)}, epoch {run.epoch}: {kinds}"
+    if rep.agree:
+        yield "the nodes agree on every committed record"
+    else:
+        yield "the nodes disagree on committed records: " + "; ".join(rep.conflicts)
+
+
+def _span(first: int | None, last: int | None) -> str:
+    if first is None or last is None or last < first:
+        return "-"
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def _offsets(first: int, last: int) -> str:
+    return f"offset {first}" if first == last else f"offsets {first}-{last}"
+
+
+def _epochs(epochs: list[tuple[int, int]]) -> str:
+    shown = ", ".join(f"{e}@{o}" for e, o in epochs[-EPOCHS_SHOWN:])
+    more = len(epochs) - EPOCHS_SHOWN
+    return (f"({more} more) " if more > 0 else "") + (shown or "-")
+
+
+def _state(state: dict[str, Any] | None) -> str:
+    if state is None:
+        return "-"
+    out = f"leader {state['leader']}, epoch {state['epoch']}"
+    voted = state.get("voted")
+    return out + (f", voted {voted}" if voted is not None and voted >= 0 else "")
+
+
+def _pair_text(p: Any) -> str:
+    from ..source.nodes.compare import APART, CONTENT, EPOCH
+
+    if p.kind == EPOCH:
+        return (f"part at offset {p.at} (epoch {p.epoch_a} on node {p.a}, {p.epoch_b} on "
+                f"node {p.b}); alike before it")
+    if p.kind == CONTENT:
+        return (f"part at offset {p.at} inside epoch {p.epoch_a}: {p.why}; alike before it")
+    if p.kind == APART:
+        return "no offset in common to compare"
+    ends = f"node {p.a} ends at {p.end_a}, node {p.b} at {p.end_b}"
+    return (f"alike to offset {p.agree_to}" + (" (both end there)" if p.end_a == p.end_b
+                                                else f" ({ends})"))
+
+
 MARK = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "info": "INFO"}
 
 
@@ -270,6 +377,7 @@ _TEXT: dict[type, Callable[[Any], Iterator[str]]] = {
     r.WorkingDir: _cwd_text, r.Moved: _moved_text,
     r.Records: lambda v: (record_line(j) for j in v.rows()), r.Batches: _batches_text,
     r.Changes: _changes_text, r.Diff: _diff_text, r.Health: _health_text, r.Help: _help_text,
+    r.Nodes: _nodes_text,
     r.Manual: _manual_text, r.History: _history_text, r.Table: _table_text,
     r.Fields: _fields_text, r.Text: lambda v: iter(v.lines),
 }

@@ -61,6 +61,9 @@ class Verdict:
     at: int | None = None  # time travel: the offset asked for (older than the latest)
     latest: int | None = None  # with ``at``: the latest image's offset
     stale: str | None = None  # live: why the view stopped following the quorum
+    # One directory: why its tail may hold records the quorum never committed (its files
+    # show the quorum went on without it); the image is sound, with a warning.
+    unsure: str | None = None
 
     @property
     def sound(self) -> bool:
@@ -72,7 +75,8 @@ class Verdict:
         """fail (not sound), warn (sound, but not the latest image), ok."""
         if not self.sound:
             return FAIL
-        return WARN if self.at is not None or self.stale is not None else OK
+        return WARN if (self.at is not None or self.stale is not None
+                        or self.unsure is not None) else OK
 
     @property
     def badges(self) -> list[str]:
@@ -100,6 +104,8 @@ class Verdict:
         text += as_of
         if self.stale is not None:
             text += f"; it may be behind the quorum: {self.stale}"
+        if self.unsure is not None:
+            text += f"; {self.unsure}"
         return text
 
     def _as_of(self) -> str:
@@ -112,13 +118,16 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "sound": self.sound, "status": self.status,
                 "text": self.words(), "offset": self.offset, "at": self.at,
-                "latest": self.latest, "stale": self.stale, "badges": self.badges,
+                "latest": self.latest, "stale": self.stale, "unsure": self.unsure,
+                "badges": self.badges,
                 "problems": [{"code": p.code, "message": p.message, "file": p.file,
                               "offset": p.offset} for p in self.problems]}
 
-    def viewed(self, at: int | None, latest: int | None, stale: str | None) -> Verdict:
-        """The same verdict, with where the view stands."""
-        return replace(self, at=at, latest=latest if at is not None else None, stale=stale)
+    def viewed(self, at: int | None, latest: int | None, stale: str | None,
+               unsure: str | None = None) -> Verdict:
+        """The same verdict, with where the view stands (``unsure``: see the field)."""
+        return replace(self, at=at, latest=latest if at is not None else None, stale=stale,
+                       unsure=unsure)
 
 
 def cause(p: Problem) -> str:

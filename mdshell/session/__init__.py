@@ -32,6 +32,7 @@ from .load import Loaded, LoadFailed, StreamHook, first_load, load
 from .rebuild import Rebuildable, rebuildable
 
 if TYPE_CHECKING:
+    from ..source.nodes.group import NodeGroup
     from ..source.quorum.discover import QuorumView
     from .timeline import Timeline
 
@@ -61,6 +62,9 @@ class Session:
         self.spared = False
         # A directory followed (``--follow``, the TUI's ``f``): read its appends when polled.
         self.follow: Follow | None = None
+        # Several nodes' directories given (``-d`` more than once): ``source`` is one of them.
+        self.nodes: NodeGroup | None = None
+        self._tail: tuple[Loaded, str | None] | None = None  # see _unsure
         if loaded is None and not lazy:
             self._latest = load(source)
 
@@ -187,7 +191,22 @@ class Session:
         at = loaded.upto
         if loaded is self.latest or at is None or at >= latest:
             at = None  # the latest image, or one that equals it
-        return verdict.viewed(at, latest, self._stale())
+        unsure = self._unsure(self.latest) if at is None else None
+        return verdict.viewed(at, latest, self._stale(), unsure)
+
+    def _unsure(self, loaded: Loaded) -> str | None:
+        """Why the tail of what was read may be uncommitted, as the directory's own files
+        show it (:mod:`mdshell.source.nodes.tail`); worked out once per load."""
+        if self._tail is None or self._tail[0] is not loaded:
+            from ..source.nodes.tail import uncommitted_tail
+
+            controls = loaded.controls
+            epochs = [loaded.image.provenance.epoch] + [c.epoch for c in controls[-1:]]
+            last = max(e for e in epochs if e is not None) if loaded.end_offset is not None \
+                else None
+            self._tail = (loaded, uncommitted_tail(self.quorum_info(loaded), controls, last,
+                                                   loaded.end_offset))
+        return self._tail[1]
 
     def _stale(self) -> str | None:
         """Live: why the view stopped following the quorum (None: it follows, or is not

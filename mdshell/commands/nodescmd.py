@@ -1,0 +1,61 @@
+"""``nodes``: several nodes' directories of one cluster compared (``-d`` given once per node),
+and the nodes ``diff --node`` reads."""
+
+from __future__ import annotations
+
+from ..session import Session
+from ..source.nodes.group import NodeGroup, open_group
+from ..source.nodes.report import build_report
+from . import results as r
+from .base import ArgParser, CommandError, Result, command
+from .shell import Shell
+
+USAGE = "nodes"
+
+
+@command("nodes", "Compare the nodes' logs: where they part, what is committed, what Kafka "
+         "will truncate.", USAGE,
+         details="Give each node's directory with its own -d (its __cluster_metadata-0 or its "
+                 "log dir): mdshell -d n1/ -d n2/ -d n3/ nodes. One row per node (its role in "
+                 "quorum-state, log offsets, last epoch and where each epoch starts, checked "
+                 "against leader-epoch-checkpoint, newest snapshot, files left by a "
+                 "truncation), then the comparison, by offset and epoch (batch boundaries do "
+                 "not matter; records are checked by CRC): where each pair of logs parts; the "
+                 "log the quorum follows (Kafka's vote: newest last epoch, then greatest end "
+                 "offset); up to which offset a majority of the voters (from the log) holds "
+                 "it, the most that can have been committed (the high watermark is not on "
+                 "disk); and, per node, the records the quorum's log lacks, which Kafka "
+                 "truncates when the node rejoins. Exit code 1 when the nodes disagree on "
+                 "anything committed (or inside one epoch), 0 when they agree.",
+         args=("",))
+def nodes(shell: Shell, args: list[str]) -> Result:
+    ArgParser("nodes", USAGE).parse_args(args)
+    report = build_report(node_group(shell.session))
+    return Result(value=r.Nodes(report), exit_code=0 if report.agree else 1)
+
+
+def node_group(session: Session) -> NodeGroup:
+    """The nodes given (``-d`` more than once), or the one directory read as a group of
+    one; :class:`CommandError` for a source that is not a directory."""
+    if session.nodes is None:
+        layout = session.source.disk_layout()
+        if layout is None or layout.virtual:
+            raise CommandError("it compares nodes' directories: give each node's "
+                               "__cluster_metadata-0 (or log dir) with its own -d")
+        session.nodes = open_group([layout.directory])
+    return session.nodes
+
+
+def node_shells(shell: Shell, labels: list[str]) -> list[tuple[str, Shell]]:
+    """A shell over each node named (its id, or ``#N``), the one already read reused."""
+    group = node_group(shell.session)
+    out = []
+    for label in labels:
+        node = group.node(label)
+        if node is group.chosen:
+            out.append((node.label, shell))
+        else:
+            session = Session(node.source, layout=shell.session.layout, lazy=True)
+            session.nodes = group
+            out.append((node.label, Shell(session, opts=shell.opts)))
+    return out

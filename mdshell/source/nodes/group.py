@@ -1,0 +1,173 @@
+"""The nodes' directories given together (``-d`` more than once): opened, named by node id,
+and checked to be one cluster's.
+
+A node's id and cluster id come from ``meta.properties`` in its log dir (or the cluster id
+from ``quorum-state`` version 0); a copy of ``__cluster_metadata-0`` alone has neither, and
+is named by its place on the command line (``#2``). Two directories are refused as one
+cluster when their cluster ids differ, or, when one has none, when the first batches of
+their logs (the records the cluster was bootstrapped with) differ.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ...problems import Problem, SourceError
+from ..directory import DirectorySource
+from ..localfiles import read_properties, read_quorum_state
+from .files import read_epoch_checkpoint
+from .scan import LogScan, scan_log
+
+
+@dataclass
+class NodeDir:
+    """One node's directory and what its small files say."""
+
+    path: str  # as given
+    source: DirectorySource
+    position: int  # 1-based, on the command line
+    node_id: int | None = None
+    cluster_id: str | None = None
+    cluster_from: str | None = None  # "meta.properties" or "quorum-state"
+    state: dict[str, Any] | None = None  # quorum-state
+    checkpoint: list[tuple[int, int]] | None = None  # leader-epoch-checkpoint
+    notes: list[str] = field(default_factory=list)  # what its files say that is odd
+
+    @property
+    def label(self) -> str:
+        """How the node is named: its id, else its place on the command line."""
+        return str(self.node_id) if self.node_id is not None else f"#{self.position}"
+
+    @property
+    def directory(self) -> str:
+        return self.source.layout.directory
+
+    @property
+    def leftovers(self) -> list[str]:
+        """Files Kafka leaves while deleting or truncating (``.deleted``, ``.swap``,
+        ``.cleaned``, ``.checkpoint.deleted``): signs of a truncation or a cleanup."""
+        layout = self.source.layout
+        names = [os.path.basename(p) for p, _ in layout.ignored]
+        names += [c.name for c in layout.ignored_checkpoints if c.state == "deleted"]
+        return sorted(n for n in names if n.endswith((".deleted", ".swap", ".cleaned")))
+
+    @cached_property
+    def scan(self) -> LogScan:
+        return scan_log(self.source)
+
+    def state_int(self, key: str) -> int | None:
+        value = (self.state or {}).get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def open_node(path: str, position: int, *, eager: bool = False) -> NodeDir:
+    """One directory (:class:`SourceError` when it is not a metadata directory); ``eager``
+    as the source's (``--strict``)."""
+    source = DirectorySource(path, eager=eager)
+    node = NodeDir(path, source, position)
+    problems: list[Problem] = []
+    node.state = read_quorum_state(source.layout.directory, problems)
+    if source.layout.log_dir:
+        props = read_properties(os.path.join(source.layout.log_dir, "meta.properties"),
+                                problems) or {}
+        node.node_id = _int(props.get("node.id", props.get("broker.id")))
+        if props.get("cluster.id"):
+            node.cluster_id, node.cluster_from = props["cluster.id"], "meta.properties"
+    if node.cluster_id is None and isinstance((node.state or {}).get("clusterId"), str) \
+            and node.state and node.state["clusterId"]:
+        node.cluster_id, node.cluster_from = node.state["clusterId"], "quorum-state"
+    node.notes.extend(p.message for p in problems)
+    node.checkpoint = read_epoch_checkpoint(source.layout.directory, node.notes)
+    return node
+
+
+class NodeGroup:
+    """The nodes given, in command-line order; ``chosen`` is the one every other command
+    reads (``--node``, else the node whose log the quorum would follow)."""
+
+    def __init__(self, nodes: list[NodeDir]) -> None:
+        self.nodes = nodes
+        self.chosen: NodeDir = nodes[0]
+        self.picked = False  # True when --node chose it
+        self.notes: list[str] = []  # what could not be checked
+
+    def node(self, label: str) -> NodeDir:
+        """The node named ``label`` (an id, or ``#N``); :class:`SourceError` naming the
+        nodes given when there is none."""
+        for n in self.nodes:
+            if n.label == label or (label.lstrip("#").isdigit() and label.startswith("#")
+                                    and n.position == int(label[1:])):
+                return n
+        known = ", ".join(n.label for n in self.nodes)
+        raise SourceError(f"--node {label}: no such node among the directories given "
+                          f"(nodes: {known})")
+
+    def choose(self, node: NodeDir, picked: bool) -> NodeDir:
+        """Make ``node`` the one the other commands read (``picked``: by --node)."""
+        self.chosen, self.picked = node, picked
+        return node
+
+
+def open_group(paths: list[str], *, eager: bool = False) -> NodeGroup:
+    """The directories, refused in one line (:class:`SourceError`) when one cannot be read,
+    two are the same node, or they are not one cluster's."""
+    nodes = [open_node(p, i + 1, eager=eager) for i, p in enumerate(paths)]
+    seen: dict[str, NodeDir] = {}
+    for n in nodes:
+        same = seen.get(n.label) or next(
+            (m for m in seen.values() if os.path.realpath(m.directory)
+             == os.path.realpath(n.directory)), None)
+        if same is not None:
+            raise SourceError(f"{n.path}: node {n.label} is given twice ({same.path} too); give "
+                              "each node's directory once")
+        seen[n.label] = n
+    group = NodeGroup(nodes)
+    _check_cluster(group)
+    return group
+
+
+def _check_cluster(group: NodeGroup) -> None:
+    nodes = group.nodes
+    known = [n for n in nodes if n.cluster_id is not None]
+    for n in known[1:]:
+        first = known[0]
+        if n.cluster_id != first.cluster_id:
+            raise SourceError(
+                f"{n.path} (node {n.label}) is of cluster {n.cluster_id} but {first.path} "
+                f"(node {first.label}) of cluster {first.cluster_id} ({n.cluster_from}, "
+                f"{first.cluster_from}): give the directories of one cluster's nodes")
+    unknown = [n for n in nodes if n.cluster_id is None]
+    if not unknown or len(nodes) < 2:
+        return
+    heads = {n.label: _first_batch(n) for n in nodes}
+    ref = next((n for n in nodes if heads[n.label] is not None), None)
+    for n in nodes:
+        head = heads[n.label]
+        if head is None or ref is None:
+            group.notes.append(f"node {n.label} has no cluster id (no meta.properties) and no "
+                               "log from offset 0: not checked to be of this cluster")
+            continue
+        if head != heads[ref.label]:
+            raise SourceError(
+                f"{n.path} (node {n.label}) and {ref.path} (node {ref.label}) begin with other "
+                "records at offset 0 (the records a cluster is bootstrapped with): they are not "
+                "one cluster's nodes")
+
+
+def _first_batch(n: NodeDir) -> tuple[int, int] | None:
+    """(last offset, CRC) of the log's batch at offset 0 (None: the log does not start
+    there)."""
+    scan = n.scan
+    if not len(scan) or scan.bases[0] != 0:
+        return None
+    return scan.lasts[0], scan.crcs[0]
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,170 @@
+"""One node's log as the comparison needs it: every batch's offsets, leader epoch and CRC,
+its control records, and where each epoch starts; nothing else is decoded.
+
+The batch headers come from :func:`..batchscan.file_batches` (the listing of ``records
+--batches``). The log is read as far as it is whole: the first damaged batch (a CRC mismatch,
+a damaged header, a cut tail), a gap or overlap between batches, or a leader epoch going
+backwards ends it, with one line saying where; the comparison covers what comes before
+(Kafka itself recovers a log by cutting it at its first invalid batch).
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from ...problems import Problem, SourceError
+from ...wire.batch import UNDECODABLE, Batch, parse_header
+from ..base import ControlEntry, Source, control_entries
+from ..batchscan import BatchInfo, file_batches
+from ..layout import Checkpoint
+
+
+@dataclass
+class LogScan:
+    """The batches of one node's log, in offset order, as parallel arrays (a long log has
+    hundreds of thousands of batches)."""
+
+    source: Source
+    bases: array[int] = field(default_factory=lambda: array("q"))
+    lasts: array[int] = field(default_factory=lambda: array("q"))
+    epochs: array[int] = field(default_factory=lambda: array("i"))
+    crcs: array[int] = field(default_factory=lambda: array("I"))
+    positions: array[int] = field(default_factory=lambda: array("q"))
+    file_index: array[int] = field(default_factory=lambda: array("H"))
+    control: bytearray = field(default_factory=bytearray)  # 1: a control batch
+    paths: list[str] = field(default_factory=list)
+    controls: list[ControlEntry] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    snapshot: Checkpoint | None = None  # the newest usable snapshot
+    epoch_starts: list[tuple[int, int]] = field(default_factory=list)  # (epoch, first offset)
+    start_offsets: list[int] = field(default_factory=list)  # the offsets of epoch_starts
+
+    def __len__(self) -> int:
+        return len(self.bases)
+
+    @property
+    def start(self) -> int | None:
+        """The first offset of the log's batches (None: no batch)."""
+        return self.bases[0] if self.bases else None
+
+    @property
+    def log_end(self) -> int | None:
+        """The last offset of the log's batches (None: no batch)."""
+        return self.lasts[-1] if self.lasts else None
+
+    @property
+    def end(self) -> int | None:
+        """The last offset the node holds: its log's, or its newest snapshot's when the log
+        holds nothing past it (Kafka's log end offset, minus one)."""
+        snap = self.snapshot.end_offset - 1 if self.snapshot is not None else None
+        if self.lasts and (snap is None or self.lasts[-1] >= snap):
+            return self.lasts[-1]
+        return snap
+
+    @property
+    def last_epoch(self) -> int | None:
+        """The epoch of the last batch (or of the snapshot that ends the log): what Kafka's
+        vote compares first."""
+        snap = self.snapshot
+        if self.lasts and (snap is None or self.lasts[-1] >= snap.end_offset - 1):
+            return self.epochs[-1]
+        return snap.epoch if snap is not None else None
+
+    def epoch_at(self, offset: int) -> int | None:
+        """The leader epoch of the batch holding ``offset`` (None: outside the log)."""
+        i = self.index_at(offset)
+        return None if i is None else self.epochs[i]
+
+    def index_at(self, offset: int) -> int | None:
+        """The index of the batch holding ``offset`` (None: outside the log)."""
+        if not self.lasts or offset < self.bases[0] or offset > self.lasts[-1]:
+            return None
+        i = bisect_right(self.lasts, offset - 1)
+        return i if self.bases[i] <= offset else None
+
+    def epoch_start(self, epoch: int) -> int | None:
+        """Where ``epoch`` starts in the log (None: it has no batch of it)."""
+        for e, offset in self.epoch_starts:
+            if e == epoch:
+                return offset
+        return None
+
+    def epoch_of(self, offset: int) -> int | None:
+        """The epoch of ``offset`` from the epoch starts (None: before the log)."""
+        i = bisect_right(self.start_offsets, offset) - 1
+        return self.epoch_starts[i][0] if i >= 0 else None
+
+    def batch(self, i: int) -> Batch:
+        """Batch ``i`` read from its file (:class:`SourceError` if it cannot be)."""
+        data = self.source.file_bytes(self.paths[self.file_index[i]])
+        return parse_header(data, self.positions[i])
+
+
+def scan_log(source: Source) -> LogScan:
+    """Every whole batch of the source's segments (see the module's doc)."""
+    scan = LogScan(source)
+    snaps = source.snapshots()
+    scan.snapshot = snaps[-1] if snaps else None
+    expected: int | None = None
+    for seg in source.segments():
+        name = os.path.basename(seg.path)
+        try:
+            data = source.file_bytes(seg.path)
+        except SourceError as e:
+            scan.problems.append(f"{e}; the log is read up to the file before it")
+            return scan
+        scan.paths.append(seg.path)
+        index = len(scan.paths) - 1
+        found: list[Problem] = []
+        for b in file_batches(seg.path, data, found, first=seg.base_offset, dense=True):
+            why = _stops(b, expected, scan)
+            if why is not None:
+                before = f"offset {expected - 1}" if expected is not None else "its start"
+                scan.problems.append(f"{name}: {why}; the log is compared up to {before}")
+                return scan
+            _add(scan, b, index, data)
+            expected = b.last_offset + 1
+        if found:
+            scan.problems.append(f"{found[0].message.split('; ')[0]}; the log is compared up "
+                                 f"to offset {expected - 1 if expected is not None else '-'}")
+            return scan
+    return scan
+
+
+def _stops(b: BatchInfo, expected: int | None, scan: LogScan) -> str | None:
+    """Why the log cannot be read past batch ``b`` (None: it can)."""
+    if b.header_damage is not None:
+        return f"a damaged batch header at byte {b.position} (offset {b.base_offset}?)"
+    if not b.crc_valid:
+        return f"a CRC mismatch in the batch at offset {b.base_offset}"
+    if expected is not None and b.base_offset != expected:
+        gap = b.base_offset > expected
+        return (f"offsets {expected}-{b.base_offset - 1} are missing" if gap else
+                f"the batch at offset {b.base_offset} repeats offsets before {expected}")
+    if scan.epochs and b.epoch < scan.epochs[-1]:
+        return (f"the leader epoch goes back from {scan.epochs[-1]} to {b.epoch} at offset "
+                f"{b.base_offset}")
+    return None
+
+
+def _add(scan: LogScan, b: BatchInfo, index: int, data: bytes) -> None:
+    if not scan.epochs or scan.epochs[-1] != b.epoch:
+        scan.epoch_starts.append((b.epoch, b.base_offset))
+        scan.start_offsets.append(b.base_offset)
+    scan.bases.append(b.base_offset)
+    scan.lasts.append(b.last_offset)
+    scan.epochs.append(b.epoch)
+    scan.crcs.append(b.crc)
+    scan.positions.append(b.position)
+    scan.file_index.append(index)
+    scan.control.append(1 if b.control else 0)
+    if b.control:
+        try:
+            control_entries(parse_header(data, b.position), scan.paths[index], scan.controls)
+        except UNDECODABLE as e:
+            scan.problems.append(f"{os.path.basename(scan.paths[index])}: the control batch "
+                                 f"at offset {b.base_offset} does not decode ({e}); its "
+                                 "records are not read")

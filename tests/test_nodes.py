@@ -1,0 +1,352 @@
+"""Several nodes' directories compared (issue 32): generated divergent quorums.
+
+Each node's directory is written by ``mdshell.synth`` as Kafka would have left it: the same
+seed and the same operations give the nodes byte-identical common prefixes, then each goes
+its own way (an old leader appending alone in its epoch, the others electing a new leader
+that writes at the same offsets). The real thing, made by Kafka itself, is in
+``tests/test_live_nodes.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mdshell.problems import SourceError
+from mdshell.source.nodes.compare import CONTENT, EPOCH, SAME, compare
+from mdshell.source.nodes.group import open_group
+from mdshell.source.nodes.report import build_report
+from mdshell.synth import ClusterBuilder
+from mdshell.synth import files as synth_files
+from mdshell.synth.batches import metadata_batch
+from mdshell.synth.damage import flip_byte
+from mdshell.synth.records import meta
+from tests.conftest import cli
+
+MD = "__cluster_metadata-0"
+CLUSTER = "q7h2LzVnQWOJ9kCqf1n2bA"
+
+
+def _builder(tmp: Path, node: int, *, seed: int = 7, cluster: str = CLUSTER) -> ClusterBuilder:
+    """Node ``node``'s directory, with the history every node shares: a leader (node 1,
+    epoch 1), the bootstrap records, three brokers, a topic and a few NoOps."""
+    b = ClusterBuilder(str(tmp / f"node{node}"), seed=seed, metadata_version=21,
+                       controllers=[1, 2, 3], node_id=node, cluster_id=cluster)
+    b.elect_controller_leader(1)
+    b.bootstrap()
+    for c in (1, 2, 3):
+        b.register_controller(c)
+    for i in (1, 2, 3):
+        b.register_broker(i)
+        b.unfence_broker(i)
+    b.create_topic("orders", 3, 3)
+    b.noop(3)
+    return b
+
+
+def lost_leader(tmp: Path) -> dict[str, object]:
+    """The incident of issue 32: node 1 led epoch 1 and appended alone (two ACLs, a topic
+    config, NoOps); nodes 2 and 3 elected node 2 in epoch 2, which wrote at the same offsets;
+    node 3 is one NoOp behind node 2. Returns the directories and the offsets."""
+    nodes = {n: _builder(tmp, n) for n in (1, 2, 3)}
+    split = nodes[1].next_offset
+    old = nodes[1]
+    old.add_acl("TOPIC", "orders", "User:lost-1", "READ")
+    old.add_acl("TOPIC", "orders", "User:lost-2", "READ")
+    old.set_config("TOPIC", "orders", "retention.ms", "1000")
+    old.noop(3)
+    for n in (2, 3):
+        b = nodes[n]
+        b.elect_controller_leader(2)
+        b.add_acl("TOPIC", "orders", "User:kept", "READ")
+        b.noop(2 if n == 3 else 3)
+    ends = {}
+    for n, b in nodes.items():
+        ends[n] = b.next_offset - 1
+        b.finish()
+    return {"dirs": [str(tmp / f"node{n}") for n in (1, 2, 3)], "split": split, "ends": ends}
+
+
+def test_the_divergence_is_where_the_epochs_part(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    group = open_group(made["dirs"])  # type: ignore[arg-type]
+    one, two, three = group.nodes
+    p = compare("1", one.scan, "2", two.scan)
+    split = made["split"]
+    assert (p.kind, p.at, p.epoch_a, p.epoch_b, p.agree_to) == (EPOCH, split, 1, 2, split - 1)
+    same = compare("2", two.scan, "3", three.scan)
+    assert (same.kind, same.agree_to) == (SAME, made["ends"][3])  # type: ignore[index]
+
+
+def test_the_report_names_the_quorums_log_the_committed_offset_and_the_lost_tail(
+        tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    ends, split = made["ends"], made["split"]
+    report = build_report(open_group(made["dirs"]))  # type: ignore[arg-type]
+    assert report.voters == [1, 2, 3] and report.majority == 2
+    assert report.quorum == "2" and "newest" in report.why  # epoch 2 beats epoch 1
+    assert report.committed == ends[3] and report.committed_by == 2  # type: ignore[index]
+    assert report.uncommitted == (ends[3] + 1, ends[2], 1)  # type: ignore[index,operator]
+    [tail] = report.tails
+    assert (tail.node, tail.first, tail.last) == ("1", split, ends[1])  # type: ignore[index]
+    [run] = tail.runs
+    assert run.epoch == 1 and dict(run.kinds) == {
+        "AccessControlEntryRecord": 2, "ConfigRecord": 1, "NoOpRecord": 3}
+    assert not report.agree  # node 1 contradicts what nodes 2 and 3 committed
+    assert report.conflicts == [f"node 1 holds other records than the committed log at "
+                                f"offsets {split}-{ends[3]}"]  # type: ignore[index]
+
+
+def test_nodes_text_and_exit_code(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    split, ends = made["split"], made["ends"]
+    dirs: list[str] = made["dirs"]  # type: ignore[assignment]
+    run = cli(*[a for d in dirs for a in ("-d", d)], "nodes")
+    assert run.code == 1, run.err
+    out = run.out
+    assert f"nodes 1 and 2: part at offset {split} (epoch 1 on node 1, 2 on node 2)" in out
+    assert (f"node 1 is truncated to offset {split} when it rejoins: the quorum's log lacks "
+            f"its offsets {split}-{ends[1]}") in out  # type: ignore[index]
+    assert (f"offsets {split}-{ends[1]}, epoch 1: 3 NoOpRecord, 2 AccessControlEntryRecord, "
+            "1 ConfigRecord") in out  # type: ignore[index]
+    assert "the quorum's log: node 2's" in out
+    assert out.rstrip().endswith(f"offsets {split}-{ends[3]}")  # type: ignore[index]
+    assert run.err == ""  # `nodes` names no chosen node: it reads them all
+
+
+def test_nodes_json(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    dirs: list[str] = made["dirs"]  # type: ignore[assignment]
+    run = cli(*[a for d in dirs for a in ("-d", d)], "-o", "json", "nodes")
+    assert run.code == 1
+    data = json.loads(run.out)
+    assert data["agree"] is False and data["quorumLog"]["node"] == "2"
+    assert [t["truncatedTo"] for t in data["truncations"]] == [made["split"]]
+    assert {r["node"]: r["role"] for r in data["nodes"]} == {
+        "1": "leader", "2": "leader", "3": "follower of 2"}
+    assert [r["leaderEpochCheckpoint"] for r in data["nodes"]] == ["agrees"] * 3
+    assert data["pairs"][0]["divergesAt"] == made["split"]
+
+
+def test_a_quorum_that_agrees_says_so_and_exits_0(tmp_path: Path) -> None:
+    dirs = []
+    for n in (1, 2, 3):
+        b = _builder(tmp_path, n)
+        if n != 3:
+            b.noop(1)  # node 3 is one NoOp behind: not committed by it, nothing to disagree on
+        b.finish()
+        dirs += ["-d", str(tmp_path / f"node{n}")]
+    run = cli(*dirs, "nodes")
+    assert run.code == 0, run.out
+    assert "the nodes agree on every committed record" in run.out
+    assert "node 3 is behind" in run.out
+
+
+def test_other_records_inside_one_epoch_are_found_by_crc_and_said(tmp_path: Path) -> None:
+    one, two = _builder(tmp_path, 1), _builder(tmp_path, 2)
+    split = one.next_offset
+    one.add_acl("TOPIC", "orders", "User:a", "READ")
+    two.add_acl("TOPIC", "orders", "User:b", "READ")
+    for b in (one, two):
+        b.finish()
+    group = open_group([str(tmp_path / "node1"), str(tmp_path / "node2")])
+    p = compare("1", group.nodes[0].scan, "2", group.nodes[1].scan)
+    assert (p.kind, p.at, p.epoch_a, p.epoch_b) == (CONTENT, split, 1, 1)
+    assert p.why == "the records' values differ"
+    report = build_report(group)
+    assert not report.agree
+    assert any("Raft never does this" in c for c in report.conflicts)
+
+
+def _write_node(tmp: Path, name: str, node: int, batches: list[bytes],
+                cluster: str = CLUSTER) -> str:
+    """A node's log dir holding these batches, written with the wire writer."""
+    md = tmp / name / MD
+    md.mkdir(parents=True)
+    (md / "00000000000000000000.log").write_bytes(b"".join(batches))
+    (tmp / name / "meta.properties").write_bytes(synth_files.meta_properties(
+        cluster_id=cluster, node_id=node, directory_id=None, written_ms=0))
+    return str(tmp / name)
+
+
+def _acl_value(principal: str) -> bytes:
+    return meta("AccessControlEntryRecord", 0, id=bytes(15) + b"\x07", resourceType=2,
+                resourceName="orders", patternType=3, principal=principal, host="*",
+                operation=3, permissionType=3).value()
+
+
+def test_batch_boundaries_do_not_matter_records_do(tmp_path: Path) -> None:
+    values = [_acl_value(f"User:{u}") for u in "abc"]
+    whole = metadata_batch(0, values, epoch=1, timestamp=1000)
+    split = [metadata_batch(i, [v], epoch=1, timestamp=1000) for i, v in enumerate(values)]
+    other = [metadata_batch(0, values[:1], epoch=1, timestamp=1000),
+             metadata_batch(1, [_acl_value("User:x"), values[2]], epoch=1, timestamp=1000)]
+    a = _write_node(tmp_path, "a", 1, [whole])
+    b = _write_node(tmp_path, "b", 2, split)
+    c = _write_node(tmp_path, "c", 3, other)
+    group = open_group([a, b, c])
+    na, nb, nc = group.nodes
+    same = compare("1", na.scan, "2", nb.scan)
+    assert (same.kind, same.agree_to) == (SAME, 2)
+    differs = compare("1", na.scan, "3", nc.scan)
+    assert (differs.kind, differs.at) == (CONTENT, 1)
+
+
+def test_several_directories_must_be_one_cluster(tmp_path: Path) -> None:
+    a = _builder(tmp_path, 1)
+    b = _builder(tmp_path, 2, cluster="OtherClusterIdAAAAAAAAA")
+    for x in (a, b):
+        x.finish()
+    run = cli("-d", str(tmp_path / "node1"), "-d", str(tmp_path / "node2"), "ls")
+    assert run.code == 1
+    assert "of cluster OtherClusterIdAAAAAAAAA" in run.err and "of cluster " + CLUSTER in run.err
+    assert "give the directories of one cluster's nodes" in run.err
+    assert run.err.count("\n") == 1  # one line
+
+
+def test_without_meta_properties_the_bootstrap_records_tell_clusters_apart(
+        tmp_path: Path) -> None:
+    for n, seed in ((1, 7), (2, 8)):  # another seed: other ids and times from offset 0 on
+        _builder(tmp_path, n, seed=seed).finish()
+        os.remove(tmp_path / f"node{n}" / "meta.properties")
+    with pytest.raises(SourceError, match="begin with other records at offset 0"):
+        open_group([str(tmp_path / "node1" / MD), str(tmp_path / "node2" / MD)])
+    for n in (1, 2):
+        (tmp_path / f"same{n}").mkdir()
+    _builder(tmp_path / "same1", 1).finish()
+    _builder(tmp_path / "same2", 1).finish()
+    for n in (1, 2):
+        os.remove(tmp_path / f"same{n}" / "node1" / "meta.properties")
+    group = open_group([str(tmp_path / "same1" / "node1"), str(tmp_path / "same2" / "node1")])
+    assert [n.label for n in group.nodes] == ["#1", "#2"]
+
+
+def test_one_node_given_twice_is_refused(tmp_path: Path) -> None:
+    _builder(tmp_path, 1).finish()
+    run = cli("-d", str(tmp_path / "node1"), "-d", str(tmp_path / "node1" / MD), "ls")
+    assert run.code == 1 and "node 1 is given twice" in run.err
+
+
+def test_the_default_node_is_the_quorums_log_and_node_picks_another(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    dirs = [a for d in made["dirs"] for a in ("-d", d)]  # type: ignore[attr-defined]
+    ends = made["ends"]
+    run = cli(*dirs, "cat", "/image/provenance")
+    assert run.code == 0
+    assert run.out.startswith(f"offset {ends[2]}, epoch 2")  # type: ignore[index]
+    assert "reading node 2" in run.err and "--node ID reads another" in run.err
+    old = cli(*dirs, "--node", "1", "cat", "/image/provenance")
+    assert old.out.startswith(f"offset {ends[1]}, epoch 1") and old.err == ""  # type: ignore
+    lost = cli(*dirs, "--node", "1", "tree", "/image/acls").out
+    kept = cli(*dirs, "--node", "3", "tree", "/image/acls").out
+    assert "principal=User:lost-1" in lost and "principal=User:kept" not in lost
+    assert "principal=User:kept" in kept and "User:lost" not in kept
+    missing = cli(*dirs, "--node", "9", "ls")
+    assert missing.code == 1 and "no such node among the directories given (nodes: 1, 2, 3)" \
+        in missing.err
+    assert cli("-s", "x", "--node", "1", "ls").code == 2
+    follow = cli(*dirs, "--follow")
+    assert follow.code == 2 and "give one -d" in follow.err
+
+
+def test_nodes_needs_directories(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    seg = Path(made["dirs"][0]) / MD / "00000000000000000000.log"  # type: ignore[index]
+    run = cli("-s", str(seg), "nodes")
+    assert run.code == 1 and "nodes: it compares nodes' directories" in run.err
+    one = cli("-d", made["dirs"][0], "nodes")  # type: ignore[index]
+    assert one.code == 0 and "one node given" in one.out
+
+
+def test_a_wrong_leader_epoch_checkpoint_is_said(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    two = Path(made["dirs"][1]) / MD  # type: ignore[index]
+    split = made["split"]
+    (two / "leader-epoch-checkpoint").write_bytes(
+        synth_files.leader_epoch_checkpoint([(1, 0), (2, split + 1)]))  # type: ignore[operator]
+    report = build_report(open_group(made["dirs"]))  # type: ignore[arg-type]
+    assert report.rows[1].checkpoint == (f"says epoch 2 from offset {split + 1}, the batches "
+                                         f"epoch 2 from offset {split}")  # type: ignore
+    (two / "leader-epoch-checkpoint").write_bytes(b"garbage\n")
+    row = build_report(open_group(made["dirs"])).rows[1]  # type: ignore[arg-type]
+    assert row.checkpoint == "absent" and any("not in Kafka's format" in p for p in row.problems)
+
+
+def test_damage_ends_a_log_where_it_starts_and_is_said(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    seg = Path(made["dirs"][0]) / MD / "00000000000000000000.log"  # type: ignore[index]
+    span = flip_byte(str(seg), -2)  # the last NoOp but one of the old leader
+    report = build_report(open_group(made["dirs"]))  # type: ignore[arg-type]
+    row = report.rows[0]
+    assert row.end == span.base_offset - 1  # type: ignore[attr-defined]
+    assert any("CRC mismatch" in p and f"compared up to offset {span.base_offset - 1}" in p
+               for p in row.problems)  # type: ignore[attr-defined]
+    assert report.tails[0].last == span.base_offset - 1  # type: ignore[attr-defined]
+
+
+def test_files_left_by_a_truncation_are_listed(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    md = Path(made["dirs"][0]) / MD  # type: ignore[index]
+    (md / "00000000000000000040.log.deleted").write_bytes(b"")
+    (md / "00000000000000000040-0000000001.checkpoint.deleted").write_bytes(b"")
+    report = build_report(open_group(made["dirs"]))  # type: ignore[arg-type]
+    assert report.rows[0].leftovers == ["00000000000000000040-0000000001.checkpoint.deleted",
+                                        "00000000000000000040.log.deleted"]
+
+
+def test_an_observers_directory_is_never_the_quorums_log(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    broker = _builder(tmp_path, 4)  # a broker that fetched node 1's tail: longest, epoch 1
+    broker.add_acl("TOPIC", "orders", "User:lost-1", "READ")
+    broker.finish()
+    report = build_report(open_group([*made["dirs"], str(tmp_path / "node4")]))  # type: ignore
+    assert report.rows[3].role == "observer" and report.quorum == "2"
+
+
+# ---------------------------------------------------------------- one directory alone
+
+
+def _health(path: Path) -> tuple[int, str]:
+    run = cli("-d", str(path), "health")
+    return run.code, run.out.splitlines()[0]
+
+
+def test_one_directory_whose_quorum_state_is_newer_says_its_tail_may_be_uncommitted(
+        tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    split, ends = made["split"], made["ends"]
+    md = Path(made["dirs"][2]) / MD  # type: ignore[index]
+    code, data = _health(md)
+    assert data.startswith("OK    data: the image is complete as of offset")
+    assert "may not be committed" not in data
+    (md / "quorum-state").write_bytes(synth_files.quorum_state(
+        data_version=0, leader_id=-1, leader_epoch=3, voters=[1, 2, 3], voted_id=3))
+    code, data = _health(md)
+    assert code == 0
+    assert data == (f"WARN  data: the image is complete as of offset {ends[3]}; offsets "  # type: ignore
+                    f"{split}-{ends[3]} (epoch 2, since the log's last epoch change) may "  # type: ignore
+                    "not be committed: quorum-state is at epoch 3, newer than the log's last "
+                    "epoch 2: the quorum moved on without this node; the high watermark is "
+                    "not on disk (compare every node's copy: mdshell -d DIR1 -d DIR2 -d DIR3 "
+                    "nodes)")
+    js = json.loads(cli("-d", str(md), "-o", "json", "health").out)
+    assert js["verdict"]["status"] == "warn" and js["verdict"]["sound"] is True
+    assert "epoch 3" in js["verdict"]["unsure"]
+
+
+def test_one_directory_of_a_leader_that_resigned_says_so(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    two = Path(made["dirs"][1]) / MD  # type: ignore[index]
+    _, data = _health(two)  # node 2 leads epoch 2 by its quorum-state: nothing to say
+    assert data.startswith("OK    data")
+    (two / "quorum-state").write_bytes(synth_files.quorum_state(
+        data_version=0, leader_id=-1, leader_epoch=2, voters=[1, 2, 3]))
+    _, data = _health(two)
+    assert data.startswith("WARN  data") and ("node 2 led epoch 2 and quorum-state shows it "
+                                              "resigned (no leader in that epoch)") in data
+    # Time travel to an older offset: the tail is not in the image shown.
+    run = cli("-d", str(two), "--at", str(made["split"]), "health")
+    assert "may not be committed" not in run.out
