@@ -318,3 +318,58 @@ def test_the_time_rule_is_the_same_in_help_and_docs() -> None:
     docs = " ".join((ROOT / "docs" / "commands.md").read_text().split())
     assert "just before the first record written after that time" in docs
     assert "times" in cli("diff", "--help").out
+
+
+# ---------------------------------------------------------------- where the data is (5, 6)
+
+
+def test_a_parent_of_log_dirs_names_them(tmp_path: Path) -> None:
+    import shutil
+
+    for name in ("east", "west"):
+        shutil.copytree(FIXTURES / "cluster-basic", tmp_path / "two" / name)
+    shutil.copytree(FIXTURES / "elr", tmp_path / "one" / "node-1" / "data" / "kafka")
+    two = cli("-d", str(tmp_path / "two"), "ls")
+    assert two.code == 1 and two.err == (
+        f"mdshell: {tmp_path / 'two'}: no metadata log segments (.log) or snapshots "
+        "(.checkpoint) here, but east, west hold __cluster_metadata-0: give one of them to "
+        "-d\n")
+    one = cli("-d", str(tmp_path / "one"), "ls")
+    assert one.code == 1 and one.err.endswith(
+        f"but node-1/data/kafka holds __cluster_metadata-0: -d "
+        f"{tmp_path / 'one' / 'node-1' / 'data' / 'kafka'}\n")
+    (tmp_path / "none").mkdir()
+    assert "give the __cluster_metadata-0 directory" in cli("-d", str(tmp_path / "none")).err
+
+
+def _closed_ports(n: int) -> list[int]:
+    """Loopback ports nothing listens on (bound, then closed)."""
+    import socket
+
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def test_refused_everywhere_is_known_after_one_round() -> None:
+    """Every endpoint refuses the connection and none ever answered: one round of attempts,
+    not the backoff loop of the request timeout (it took 5-6 s to say so)."""
+    from mdshell.source.quorum.client import Client
+    from mdshell.source.quorum.config import ClientConfig
+    from mdshell.source.quorum.errors import LiveError
+
+    ports = _closed_ports(2)
+    client = Client(",".join(f"127.0.0.1:{p}" for p in ports), ClientConfig())
+    with pytest.raises(LiveError, match="connection refused"):
+        client.any_node(lambda conn: conn)
+    assert client.connects == 2
+    # Once an endpoint answered, a refusal may be a restart: retried within the budget.
+    client.answered = True
+    with pytest.raises(LiveError, match="connection refused"):
+        client.any_node(lambda conn: conn, budget_s=1.0)
+    assert client.connects > 4
+    client.close()

@@ -131,7 +131,39 @@ def scan_layout(path: str) -> Layout:
         hint = ""
         if layout.producer_snapshots:
             hint = " (.snapshot files are producer snapshots, not metadata)"
+        below = metadata_dirs_below(directory)
+        if below:
+            which = (f"-d {os.path.join(directory, below[0])}" if len(below) == 1
+                     else "give one of them to -d")
+            raise SourceError(f"{directory}: no metadata log segments (.log) or snapshots "
+                              f"(.checkpoint) here, but {_held_by(below)} {METADATA_DIR}: "
+                              f"{which}")
         raise SourceError(f"{directory}: no metadata log segments (.log) or snapshots "
                           f"(.checkpoint) here{hint}; give the __cluster_metadata-0 directory "
                           "or the Kafka log dir that contains it")
     return layout
+
+
+_LOOK_DEPTH = 3  # how far below a directory given by mistake its log dirs are looked for
+_LOOK_LIMIT = 2000  # directories looked at, at most (a home directory must not take long)
+
+
+def metadata_dirs_below(directory: str) -> list[str]:
+    """The directories below ``directory`` (at most a few levels down) that hold a
+    ``__cluster_metadata-0`` directory, sorted, relative to it: what a parent of several
+    clusters' log dirs holds."""
+    found: list[str] = []
+    for seen, (root, dirs, _) in enumerate(os.walk(directory), 1):
+        depth = os.path.relpath(root, directory).count(os.sep) + (root != directory)
+        if METADATA_DIR in dirs:
+            found.append(os.path.relpath(root, directory))
+        dirs[:] = sorted(d for d in dirs if d != METADATA_DIR and not d.startswith("."))
+        if depth >= _LOOK_DEPTH or seen >= _LOOK_LIMIT:
+            dirs[:] = []
+    return sorted(found)
+
+
+def _held_by(paths: list[str], shown: int = 5) -> str:
+    named = ", ".join(paths[:shown]) + (f" and {len(paths) - shown} more"
+                                       if len(paths) > shown else "")
+    return f"{named} hold{'s' if len(paths) == 1 else ''}"

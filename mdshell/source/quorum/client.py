@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from .config import ClientConfig
 from .connection import Connection, split_endpoint
-from .errors import LiveError, RetriableError
+from .errors import LiveError, Refused, RetriableError
 
 T = TypeVar("T")
 Endpoint = tuple[str, int]
@@ -44,10 +44,12 @@ class Client:
         self.conns: dict[Endpoint, Connection] = {}
         self.bytes_in = 0
         self.requests = 0
+        self.connects = 0  # connections opened or tried
         self._guard = threading.Lock()  # the dicts and counters below
         self._locks: dict[Endpoint, threading.Lock] = {}
         self._failed: dict[Endpoint, float] = {}  # endpoint -> monotonic time of its failure
         self._threads: list[threading.Thread] = []
+        self.answered = False  # some endpoint answered once: a refusal may be a restart
 
     def _lock(self, endpoint: Endpoint) -> threading.Lock:
         with self._guard:
@@ -62,6 +64,8 @@ class Client:
             conn.close()  # closed by the peer while idle (a restart): open a new one
         conn = Connection(host, port, self.config)
         self.conns[key] = conn  # registered first, so that close() can interrupt opening
+        with self._guard:
+            self.connects += 1
         return conn.open()
 
     def call(self, endpoint: Endpoint, fn: Callable[[Connection], T]) -> T:
@@ -87,6 +91,7 @@ class Client:
             lock.release()
         with self._guard:
             self._failed.pop(endpoint, None)
+            self.answered = True
         return result
 
     def ordered(self, prefer: list[Endpoint] | None = None, *,
@@ -115,12 +120,16 @@ class Client:
         errors: list[tuple[Endpoint, LiveError]] = []
         attempt = 0
         while True:
-            found = self._race(self.ordered(prefer), fn, deadline, errors)
+            order = self.ordered(prefer)
+            before = len(errors)
+            found = self._race(order, fn, deadline, errors)
             if found:
                 return found[0]
             attempt += 1
             if time.monotonic() + backoff(attempt) > deadline or attempt >= 8:
                 break
+            if not self.answered and _all_refused(errors[before:], order):
+                break  # nothing listens anywhere, and nothing ever did: known at once
             time.sleep(backoff(attempt))
         names = ", ".join(dict.fromkeys(f"{h}:{p}" for (h, p), _ in errors))
         last = errors[-1][1] if errors else None
@@ -195,6 +204,13 @@ class Client:
         for conn in list(self.conns.values()):
             conn.close()
         self.conns.clear()
+
+
+def _all_refused(errors: list[tuple[Endpoint, LiveError]], order: list[Endpoint]) -> bool:
+    """Whether a round's every endpoint refused the connection (nothing listens there)."""
+    refused = {e for e, err in errors if isinstance(err, Refused)}
+    return bool(order) and refused >= set(order) and len(refused) == len(
+        {e for e, _ in errors})
 
 
 def backoff(attempt: int) -> float:

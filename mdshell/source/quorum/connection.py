@@ -21,7 +21,7 @@ from kio.serial import entity_reader, entity_writer
 
 from ... import __version__
 from .config import ClientConfig
-from .errors import KIP919, LiveError, NoAnswer, RetriableError
+from .errors import KIP919, LiveError, NoAnswer, Refused, RetriableError
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA = 18, 17, 36, 3
 FETCH, FETCH_SNAPSHOT, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 1, 59, 55, 60
@@ -76,8 +76,8 @@ class Connection:
             raise RetriableError(f"{self.endpoint}: cannot resolve the host ({e.strerror})") \
                 from None
         except ConnectionRefusedError:
-            raise RetriableError(f"{self.endpoint}: connection refused (is a controller "
-                                 "listening there?)") from None
+            raise Refused(f"{self.endpoint}: connection refused (is a controller "
+                          "listening there?)") from None
         except TimeoutError:
             raise RetriableError(f"{self.endpoint}: no TCP connection within {timeout:g} s "
                                  "(socket.connection.setup.timeout.ms)") from None

@@ -13,6 +13,10 @@ class RetriableError(LiveError):
     """A failure worth another try (connection dropped, timeout, leader moved)."""
 
 
+class Refused(RetriableError):
+    """Nothing listens at the endpoint (the TCP connection was refused): known at once."""
+
+
 class NoAnswer(RetriableError):
     """A request got no answer within the answer timeout: the peer may be frozen."""
 
