@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("-o", "--output", choices=["text", "json"], default="text",
                      help="text (Kafka's shell format) or json (default: text)")
     out.add_argument("--show-secrets", action="store_true",
-                     help="print SCRAM credentials, tokens and password-type configs in clear")
+                     help="print SCRAM credentials and password-type configs in clear "
+                          "(delegation tokens hold no secret in the log: never hidden)")
     out.add_argument("--layout", choices=["3.7", "4.x"], default="3.7",
                      help="lay /image out as that Kafka's shell does: 3.7 (default) or 4.x "
                           "(ACLs under acls/byId, no zkMigrationState, as Kafka 4.3 prints)")

@@ -373,3 +373,59 @@ def test_refused_everywhere_is_known_after_one_round() -> None:
         client.any_node(lambda conn: conn, budget_s=1.0)
     assert client.connects > 4
     client.close()
+
+
+# ---------------------------------------------------------------- one word for one thing (7)
+
+
+@pytest.mark.parametrize(("fixture", "path"), [("cluster-basic", "/image/topics"),
+                                               ("security", "/image"), ("elr", "/image")])
+def test_changes_and_records_give_a_record_the_same_json(fixture: str, path: str) -> None:
+    import json
+
+    d = str(FIXTURES / fixture)
+    changes = json.loads(cli("-d", d, "-o", "json", "changes", path).out)
+    records = {r["offset"]: r for r in json.loads(cli("-d", d, "-o", "json", "records").out)}
+    logged = [e for e in changes if e["offset"] is not None]
+    assert logged
+    for e in logged:
+        assert e["data"] == records[e["offset"]]["data"], e["type"]
+    if fixture != "security":  # partition changes: their unset tagged fields are null
+        assert any(v is None for e in logged for v in e["data"].values())
+
+
+def test_a_truncated_batch_has_one_size_in_every_warning() -> None:
+    """The load and the batch listing said 343 and 331 bytes (the batch, its length field)
+    of one batch cut short: one message now, said once."""
+    d = str(FIXTURES / "bad-truncated-tail")
+    for args in (["-d", d], ["-s", f"{d}/__cluster_metadata-0/00000000000000000000.log"]):
+        out = cli(*args, "records", "--batches")
+        sizes = set(re.findall(r"(\d+) bytes\)", out.err)) | set(
+            re.findall(r"has length (\d+)", out.err))
+        assert sizes == {"343"}, out.err
+        assert out.err.count("is incomplete (171 of 343 bytes)") == 1, out.err
+
+
+def test_show_secrets_help_and_docs_agree_on_tokens() -> None:
+    helped = " ".join(cli("--help").out.split())
+    said = helped.split("--show-secrets print", 1)[1].split("--layout", 1)[0]
+    assert said.startswith(" SCRAM credentials and password-type configs")
+    assert "tokens hold no secret" in said and "never hidden" in said
+    docs = " ".join((ROOT / "docs" / "commands.md").read_text().split())
+    assert "Delegation tokens print in Kafka's form with nothing hidden" in docs
+
+
+def test_an_unfenced_broker_is_unfenced_in_every_front_end() -> None:
+    """The brokers table and health said "unfenced", the TUI "active": one word."""
+    import json
+
+    from mdshell.session import Session
+    from mdshell.tui.plain import broker_state
+
+    d = str(FIXTURES / "health-fenced")
+    table = {r["id"]: r["state"] for r in
+             json.loads(cli("-d", d, "-o", "json", "brokers").out)}
+    image = Session.open(directory=d).latest.image
+    tui = {b.id: broker_state(b) for b in image.brokers.values()}
+    unfenced = [i for i, s in table.items() if s == "unfenced"]
+    assert unfenced and all(tui[i] == "unfenced" for i in unfenced)

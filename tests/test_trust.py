@@ -634,7 +634,9 @@ def test_one_shot_says_a_load_warning_once(fmt: str) -> None:
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_a_script_says_a_load_warning_once(fmt: str) -> None:
     """Commands read line by line (stdin not a terminal): the load's warning is not said
-    again by `records`, however often it runs; a warning the load did not give still is."""
+    again by `records`, however often it runs; the listing of `records --batches` says a
+    truncated batch in the load's words and size (it gave the batch's length field, 12 bytes
+    less), so that is said once too."""
     run = run_cli("-d", str(FIXTURES / "bad-empty-log"), "-o", fmt,
                   stdin="records\nls /\nrecords\n")
     assert run.returncode == 0, run.stderr
@@ -642,4 +644,4 @@ def test_a_script_says_a_load_warning_once(fmt: str) -> None:
     run = run_cli("-d", str(FIXTURES / "bad-truncated-tail"), "-o", fmt,
                   stdin="records --batches\nrecords --batches\n")
     assert run.stderr.count("is incomplete (171 of 343 bytes)") == 1, run.stderr
-    assert run.stderr.count("the listing stops there") == 2, run.stderr  # each listing's own
+    assert "the listing stops there" not in run.stderr and "331" not in run.stderr

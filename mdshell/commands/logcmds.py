@@ -224,22 +224,6 @@ def _about(r: LogRecord, data: Any, topic: TopicPattern) -> bool:
 # ---------------------------------------------------------------- changes
 
 
-def _summary(key: int, d: dict[str, Any]) -> dict[str, Any]:
-    """The fields a record sets (tagged fields at their default are left out)."""
-    msg = METADATA[key]
-    out: dict[str, Any] = {}
-    for f in msg.fields:
-        v = d.get(f.key)
-        if f.tag is not None and v == f.default_value():
-            continue
-        if f.type == "uuid" and v is not None:
-            v = [uuid_str(x) for x in v] if f.is_array else uuid_str(v)
-        elif f.type == "bytes" and v is not None:
-            v = "[bytes]"
-        out[f.key] = v
-    return out
-
-
 CHANGES_USAGE = "changes PATH"
 
 
@@ -347,9 +331,9 @@ class _Collect:
             "epoch": batch.epoch if batch else None,
             "timestamp": batch.max_timestamp if batch else None,
             "type": msg.name, "version": ver,
-            # records that hold secrets print in full, redacted; the others what they set
-            "data": record_data(msg, ver, d, show_secrets=self.show)
-            if msg.holds_secrets else with_topic_name(_summary(key, d), names),
+            # every field, as `records` gives it (null where the record holds none); the
+            # text shows what the record sets (textform.set_fields)
+            "data": with_topic_name(record_data(msg, ver, d, show_secrets=self.show), names),
             "paths": paths,
         }
         after = _partition_after(b, key, d)

@@ -124,11 +124,24 @@ def _changes_text(v: r.Changes) -> Iterator[str]:
                  else f"snapshot={e['origin']}")
         time = iso_zoned_utc(e["timestamp"]) if e["timestamp"] is not None else "?"
         yield (f"{where} epoch={e['epoch']} time={time} {e['type']}(v{e['version']}) "
-               f"{_compact(e['data'])}")
+               f"{_compact(set_fields(e['type'], e['data']))}")
         if "after" in e:
             yield f"    -> {_partition_state(e['after'])}"
     n = len(v.rows)
     yield f"{n} record{'' if n == 1 else 's'}"
+
+
+def set_fields(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The fields a record sets, for ``changes``' text: its tagged fields at their default
+    (null, or -2 for no change of leader) are left out; the JSON keeps every field, as
+    ``records`` does."""
+    from ..wire.records import METADATA
+
+    msg = next((m for m in METADATA.values() if m.name == kind), None)
+    if msg is None:
+        return data
+    unset = {f.key: f.default_value() for f in msg.fields if f.tag is not None}
+    return {k: v for k, v in data.items() if k not in unset or v != unset[k]}
 
 
 def field_changes(before: Any, after: Any) -> list[str]:

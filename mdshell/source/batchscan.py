@@ -25,7 +25,15 @@ from ..wire.batch import (
 from ..wire.compression import NAMES as CODEC_NAMES
 from .base import Source
 from .file import FileSource
-from .walker import MAX_BATCH_LENGTH, Before, header_damage, peek, skip_of, true_end
+from .walker import (
+    MAX_BATCH_LENGTH,
+    Before,
+    _truncated,
+    header_damage,
+    peek,
+    skip_of,
+    true_end,
+)
 
 _BASE_LENGTH = 12
 
@@ -101,10 +109,8 @@ def file_batches(path: str, data: bytes, problems: list[Problem], *, first: int 
     while pos < size:
         if size - pos < _BASE_LENGTH or int.from_bytes(data[pos + 8:pos + 12], "big",
                                                          signed=True) == 0:
-            if data[pos:].strip(b"\0"):
-                problems.append(Problem("truncated", f"{name}: {size - pos} bytes at byte {pos} "
-                                        "are not a complete batch; the listing stops there",
-                                        path))
+            if data[pos:].strip(b"\0"):  # said as the loader says it: one message
+                problems.append(_truncated(path, name, pos, None, size - pos, before.last))
             return
         length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
         end = pos + LOG_OVERHEAD + length
@@ -117,6 +123,12 @@ def file_batches(path: str, data: bytes, problems: list[Problem], *, first: int 
                 yield _info(name, b, real - pos, "length", problems, path, before)
                 pos = real
                 continue
+        if (b is not None and MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH
+                and end > size):
+            # Cut short: in the loader's words and sizes (the batch's whole size).
+            problems.append(_truncated(path, name, pos, b.base_offset, size - pos,
+                                       before.last, LOG_OVERHEAD + length))
+            return
         if not fits or b is None:
             problems.append(Problem("corrupt", f"{name}: the batch at byte {pos} has length "
                                     f"{length}, which does not fit the file ({size} bytes); "

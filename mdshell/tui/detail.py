@@ -386,7 +386,7 @@ def _cell(key: str, value: Any, states: dict[int, str]) -> RenderableType:
 def _broker(b: int, states: dict[int, str]) -> Text:
     state = states.get(b, "unregistered")
     t = state_text(state)
-    t.plain = str(b) if state == "active" else f"{b} ({state})"
+    t.plain = str(b) if state == "unfenced" else f"{b} ({state})"
     return t
 
 

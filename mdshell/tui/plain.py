@@ -38,7 +38,7 @@ def broker_state(b: m.BrokerRegistration) -> str:
         return "fenced"
     if b.in_controlled_shutdown:
         return "controlled shutdown"
-    return "active"
+    return "unfenced"
 
 
 def endpoint_texts(listeners: dict[str, m.Endpoint]) -> list[str]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # One colour per meaning, everywhere: red is broken, yellow is attention, green is fine.
 STATE_STYLE = {
-    "active": "green", "leader": "bold green", "voter": "green", "observer": "yellow",
+    "unfenced": "green", "leader": "bold green", "voter": "green", "observer": "yellow",
     "fenced": "bold red", "controlled shutdown": "yellow", "unregistered": "bold magenta",
     "registered, not a voter": "bold red",
 }
