@@ -261,7 +261,7 @@ def diverge(cluster: KraftCluster, target: Path, tag: str, *, writes: int = 4,
         writer.close()
     new_leader, new_epoch = wait_leader(cluster, followers, epoch)
     new = cluster.node(new_leader)
-    call(new.endpoint, _acl(f"User:kept-{tag}"))  # committed by the two left
+    _committed_acl(new.endpoint, f"User:kept-{tag}")  # the two left commit it
     target.mkdir(parents=True, exist_ok=True)
     copies = copy_log_dirs(cluster, target)
     mark = log_size(leader)
@@ -270,6 +270,21 @@ def diverge(cluster: KraftCluster, target: Path, tag: str, *, writes: int = 4,
     cluster.wait_ready(timeout=90)
     return Diverged(leader_id, epoch, new_leader, new_epoch, copies,
                     [offset for offset, _ in found], sent)
+
+
+def _committed_acl(endpoint: str, principal: str, timeout: float = 60) -> None:
+    """An ACL written through ``endpoint`` and answered without error (the new leader's
+    controller may refuse writes for a moment after its election: retried)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code = -1
+        with contextlib.suppress(OSError):
+            code = int(call(endpoint, _acl(principal)).results[0].error_code)
+        if code == 0:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the ACL for {principal} was not committed (error {code})")
+        time.sleep(0.3)
 
 
 def _wait_truncation(node: Node, mark: int, timeout: float = 90) -> list[tuple[int, int]]:
