@@ -196,13 +196,16 @@ def _endpoints_usage(bootstrap: str) -> str | None:
 def _open_nodes(args: argparse.Namespace, directories: list[str]) -> Any:
     """The nodes' directories (-d more than once, or --node), checked to be one cluster;
     the one the commands read is chosen (--node, else the quorum's log) and named on
-    stderr when mdshell chose it and the command is not ``nodes``."""
+    stderr when mdshell chose it and the command is not about the nodes (``nodes``,
+    ``diff --node``)."""
     from .source.nodes.group import open_group
     from .source.nodes.report import choose
 
     group = open_group(directories, eager=args.strict)
     chosen = choose(group, args.node)
-    if not group.picked and len(directories) > 1 and args.command[:1] != ["nodes"]:
+    about_nodes = args.command[:1] == ["nodes"] or (
+        args.command[:1] == ["diff"] and "--node" in args.command)
+    if not group.picked and len(directories) > 1 and not about_nodes:
         _err(f"reading node {chosen.label} ({chosen.path}): the log the quorum follows; "
              "--node ID reads another")
     return group

@@ -101,6 +101,12 @@ def test_nodes_one_shot_on_the_copies(runs: list[Diverged]) -> None:
     kept = run_cli(*args, "tree", "/image/acls").stdout
     assert lost.count("principal=User:lost-r1-") == WRITES and "User:kept-r1" not in lost
     assert "User:lost-r1-" not in kept and "principal=User:kept-r1" in kept
+    diff = run_cli(*args, "diff", "--node", str(d.old_leader), "--node", str(d.new_leader),
+                   "/image").stdout.splitlines()
+    assert sum(x.startswith("- /image/acls/") and "User:lost-r1-" in x for x in diff) == WRITES
+    assert sum(x.startswith("+ /image/acls/") and "User:kept-r1" in x for x in diff) == 1
+    # retention.ms only the old leader has (the topic had no config before: a removed node)
+    assert any(x.startswith("- /image/configs/TOPIC:orders") for x in diff)
 
 
 def test_after_the_truncation_the_nodes_agree(quorum: KraftCluster, runs: list[Diverged],

@@ -350,3 +350,42 @@ def test_one_directory_of_a_leader_that_resigned_says_so(tmp_path: Path) -> None
     # Time travel to an older offset: the tail is not in the image shown.
     run = cli("-d", str(two), "--at", str(made["split"]), "health")
     assert "may not be committed" not in run.out
+
+
+# ---------------------------------------------------------------- diff --node
+
+
+def test_diff_node_shows_what_two_nodes_images_differ_in(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    dirs = [a for d in made["dirs"] for a in ("-d", d)]  # type: ignore[attr-defined]
+    ends, split = made["ends"], made["split"]
+    run = cli(*dirs, "diff", "--node", "1", "--node", "2", "/image/acls")
+    assert run.code == 0 and run.err == ""
+    lines = run.out.splitlines()
+    assert lines[0] == f"--- node 1, offset latest (last applied {ends[1]})"  # type: ignore
+    assert lines[1] == f"+++ node 2, offset latest (last applied {ends[2]})"  # type: ignore
+    assert sum("principal=User:lost-" in x for x in lines if x.startswith("- ")) == 2
+    assert sum("principal=User:kept" in x for x in lines if x.startswith("+ ")) == 1
+    assert lines[-1] == "1 added, 2 removed, 0 changed"
+    configs = json.loads(cli(*dirs, "-o", "json", "diff", "--node", "1", "--node", "3",
+                             "/image/configs").out)
+    assert configs["fromNode"] == "1" and configs["toNode"] == "3"
+    assert [(c["kind"], c["path"], c["before"]) for c in configs["changes"]] == [
+        ("removed", "/image/configs/TOPIC:orders", {"retention.ms": "1000"})]
+    before = cli(*dirs, "diff", "--node", "1", "--node", "2", "--at", str(split - 1))
+    assert before.out.splitlines()[-1] == "no differences"  # the common prefix
+    at_split = cli(*dirs, "diff", "--node", "1", "--node", "3", "--at", str(split))
+    assert "principal=User:lost-1" in at_split.out  # node 1's offset 21 is its first ACL
+
+
+def test_diff_node_usage(tmp_path: Path) -> None:
+    made = lost_leader(tmp_path)
+    dirs = [a for d in made["dirs"] for a in ("-d", d)]  # type: ignore[attr-defined]
+    once = cli(*dirs, "diff", "--node", "1")
+    assert once.code == 2 and "give --node twice" in once.err
+    unknown = cli(*dirs, "diff", "--node", "1", "--node", "7")
+    assert unknown.code == 1 and "--node 7: no such node" in unknown.err
+    beyond = cli(*dirs, "diff", "--node", "1", "--node", "3", "--at", "26")
+    assert beyond.code == 1 and "offset 26 is after the end of the log" in beyond.err
+    single = cli("-d", made["dirs"][0], "diff", "--node", "1", "--node", "2")  # type: ignore
+    assert single.code == 1 and "no such node" in single.err

@@ -32,8 +32,15 @@ def _listing_json(v: r.Listing) -> Any:
             + [{"path": d.path, "type": "directory", "children": d.children} for d in v.dirs])
 
 
+def _diff_head(v: r.Diff) -> dict[str, Any]:
+    head: dict[str, Any] = {"from": v.from_offset, "to": v.to_offset, "path": v.path}
+    if v.from_node is not None:
+        head.update(fromNode=v.from_node, toNode=v.to_node)
+    return head
+
+
 def _diff_json(v: r.Diff) -> Any:
-    return {"from": v.from_offset, "to": v.to_offset, "path": v.path, "changes": [
+    return {**_diff_head(v), "changes": [
         {"kind": c.kind, "path": c.path, **({} if c.topic is None else {"topicName": c.topic}),
          "before": c.before, "after": c.after, "secret": c.secret} for c in v.changes]}
 
@@ -124,7 +131,7 @@ def _listing_rows(v: r.Listing) -> Iterator[dict[str, Any]]:
 
 
 def _diff_chunks(v: r.Diff) -> Iterator[str]:
-    head = dumps({"from": v.from_offset, "to": v.to_offset, "path": v.path})
+    head = dumps(_diff_head(v))
     yield head[:-2] + ',\n  "changes": '  # past its closing '\n}'
     yield from array_chunks(_diff_rows(v), 1)
     yield "\n}"

@@ -125,6 +125,8 @@ class Diff(NamedTuple):
     from_applied: int
     to_applied: int
     changes: Iterable[DiffEntry]  # found as they are read (each time)
+    from_node: str | None = None  # diff --node: the nodes whose images are compared
+    to_node: str | None = None
 
 
 class Health(NamedTuple):

@@ -172,9 +172,14 @@ def _label(offset: int | None) -> str:
     return "latest" if offset is None else str(offset)
 
 
+def _node(label: str | None) -> str:
+    return "" if label is None else f"node {label}, "
+
+
 def _diff_text(v: r.Diff) -> Iterator[str]:
-    yield f"--- offset {_label(v.from_offset)} (last applied {v.from_applied})"
-    yield f"+++ offset {_label(v.to_offset)} (last applied {v.to_applied})"
+    yield (f"--- {_node(v.from_node)}offset {_label(v.from_offset)} (last applied "
+           f"{v.from_applied})")
+    yield f"+++ {_node(v.to_node)}offset {_label(v.to_offset)} (last applied {v.to_applied})"
     counts = {"added": 0, "removed": 0, "changed": 0}
     for c in v.changes:  # printed as they are found
         counts[c.kind] += 1

@@ -276,8 +276,13 @@ def _root(loaded: Loaded, shell: Shell) -> Node:
                  "2025-01-16T04:00Z is the image just before the first record written after "
                  "it), 'earliest' or 'latest'. PATH (default /image) limits the comparison. "
                  "Added and removed nodes are shown at their top-most path; changed leaves "
-                 "show the fields that differ.")
+                 "show the fields that differ. With several nodes' directories (-d once per "
+                 "node): diff --node A --node B [--at OFFSET|TIME] [PATH] compares two nodes' "
+                 "images, at their ends or both at one offset.",
+         options=("--node", "--at"))
 def diff(shell: Shell, args: list[str]) -> Result:
+    if "--node" in args:
+        return _node_diff(shell, args)
     p = ArgParser("diff", "diff OFFSET_A OFFSET_B [PATH]")
     p.add_argument("a")
     p.add_argument("b")
@@ -294,6 +299,37 @@ def diff(shell: Shell, args: list[str]) -> Result:
     return Result(value=res.Diff(oa, ob, join(comps), la.image.provenance.offset,
                                  lb.image.provenance.offset,
                                  _Changes(na, nb, join(comps), shell.opts, la, lb)))
+
+
+NODE_USAGE = "diff --node A --node B [--at OFFSET|TIME] [PATH]"
+
+
+def _node_diff(shell: Shell, args: list[str]) -> Result:
+    """Two nodes' images (``-d`` once per node), at their ends or both at one offset."""
+    from .nodescmd import node_shells
+
+    p = ArgParser("diff", NODE_USAGE)
+    p.add_argument("--node", action="append", required=True)
+    p.add_argument("--at")
+    p.add_argument("path", nargs="?", default="/image")
+    ns = p.parse_args(args)
+    if len(ns.node) != 2:
+        raise UsageError(f"diff: give --node twice, the two nodes to compare (usage: "
+                         f"{NODE_USAGE})")
+    (name_a, sa), (name_b, sb) = node_shells(shell, ns.node)
+    oa = parse_offset(sa, ns.at) if ns.at is not None else None
+    ob = parse_offset(sb, ns.at) if ns.at is not None else None
+    comps = absolute(shell.session.cwd, ns.path)
+    if not comps or comps[0] != "image":
+        raise CommandError(f"{ns.path}: diff compares the image: give a path under /image")
+    la, lb = load_at(sa, oa), load_at(sb, ob)
+    na, nb = lookup(_root(la, sa), comps), lookup(_root(lb, sb), comps)
+    if na is None and nb is None:
+        raise CommandError(f"{join(comps)}: No such file or directory on either node.")
+    return Result(value=res.Diff(oa, ob, join(comps), la.image.provenance.offset,
+                                 lb.image.provenance.offset,
+                                 _Changes(na, nb, join(comps), shell.opts, la, lb),
+                                 name_a, name_b))
 
 
 class _Changes(Iterable[DiffEntry]):
