@@ -429,3 +429,65 @@ def test_an_unfenced_broker_is_unfenced_in_every_front_end() -> None:
     tui = {b.id: broker_state(b) for b in image.brokers.values()}
     unfenced = [i for i, s in table.items() if s == "unfenced"]
     assert unfenced and all(tui[i] == "unfenced" for i in unfenced)
+
+
+# ---------------------------------------------------------------- Spark missing (9)
+
+# An interpreter in which the spark extra's packages cannot be imported, as in an install
+# without the extra (the README's first command): a finder ahead of all others refuses them.
+_WITHOUT_SPARK = """
+import sys
+HIDDEN = {hidden!r}
+class Hidden:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+sys.meta_path.insert(0, Hidden())
+from mdshell.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _without(hidden: set[str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _WITHOUT_SPARK.format(hidden=hidden), *args],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+
+def test_tables_needs_no_spark() -> None:
+    everything = {"pyspark", "pyarrow", "pandas", "numpy"}
+    for fmt in ("text", "json"):
+        alone = _without(everything, "-d", BASIC, "-o", fmt, "tables")
+        assert alone.returncode == 0 and alone.stderr == "", alone.stderr
+        assert alone.stdout == cli("-d", BASIC, "-o", fmt, "tables").out
+        if fmt == "text":
+            assert "partitions: partitions of the image" in alone.stdout
+
+
+@pytest.mark.parametrize(("hidden", "named"), [
+    ({"pyspark", "pyarrow", "pandas", "numpy"}, "pyspark, pyarrow, pandas and numpy are"),
+    ({"pyarrow"}, "pyarrow is"),
+])
+def test_sql_without_spark_names_every_missing_package(hidden: set[str], named: str) -> None:
+    out = _without(hidden, "-d", BASIC, "sql", "select 1")
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr == (f"mdshell: sql: sql runs on Spark, and {named} not installed: pip "
+                          "install 'mdshell[spark]' (in a clone of mdshell: pip install -e "
+                          "'.[spark]'); Spark also needs Java 17 or later\n")
+
+
+# ---------------------------------------------------------------- README (11)
+
+
+def test_readme_starts_from_a_clone_and_installs_spark_there() -> None:
+    readme = (ROOT / "README.md").read_text()
+    quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    clone = quick.index("git clone ")
+    commands = [line.strip() for line in quick.splitlines() if line.startswith("    ")]
+    assert len(commands) == 2 and clone < quick.index(commands[0])  # .ci/run's rule holds
+    assert "&& cd mdshell" in quick.splitlines()[quick[:clone].count("\n")]
+    ci = subprocess.run([str(ROOT / ".ci" / "run"), "--print"], capture_output=True,
+                        text=True, timeout=30)
+    assert ci.returncode == 0 and ci.stdout.strip() == commands[1]
+    assert ".venv/bin/pip install -e '.[spark]'" in readme
+    assert "mdshell --help" in quick

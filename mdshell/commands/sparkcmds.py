@@ -11,14 +11,37 @@ from .shell import Shell
 SQL_USAGE = 'sql [--csv FILE] [--parquet DIR] "QUERY"'
 
 
+# What the spark extra brings that `sql` imports (pyspark[sql] brings pyarrow and pandas).
+SPARK_PACKAGES = ("pyspark", "pyarrow", "pandas", "numpy")
+SPARK_INSTALL = ("pip install 'mdshell[spark]' (in a clone of mdshell: pip install -e "
+                 "'.[spark]'); Spark also needs Java 17 or later")
+
+
 def _spark_modules() -> Any:
-    """mdshell.spark.query, or one clear line when pyspark/pyarrow is missing."""
-    try:
-        from ..spark import query
-    except ImportError as e:
-        raise CommandError(f"Spark queries need pyspark and pyarrow ({e.name} is missing): "
-                           "pip install 'mdshell[spark]'") from None
+    """mdshell.spark.query, or one clear line naming every package of the spark extra that
+    is missing and the one command that installs them."""
+    missing = [name for name in SPARK_PACKAGES if not _importable(name)]
+    if missing:
+        raise CommandError(f"sql runs on Spark, and {_listed(missing)} "
+                           f"{'is' if len(missing) == 1 else 'are'} not installed: "
+                           f"{SPARK_INSTALL}")
+    from ..spark import query
+
     return query
+
+
+def _importable(name: str) -> bool:
+    import importlib
+
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 @command("sql", "Run a Spark SQL query over the image and its log (see `tables`).", SQL_USAGE,
@@ -75,18 +98,24 @@ def _sql(query: Any, view: Any, ns: Any) -> Result:
 
 
 @command("tables", "List the tables `sql` can query, with their columns.", "tables [NAME]",
-         completes_paths=False)
+         completes_paths=False,
+         details="Names, what each table holds and its columns with their Spark SQL types. "
+                 "It needs neither Spark nor pyspark (sql does).")
 def tables_cmd(shell: Shell, args: list[str]) -> Result:
+    from ..spark.catalog import CATALOG
+
     p = ArgParser("tables", "tables [NAME]")
     p.add_argument("name", nargs="?")
     ns = p.parse_args(args)
-    described = _spark_modules().describe_tables()
-    if ns.name is not None:
-        if ns.name not in described:
-            raise CommandError(f"{ns.name}: no such table (known: {', '.join(described)})")
-        described = {ns.name: described[ns.name]}
+    if ns.name is not None and ns.name not in CATALOG:
+        raise CommandError(f"{ns.name}: no such table (known: {', '.join(CATALOG)})")
+    shown = [ns.name] if ns.name is not None else list(CATALOG)
     lines: list[str] = []
-    for name, t in described.items():
-        lines.append(f"{name}: {t['description']}")
-        lines += [f"    {c['name']} {c['type']}" for c in t["columns"]]
+    for name in shown:
+        what, columns = CATALOG[name]
+        lines.append(f"{name}: {what}")
+        lines += [f"    {c} {t}" for c, t in columns]
+    described = {name: {"description": CATALOG[name][0],
+                        "columns": [{"name": c, "type": t} for c, t in CATALOG[name][1]]}
+                 for name in shown}
     return Result(value=Text(lines, described))
