@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     beh.add_argument("--spark-master", metavar="URL",
                      help="the Spark master for sql (default: $MDSHELL_SPARK_MASTER, else "
                           "local[*]); spark.* keys of --config are Spark settings")
+    beh.add_argument("--spark-remote", metavar="sc://HOST:PORT", type=_spark_remote,
+                     help="run sql on this Spark Connect server instead of starting Spark "
+                          "here (default: $SPARK_REMOTE, unless --spark-master)")
     beh.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     p.add_argument("--version", action="version", version=f"mdshell {__version__}")
     p.add_argument("command", nargs=argparse.REMAINDER,
@@ -252,8 +255,13 @@ def _unused_option(args: argparse.Namespace, full_screen: bool) -> str | None:
     if args.config and not args.bootstrap_controller and command not in (None, "sql"):
         return (f"--config is for -q (Kafka client properties) and for sql (its spark.* "
                 f"keys); {command} with {_source_option(args)} reads neither: drop --config")
-    if args.spark_master and command not in (None, "sql"):
-        return (f"--spark-master is for sql; {command} starts no Spark: drop --spark-master")
+    for given, option in ((args.spark_master, "--spark-master"),
+                          (args.spark_remote, "--spark-remote")):
+        if given and command not in (None, "sql"):
+            return f"{option} is for sql; {command} starts no Spark: drop {option}"
+    if args.spark_master and args.spark_remote:
+        return ("--spark-master starts Spark on a master, --spark-remote uses a Spark Connect "
+                "server: give one of them")
     if full_screen:
         for given, option in ((args.output != "text", "-o json"),
                               (args.layout != "3.7", f"--layout {args.layout}"),
@@ -358,7 +366,7 @@ def _main(args: argparse.Namespace) -> int:
             return EXIT_FAIL
     args.directory = group.chosen.path if group is not None else (
         directories[0] if directories else None)
-    if ((args.spark_master or (args.config and not args.bootstrap_controller))
+    if ((args.spark_master or args.spark_remote or (args.config and not args.bootstrap_controller))
             and not _spark_settings(args)):
         return EXIT_FAIL
     if full_screen:
@@ -451,6 +459,17 @@ def _main(args: argparse.Namespace) -> int:
         source.close()
 
 
+def _spark_remote(url: str) -> str:
+    """--spark-remote's value: a Spark Connect URL."""
+    from .spark.settings import remote_address
+
+    try:
+        remote_address(url)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return url
+
+
 def _spark_settings(args: argparse.Namespace) -> bool:
     """--spark-master and the spark.* keys of --config (nothing starts until `sql` runs);
     False, said in one line, when --config cannot be read."""
@@ -465,7 +484,7 @@ def _spark_settings(args: argparse.Namespace) -> bool:
     if problems:
         _warn(problems, True)
         return False
-    others = configure(args.spark_master, props)
+    others = configure(args.spark_master, props, args.spark_remote)
     if others:
         _say("--config: only spark.* keys are used without -q/--bootstrap-controller; "
              f"ignored {', '.join(sorted(others))}", False)

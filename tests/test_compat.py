@@ -122,7 +122,7 @@ def test_upper_bounds_where_internals_are_used() -> None:
     """pyproject bounds textual and pyspark, and the installed versions are inside them."""
     text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     assert '"textual>=8.2,<9"' in text
-    assert text.count('"pyspark[sql]>=4.0,<4.4"') == 2
+    assert text.count('"pyspark[sql,connect]>=4.0,<4.4"') == 2
     assert importlib.metadata.version("textual").split(".")[0] == "8"
     if importlib.util.find_spec("pyspark") is not None:
         assert importlib.metadata.version("pyspark").startswith(("4.0.", "4.1.", "4.2.", "4.3."))

@@ -371,8 +371,10 @@ def test_missing_java_or_pyspark_is_one_clear_line(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, cwd=ROOT)
     assert out.returncode == 1
-    assert out.stderr.strip() == ("mdshell: sql: Spark queries need pyspark, which is not "
-                                  "installed: pip install 'mdshell[spark]'")
+    assert out.stderr.strip() == (
+        "mdshell: sql: sql runs on Spark, and pyspark is not installed: pip install "
+        "'mdshell[spark]' (in a clone of mdshell: pip install -e '.[spark]'); Spark also needs "
+        "Java 17 or later")
 
 
 def test_only_local_sessions_get_the_worker_daemon_and_arrow_options() -> None:

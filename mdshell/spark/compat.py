@@ -10,6 +10,8 @@ one of them).
   ``NullCheckingForGet`` classes in the jars pyspark ships: a local session's JVM turns Arrow's
   checks off (see ``session.LOCAL_JVM``).
 - ``pyspark.sql.pandas.types.from_arrow_schema``: Spark's own Arrow-to-Spark type mapping.
+- Spark Connect: the client session class of ``pyspark.sql.connect.session`` and pyspark's
+  environment switch for a Connect client (``connect_session``).
 - The planning workers of a Python data source read (``filters_pushed``): which one calls
   ``DataSource.reader()``, and the pushdown setting the one without pushdown was given.
 
@@ -86,3 +88,24 @@ def filters_pushed() -> bool | None:
                 return flag if isinstance(flag, bool) else None
         frame = frame.f_back  # type: ignore[assignment]
     return None
+
+
+# pyspark's switch for "this process is a Spark Connect client": its functions
+# (pyspark.sql.functions) build Spark Connect columns while it is set. PySpark's own builder
+# sets it when it makes a remote session.
+CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
+
+
+def connect_session(url: str, conf: dict[str, Any]) -> Any:
+    """A Spark Connect client session of the server at ``url`` with these SQL settings, as
+    ``SparkSession.builder.remote(url)`` makes one, except that a classic session already in
+    this process (a test's) is left alone rather than returned."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    os.environ[CONNECT_MODE_ENV] = "1"
+    return RemoteSparkSession.builder.remote(url).config(map=conf).getOrCreate()
+
+
+def end_connect_mode() -> None:
+    """This process is no Spark Connect client any more (its session stopped)."""
+    os.environ.pop(CONNECT_MODE_ENV, None)

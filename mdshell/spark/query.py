@@ -3,6 +3,11 @@
 Tables are built (through Arrow) only when a query names them, once per image: moving to
 another offset with ``at`` gives new tables on the next query. A query error is one line —
 Spark's own message, without the Java stack.
+
+On a Spark Connect server (``session.remote()``) the tables are sent to the server with the
+query's session (they are built here, from the image the shell shows), a query's jobs carry a
+tag instead of a job group, and ``--csv``/``--parquet`` are written here from the result
+(the server's files are not this machine's).
 """
 
 from __future__ import annotations
@@ -24,15 +29,15 @@ import pyarrow as pa
 
 from ..problems import CommandError
 from . import tables
-from .session import get_session
+from .session import get_session, remote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# name -> (the Loaded it was built from, show_secrets, the warnings of its reading): a view
-# stays valid while the first two hold.
-_REGISTERED: dict[str, tuple[object, bool, list[str]]] = {}
+# name -> (the Loaded it was built from, show_secrets, the warnings of its reading, the
+# session holding the view): a view stays valid while the first two hold, in that session.
+_REGISTERED: dict[str, tuple[object, bool, list[str], object]] = {}
 _SCRATCH: str | None = None  # where local tables are written as Parquet (removed at exit)
 _FOLDERS: dict[str, str] = {}  # table name -> its current scratch folder
 _STALE: list[str] = []  # scratch folders of replaced tables, removed once no view names them
@@ -50,10 +55,11 @@ def register(spark: SparkSession, view: tables.View, names: list[str]) -> list[s
     warnings: list[str] = []
     for name in names:
         held = _REGISTERED.get(name)
-        if held is None or held[0] is not view.loaded or held[1] != view.show_secrets:
+        if (held is None or held[0] is not view.loaded or held[1] != view.show_secrets
+                or held[3] is not spark):
             table, found = tables.build_warned(name, view)
             frame(spark, name, table).createOrReplaceTempView(name)
-            held = _REGISTERED[name] = (view.loaded, view.show_secrets, found)
+            held = _REGISTERED[name] = (view.loaded, view.show_secrets, found, spark)
             _drop_stale()
         warnings += held[2]
     return list(dict.fromkeys(warnings))
@@ -70,9 +76,10 @@ def frame(spark: SparkSession, name: str, table: pa.Table) -> DataFrame:
     """A DataFrame of an Arrow table. On a local master it goes through a Parquet file in a
     scratch folder of this process (written by Arrow, read by Spark's vectorized reader):
     every query over a million-row table then scans columns instead of converting the Arrow
-    rows again (several times faster from the second query on). A cluster's executors cannot
-    read the driver's files: there the table is shipped with ``createDataFrame``."""
-    if not (spark.sparkContext.master or "").startswith("local"):
+    rows again (several times faster from the second query on). A cluster's executors (and
+    a Spark Connect server) cannot read the driver's files: there the table is shipped with
+    ``createDataFrame``."""
+    if remote() is not None or not (spark.sparkContext.master or "").startswith("local"):
         return spark.createDataFrame(table)
     import pyarrow.parquet as pq
 
@@ -140,11 +147,12 @@ def cancellable(work: Callable[[], T]) -> T:
 
     def target() -> None:
         try:
-            spark.sparkContext.setJobGroup(group, "mdshell sql", interruptOnCancel=True)
+            set_group(spark, group, "mdshell sql")
             box["value"] = work()
         except BaseException as e:  # handed to the waiting thread
             box["error"] = e
         finally:
+            clear_group(spark)
             ended.set()
 
     threading.Thread(target=target, name=group, daemon=True).start()
@@ -167,16 +175,60 @@ def _cancelled_line(left: int) -> str:
             "loop join may run on): later queries wait for them")
 
 
+def set_group(spark: SparkSession, group: str, description: str) -> None:
+    """Mark the jobs this thread starts from now on as ``group``'s (a job group; on a Spark
+    Connect server, a tag of the operations this thread runs), to cancel them together."""
+    if remote() is not None:
+        spark.addTag(group)
+    else:
+        spark.sparkContext.setJobGroup(group, description, interruptOnCancel=True)
+
+
+def clear_group(spark: SparkSession) -> None:
+    """This thread's later jobs belong to no group."""
+    try:
+        if remote() is not None:
+            spark.clearTags()
+        else:
+            spark.sparkContext.setJobGroup("", "")
+    except Exception:  # Spark went away: nothing to clear
+        pass
+
+
+def cancel_group(spark: SparkSession, group: str) -> None:
+    """Cancel the group's running jobs (Spark cancels only the active ones)."""
+    if remote() is not None:
+        spark.interruptTag(group)
+    else:
+        spark.sparkContext.cancelJobGroup(group)
+
+
+def group_progress(spark: SparkSession, group: str) -> tuple[int, int] | None:
+    """(tasks done, tasks) over the group's running stages; None before they start, and on
+    a Spark Connect server, whose client is told no progress."""
+    if remote() is not None:
+        return None
+    tracker = spark.sparkContext.statusTracker()
+    done = total = 0
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for sid in info.stageIds if info is not None else ():
+            stage = tracker.getStageInfo(sid)
+            if stage is not None:
+                done += stage.numCompletedTasks
+                total += stage.numTasks
+    return (done, total) if total else None
+
+
 def _cancel(spark: SparkSession, group: str, ended: threading.Event) -> int:
     """Cancel the group until its thread has ended and none of its tasks runs (Spark
     cancels only the active jobs, and a task stops a little after its job fails); returns
     the tasks still running when the wait ends."""
     deadline = time.monotonic() + CANCEL_WAIT_S
-    sc = spark.sparkContext
     left = 0
     while time.monotonic() < deadline:
         try:
-            sc.cancelJobGroup(group)
+            cancel_group(spark, group)
             left = _running_tasks(spark, group)
             if ended.is_set() and not left:
                 return 0
@@ -189,6 +241,8 @@ def _cancel(spark: SparkSession, group: str, ended: threading.Event) -> int:
 
 
 def _running_tasks(spark: SparkSession, group: str) -> int:
+    if remote() is not None:  # the interrupted operations have ended when the thread has
+        return 0
     tracker = spark.sparkContext.statusTracker()
     n = 0
     for job in tracker.getJobIdsForGroup(group):
@@ -241,6 +295,8 @@ def write_csv(df: DataFrame, path: str) -> int:
     where = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(where):
         raise CommandError(f"--csv {path}: cannot write (no folder {where})")
+    if remote() is not None:
+        return _csv_here(flat, path)
     parts = tempfile.mkdtemp(prefix=".mdshell-csv-", dir=where)
     try:
         try:
@@ -252,6 +308,19 @@ def write_csv(df: DataFrame, path: str) -> int:
         raise CommandError(f"--csv {path}: cannot write ({e.strerror or e})") from None
     finally:
         shutil.rmtree(parts, ignore_errors=True)
+
+
+def _csv_here(df: DataFrame, path: str) -> int:
+    """A Spark Connect server's result written here as CSV (its own writer would write on the
+    server's disks): collected through Arrow, so it must fit in memory."""
+    import pyarrow.csv as pcsv
+
+    table = collect(df)
+    try:
+        pcsv.write_csv(table, path, pcsv.WriteOptions(quoting_style="needed"))
+    except OSError as e:
+        raise CommandError(f"--csv {path}: cannot write ({e.strerror or e})") from None
+    return table.num_rows
 
 
 def _join_parts(parts: str, path: str, columns: list[str]) -> int:
@@ -278,6 +347,16 @@ def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> int:
 
     if os.path.exists(path):
         raise CommandError(f"--parquet {path}: already exists; give a new directory")
+    if remote() is not None:  # the server's writer would write on the server's disks
+        import pyarrow.parquet as pq
+
+        table = collect(df)
+        try:
+            os.makedirs(path)
+            pq.write_table(table, os.path.join(path, "part-0.parquet"))
+        except OSError as e:
+            raise CommandError(f"--parquet {path}: cannot write ({e.strerror or e})") from None
+        return table.num_rows
     try:
         df.write.parquet(path)
     except PySparkException as e:

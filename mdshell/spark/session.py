@@ -1,4 +1,5 @@
-"""Start the Spark session on first use: one per process, quiet, with the ``kraft`` source.
+"""Start the Spark session on first use: one per process, quiet, with the ``kraft`` source;
+or, with ``--spark-remote``/``$SPARK_REMOTE``, connect to a Spark Connect server (no JVM here).
 
 The worker Python is the running interpreter (workers would otherwise start whatever
 ``python3`` is on PATH), the JVM's output goes to a log file (never the terminal: it would
@@ -12,18 +13,19 @@ import os
 import shutil
 import socket
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..problems import CommandError
 from . import classarchive
-from .compat import ARROW_FAST_ACCESS, DAEMON_KEY
-from .settings import LOG_ENV, SETTINGS, SparkSettings, log_path, prune_logs
+from .compat import ARROW_FAST_ACCESS, DAEMON_KEY, connect_session, end_connect_mode
+from .settings import LOG_ENV, SETTINGS, SparkSettings, log_path, prune_logs, remote_address
 
 if TYPE_CHECKING:
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
 _SESSION: SparkSession | None = None
+_REMOTE: str | None = None  # the Spark Connect server _SESSION is a client of
 
 # PySpark 4.1+: Python data sources may take filters (the kraft source's readers do when asked).
 PUSHDOWN_KEY = "spark.sql.python.filterPushdown.enabled"
@@ -36,6 +38,10 @@ DEFAULT_CONF = {
     "spark.sql.shuffle.partitions": "8",
     PUSHDOWN_KEY: "true",
 }
+# Of these, the ones a session of a Spark Connect server takes (the others are the server's).
+CONNECT_CONF = ("spark.sql.execution.arrow.pyspark.enabled", "spark.sql.session.timeZone",
+                "spark.sql.shuffle.partitions", PUSHDOWN_KEY)
+CONNECT_WAIT_S = 3.0  # for the server's port to accept a connection
 # A local session's Python workers are this interpreter: its daemon reads pyspark's cached
 # bytecode (see :mod:`.daemon`). A cluster's workers keep Spark's own.
 # A local session's JVM reads Arrow batches only from its own Python workers: Arrow's checks
@@ -68,6 +74,28 @@ def _check_pyspark() -> None:
                                "pip install 'mdshell[spark]'") from None
 
 
+# What PySpark's Spark Connect client imports besides pyspark, pandas and pyarrow: (module,
+# the package that brings it).
+CONNECT_CLIENT = (("grpc", "grpcio"), ("grpc_status", "grpcio-status"),
+                  ("google.rpc", "googleapis-common-protos"), ("zstandard", "zstandard"))
+
+
+def _check_connect_client() -> None:
+    missing = [package for module, package in CONNECT_CLIENT if not _importable(module)]
+    if missing:
+        raise SparkUnavailable(f"Spark Connect needs {', '.join(missing)}, not installed: "
+                               "pip install 'mdshell[spark]'")
+
+
+def _importable(module: str) -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
+
+
 def prepare_environment() -> None:
     """Variables every Spark process started from here must see."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -82,6 +110,10 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
         _activate(_SESSION)
         return _SESSION
     settings = settings or SETTINGS
+    remote = settings.resolved_remote()
+    if remote:
+        _SESSION = _connect(remote, settings)
+        return _SESSION
     _check_pyspark()
     _check_java()
     prepare_environment()
@@ -93,10 +125,7 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     check_master(settings.resolved_master())
     archive = classarchive.plan()
     conf = _conf(SparkConf(), settings, archive.options)
-    path = log_path()
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    if LOG_ENV not in os.environ:
-        prune_logs()
+    path = _log_file()
     with open(path, "ab") as log:
         try:
             gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
@@ -116,12 +145,60 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     return spark
 
 
+def _connect(url: str, settings: SparkSettings) -> SparkSession:
+    """A client session of the Spark Connect server at ``url``: our SQL settings, then the
+    user's ``spark.sql.*`` ones (the server's own settings are its own). The server must
+    accept a connection within seconds (PySpark's client would retry for minutes)."""
+    global _REMOTE
+    _check_pyspark()
+    _check_connect_client()
+    try:
+        host, port = remote_address(url)
+    except ValueError as e:
+        raise SparkUnavailable(f"--spark-remote / $SPARK_REMOTE: {e}") from None
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_WAIT_S).close()
+    except OSError:
+        raise SparkUnavailable(f"no Spark Connect server answered at {url}: start one "
+                               "(pyspark's sbin/start-connect-server.sh, docs/spark.md), or "
+                               "unset SPARK_REMOTE / give another --spark-remote") from None
+    from pyspark.errors import PySparkException
+
+    conf: dict[str, Any] = {k: DEFAULT_CONF[k] for k in CONNECT_CONF}
+    conf.update((k, v) for k, v in settings.conf.items() if k.startswith("spark.sql."))
+    try:
+        spark = connect_session(url, conf)
+    except PySparkException as e:
+        end_connect_mode()
+        raise SparkUnavailable(f"Spark Connect at {url}: {_first_line(str(e))}") from None
+    _python_logs_to(_log_file())
+    _REMOTE = url
+    return spark
+
+
+def remote() -> str | None:
+    """The Spark Connect server the session is a client of (None: a session of our own)."""
+    return _REMOTE if _SESSION is not None else None
+
+
+def _log_file() -> str:
+    """This process's Spark log file (its folder made, older logs pruned)."""
+    path = log_path()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if LOG_ENV not in os.environ:
+        prune_logs()
+    return path
+
+
 def _activate(spark: SparkSession) -> None:
     """Make the session the active one of this thread's JVM side. Spark keeps the active
     session per JVM thread, and with pyspark's pinned threads a Python thread's JVM thread
     can change (a new py4j connection is a new thread: seen after the TUI's sql workers
     ran). With none active, Spark plans with its default SQL settings, where Python filter
-    pushdown is off, and refuses the kraft reader that takes filters."""
+    pushdown is off, and refuses the kraft reader that takes filters. A Spark Connect
+    client has no JVM here."""
+    if _REMOTE is not None:
+        return
     jvm = spark._jvm
     if jvm is not None:
         jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
@@ -192,10 +269,13 @@ def running() -> bool:
 
 
 def stop() -> None:
-    global _SESSION
+    """Stop the session (a Spark Connect client only closes its own session)."""
+    global _SESSION, _REMOTE
     if _SESSION is not None:
         _SESSION.stop()
-        _SESSION = None
+        if _REMOTE is not None:
+            end_connect_mode()
+        _SESSION = _REMOTE = None
 
 
 def _first_line(text: str) -> str:

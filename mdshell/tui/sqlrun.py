@@ -56,6 +56,7 @@ class SqlRun:
         self.phase = "starting Spark (the first query takes 10-20 s)"
         self.cancelled = False
         self._spark: Any = None
+        self._q: Any = None  # mdshell.spark.query, once a query runs
         self._lock = threading.Lock()
         self._ended = threading.Event()
 
@@ -71,12 +72,11 @@ class SqlRun:
         q = _spark_modules()
         spark = q.get_session()
         with self._lock:
-            self._spark = spark
+            self._spark, self._q = spark, q
             if self.cancelled:
                 raise Cancelled
         # Pinned threads (pyspark's default): the group belongs to this thread's jobs only.
-        spark.sparkContext.setJobGroup(self.group, f"mdshell sql: {self.query[:80]}",
-                                       interruptOnCancel=True)
+        q.set_group(spark, self.group, f"mdshell sql: {self.query[:80]}")
         with self.engine.lock:  # the image shown now (live polls move it along)
             session = self.engine.session
             view = q.tables.View(session.source, session.loaded, self.engine.opts.show_secrets)
@@ -92,7 +92,7 @@ class SqlRun:
                 raise Cancelled from None
             raise
         finally:
-            spark.sparkContext.setJobGroup("", "")  # later jobs of this thread: no group
+            q.clear_group(spark)  # later jobs of this thread: no group
         rows = [[q.cell(v) for v in r.values()] for r in table.to_pylist()]
         return SqlTable(list(table.column_names), rows, total, warnings)
 
@@ -104,16 +104,7 @@ class SqlRun:
         spark = self._spark
         if spark is None:
             return None
-        tracker = spark.sparkContext.statusTracker()
-        done = total = 0
-        for job in tracker.getJobIdsForGroup(self.group):
-            info = tracker.getJobInfo(job)
-            for sid in info.stageIds if info is not None else ():
-                stage = tracker.getStageInfo(sid)
-                if stage is not None:
-                    done += stage.numCompletedTasks
-                    total += stage.numTasks
-        return (done, total) if total else None
+        return self._q.group_progress(spark, self.group)
 
     def cancel(self) -> None:
         with self._lock:
@@ -127,7 +118,7 @@ class SqlRun:
         deadline = time.monotonic() + RECANCEL_FOR_S
         while time.monotonic() < deadline:
             try:
-                spark.sparkContext.cancelJobGroup(self.group)
+                self._q.cancel_group(spark, self.group)
             except Exception:  # Spark went away: nothing left to cancel
                 return
             if self._ended.wait(RECANCEL_S):
