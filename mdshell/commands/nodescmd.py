@@ -26,12 +26,13 @@ USAGE = "nodes"
                  "it, the most that can have been committed (the high watermark is not on "
                  "disk); and, per node, the records the quorum's log lacks, which Kafka "
                  "truncates when the node rejoins. Exit code 1 when the nodes disagree on "
-                 "anything committed (or inside one epoch), 0 when they agree.",
+                 "anything committed (or inside one epoch), or a copy's log is damaged (the "
+                 "comparison stops there), 0 when they agree.",
          args=("",))
 def nodes(shell: Shell, args: list[str]) -> Result:
     ArgParser("nodes", USAGE).parse_args(args)
     report = build_report(node_group(shell.session))
-    return Result(value=r.Nodes(report), exit_code=0 if report.agree else 1)
+    return Result(value=r.Nodes(report), exit_code=0 if report.sound else 1)
 
 
 def node_group(session: Session) -> NodeGroup:

@@ -266,7 +266,10 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
             kinds = ", ".join(f"{n} {k}" for k, n in run.kinds.most_common())
             yield f"  {_offsets(run.first, run.last)}, epoch {run.epoch}: {kinds}"
     if rep.agree:
-        yield "the nodes agree on every committed record"
+        yield "the nodes agree on every committed record" + (
+            "" if rep.sound else " read; but the log of node"
+            + ("s " if len(rep.damaged) > 1 else " ") + ", ".join(rep.damaged)
+            + " is damaged: what it holds past the damage is not counted (see above)")
     else:
         yield "the nodes disagree on committed records: " + "; ".join(rep.conflicts)
 

@@ -126,14 +126,21 @@ class Report:
     behind: list[tuple[str, int, int]]  # (node, its end, the quorum's end)
     conflicts: list[str]
     notes: list[str]
+    damaged: list[str] = field(default_factory=list)  # nodes whose log damage cut short
 
     @property
     def agree(self) -> bool:
-        """The nodes agree on every committed record (exit 0)."""
+        """The nodes agree on every committed record read."""
         return not self.conflicts
 
+    @property
+    def sound(self) -> bool:
+        """They agree and every log was read whole (exit 0)."""
+        return self.agree and not self.damaged
+
     def to_json(self) -> dict[str, Any]:
-        return {"agree": self.agree, "clusterId": self.cluster_id, "voters": self.voters,
+        return {"agree": self.agree, "sound": self.sound, "damaged": self.damaged,
+                "clusterId": self.cluster_id, "voters": self.voters,
                 "votersFrom": self.voters_from, "majority": self.majority,
                 "nodes": [r.to_json() for r in self.rows],
                 "pairs": [p.to_json() for p in self.pairs],
@@ -291,9 +298,10 @@ def build_report(group: NodeGroup) -> Report:
     if committed is None and any(p.diverged for p in pairs.values()):
         conflicts.append("the logs part and what was committed cannot be told (too few "
                          "voters' directories): treated as a disagreement")
+    damaged = [n.label for n in nodes if n.scan.cut is not None]
     return Report(next((n.cluster_id for n in nodes if n.cluster_id), None), voters,
                   voters_from, majority, rows, list(pairs.values()), ref.label, choice.why,
-                  committed, by, uncommitted, tails, behind, conflicts, notes)
+                  committed, by, uncommitted, tails, behind, conflicts, notes, damaged)
 
 
 def _pair(pairs: dict[tuple[str, str], Pair], a: NodeDir, b: NodeDir) -> Pair:

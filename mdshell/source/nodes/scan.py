@@ -1,11 +1,14 @@
 """One node's log as the comparison needs it: every batch's offsets, leader epoch and CRC,
 its control records, and where each epoch starts; nothing else is decoded.
 
-The batch headers come from :func:`..batchscan.file_batches` (the listing of ``records
---batches``). The log is read as far as it is whole: the first damaged batch (a CRC mismatch,
-a damaged header, a cut tail), a gap or overlap between batches, or a leader epoch going
-backwards ends it, with one line saying where; the comparison covers what comes before
-(Kafka itself recovers a log by cutting it at its first invalid batch).
+A clean segment (every batch whole, CRC right, offsets following on, epochs never going
+down) is read at once by the shell's fast walk (:mod:`..cleanwalk`: header fields as
+columns); any other is read batch by batch by :func:`..batchscan.file_batches` (the listing
+of ``records --batches``), which says what is wrong. The log is read as far as it is
+whole: the first damaged batch (a CRC mismatch, a damaged header, a cut tail), a gap or
+overlap between batches, or a leader epoch going backwards ends it, with one line saying
+where; the comparison covers what comes before (Kafka itself recovers a log by cutting it at
+its first invalid batch).
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ import os
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import add
 
 from ...problems import Problem, SourceError
-from ...wire.batch import UNDECODABLE, Batch, parse_header
+from ...wire.batch import CONTROL_FLAG, UNDECODABLE, Batch, parse_header
+from .. import cleanwalk
 from ..base import ControlEntry, Source, control_entries
 from ..batchscan import BatchInfo, file_batches
 from ..layout import Checkpoint
@@ -38,6 +44,7 @@ class LogScan:
     paths: list[str] = field(default_factory=list)
     controls: list[ControlEntry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    cut: str | None = None  # why the log is read no further (damage, a gap): one of problems
     snapshot: Checkpoint | None = None  # the newest usable snapshot
     epoch_starts: list[tuple[int, int]] = field(default_factory=list)  # (epoch, first offset)
     start_offsets: list[int] = field(default_factory=list)  # the offsets of epoch_starts
@@ -114,24 +121,64 @@ def scan_log(source: Source) -> LogScan:
         try:
             data = source.file_bytes(seg.path)
         except SourceError as e:
-            scan.problems.append(f"{e}; the log is read up to the file before it")
+            scan.cut = f"{e}; the log is read up to the file before it"
+            scan.problems.append(scan.cut)
             return scan
         scan.paths.append(seg.path)
         index = len(scan.paths) - 1
+        clean = _clean(scan, data, index, seg.base_offset if expected is None else expected)
+        if clean is not None:
+            expected = clean
+            continue
         found: list[Problem] = []
         for b in file_batches(seg.path, data, found, first=seg.base_offset, dense=True):
             why = _stops(b, expected, scan)
             if why is not None:
                 before = f"offset {expected - 1}" if expected is not None else "its start"
-                scan.problems.append(f"{name}: {why}; the log is compared up to {before}")
+                scan.cut = f"{name}: {why}; the log is compared up to {before}"
+                scan.problems.append(scan.cut)
                 return scan
             _add(scan, b, index, data)
             expected = b.last_offset + 1
         if found:
-            scan.problems.append(f"{found[0].message.split('; ')[0]}; the log is compared up "
-                                 f"to offset {expected - 1 if expected is not None else '-'}")
+            scan.cut = (f"{found[0].message.split('; ')[0]}; the log is compared up to "
+                        f"offset {expected - 1 if expected is not None else '-'}")
+            scan.problems.append(scan.cut)
             return scan
     return scan
+
+
+def _clean(scan: LogScan, data: bytes, index: int, first: int) -> int | None:
+    """Every batch of a clean segment added at once; the offset after its last (None: the
+    segment is not clean, or empty: read it batch by batch)."""
+    prior = scan.epochs[-1] if scan.epochs else None
+    try:
+        h = cleanwalk.scan(data)
+        cleanwalk.check(data, h, cleanwalk.Follows(first, prior, -1 if prior is None else prior))
+    except cleanwalk.Unclean:
+        return None
+    n = len(h)
+    epochs = h.epoch
+    i = 0
+    while i < n:  # where each epoch starts (epochs never go down here)
+        e = epochs[i]
+        if not scan.epoch_starts or scan.epoch_starts[-1][0] != e:
+            scan.epoch_starts.append((e, h.base[i]))
+            scan.start_offsets.append(h.base[i])
+        i = bisect_right(epochs, e, i)
+    lasts = array("q", map(add, h.base, h.last_delta))
+    first_new = len(scan.bases)
+    scan.bases.extend(h.base)
+    scan.lasts.extend(lasts)
+    scan.epochs.extend(epochs)
+    scan.crcs.extend(h.crc)
+    scan.positions.extend(h.starts)
+    scan.file_index.extend(array("H", [index]) * n)
+    controls = [bool(a & CONTROL_FLAG) for a in h.attrs]
+    scan.control.extend(controls)
+    for k in compress(range(n), controls):
+        _controls(scan, data, h.starts[k], index, scan.bases[first_new + k])
+    return lasts[-1] + 1
 
 
 def _stops(b: BatchInfo, expected: int | None, scan: LogScan) -> str | None:
@@ -162,9 +209,14 @@ def _add(scan: LogScan, b: BatchInfo, index: int, data: bytes) -> None:
     scan.file_index.append(index)
     scan.control.append(1 if b.control else 0)
     if b.control:
-        try:
-            control_entries(parse_header(data, b.position), scan.paths[index], scan.controls)
-        except UNDECODABLE as e:
-            scan.problems.append(f"{os.path.basename(scan.paths[index])}: the control batch "
-                                 f"at offset {b.base_offset} does not decode ({e}); its "
-                                 "records are not read")
+        _controls(scan, data, b.position, index, b.base_offset)
+
+
+def _controls(scan: LogScan, data: bytes, position: int, index: int, offset: int) -> None:
+    """The control records of the batch at ``position`` (a LeaderChange, voters...)."""
+    try:
+        control_entries(parse_header(data, position), scan.paths[index], scan.controls)
+    except UNDECODABLE as e:
+        scan.problems.append(f"{os.path.basename(scan.paths[index])}: the control batch at "
+                             f"offset {offset} does not decode ({e}); its records are not "
+                             "read")
