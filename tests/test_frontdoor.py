@@ -491,3 +491,86 @@ def test_readme_starts_from_a_clone_and_installs_spark_there() -> None:
     assert ci.returncode == 0 and ci.stdout.strip() == commands[1]
     assert ".venv/bin/pip install -e '.[spark]'" in readme
     assert "mdshell --help" in quick
+
+
+# ---------------------------------------------------------------- stopped or failing (10)
+
+
+def _stopping(base: Path, lose: bool) -> tuple[Path, int]:
+    """Three brokers; 1 and 2 stopped by a controlled shutdown (then fenced), 3 as well or
+    (``lose``) fenced without one, as when its session is lost. The time of the last
+    registration change of 1 and 2."""
+    from mdshell.synth import ClusterBuilder
+
+    b = ClusterBuilder(str(base), seed=11)
+    b.bootstrap()
+    for i in (1, 2, 3):
+        b.register_broker(i)
+        b.unfence_broker(i)
+    b.create_topic("orders", partitions=3, rf=3)
+    for i in (1, 2):
+        b.controlled_shutdown(i)
+        b.fence_broker(i)
+    stopped = b.log.last_timestamp
+    if not lose:
+        b.controlled_shutdown(3)
+    b.fence_broker(3)
+    if not lose:
+        stopped = b.log.last_timestamp
+    b.noop(3)
+    b.finish()
+    return base, stopped
+
+
+def _utc(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def test_a_stopped_cluster_is_told_from_a_failing_one(tmp_path: Path) -> None:
+    d, last = _stopping(tmp_path / "stopped", lose=False)
+    out = cli("-d", str(d), "health", "--all").out.splitlines()
+    fenced = next(i for i, line in enumerate(out) if "fenced brokers" in line)
+    assert out[fenced] == (
+        "WARN  fenced brokers: 3 of 3 registered brokers are fenced: every one was stopped "
+        f"after a controlled shutdown (the last at {_utc(last)}): a stopped cluster, not a "
+        "failing one")
+    assert all("stopped after a controlled shutdown (its last registration change at"
+               in line for line in out[fenced + 1:fenced + 4])
+    assert not any("controlled shutdown:" in line for line in out)  # done, not under way
+
+
+def test_a_lost_broker_still_fails(tmp_path: Path) -> None:
+    d, last = _stopping(tmp_path / "lost", lose=True)
+    out = cli("-d", str(d), "health").out.splitlines()
+    line = next(x for x in out if "fenced brokers" in x)
+    assert line == ("FAIL  fenced brokers: 3 of 3 registered brokers are fenced: 1 broker lost "
+                    "its session, 2 were stopped after a controlled shutdown (the last at "
+                    f"{_utc(last)})")
+    assert any("broker 3" in x and "without a controlled shutdown: it lost its session" in x
+               for x in out)
+
+
+@pytest.mark.corpus
+def test_stopped_corpus_clusters_say_when_they_stopped() -> None:
+    """The real directories whose brokers were all fenced after a controlled shutdown (they
+    read FAIL fenced and WARN in controlled shutdown, as a failing cluster would): each is a
+    stopped cluster now, with the time of its last registration change."""
+    import json
+
+    from .conftest import corpus_dirs, need_corpus
+
+    need_corpus()
+    seen = 0
+    for d in corpus_dirs():
+        data = json.loads(cli("-d", str(d), "-o", "json", "health").out)
+        fenced = next((c for c in data["checks"] if c["name"] == "fenced brokers"), None)
+        if fenced is None or not fenced["items"] or not all(
+                i["controlledShutdown"] for i in fenced["items"]):
+            continue
+        seen += 1
+        assert fenced["status"] == "warn", d.name
+        assert all(i["lastChangeMs"] is not None for i in fenced["items"]), d.name
+        assert not any(c["name"] == "controlled shutdown" for c in data["checks"]), d.name
+    assert seen >= 20

@@ -72,12 +72,13 @@ def test_text_output_marks_failures() -> None:
 
 
 def test_corpus_cluster_shut_down() -> None:
-    """A corpus copy taken with the broker stopped: fenced, offline, leaderless partitions."""
+    """A corpus copy taken with the broker stopped: fenced after a controlled shutdown (a
+    stopped cluster: a warning, issue 35 item 10), offline, leaderless partitions."""
     need_corpus()
     rc, data = health(str(CORPUS / "13LAckHEart__kafka"))
     statuses = {c["name"]: c["status"] for c in data["checks"]}
     assert rc == 1
-    assert statuses["fenced brokers"] == "fail" and statuses["offline partitions"] == "fail"
+    assert statuses["fenced brokers"] == "warn" and statuses["offline partitions"] == "fail"
 
 
 # ---------------------------------------------------------------- checks on built images

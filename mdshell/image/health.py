@@ -109,21 +109,26 @@ def _set_in(config: dict[str, str] | None, where: str) -> tuple[int, str] | None
         return None
 
 
-def check_brokers(img: m.Image) -> list[Check]:
-    fenced = [b for b in img.brokers.values() if b.fenced]
-    shutting = [b for b in img.brokers.values() if b.in_controlled_shutdown]
+def check_brokers(img: m.Image, changed: dict[int, int] | None = None) -> list[Check]:
+    """Fenced brokers, and brokers in controlled shutdown. A broker fenced after a
+    controlled shutdown was stopped (a warning: when every broker was, the cluster is a
+    stopped one, not a failing one); one fenced without it lost its session (a failure).
+    ``changed``: the time (ms) of each broker's last registration change, when known."""
+    fenced = sorted((b for b in img.brokers.values() if b.fenced), key=lambda b: b.id)
+    stopped = [b for b in fenced if b.in_controlled_shutdown]
+    lost = [b for b in fenced if not b.in_controlled_shutdown]
+    shutting = [b for b in img.brokers.values() if b.in_controlled_shutdown and not b.fenced]
     checks = []
     total = len(img.brokers)
     if not total:
         checks.append(Check("brokers", WARN, "no broker is registered"))
+    elif not fenced:
+        checks.append(Check("fenced brokers", OK, f"all {total} registered brokers are unfenced"
+                            if total > 1 else "the registered broker is unfenced"))
     else:
-        checks.append(Check(
-            "fenced brokers", FAIL if fenced else OK,
-            f"{len(fenced):,} of {count(total, 'registered broker')} {_are(len(fenced))} fenced"
-            if fenced else (f"all {total} registered brokers are unfenced" if total > 1
-                            else "the registered broker is unfenced"),
-            [item(f"broker {b.id} (epoch {b.epoch}) is fenced", broker=b.id, epoch=b.epoch)
-             for b in sorted(fenced, key=lambda b: b.id)]))
+        checks.append(Check("fenced brokers", FAIL if lost else WARN,
+                            _fenced_summary(len(fenced), total, stopped, lost, changed),
+                            [_fenced_item(b, changed) for b in fenced]))
     if shutting:
         checks.append(Check(
             "controlled shutdown", WARN,
@@ -131,6 +136,46 @@ def check_brokers(img: m.Image) -> list[Check]:
             [item(f"broker {b.id}", broker=b.id, epoch=b.epoch)
              for b in sorted(shutting, key=lambda b: b.id)]))
     return checks
+
+
+def _fenced_summary(n: int, total: int, stopped: list[m.BrokerRegistration],
+                    lost: list[m.BrokerRegistration], changed: dict[int, int] | None) -> str:
+    text = f"{n:,} of {count(total, 'registered broker')} {_are(n)} fenced"
+    if not stopped:
+        return text
+    times = [t for b in stopped if changed and (t := changed.get(b.id)) is not None]
+    last = f" (the last at {_when(max(times))})" if times else ""
+    if not lost and n == total:
+        return (f"{text}: every one was stopped after a controlled shutdown{last}: a stopped "
+                "cluster, not a failing one")
+    if not lost:
+        return (f"{text}: {'it was' if n == 1 else 'they were'} stopped after a controlled "
+                f"shutdown{last}, not lost")
+    return (f"{text}: {count(len(lost), 'broker')} lost {'its' if len(lost) == 1 else 'their'} "
+            f"session, {len(stopped):,} {'was' if len(stopped) == 1 else 'were'} stopped after "
+            f"a controlled shutdown{last}")
+
+
+def _fenced_item(b: m.BrokerRegistration, changed: dict[int, int] | None) -> Item:
+    at = changed.get(b.id) if changed else None
+    when = f" at {_when(at)}" if at is not None else ""
+    how = ("stopped after a controlled shutdown (its last registration change" + when + ")"
+           if b.in_controlled_shutdown else
+           "without a controlled shutdown: it lost its session (crashed, or cut off)"
+           + (f"; its last registration change{when}" if when else ""))
+    return item(f"broker {b.id} (epoch {b.epoch}) is fenced, {how}", broker=b.id,
+                epoch=b.epoch, controlledShutdown=b.in_controlled_shutdown,
+                lastChangeMs=at)
+
+
+def _when(ms: int) -> str:
+    """A time as the shell prints times (UTC, to the second)."""
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return f"{ms} ms"
 
 
 
@@ -417,11 +462,13 @@ def check_data(verdict: Verdict) -> list[Check]:
 
 
 def run_checks(img: m.Image, voters: Iterable[int] | None,
-               verdict: Verdict | None = None) -> list[Check]:
-    """Every check; the data check first when the image's verdict is given."""
+               verdict: Verdict | None = None,
+               changed: dict[int, int] | None = None) -> list[Check]:
+    """Every check; the data check first when the image's verdict is given. ``changed``:
+    when each broker's registration last changed (ms), for the fenced ones."""
     data = check_data(verdict) if verdict is not None else []
-    checks = (check_brokers(img) + check_partitions(img) + check_controllers(img, voters)
-              + check_features(img))
+    checks = (check_brokers(img, changed) + check_partitions(img)
+              + check_controllers(img, voters) + check_features(img))
     if verdict is not None and not verdict.sound:
         checks = [_unsure(c) for c in checks]
     return data + checks
