@@ -391,9 +391,51 @@ def test_other_buffers_and_odd_arguments_are_the_python_decoders() -> None:
     c = c_decoder(msg, 0, py)
     for args in [(bytearray(raw), 0, len(raw)), (memoryview(raw), 0, len(raw)),
                  (raw, -len(raw), len(raw)), (raw, 0, len(raw) + 5), (raw, 5, 2),
-                 (raw, 0, 2 ** 70), (raw, "0", len(raw)), (raw, 0), (raw, 0, 1, 2)]:
+                 (raw, 0, 2 ** 70), (raw, "0", len(raw)), (raw, 0), (raw, 0, 1, 2, 3)]:
         same(_outcome(c, *args), _outcome(py, *args), repr(args))
     assert c_decoder(msg, 0)(bytearray(raw), 0, len(raw)) is None
+    # the check mode (a fourth argument) answers False for what it does not take
+    for args in [(bytearray(raw), 0, len(raw)), (raw, -1, len(raw)), (raw, 0, len(raw) + 1),
+                 (raw, "0", len(raw))]:
+        assert c(*args, True) is False, args
+
+
+def _clean(py: Callable[..., Any], buf: bytes, pos: int, end: int) -> bool:
+    """What the check mode must answer: the Python decoder decodes ``buf[pos:end]`` exactly,
+    without unknown tagged fields."""
+    got = _outcome(py, buf, pos, end)
+    return got[0] == "ok" and got[1][1] == end and UNKNOWN_TAGS not in got[1][0]
+
+
+def test_the_check_mode_says_what_decoding_would(
+        fixture_records: dict[tuple[int, int, bytes], None]) -> None:
+    """``decoder(buf, pos, end, True)``: True exactly when the record decodes cleanly (no
+    error, no unknown tagged field, every byte used), on fixture records, random ones of
+    every kind and version, and damaged copies of both; where it says True, C alone decodes
+    it too (the bytes a PartitionRecord is held undecoded on)."""
+    rng = random.Random(23)
+    by_kind: dict[tuple[int, int], list[bytes]] = {}
+    for key, ver, body in fixture_records:
+        by_kind.setdefault((key, ver), []).append(body)
+    for msg, version in VERSIONS:
+        by_kind.setdefault((msg.key, version), []).extend(
+            codec.encode(msg, version, _struct(msg.fields, rng, version)) for _ in range(3))
+    yes = no = 0
+    for (key, ver), bodies in sorted(by_kind.items()):
+        msg = METADATA[key]
+        py = codec.python_decoder_for(msg, ver)
+        c = c_decoder(msg, ver, py)
+        for body in rng.sample(bodies, min(len(bodies), 8)):
+            cases = [(body, 0, len(body))] + [_damaged(body, rng) for _ in range(25)]
+            for buf, pos, end in cases:
+                said = c(buf, pos, end, True)
+                assert said is _clean(py, buf, pos, end), f"{msg.name} v{ver} {buf.hex()}"
+                if said:
+                    yes += 1
+                    same(c_decoder(msg, ver)(buf, pos, end), py(buf, pos, end))
+                else:
+                    no += 1
+    assert yes > 300 and no > 1000
 
 
 def test_decoder_for_is_compiled_unless_mdshell_pure() -> None:

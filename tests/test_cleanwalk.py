@@ -15,14 +15,13 @@ from typing import Any
 import pytest
 
 from mdshell.image import history as replay_history
-from mdshell.image import replay
 from mdshell.problems import SourceError
 from mdshell.session import load
 from mdshell.source import DirectorySource, cleanwalk, laidout
 from mdshell.source.logscan import iter_log
 from mdshell.synth import Scenario, generate
 from mdshell.synth.batches import metadata_batch
-from mdshell.wire import batch as wire_batch
+from mdshell.wire import decoding, framing
 from mdshell.wire.batch import HEADER_SIZE, frame_metadata_value, iter_records, parse_header
 from mdshell.wire.crc import crc32c
 from mdshell.wire.kinds import RecordKind
@@ -102,7 +101,7 @@ def walks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Wa
     """Both ways, when the compiled scan and framing are built: with them, and without."""
     if request.param == "python":
         monkeypatch.setattr(cleanwalk, "COMPILED", False)
-        monkeypatch.setattr(wire_batch, "cframe", None)
+        monkeypatch.setattr(framing, "_cframe", None)
         monkeypatch.setattr(replay_history, "_crun", None)
     elif not cleanwalk.COMPILED:
         pytest.skip("the compiled walk is not built (MDSHELL_PURE=1, or no C compiler)")
@@ -362,26 +361,27 @@ def _is_noop(loc: Any) -> bool:
             and records[0].value == NOOP)
 
 
-def test_a_handler_that_raises_inside_a_run(walks: Walks, quiet_log: Path) -> None:
-    """A record whose handler raises (a partition whose bytes turn out not to decode) in the
-    middle of a run of plain batches: said at that batch, the rest of the file not applied,
-    what came before it kept, as the walker's way does."""
+def test_a_record_that_does_not_decode_inside_a_run(walks: Walks, quiet_log: Path) -> None:
+    """A record whose bytes turn out not to decode (its decoder refuses them) in the middle
+    of a run of plain batches: said at that batch, nothing of it applied, the rest of the
+    file not applied, what came before it kept, as the walker's way does."""
     seg = _segments(quiet_log)[1]
     data = seg.read_bytes()
-    changes = [r.offset for p in _starts(seg)[len(_starts(seg)) // 2:]
+    changes = [(r.offset, r.value_pos) for p in _starts(seg)[len(_starts(seg)) // 2:]
                for r in iter_records(parse_header(data, p))
                if r.value and r.value[1] == RecordKind.PARTITION_CHANGE]
-    target = changes[len(changes) // 2]
-    real = replay.HANDLERS[RecordKind.PARTITION_CHANGE]
+    target, at = changes[len(changes) // 2]
+    version = data[at + 2]
+    real = decoding.decoder(RecordKind.PARTITION_CHANGE, version)
     assert real is not None
 
-    def flaky(b: Any, d: dict[str, Any], off: int) -> None:
-        if off == target:
-            raise DecodeError("a partition that does not decode (test)")
-        real(b, d, off)
+    def refusing(buf: bytes, pos: int, end: int) -> tuple[dict[str, Any], int]:
+        if pos == at + 3 and buf[pos - 3:end] == data[at:end]:
+            raise DecodeError("a partition change that does not decode (test)")
+        return real(buf, pos, end)
 
-    walks.monkeypatch.setitem(replay.HANDLERS, RecordKind.PARTITION_CHANGE, flaky)
-    walks.monkeypatch.setattr(replay, "PLAIN", {})  # the kinds looked up again
+    walks.monkeypatch.setitem(decoding.decoders(),
+                              RecordKind.PARTITION_CHANGE << 7 | version, refusing)
     got = walks.agree(quiet_log, records=False)
     said = [p for p in got[0][1] if p[0] == "corrupt"]
     assert said and said[0][3] <= target, said

@@ -30,13 +30,21 @@ from mdshell.wire.primitives import (
 from mdshell.wire.records import METADATA
 
 
-@pytest.mark.parametrize("n", [0, 1, 63, 64, 127, 128, 300, 2**31 - 1, 2**35])
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 127, 128, 300, 2**31 - 1, 2**35 - 1])
 def test_uvarint_round_trip(n: int) -> None:
     raw = uvarint_bytes(n)
     assert read_uvarint(raw, 0) == (n, len(raw))
 
 
-@pytest.mark.parametrize("n", [0, -1, 1, -64, 64, -(2**31), 2**31 - 1, -(2**62)])
+def test_uvarint_longer_than_kafka_reads_is_refused() -> None:
+    """Kafka's ByteUtils.readUnsignedVarint reads at most 5 bytes."""
+    with pytest.raises(DecodeError, match="longer than 5 bytes"):
+        read_uvarint(uvarint_bytes(2**35), 0)
+    with pytest.raises(DecodeError, match="longer than 5 bytes"):
+        read_uvarint(b"\x80\x80\x80\x80\x80\x00", 0)  # an over-long zero
+
+
+@pytest.mark.parametrize("n", [0, -1, 1, -64, 64, -(2**31), 2**31 - 1])
 def test_zigzag_round_trip(n: int) -> None:
     raw = varint_bytes(n)
     assert read_varint(raw, 0) == (n, len(raw))

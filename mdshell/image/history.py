@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
-from ..wire import batch as wire_batch
+from ..wire import decoding, framing
 from ..wire.batch import (
     COMPRESSION_MASK,
     CONTROL_FLAG,
@@ -21,33 +21,23 @@ from ..wire.batch import (
     LOG_OVERHEAD,
     UNDECODABLE,
     Batch,
-    ranges_in,
 )
-from ..wire.codec import UNKNOWN_TAGS
+from ..wire.decoding import decode_records
 from ..wire.kinds import RecordKind
 from ..wire.native import piece
 from . import model as m
-from . import replay
 from .journal import Journal, rebuild
 from .replay import ImageBuilder
 
 # The header columns of a clean stretch a run reads, as lists: starts, base offsets, lengths,
-# last offset deltas, leader epochs, max timestamps, attributes, record counts.
+# last offset deltas, leader epochs, max timestamps, attributes, record counts, base
+# timestamps.
 RunColumns = tuple[list[int], list[int], list[int], list[int], list[int], list[int],
-                   list[int], list[int]]
+                   list[int], list[int], list[int]]
 _NOT_PLAIN = COMPRESSION_MASK | CONTROL_FLAG
-_NO_OP = RecordKind.NO_OP
+_NO_OP, _PARTITION = RecordKind.NO_OP, RecordKind.PARTITION
 _cwalk = piece("_cwalk")
 _crun = _cwalk.run if _cwalk is not None else None
-
-
-def _frame(buf: bytes, pos: int, end: int, count: int, base: int,
-           frame: bool) -> list[tuple[int, ...]] | None:
-    """The records' framing (``ranges_in``), None where it raises."""
-    try:
-        return ranges_in(buf, pos, end, count, base, frame)
-    except UNDECODABLE:
-        return None
 
 
 CHECKPOINT_RECORDS = 1000  # records between marks: the most an `at` replays
@@ -148,7 +138,7 @@ class Replayer:
         self.every = every
         self._since = 0
         self.at = -1  # apply_run: the batch being applied
-        self._run_state = (0, 0)  # the compiled run's (since, applied) when a handler raised
+        self._run_state = 0  # the compiled run's ``since`` when applying raised
         self.current: m.Image = self.builder.publish()
         self._restart()
 
@@ -182,15 +172,16 @@ class Replayer:
     def apply_run(self, data: bytes, cols: RunColumns, plan: Sequence[int], k: int,
                   upto: int | None, skip_below: int) -> int:
         """Apply the batches ``plan[k:]`` of a clean stretch of ``data`` (their header
-        fields in ``cols``) for as long as each is a plain one: uncompressed, not control,
-        one record, outside a transaction, for a builder with no observer, sieve or index,
-        the record plain (``ImageBuilder._record``); for another builder, only the NoOps
-        before ``plan[k]``. One loop for the most common batch of
-        a log tail, with what :meth:`apply`, ``apply_batch`` and ``pass_noops`` do for it
-        inline. The one-NoOp batches passed over before each batch are done first. Returns
-        the index in ``plan`` of the first batch it left (``len(plan)``: none), which the
-        caller applies as any batch. :attr:`at`: the index of the batch being applied (the
-        one that raised, if one did)."""
+        fields in ``cols``) as :meth:`apply` applies each, for as long as each is a plain
+        one (not control, not compressed; a builder without an observer, a sieve or a
+        snapshot index, which are given each batch as :meth:`apply` gives it):
+        framed, every record decoded, then applied by ``apply_decoded`` (the one replay of
+        a batch), the one-NoOp batches passed over before each done first. The compiled
+        loop (``_cwalk.run``) does the same. Returns the index in ``plan`` of the first
+        batch it left (``len(plan)``: none), which the caller applies as any batch; a
+        batch left for a problem is left whole (nothing of it applied), and applying it
+        says what is wrong. :attr:`at`: the index of the batch being applied (the one that
+        raised, if one did)."""
         b = self.builder
         plain = b.observer is None and b.sieve is None and b.index is None
         b.batch = None
@@ -198,44 +189,28 @@ class Replayer:
             done = self._compiled_run(data, cols, plan, k, upto, skip_below)
             if done is not None:
                 return done
-        starts, base, length, delta, epoch, max_ts, attrs, count = cols
-        frame = wire_batch.cframe or _frame
-        every, since = self.every, self._since
+        starts, base, length, delta, epoch, max_ts, attrs, count, base_ts = cols
         n = len(plan)
+        lazy = not b.eager
         before = plan[k - 1] if k else -1
-        try:
-            while k < n:
-                self.at = i = plan[k]
-                prov = b.image.provenance
-                if i - before > 1:  # the one-NoOp batches passed over before this one
-                    b.pass_noops(base[i - 1], epoch[i - 1], max_ts[i - 1], upto, skip_below)
-                before = i
-                if not plain or count[i] != 1 or attrs[i] & _NOT_PLAIN or b.txn is not None:
-                    return k
-                pos = starts[i]
-                framed = frame(data, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length[i], 1,
-                               base[i], True)
-                if framed is None:
-                    return k  # apply_batch frames it the checked way, and says what
-                off, vpos, vend, key, ver, body = framed[0]
-                if not ((skip_below >= 0 and off < skip_below)
-                        or (upto is not None and off > upto)):
-                    if key != _NO_OP:
-                        applied = b._record(data, off, vpos, vend, key, ver, body)
-                        if applied < 0:
-                            return k
-                        since += applied
-                    last = base[i] + delta[i]
-                    prov.offset = last if upto is None or upto >= last else off
-                    prov.epoch, prov.time_ms = epoch[i], max_ts[i]
-                if since >= every and b.journal is not None and b.txn is None:  # applied()
-                    since = 0
-                    if prov.offset >= 0:
-                        self.history.add(prov.offset, b.mark())
-                k += 1
-            return k
-        finally:
-            self._since = since
+        while k < n:
+            self.at = i = plan[k]
+            if i - before > 1:  # the one-NoOp batches passed over before this one
+                b.pass_noops(base[i - 1], epoch[i - 1], max_ts[i - 1], upto, skip_below)
+            before = i
+            if not plain or attrs[i] & _NOT_PLAIN:
+                return k
+            pos = starts[i]
+            try:
+                recs = framing.frame(data, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length[i],
+                                     count[i], base[i], base_ts[i])
+                decoded, last = decode_records(data, recs, skip_below, upto, lazy)
+            except UNDECODABLE:
+                return k  # apply_batch frames it again, and says what
+            self.applied(b.apply_decoded(decoded, last, base[i] + delta[i], epoch[i],
+                                         max_ts[i], upto))
+            k += 1
+        return k
 
     def _compiled_run(self, data: bytes, cols: RunColumns, plan: Sequence[int], k: int,
                       upto: int | None, skip_below: int) -> int | None:
@@ -244,18 +219,17 @@ class Replayer:
         assert _crun is not None
         b = self.builder
         while True:
-            ctx = (b, b.image.provenance, replay.PLAIN, replay.plain, self.every, self._since,
-                   UNKNOWN_TAGS, _NO_OP, self)
+            ctx = (b, b.image.provenance, decoding.decoders(), decoding.decoder,
+                   b.apply_decoded, not b.eager, self.every, self._since, _NO_OP, _PARTITION,
+                   self)
             try:
                 got = _crun(data, cols, plan, k, upto, skip_below, ctx)
             except BaseException:
-                self._since, applied = self._run_state
-                b.records_applied += applied
+                self._since = self._run_state
                 raise
             if got is None:
                 return None
-            k, self._since, applied, why = got
-            b.records_applied += applied
+            k, self._since, why = got
             if not why:
                 return int(k)
             # a mark is due after plan[k] (apply's rule)

@@ -124,6 +124,13 @@ def _decode_fast(buf: bytes, body: int, end: int, version: int) -> dict[str, Any
     return d if pos == end else None
 
 
+def record_of(lazy: LazyPartition) -> dict[str, Any]:
+    """The PartitionRecord of an undecoded partition, decoded (replay holds only records
+    that decode, so this does)."""
+    buf, body, end, version = lazy
+    return codec.decode(METADATA[RecordKind.PARTITION], version, buf, body, end)
+
+
 def decode_clean(lazy: LazyPartition) -> Partition | None:
     """The partition of an undecoded record when it decodes with nothing to report (the
     same bytes then always give the same partition); None: let :meth:`Topic.partition` say

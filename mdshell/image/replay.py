@@ -10,33 +10,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ..problems import Problem, add
-from ..wire import batch as wire_batch
-from ..wire import codec, frames
-from ..wire.batch import (
-    COMPRESSION_MASK,
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    Batch,
-    metadata_ranges,
-)
+from ..wire import frames, framing
+from ..wire.batch import Batch
 from ..wire.codec import UNKNOWN_TAGS
+from ..wire.decoding import Decoded, decode_records
 from ..wire.frames import MIGRATING_DIR
 from ..wire.kinds import RecordKind as K
 from ..wire.primitives import uuid_sort_key, uuid_str
-from ..wire.records import METADATA, record_name
+from ..wire.records import record_name
 from . import model as m
 from .index import SnapshotIndex
 from .journal import MUTABLE_VALUES, Journal
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
 DECODED_MAX = 16_384  # distinct partition records kept decoded by a builder
-_NO_OP, _PARTITION = K.NO_OP, K.PARTITION  # globals: the per-record loop reads them
 _PARTITION_RECORDS = (K.PARTITION, K.PARTITION_CHANGE)
+
+
+def _topic_partition(lazy: m.LazyPartition) -> tuple[bytes, int]:
+    """(topic id, partition id) of an undecoded PartitionRecord."""
+    pid, tid = frames.partition_prefix(lazy[0], lazy[1])
+    return tid, pid
 
 Handler = Callable[["ImageBuilder", dict[str, Any], int], None]
 # Called before each record is applied: (builder, api key, version, record, offset).
@@ -212,143 +211,81 @@ class ImageBuilder:
     # ------------------------------------------------------------ batches
 
     def apply_batch(self, batch: Batch, stop: int | None = None, skip_below: int = -1) -> None:
-        """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``."""
+        """Apply the records of a metadata batch with offsets in ``[skip_below, stop]``,
+        whole or not at all: its records are framed (:func:`~mdshell.wire.framing.frame`)
+        and every one decoded (:func:`~mdshell.wire.decoding.decode_records`) before any
+        is applied. Raises what those raise for a batch that does not decode (nothing of it
+        is then applied)."""
+        recs: Sequence[tuple[int, ...]]
         if self.sieve is not None:
             buf, recs = self.sieve(batch)
-        elif wire_batch.cframe is not None and not batch.attributes & COMPRESSION_MASK:
-            # metadata_ranges, its common case inline: the records in place, framed in C
-            buf, pos = batch.buf, batch.pos
-            recs = wire_batch.cframe(buf, pos + HEADER_SIZE, pos + LOG_OVERHEAD + batch.length,
-                           batch.count, batch.base_offset, True) or metadata_ranges(batch)[1]
         else:
-            buf, recs = metadata_ranges(batch)
+            buf, pos, end = batch.payload()
+            recs = framing.frame(buf, pos, end, batch.count, batch.base_offset,
+                                 batch.base_timestamp)
+        decoded, last = decode_records(buf, recs, skip_below, stop, not self.eager)
         self.batch = batch
-        if len(recs) == 1 and self.txn is None and self.index is None:
-            # Most batches of a log's tail hold one record: applied without the general
-            # loop's setup when nothing else is asked of it.
-            rec = recs[0]
-            off = rec[0]
-            if (skip_below >= 0 and off < skip_below) or (stop is not None and off > stop):
-                return
-            if rec[3] == _NO_OP or (self.observer is None
-                                    and self._record(buf, *rec) >= 0):
-                # A quiet log is half one-NoOp batches: only the provenance moves on.
-                prov = self.image.provenance
-                last = batch.last_offset
-                prov.offset = last if stop is None or stop >= last else off
-                prov.epoch = batch.epoch
-                prov.time_ms = batch.max_timestamp
-                return
         if self.index is not None and recs:
             self._ordinal = self.index.add_batch(batch, buf, recs[0][1])
+        self.apply_decoded(decoded, last, batch.last_offset, batch.epoch, batch.max_timestamp,
+                           stop)
+
+    def apply_decoded(self, decoded: list[Decoded], last: int, batch_last: int, epoch: int,
+                      time_ms: int, stop: int | None = None) -> int:
+        """Apply one batch's decoded records (:func:`decode_records`; ``last``: the last
+        offset in range, -1 for none), then move the provenance to the batch's end
+        (``batch_last``, cut at ``stop``), leader ``epoch`` and max timestamp ``time_ms``
+        when a record was in range, outside a metadata transaction. The one place records
+        are applied: the compiled replay loop calls it too. Returns how many records it
+        applied."""
+        before = self.records_applied
         observed = self.observer is not None
-        lazy_ok = not self.eager
         wants = self.wants
-        last = -1
         prefix = frames.partition_prefix
-        last_tid: bytes | None = None
-        last_parts: dict[int, m.Partition | m.LazyPartition] = {}
-        last_id = b""
         noted = self.journal.parts if self.journal is not None else None
-        # No bound: a damaged base offset (outside the CRC) can put a batch's records past
-        # any i64 either way; inside a snapshot the offsets do not matter.
-        hi = stop if stop is not None else 1 << 64
-        if skip_below < 0:
-            skip_below = -(1 << 64)
-        applied = 0  # lazily stored partitions, added to records_applied at the end
+        last_tid: bytes | None = None  # consecutive partitions of one topic: looked up once
+        parts: dict[int, m.Partition | m.LazyPartition] = {}
+        topic_id = b""
+        lazies = 0
         try:
-            for off, vpos, vend, key, ver, body in recs:
-                if off < skip_below:
-                    continue
-                if off > hi:
-                    break
-                last = off
-                # A PartitionRecord (most records of a large snapshot) comes first; its key
-                # was read from a well-formed frame, so its value is there.
-                if key == _PARTITION and ver <= 2 and lazy_ok:
-                    pid, tid = prefix(buf, body)
-                    if not observed or (wants is not None and not wants(self, tid, pid)):
-                        lazy = (buf, body, vend, ver)
-                        if self.txn is not None:
-                            self.txn.append((key, ver, lazy, off))
-                            continue
-                        # Fast path: consecutive partitions of one topic, stored undecoded.
+            for off, key, ver, value, vpos in decoded:
+                self._pos = vpos
+                kind = type(value)
+                if kind is tuple:  # an undecoded PartitionRecord
+                    pid, tid = prefix(value[0], value[1])
+                    if observed and (wants is None or wants(self, tid, pid)):
+                        self._dispatch(key, ver, m.record_of(value), off)
+                        last_tid = None
+                    elif self.txn is not None:
+                        self.txn.append((key, ver, value, off))
+                    else:
                         if tid != last_tid:
                             topic = self.topic(tid)
                             if topic is None:
-                                self._put_lazy_partition(lazy, off)  # reports the unknown id
+                                self._put_lazy_partition(value, off)  # says the id is unknown
                                 continue
-                            last_tid, last_parts, last_id = tid, topic.partitions, topic.id
-                        last_parts[pid] = lazy
+                            last_tid, parts, topic_id = tid, topic.partitions, topic.id
+                        parts[pid] = value
                         if noted is not None:
-                            noted += (last_id, pid, lazy)  # the topic's id: not one a record
-                        applied += 1
-                        continue
-                if vend < 0:
+                            noted += (topic_id, pid, value)
+                        lazies += 1
+                    continue
+                last_tid = None  # a topic may be replaced or removed
+                if kind is dict:
+                    self._dispatch(key, ver, value, off)
+                elif value is None:
                     self._warn("null-value", f"record at offset {off} has no value; skipped",
                                off)
-                    continue
-                if key < 0:
-                    self._pos = vpos
-                    key, ver, value = frames.decode_metadata(buf, vpos, vend)
-                    self._dispatch(key, ver, value, off)
-                    last_tid = None
-                    continue
-                if key == _NO_OP:
-                    continue
-                self._pos = vpos
-                # The generated decoder of a known frame, called directly; anything off goes
-                # the checked way, which says what.
-                dec = _DECODERS.get(key << 7 | ver) or _decoder(key, ver)
-                decoded: dict[str, Any] | None = None
-                if dec is not _CHECKED:
-                    try:
-                        decoded, end = dec(buf, body, vend)
-                        if end != vend:
-                            decoded = None
-                    except Exception:
-                        decoded = None
-                if decoded is None:
-                    key, ver, value = frames.decode_metadata(buf, vpos, vend)
-                    self._dispatch(key, ver, value, off)
                 else:
-                    self._dispatch(key, ver, decoded, off)
-                last_tid = None  # a topic may have been replaced or removed
+                    self._unknown(value, off)
         finally:
-            self.records_applied += applied
+            self.records_applied += lazies
         if last >= 0 and self.txn is None:
             prov = self.image.provenance
-            prov.offset = batch.last_offset if stop is None or stop >= batch.last_offset else last
-            prov.epoch = batch.epoch
-            prov.time_ms = batch.max_timestamp
-
-    def _record(self, buf: bytes, off: int, vpos: int, vend: int, key: int, ver: int,
-                body: int) -> int:
-        """Apply one framed record (not a NoOp) outside a transaction, for no observer,
-        when it is plain (:func:`plain`): how many records that applied (0 or 1), or -1
-        when the general loop must (nothing was done)."""
-        if key < 0 or vend < 0 or off < 0:
-            return -1
-        plan = PLAIN.get(key << 7 | ver)
-        if plan is None:
-            plan = plain(key, ver)
-        if not plan:
-            return -1
-        dec, handler = plan  # type: ignore[misc]
-        try:
-            d, at = dec(buf, body, vend)
-        except Exception:
-            return -1  # the general loop decodes it the checked way, which says what
-        if at != vend:
-            return -1
-        self._pos = vpos
-        if handler is None:  # a NoOp (IGNORED in the table)
-            return 0
-        if UNKNOWN_TAGS in d:
-            self._unknown_tags(key, ver, d[UNKNOWN_TAGS], off)
-        self.records_applied += 1
-        handler(self, d, off)
-        return 1
+            prov.offset = batch_last if stop is None or stop >= batch_last else last
+            prov.epoch = epoch
+            prov.time_ms = time_ms
+        return self.records_applied - before
 
     def pass_noops(self, off: int, epoch: int, time_ms: int, stop: int | None = None,
                    skip_below: int = -1) -> None:
@@ -451,39 +388,6 @@ class ImageBuilder:
         if topic is not None:
             self.set_partition(topic, pid, lazy)
             self.records_applied += 1
-
-
-def _CHECKED(buf: bytes, pos: int, end: int) -> tuple[dict[str, Any], int]:
-    """Stands for a frame without a decoder of its own (unknown type or version)."""
-    raise AssertionError("never called")
-
-
-# Generated decoders by ``api key << 7 | version`` (both below 128: the 3-byte frame).
-_DECODERS: dict[int, Callable[[bytes, int, int], tuple[dict[str, Any], int]]] = {}
-
-
-# What a plain record is applied with (``ImageBuilder._record``, ``Replayer.apply_run``), by
-# ``api key << 7 | version``: (decoder, handler), or False: left to the general loop.
-PLAIN: dict[int, tuple[Callable[..., tuple[dict[str, Any], int]], Handler | None] | bool] = {}
-
-
-def plain(key: int, ver: int) -> tuple[Callable[..., tuple[dict[str, Any], int]],
-                                        Handler | None] | bool:
-    """A plain record kind: a known frame with a decoder, not a transaction marker (replay
-    itself handles those), not a PartitionRecord (kept undecoded by the general loop)."""
-    dec = _decoder(key, ver)
-    plan = (False if dec is _CHECKED or key in TRANSACTION_MARKERS or key == _PARTITION
-            else (dec, HANDLERS.get(key)))
-    PLAIN[key << 7 | ver] = plan
-    return plan
-
-
-def _decoder(key: int, ver: int) -> Callable[[bytes, int, int], tuple[dict[str, Any], int]]:
-    msg = METADATA.get(key)
-    dec = (codec.decoder_for(msg, ver) if msg is not None and msg.valid.contains(ver)
-           else _CHECKED)
-    _DECODERS[key << 7 | ver] = dec
-    return dec
 
 
 _MAPS = ("finalized_features", "brokers", "controllers", "topics_by_id", "topics_by_name",

@@ -33,6 +33,7 @@ from ..source import (
     Stretch,
     control_entries,
 )
+from ..source.base import undecodable
 from ..wire import control as ctl
 from ..wire.batch import COMPRESSION_MASK, CONTROL_FLAG, UNDECODABLE, parse_header
 from ..wire.sieve import Sieve as ByteSieve
@@ -216,7 +217,7 @@ def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) ->
             else:
                 replayer.apply(batch, upto, skip_below)
         except UNDECODABLE as e:
-            stream.damaged(_undecodable(loc, e))
+            stream.damaged(undecodable(loc, e))
     if stream.below:
         _below(stream, run.controls)
 
@@ -233,7 +234,8 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
     assert h is not None
     # As lists: a list's item is read in place, an array's made into an int each time.
     cols = (h.starts.tolist(), h.base.tolist(), h.length.tolist(), h.last_delta.tolist(),
-            h.epoch.tolist(), h.max_ts.tolist(), h.attrs.tolist(), h.count.tolist())
+            h.epoch.tolist(), h.max_ts.tolist(), h.attrs.tolist(), h.count.tolist(),
+            h.base_ts.tolist())
     starts = cols[0]
     picks = _Picks(replayer.builder.sieve, st, plan)
     k, n = 0, len(plan)
@@ -252,7 +254,7 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
                 replayer.apply(batch, upto, skip_below)
         except UNDECODABLE as e:
             i = replayer.at
-            stream.damaged(_undecodable(Located(parse_header(data, starts[i]), path,
+            stream.damaged(undecodable(Located(parse_header(data, starts[i]), path,
                                                 starts[i], "segment"), e))
             st.taken = plan.index(i) + 1
             return
@@ -317,16 +319,6 @@ def _flagged(h: Any) -> list[int]:
 
 # A batch's attributes' low byte -> 1 when it says compressed or control.
 _FLAGGED = bytes(1 if b & (CONTROL_FLAG | COMPRESSION_MASK) else 0 for b in range(256))
-
-
-def _undecodable(loc: Located, e: Exception) -> Problem:
-    b = loc.batch
-    return Problem(
-        "corrupt",
-        f"{os.path.basename(loc.file)}: the batch at offsets {b.base_offset}-{b.last_offset} "
-        f"has a valid CRC but its records do not decode ({e}); it and the rest of the file "
-        "are ignored (written by a faulty tool? copy the file again from a healthy node)",
-        loc.file, b.base_offset, loc.position)
 
 
 def _below(stream: BatchStream, out: list[ControlEntry]) -> None:

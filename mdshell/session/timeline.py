@@ -86,23 +86,10 @@ def scan_timeline(session: Session) -> Timeline:
     return Timeline(first, last, batches, snaps, leaders, frozenset(noops))
 
 
-RECORDS_AT = 61  # a v2 batch's first record follows its 61-byte header
-
 
 def is_noop(data: bytes, position: int) -> bool:
-    """Whether the one record of the uncompressed batch at ``position`` is a NoOpRecord (its
-    value's frame: version, then api key 20)."""
-    from ..wire.kinds import RecordKind
-    from ..wire.primitives import read_uvarint, read_varint
+    """Whether the uncompressed batch at ``position`` holds one NoOpRecord (the wire layer's
+    one framing says)."""
+    from ..wire.batch import is_noop_batch
 
-    try:
-        pos = read_varint(data, position + RECORDS_AT)[1] + 1  # length, attributes
-        for _ in range(2):  # timestamp delta, offset delta
-            pos = read_varint(data, pos)[1]
-        key_len, pos = read_varint(data, pos)
-        pos += max(key_len, 0)
-        _value_len, pos = read_varint(data, pos)
-        pos = read_uvarint(data, pos)[1]  # frame version
-        return read_uvarint(data, pos)[0] == RecordKind.NO_OP
-    except (IndexError, ValueError):
-        return False
+    return is_noop_batch(data, position)

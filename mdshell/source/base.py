@@ -68,6 +68,19 @@ class ControlEntry:
     file: str
 
 
+def undecodable(loc: Located, e: Exception) -> Problem:
+    """The problem of a batch whose CRC is right but whose records do not decode (framing
+    or a record refused): said the same by the load, ``records`` and every other reader,
+    which all stop the file there."""
+    b = loc.batch
+    return Problem(
+        "corrupt",
+        f"{os.path.basename(loc.file)}: the batch at offsets {b.base_offset}-{b.last_offset} "
+        f"(byte {loc.position}) has a valid CRC but its records do not decode ({e}); it and "
+        "the rest of the file are ignored (written by a faulty tool? copy the file again from "
+        "a healthy node)", loc.file, b.base_offset, loc.position)
+
+
 def control_entries(batch: Batch, file: str, out: list[ControlEntry]) -> None:
     """Decode the control records of a control batch into ``out`` (raises like the codec
     on records that do not decode)."""

@@ -30,10 +30,8 @@ from dataclasses import dataclass
 from itertools import compress, pairwise, repeat
 from operator import add, le, ne
 
-from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, UNDECODABLE, parse_header
-from ..wire.batch import ranges_in as _ranges_in
+from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, noop_section, parse_header
 from ..wire.crc import crc32c
-from ..wire.kinds import RecordKind
 from ..wire.native import piece
 from .walker import MAX_BATCH_LENGTH, Before, header_damage, peek
 
@@ -360,7 +358,7 @@ def _noops_one_by_one(data: bytes, h: Heads, which: Iterable[int], out: list[int
                   and count[i] == 1 and not last_delta[i]]
     sections = [data[starts[i] + HEADER_SIZE:starts[i] + LOG_OVERHEAD + length[i]]
                 for i in candidates]
-    noop = {section: _one_noop(section) for section in set(sections)}
+    noop = {section: noop_section(section) for section in set(sections)}
     before = len(out)
     out.extend(compress(candidates, map(noop.__getitem__, sections)))
     return len(out) - before
@@ -368,14 +366,6 @@ def _noops_one_by_one(data: bytes, h: Heads, which: Iterable[int], out: list[int
 
 def _is_noop(data: bytes, h: Heads, i: int) -> bool:
     return _noops_one_by_one(data, h, (i,), []) == 1
-
-
-def _one_noop(section: bytes) -> bool:
-    try:
-        framed = _ranges_in(section, 0, len(section), 1, 0, True)
-    except UNDECODABLE:
-        return False
-    return framed[0][0] == 0 and framed[0][3] == RecordKind.NO_OP
 
 
 def plan(n: int, noop: Sequence[int]) -> Sequence[int]:

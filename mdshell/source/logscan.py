@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..problems import Problem
-from ..wire import frames
-from ..wire.batch import UNDECODABLE, iter_records
+from ..wire import frames, framing
+from ..wire.batch import UNDECODABLE, Batch
 from ..wire.control import CONTROL, control_name
+from ..wire.decoding import decode_records
+from ..wire.framing import INT64_MAX
 from ..wire.records import METADATA, record_name
-from .base import BatchStream, Source
+from .base import BatchStream, Source, undecodable
 from .layout import Checkpoint
 
 
@@ -59,32 +61,46 @@ def _records(stream: BatchStream, first: int | None,
              last: int | None) -> Iterator[LogRecord]:
     for located in stream:
         batch = located.batch
-        name = os.path.basename(located.file)
         if last is not None and batch.base_offset > last:
             return
         try:
-            records = list(iter_records(batch))
+            rows = batch_records(batch, os.path.basename(located.file), first, last)
         except UNDECODABLE as e:
-            stream.damaged(Problem(
-                "corrupt", f"{name}: the batch at offsets {batch.base_offset}-"
-                f"{batch.last_offset} does not decode ({e}); the rest is not shown",
-                located.file, batch.base_offset))
+            stream.damaged(undecodable(located, e))
             continue
-        for rec in records:
-            if (first is not None and rec.offset < first) or (
-                    last is not None and rec.offset > last):
-                continue
-            if batch.is_control:
-                ctype = frames.control_type(rec.key)
-                yield LogRecord(rec.offset, batch.epoch, rec.timestamp, name, True, ctype, 0,
-                                frames.decode_control(ctype, rec.value))
-            else:
-                if rec.value_end < 0:
-                    continue
-                key, ver, value = frames.decode_metadata(rec.buf, rec.value_pos,
-                                                         rec.value_end)
-                yield LogRecord(rec.offset, batch.epoch, rec.timestamp, name, False, key,
-                                ver, value)
+        yield from rows
+
+
+def batch_records(batch: Batch, name: str, first: int | None = None,
+                  last: int | None = None) -> list[LogRecord]:
+    """The records of one batch with ``first <= offset <= last``, decoded as replay decodes
+    them (:func:`~mdshell.wire.decoding.decode_records`, every PartitionRecord decoded,
+    NoOps kept, records with a null value left out), all before any is handed out: a
+    batch that does not decode raises, as it stops the load."""
+    buf, pos, end = batch.payload()
+    full = framing.frame(buf, pos, end, batch.count, batch.base_offset, batch.base_timestamp,
+                         framing.FULL)
+    lo = first if first is not None else -1
+    hi = last if last is not None else INT64_MAX
+    out: list[LogRecord] = []
+    if batch.is_control:
+        for off, ts, _a, kpos, kend, vpos, vend, _h in full:
+            ctype = frames.control_type(None if kend < 0 else bytes(buf[kpos:kend]))
+            if lo <= off <= hi:
+                value = None if vend < 0 else bytes(buf[vpos:vend])
+                out.append(LogRecord(off, batch.epoch, ts, name, True, ctype, 0,
+                                     frames.decode_control(ctype, value)))
+        return out
+    stamps = {}
+    meta = []
+    for off, ts, _a, _kp, _ke, vpos, vend, _h in full:
+        stamps[vpos] = ts
+        meta.append(framing.metadata_view(buf, off, vpos, vend))
+    decoded, _ = decode_records(buf, meta, lo, hi, lazy=False, noops=True)
+    for off, key, ver, value, vpos in decoded:
+        if value is not None:
+            out.append(LogRecord(off, batch.epoch, stamps[vpos], name, False, key, ver, value))
+    return out
 
 
 def schema_of(r: LogRecord) -> Any:

@@ -317,6 +317,103 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ checking */
+
+/* The check mode: whether decode_struct would decode these bytes, without making the
+ * values (a PartitionRecord held undecoded must be one that decodes). It reads exactly what
+ * decode_struct reads and refuses what it refuses; an unknown tagged field of the message
+ * itself (`top`) counts as not clean (the caller decodes fully, and says it), one inside a
+ * member struct is kept raw by decoding, so passed over here. 1 clean, 0 not. */
+static int check_struct(const Prog *p, Cur *c, int top);
+
+static int
+check_scalar(const Field *f, int nullable, Cur *c)
+{
+    Py_ssize_t w = WIDTH[f->kind];
+    if (w) {
+        if (c->end - c->pos < w)
+            return 0;
+        c->pos += w;
+        return 1;
+    }
+    if (f->kind == K_STRUCT)
+        return check_struct(f->sub, c, 0);
+    uint64_t n;
+    int r = compact_len(c, &n);
+    if (r < 0 || (r == 1 && !nullable))
+        return 0;
+    if (r == 1)
+        return 1;
+    if (n > (uint64_t)(c->end - c->pos))
+        return 0;
+    if (f->kind == K_STRING) {  /* strict UTF-8, as decoding checks it */
+        PyObject *s = PyUnicode_DecodeUTF8((const char *)c->b + c->pos, (Py_ssize_t)n, NULL);
+        if (s == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        Py_DECREF(s);
+    }
+    c->pos += (Py_ssize_t)n;
+    return 1;
+}
+
+static int
+check_value(const Field *f, Cur *c)
+{
+    if (!f->array)
+        return check_scalar(f, f->nullable, c);
+    uint64_t n;
+    int r = compact_len(c, &n);
+    if (r < 0 || (r == 1 && !f->nullable))
+        return 0;
+    if (r == 1)
+        return 1;
+    Py_ssize_t least = WIDTH[f->kind] ? WIDTH[f->kind] : 1;
+    if (n * (uint64_t)least > (uint64_t)(c->end - c->pos))
+        return 0;
+    if (WIDTH[f->kind]) {
+        c->pos += (Py_ssize_t)n * least;
+        return 1;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        if (!check_scalar(f, 0, c))
+            return 0;
+    return 1;
+}
+
+static int
+check_struct(const Prog *p, Cur *c, int top)
+{
+    for (Py_ssize_t i = 0; i < p->nplain; i++)
+        if (!check_value(&p->plain[i], c))
+            return 0;
+    uint64_t count, tag, size;
+    if (uvarint(c, &count) < 0)
+        return 0;
+    for (uint64_t i = 0; i < count; i++) {
+        if (uvarint(c, &tag) < 0 || uvarint(c, &size) < 0)
+            return 0;
+        if (size > (uint64_t)(c->end - c->pos))
+            return 0;
+        Py_ssize_t stop = c->pos + (Py_ssize_t)size;
+        Py_ssize_t j = 0;
+        while (j < p->ntagged && p->tagged[j].tag != tag)
+            j++;
+        if (j == p->ntagged) {
+            if (top)
+                return 0;  /* unknown: not clean */
+            c->pos = stop;
+            continue;
+        }
+        Cur sub = {c->b, c->pos, stop};
+        if (!check_value(&p->tagged[j].f, &sub) || sub.pos != stop)
+            return 0;
+        c->pos = stop;
+    }
+    return 1;
+}
+
 /* ------------------------------------------------------------------ compiling the spec */
 
 static void
@@ -490,6 +587,20 @@ decoder_call(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kw
 {
     Decoder *self = (Decoder *)self_;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs == 4 && kwnames == NULL) {  /* the check mode: decodes exactly and cleanly? */
+        int ok = 0;
+        if (PyBytes_CheckExact(args[0])) {
+            Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+            Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+            if (PyErr_Occurred())
+                PyErr_Clear();
+            else if (0 <= pos && pos <= end && end <= PyBytes_GET_SIZE(args[0])) {
+                Cur c = {(const unsigned char *)PyBytes_AS_STRING(args[0]), pos, end};
+                ok = check_struct(self->prog, &c, 1) && c.pos == end;
+            }
+        }
+        return PyBool_FromLong(ok);
+    }
     if (nargs == 3 && kwnames == NULL && PyBytes_CheckExact(args[0])) {
         /* Only bytes: slices of other buffers (bytearray, memoryview) have other types in
          * the Python decoder's results, or no .decode at all; it handles them itself. */
@@ -564,7 +675,8 @@ static PyTypeObject DecoderType = {
     .tp_name = "mdshell.wire._cdecode.Decoder",
     .tp_basicsize = sizeof(Decoder),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Decoder(spec, fallback, unknown_key): decoder(buf, pos, end) -> (dict, pos)",
+    .tp_doc = "Decoder(spec, fallback, unknown_key): decoder(buf, pos, end) -> (dict, pos); "
+               "decoder(buf, pos, end, True) -> whether C decodes it exactly, without unknown tags",
     .tp_new = decoder_new,
     .tp_dealloc = decoder_dealloc,
     .tp_call = PyVectorcall_Call,

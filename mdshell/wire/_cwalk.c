@@ -9,9 +9,11 @@
  *   scan(data, pos, limit)        the batches from pos on, their headers as columns, how
  *                                 many lead with a right CRC-32C and how many with offsets
  *                                 that follow on
- *   frame(buf, pos, end, count, base, metadata)
- *                                 a batch's records framed: wire.batch.ranges_in
- *   run(...)                      Replayer.apply_run's loop over plain one-record batches
+ *   frame(buf, pos, end, count, base, base_ts, shape)
+ *                                 a batch's records framed: wire.framing.frame, the one
+ *                                 definition (parse_record; run uses it too)
+ *   run(...)                      Replayer.apply_run's loop: batches framed and decoded,
+ *                                 then applied by the builder's apply_decoded
  *   crc32c(data, start, end)      CRC-32C of data[start:end] (for tests)
  */
 #define PY_SSIZE_T_CLEAN
@@ -190,118 +192,127 @@ done:
 
 /* ------------------------------------------------------------------ frame */
 
-/* An unsigned varint of at most 5 bytes (the fields framed here are 32-bit), read inside
- * [*p, end); 0 when it is longer or runs past ``end`` (the caller gives up). */
-static inline int uvar32(const uint8_t *buf, Py_ssize_t *p, Py_ssize_t end, uint64_t *out)
+/* The one definition of a batch's records (mdshell/wire/framing.py states the rules and is
+ * the reference): every function here that reads records goes through parse_record. */
+
+enum { SHAPE_METADATA = 0, SHAPE_FULL = 1 };
+
+/* A zig-zag varint of at most `most` bytes (5: varint, 10: varlong) inside [*p, limit), as
+ * Kafka reads it: the low 32 (64) bits of the value. 0 when longer or past `limit`. */
+static inline int varint(const uint8_t *buf, Py_ssize_t *p, Py_ssize_t limit, int most,
+                         int64_t *out)
 {
     uint64_t v = 0;
-    for (int shift = 0; shift < 35; shift += 7) {
-        if (*p >= end)
+    for (int i = 0; i < most; i++) {
+        if (*p >= limit)
             return 0;
         uint8_t b = buf[(*p)++];
-        v |= (uint64_t)(b & 0x7F) << shift;
+        v |= (uint64_t)(b & 0x7F) << (7 * i);
         if (b < 0x80) {
-            *out = v;
+            if (most == 5) {
+                uint32_t u = (uint32_t)v;
+                *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+            } else {
+                *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+            }
             return 1;
         }
     }
     return 0;
 }
 
-static inline int64_t unzig(uint64_t n)
-{
-    return (int64_t)(n >> 1) ^ -(int64_t)(n & 1);
-}
-
-/* (off, vpos, vend[, key, ver, body]) as ranges_in makes them; NULL on no memory. */
-static PyObject *record_tuple(int metadata, int64_t off, Py_ssize_t vpos, Py_ssize_t vend,
-                              long key, long ver, Py_ssize_t body)
-{
-    PyObject *t = PyTuple_New(metadata ? 6 : 3);
-    if (t == NULL)
-        return NULL;
-    PyObject *items[6] = {PyLong_FromLongLong(off), PyLong_FromSsize_t(vpos),
-                          PyLong_FromSsize_t(vend), NULL, NULL, NULL};
-    if (metadata) {
-        items[3] = PyLong_FromLong(key);
-        items[4] = PyLong_FromLong(ver);
-        items[5] = PyLong_FromSsize_t(body);
-    }
-    for (int i = 0; i < (metadata ? 6 : 3); i++) {
-        if (items[i] == NULL) {
-            for (int j = 0; j < 6; j++)
-                Py_XDECREF(items[j]);
-            Py_DECREF(t);
-            return NULL;
-        }
-    }
-    for (int i = 0; i < (metadata ? 6 : 3); i++)
-        PyTuple_SET_ITEM(t, i, items[i]);
-    return t;
-}
-
-/* One framed record, as ranges_in gives it (key and ver -1 when the metadata frame header
- * is not in its 3-byte form). */
+/* One framed record: both shapes' fields (key/ver -1 when the metadata frame header is not
+ * in its 3-byte form; kend/vend -1 for a null key/value). */
 typedef struct {
-    int64_t off;
-    Py_ssize_t vpos, vend, body;
+    int64_t off, ts;
+    int attrs;
+    Py_ssize_t kpos, kend, vpos, vend, hpos, body;
     long key, ver;
 } Rec;
 
-/* The record at *pos inside [*pos, end), *pos moved past it; 0 when anything is off (the
- * Python loop then reads it and says what). */
-static int parse_record(const uint8_t *buf, Py_ssize_t *at, Py_ssize_t end, long long base,
-                        int metadata, Rec *r)
+/* A length-prefixed field (negative length: null) at *p inside [*p, rec_end). */
+static inline int field_bytes(const uint8_t *buf, Py_ssize_t *p, Py_ssize_t rec_end,
+                              Py_ssize_t *start, Py_ssize_t *stop)
 {
-    Py_ssize_t pos = *at;
-    uint64_t n;
-    if (!uvar32(buf, &pos, end, &n))
+    int64_t n;
+    if (!varint(buf, p, rec_end, 5, &n))
         return 0;
-    int64_t length = unzig(n);
-    if (length < 1 || length > end - pos)
-        return 0;
-    Py_ssize_t rec_end = pos + (Py_ssize_t)length, p = pos + 1;  /* past attributes */
-    /* timestamp delta: a varlong, skipped */
-    while (p < rec_end && buf[p] >= 0x80)
-        p++;
-    if (++p > rec_end || !uvar32(buf, &p, rec_end, &n))
-        return 0;
-    if (__builtin_add_overflow((int64_t)base, unzig(n), &r->off))
-        return 0;
-    if (!uvar32(buf, &p, rec_end, &n))
-        return 0;
-    int64_t klen = unzig(n);
-    if (klen > 0) {
-        if (klen > rec_end - p)
-            return 0;
-        p += (Py_ssize_t)klen;
+    *start = *p;
+    if (n < 0) {
+        *stop = -1;
+        return 1;
     }
-    if (!uvar32(buf, &p, rec_end, &n))
+    if (n > rec_end - *p)
         return 0;
-    int64_t vlen = unzig(n);
-    if (vlen > rec_end - p)
-        return 0;  /* a value past its record: the Python loop says what it is */
-    r->vpos = p;
-    r->vend = vlen >= 0 ? p + (Py_ssize_t)vlen : -1;
-    if (metadata && vlen >= 3 && buf[p] == 1 && buf[p + 1] < 0x80 && buf[p + 2] < 0x80) {
-        r->key = buf[p + 1];
-        r->ver = buf[p + 2];
-        r->body = p + 3;
+    *p += (Py_ssize_t)n;
+    *stop = *p;
+    return 1;
+}
+
+/* The record whose length starts at *at inside [*at, end), *at moved past it; 0 for
+ * anything the rules refuse (framing.py's Python then reads it and says what). */
+static int parse_record(const uint8_t *buf, Py_ssize_t *at, Py_ssize_t end, int64_t base,
+                        int64_t base_ts, Rec *r)
+{
+    Py_ssize_t p = *at;
+    int64_t length, n;
+    if (!varint(buf, &p, end, 5, &length) || length <= 0 || length > end - p)
+        return 0;
+    Py_ssize_t rec_end = p + (Py_ssize_t)length;
+    r->attrs = buf[p++];
+    if (!varint(buf, &p, rec_end, 10, &n) || __builtin_add_overflow(base_ts, n, &r->ts))
+        return 0;
+    if (!varint(buf, &p, rec_end, 5, &n) || __builtin_add_overflow(base, n, &r->off))
+        return 0;
+    if (!field_bytes(buf, &p, rec_end, &r->kpos, &r->kend) ||
+            !field_bytes(buf, &p, rec_end, &r->vpos, &r->vend))
+        return 0;
+    r->hpos = p;
+    int64_t count;
+    if (!varint(buf, &p, rec_end, 5, &count) || count < 0 || count > rec_end - p)
+        return 0;
+    for (int64_t i = 0; i < count; i++) {
+        if (!varint(buf, &p, rec_end, 5, &n) || n < 0 || n > rec_end - p)
+            return 0;
+        p += (Py_ssize_t)n;
+        if (!varint(buf, &p, rec_end, 5, &n) || n > rec_end - p)
+            return 0;
+        if (n > 0)
+            p += (Py_ssize_t)n;
+    }
+    if (p != rec_end)
+        return 0;
+    Py_ssize_t v = r->vpos;
+    if (r->vend >= 0 && r->vend - v >= 3 && buf[v] == 1 && buf[v + 1] < 0x80 &&
+            buf[v + 2] < 0x80) {
+        r->key = buf[v + 1];
+        r->ver = buf[v + 2];
+        r->body = v + 3;
     } else {
         r->key = r->ver = -1;
-        r->body = p;
+        r->body = v;
     }
     *at = rec_end;
     return 1;
 }
 
-/* The records of buf[pos:end]: a list of tuples, None when anything is off (or an
+/* The tuple of a record in `shape` (framing.py); NULL on no memory. */
+static PyObject *record_tuple(int shape, const Rec *r)
+{
+    if (shape == SHAPE_FULL)
+        return Py_BuildValue("(LLinnnnn)", (long long)r->off, (long long)r->ts, r->attrs,
+                             r->kpos, r->kend, r->vpos, r->vend, r->hpos);
+    return Py_BuildValue("(Lnnlln)", (long long)r->off, r->vpos, r->vend, r->key, r->ver,
+                         r->body);
+}
+
+/* The records of buf[pos:end]: a list of tuples, None when anything is refused (or an
  * argument is out of range), NULL on no memory. */
 static PyObject *frame_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t pos,
-                               Py_ssize_t end, Py_ssize_t count, long long base, int metadata)
+                               Py_ssize_t end, Py_ssize_t count, int64_t base, int64_t base_ts,
+                               int shape)
 {
     PyObject *out = NULL;
-    /* Every read stays inside [pos, end): anything else is left to the Python loop. */
     if (pos < 0 || end > len || pos > end || count < 0 || count > end - pos)
         goto give_up;
     out = PyList_New(count);
@@ -309,9 +320,9 @@ static PyObject *frame_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t po
         return NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         Rec r;
-        if (!parse_record(buf, &pos, end, base, metadata, &r))
+        if (!parse_record(buf, &pos, end, base, base_ts, &r))
             goto give_up;
-        PyObject *t = record_tuple(metadata, r.off, r.vpos, r.vend, r.key, r.ver, r.body);
+        PyObject *t = record_tuple(shape, &r);
         if (t == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -326,31 +337,37 @@ give_up:
     Py_RETURN_NONE;
 }
 
-/* frame(buf, pos, end, count, base, metadata): called once a batch, so its arguments are
- * taken without PyArg_ParseTuple's format parsing; bytes without the buffer protocol. */
+/* frame(buf, pos, end, count, base, base_ts, shape): framing.frame; called once a batch,
+ * so its arguments are taken without PyArg_ParseTuple's format parsing. */
 static PyObject *frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "frame(buf, pos, end, count, base, metadata)");
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "frame(buf, pos, end, count, base, base_ts, shape)");
         return NULL;
     }
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
     Py_ssize_t count = PyLong_AsSsize_t(args[3]);
-    long long base = PyLong_AsLongLong(args[4]);
-    int metadata = PyObject_IsTrue(args[5]);
+    long long base = PyLong_AsLongLong(args[4]), base_ts = PyLong_AsLongLong(args[5]);
+    long shape = PyLong_AsLong(args[6]);
     if (PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError))
             return NULL;  /* not integers: a caller's mistake */
         PyErr_Clear();
-        Py_RETURN_NONE;  /* out of range: the Python loop reads it */
+        Py_RETURN_NONE;  /* out of range: the Python reference reads it */
+    }
+    if (shape != SHAPE_METADATA && shape != SHAPE_FULL) {
+        PyErr_SetString(PyExc_ValueError, "unknown shape");
+        return NULL;
     }
     if (PyBytes_CheckExact(args[0]))
         return frame_records((const uint8_t *)PyBytes_AS_STRING(args[0]),
-                             PyBytes_GET_SIZE(args[0]), pos, end, count, base, metadata);
+                             PyBytes_GET_SIZE(args[0]), pos, end, count, base, base_ts,
+                             (int)shape);
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    PyObject *out = frame_records(view.buf, view.len, pos, end, count, base, metadata);
+    PyObject *out = frame_records(view.buf, view.len, pos, end, count, base, base_ts,
+                                  (int)shape);
     PyBuffer_Release(&view);
     return out;
 }
@@ -358,7 +375,7 @@ static PyObject *frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* ------------------------------------------------------------------ run */
 
 /* Attribute names run() sets and reads, interned at import. */
-static PyObject *s_txn, *s_journal, *s_offset, *s_epoch, *s_time_ms, *s_pos, *s_at;
+static PyObject *s_txn, *s_journal, *s_offset, *s_epoch, *s_time_ms, *s_at;
 
 static inline long long item_ll(PyObject *list, Py_ssize_t i)
 {
@@ -376,8 +393,7 @@ static int no_txn(PyObject *b)
     return none;
 }
 
-/* prov.offset, prov.epoch, prov.time_ms = offset, epoch, time_ms (borrowed/new refs as
- * given: ``offset`` is stolen). */
+/* prov.offset, prov.epoch, prov.time_ms = offset, epoch, time_ms (``offset`` is stolen). */
 static int set_prov(PyObject *prov, PyObject *offset, PyObject *epoch, PyObject *time_ms)
 {
     if (offset == NULL)
@@ -389,54 +405,188 @@ static int set_prov(PyObject *prov, PyObject *offset, PyObject *epoch, PyObject 
     return bad ? -1 : 0;
 }
 
-/* run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why)
+/* The decoder of (key, ver): decoders[key << 7 | ver], asked of decoder_fn when missing.
+ * New reference; Py_None for a kind this mdshell does not know; NULL on error. */
+static PyObject *decoder_of(PyObject *decoders, PyObject *decoder_fn, long key, long ver)
+{
+    PyObject *k = PyLong_FromLong(key << 7 | ver);
+    if (k == NULL)
+        return NULL;
+    PyObject *dec = PyDict_GetItemWithError(decoders, k);  /* borrowed */
+    Py_DECREF(k);
+    if (dec != NULL) {
+        Py_INCREF(dec);
+        return dec;
+    }
+    if (PyErr_Occurred())
+        return NULL;
+    return PyObject_CallFunction(decoder_fn, "ll", key, ver);
+}
+
+/* The decoded records of one batch's framed records (decoding.decode_records, for the
+ * records in [lo, hi]): a new list, *last the last offset in range (-1: none). Py_None when
+ * a record needs the Python reference (an unknown kind, a long frame header, bytes a
+ * decoder refuses: it says what), NULL on error. */
+static PyObject *decode_batch(PyObject *data, const Rec *recs, Py_ssize_t n, int64_t lo,
+                              int64_t hi, PyObject *decoders, PyObject *decoder_fn, int lazy,
+                              long noop_key, long partition_key, int64_t *last)
+{
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    *last = -1;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const Rec *r = &recs[j];
+        if (r->off < lo)
+            continue;
+        if (r->off > hi)
+            break;
+        *last = r->off;
+        if (r->key == noop_key)
+            continue;
+        PyObject *value = NULL;
+        if (r->vend < 0) {
+            value = Py_None;
+            Py_INCREF(value);
+        } else {
+            if (r->key < 0)
+                goto python;  /* the frame header's long form */
+            PyObject *dec = decoder_of(decoders, decoder_fn, r->key, r->ver);
+            if (dec == NULL)
+                goto fail;
+            if (dec == Py_None) {
+                Py_DECREF(dec);
+                goto python;  /* an unknown kind: kept raw by the reference */
+            }
+            PyObject *args[4] = {data, PyLong_FromSsize_t(r->body), PyLong_FromSsize_t(r->vend),
+                                 Py_True};
+            if (args[1] == NULL || args[2] == NULL) {
+                Py_XDECREF(args[1]);
+                Py_XDECREF(args[2]);
+                Py_DECREF(dec);
+                goto fail;
+            }
+            if (lazy && r->key == partition_key && r->ver <= 2) {
+                PyObject *ok = PyObject_Vectorcall(dec, args, 4, NULL);
+                if (ok == NULL) {
+                    Py_DECREF(args[1]);
+                    Py_DECREF(args[2]);
+                    Py_DECREF(dec);
+                    goto fail;
+                }
+                int clean = ok == Py_True;
+                Py_DECREF(ok);
+                if (clean)
+                    value = Py_BuildValue("(OOOl)", data, args[1], args[2], r->ver);
+            }
+            if (value == NULL && !PyErr_Occurred()) {
+                PyObject *res = PyObject_Vectorcall(dec, args, 3, NULL);
+                if (res == NULL) {
+                    if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+                        Py_DECREF(args[1]);
+                        Py_DECREF(args[2]);
+                        Py_DECREF(dec);
+                        goto fail;
+                    }
+                    PyErr_Clear();
+                } else {
+                    Py_ssize_t got = -1;
+                    if (PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 2 &&
+                            PyDict_Check(PyTuple_GET_ITEM(res, 0)))
+                        got = PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1));
+                    if (PyErr_Occurred())
+                        PyErr_Clear();
+                    if (got == r->vend) {
+                        value = PyTuple_GET_ITEM(res, 0);
+                        Py_INCREF(value);
+                    }
+                    Py_DECREF(res);
+                }
+            }
+            Py_DECREF(args[1]);
+            Py_DECREF(args[2]);
+            Py_DECREF(dec);
+            if (value == NULL) {
+                if (PyErr_Occurred())
+                    goto fail;
+                goto python;  /* bytes the decoder refuses: the reference says what */
+            }
+        }
+        PyObject *t = Py_BuildValue("(LllNn)", (long long)r->off, r->key, r->ver, value,
+                                    r->vpos);
+        if (t == NULL)
+            goto fail;
+        int bad = PyList_Append(out, t);
+        Py_DECREF(t);
+        if (bad < 0)
+            goto fail;
+    }
+    return out;
+python:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, why)
  *
- * Replayer.apply_run's loop (image/history.py says what it does and why), for bytes data
- * and a plain builder. ctx: (builder, provenance, plans, plain_kind, every, since,
- * unknown_key, noop_key, replayer). It stops at the first batch it leaves to Python
- * (why 0: k is its index, the NoOps before it passed over already; k == len(plan): none
- * left), or after a batch that makes a history mark due (why 1: k is that batch's index).
- * ``applied``: the records it applied, for builder.records_applied. None for arguments it
- * does not take (the Python loop runs). A handler's exception propagates, with
- * replayer.at naming its batch and (since, applied) left in replayer._run_state. */
+ * Replayer.apply_run's loop (image/history.py is the reference, and says what it does and
+ * why) for bytes data: each batch of plan[k:] framed by parse_record, every record decoded
+ * as decoding.decode_records does, then applied by the builder's apply_decoded (the one
+ * place records are applied). ctx: (builder, provenance, decoders, decoder_fn, apply, lazy,
+ * every, since, noop_key, partition_key, replayer).
+ * It stops at the first batch it leaves to Python (why 0: k is its index, the NoOps before
+ * it passed over already, nothing of it applied; k == len(plan): none left): a control or
+ * compressed batch, or one whose records the reference must read (it says what is wrong), or
+ * after a batch that makes a history mark due (why 1: k is that batch's index). None for
+ * arguments it does not take (the Python loop runs). An exception of apply propagates, with
+ * replayer.at naming its batch and since left in replayer._run_state. */
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[1]) ||
-        PyTuple_GET_SIZE(args[1]) != 8 || !PyList_Check(args[2]) || !PyTuple_Check(args[6]) ||
-        PyTuple_GET_SIZE(args[6]) != 9)
+        PyTuple_GET_SIZE(args[1]) != 9 || !PyList_Check(args[2]) || !PyTuple_Check(args[6]) ||
+        PyTuple_GET_SIZE(args[6]) != 11)
         Py_RETURN_NONE;
     PyObject *data = args[0], *plan = args[2], *ctx = args[6];
-    PyObject *cols[8];
-    for (int c = 0; c < 8; c++) {
+    PyObject *cols[9];
+    for (int c = 0; c < 9; c++) {
         cols[c] = PyTuple_GET_ITEM(args[1], c);
         if (!PyList_Check(cols[c]))
             Py_RETURN_NONE;
     }
     PyObject *starts = cols[0], *base = cols[1], *length = cols[2], *delta = cols[3];
     PyObject *epoch = cols[4], *max_ts = cols[5], *attrs = cols[6], *count = cols[7];
+    PyObject *base_ts = cols[8];
     PyObject *b = PyTuple_GET_ITEM(ctx, 0), *prov = PyTuple_GET_ITEM(ctx, 1);
-    PyObject *plans = PyTuple_GET_ITEM(ctx, 2), *plain_kind = PyTuple_GET_ITEM(ctx, 3);
-    PyObject *unknown_key = PyTuple_GET_ITEM(ctx, 6), *replayer = PyTuple_GET_ITEM(ctx, 8);
-    if (!PyDict_Check(plans))
+    PyObject *decoders = PyTuple_GET_ITEM(ctx, 2), *decoder_fn = PyTuple_GET_ITEM(ctx, 3);
+    PyObject *apply = PyTuple_GET_ITEM(ctx, 4), *replayer = PyTuple_GET_ITEM(ctx, 10);
+    if (!PyDict_Check(decoders))
         Py_RETURN_NONE;
+    int lazy = PyObject_IsTrue(PyTuple_GET_ITEM(ctx, 5));
     Py_ssize_t k = PyLong_AsSsize_t(args[3]);
     int has_upto = args[4] != Py_None;
     long long upto = has_upto ? PyLong_AsLongLong(args[4]) : 0;
     long long skip_below = PyLong_AsLongLong(args[5]);
-    long long every = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, 4));
-    long long since = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, 5));
-    long noop_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 7));
-    if (PyErr_Occurred()) {
+    long long every = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, 6));
+    long long since = PyLong_AsLongLong(PyTuple_GET_ITEM(ctx, 7));
+    long noop_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 8));
+    long partition_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 9));
+    if (lazy < 0 || PyErr_Occurred()) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
     const uint8_t *buf = (const uint8_t *)PyBytes_AS_STRING(data);
     Py_ssize_t size = PyBytes_GET_SIZE(data), n = PyList_GET_SIZE(plan);
     Py_ssize_t nbatches = PyList_GET_SIZE(starts);
-    for (int c = 1; c < 8; c++)
+    for (int c = 1; c < 9; c++)
         if (PyList_GET_SIZE(cols[c]) != nbatches)
             Py_RETURN_NONE;
-    long long applied = 0;
+    int64_t lo = skip_below >= 0 ? skip_below : INT64_MIN;
+    int64_t hi = has_upto ? upto : INT64_MAX;
+    Rec *recs = NULL;
+    Py_ssize_t held = 0;  /* how many Recs `recs` has room for */
     int why = 0;
     Py_ssize_t before = k > 0 ? PyLong_AsSsize_t(PyList_GET_ITEM(plan, k - 1)) : -1;
 
@@ -458,86 +608,53 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
         before = i;
-        if (item_ll(count, i) != 1 || (item_ll(attrs, i) & 0x27) || !free_of_txn)
-            break;  /* compressed, control, several records, a transaction: Python's */
+        if (item_ll(attrs, i) & 0x27)
+            break;  /* compressed or control: Python's */
         long long pos = item_ll(starts, i), len = item_ll(length, i);
-        Py_ssize_t at = (Py_ssize_t)pos + 61, end = (Py_ssize_t)(pos + 12 + len);
-        Rec r;
-        if (pos < 0 || end > size || at > end ||
-                !parse_record(buf, &at, end, item_ll(base, i), 1, &r) || at != end)
-            break;  /* apply_batch frames it the checked way, and says what */
-        if (!((skip_below >= 0 && r.off < skip_below) || (has_upto && r.off > upto))) {
-            if (r.key != noop_key) {
-                if (r.key < 0 || r.vend < 0 || r.off < 0)
-                    break;
-                PyObject *kobj = PyLong_FromLong(r.key << 7 | r.ver);
-                if (kobj == NULL)
-                    goto fail;
-                PyObject *kind = PyDict_GetItemWithError(plans, kobj);  /* borrowed */
-                Py_DECREF(kobj);
-                if (kind != NULL)
-                    Py_INCREF(kind);
-                else if (PyErr_Occurred())
-                    goto fail;
-                else if ((kind = PyObject_CallFunction(plain_kind, "ll", r.key, r.ver)) == NULL)
-                    goto fail;
-                if (!PyTuple_Check(kind) || PyTuple_GET_SIZE(kind) != 2) {
-                    Py_DECREF(kind);
-                    break;  /* not a plain kind */
-                }
-                PyObject *dargs[3] = {data, PyLong_FromSsize_t(r.body), PyLong_FromSsize_t(r.vend)};
-                PyObject *res = NULL;
-                if (dargs[1] != NULL && dargs[2] != NULL)
-                    res = PyObject_Vectorcall(PyTuple_GET_ITEM(kind, 0), dargs, 3, NULL);
-                Py_XDECREF(dargs[1]);
-                Py_XDECREF(dargs[2]);
-                if (res == NULL) {
-                    Py_DECREF(kind);
-                    if (PyErr_ExceptionMatches(PyExc_MemoryError))
-                        goto fail;
-                    PyErr_Clear();
-                    break;  /* apply_batch decodes it the checked way */
-                }
-                PyObject *d = PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 2 ?
-                              PyTuple_GET_ITEM(res, 0) : NULL;
-                Py_ssize_t got = d ? PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1)) : -1;
-                int tagged = d && PyDict_Check(d) ? PyDict_Contains(d, unknown_key) : -1;
-                if (PyErr_Occurred())
-                    PyErr_Clear();
-                if (d == NULL || got != r.vend || tagged != 0) {
-                    /* unknown tags (said once, by the general loop) or anything odd */
-                    Py_DECREF(res);
-                    Py_DECREF(kind);
-                    break;
-                }
-                PyObject *vpos = PyLong_FromSsize_t(r.vpos);
-                int bad = vpos == NULL || PyObject_SetAttr(b, s_pos, vpos) < 0;
-                Py_XDECREF(vpos);
-                PyObject *handler = PyTuple_GET_ITEM(kind, 1);
-                if (!bad && handler != Py_None) {
-                    PyObject *offobj = PyLong_FromLongLong(r.off);
-                    bad = offobj == NULL ||
-                          PyObject_SetAttr(replayer, s_at, PyList_GET_ITEM(plan, k)) < 0;
-                    if (!bad) {
-                        applied++;
-                        since++;
-                        PyObject *hargs[3] = {b, d, offobj};
-                        PyObject *out = PyObject_Vectorcall(handler, hargs, 3, NULL);
-                        bad = out == NULL;
-                        Py_XDECREF(out);
-                    }
-                    Py_XDECREF(offobj);
-                }
-                Py_DECREF(res);
-                Py_DECREF(kind);
-                if (bad)
-                    goto fail;
-            }
-            long long last = item_ll(base, i) + item_ll(delta, i);
-            if (set_prov(prov, PyLong_FromLongLong(!has_upto || upto >= last ? last : r.off),
-                         PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i)) < 0)
+        long long cnt = item_ll(count, i);
+        if (PyErr_Occurred())
+            goto fail;
+        Py_ssize_t at = (Py_ssize_t)pos + HEADER_SIZE, end = (Py_ssize_t)(pos + LOG_OVERHEAD + len);
+        if (pos < 0 || end > size || at > end || cnt < 0 || cnt > end - at)
+            break;  /* the reference frames it, and says what */
+        if (cnt > held) {
+            Rec *more = PyMem_Realloc(recs, (size_t)cnt * sizeof(Rec));
+            if (more == NULL) {
+                PyErr_NoMemory();
                 goto fail;
+            }
+            recs = more;
+            held = (Py_ssize_t)cnt;
         }
+        int64_t b0 = item_ll(base, i), t0 = item_ll(base_ts, i);
+        Py_ssize_t got = 0;
+        while (got < cnt && parse_record(buf, &at, end, b0, t0, &recs[got]))
+            got++;
+        if (got < cnt || at != end)
+            break;  /* the reference frames it, and says what */
+        int64_t last;
+        PyObject *decoded = decode_batch(data, recs, got, lo, hi, decoders, decoder_fn, lazy,
+                                         noop_key, partition_key, &last);
+        if (decoded == NULL)
+            goto fail;
+        if (decoded == Py_None) {
+            Py_DECREF(decoded);
+            break;  /* a record the reference decodes, or refuses */
+        }
+        if (PyObject_SetAttr(replayer, s_at, PyList_GET_ITEM(plan, k)) < 0) {
+            Py_DECREF(decoded);
+            goto fail;
+        }
+        PyObject *res = PyObject_CallFunction(
+            apply, "NLLOOO", decoded, (long long)last, b0 + item_ll(delta, i),
+            PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i), has_upto ? args[4] : Py_None);
+        if (res == NULL)
+            goto fail;
+        long long applied = PyLong_AsLongLong(res);
+        Py_DECREF(res);
+        if (PyErr_Occurred())
+            goto fail;
+        since += applied;
         if (since >= every) {  /* a mark due, if journaled and outside a transaction */
             PyObject *journal = PyObject_GetAttr(b, s_journal);
             if (journal == NULL)
@@ -553,13 +670,14 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
     }
-    return Py_BuildValue("(nLLi)", k, since, applied, why);
+    PyMem_Free(recs);
+    return Py_BuildValue("(nLi)", k, since, why);
 fail:
+    PyMem_Free(recs);
     {
-        /* what was applied before the error still counts: the caller adds it */
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
-        PyObject *state = Py_BuildValue("(LL)", since, applied);
+        PyObject *state = PyLong_FromLongLong(since);
         if (state != NULL) {
             PyObject_SetAttrString(replayer, "_run_state", state);
             Py_DECREF(state);
@@ -593,10 +711,11 @@ static PyMethodDef methods[] = {
      "scan(data, pos, limit) -> (starts, base, length, epoch, crc, attrs, last_delta, "
      "base_ts, max_ts, count, magic, good, follows) as native columns, or None (unclean)"},
     {"frame", (PyCFunction)(void (*)(void))frame, METH_FASTCALL,
-     "frame(buf, pos, end, count, base, metadata) -> the records' ranges, or None"},
+     "frame(buf, pos, end, count, base, base_ts, shape) -> the records (framing.frame), "
+     "or None"},
     {"crc32c", crc, METH_VARARGS, "crc32c(data, start, end) -> int"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
-     "run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why) or None"},
+     "run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, why) or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -607,9 +726,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__cwalk(void)
 {
     crc_init();
-    const char *names[] = {"txn", "journal", "offset", "epoch", "time_ms", "_pos", "at"};
-    PyObject **slots[] = {&s_txn, &s_journal, &s_offset, &s_epoch, &s_time_ms, &s_pos, &s_at};
-    for (int i = 0; i < 7; i++)
+    const char *names[] = {"txn", "journal", "offset", "epoch", "time_ms", "at"};
+    PyObject **slots[] = {&s_txn, &s_journal, &s_offset, &s_epoch, &s_time_ms, &s_at};
+    for (int i = 0; i < 6; i++)
         if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL)
             return NULL;
     return PyModule_Create(&module);

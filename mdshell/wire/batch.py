@@ -12,11 +12,10 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from . import compression
+from . import compression, framing
 from .crc import crc32c
-from .framerun import RUN_MIN, run
-from .native import piece
-from .primitives import DecodeError, read_uvarint, uvarint_bytes, varint_bytes
+from .kinds import RecordKind
+from .primitives import DecodeError, uvarint_bytes, varint_bytes
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -27,9 +26,7 @@ MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 # What a batch with a valid CRC can still raise when its contents are nonsense.
 UNDECODABLE = (DecodeError, compression.CompressionError, IndexError, struct.error, ValueError)
 
-_cwalk = piece("_cwalk")
-cframe = _cwalk.frame if _cwalk is not None else None
-
+NO_OP_KEY = RecordKind.NO_OP
 COMPRESSION_MASK = 0x07
 TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
@@ -119,199 +116,71 @@ def parse_header(buf: bytes, pos: int) -> Batch:
                  pepoch, seq, count, buf, pos, base + last_delta)
 
 
-def _uv(buf: bytes, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
-    return read_uvarint(buf, pos)
-
-
-def _sv(buf: bytes, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    n, pos = read_uvarint(buf, pos)
-    return (n >> 1) ^ -(n & 1), pos
-
-
 def iter_records(batch: Batch) -> Iterator[Record]:
-    """Decode the record framing of a batch (values are left as byte ranges)."""
+    """The records of a batch (values are left as byte ranges), framed by the one
+    definition (:mod:`.framing`); raises :class:`DecodeError` (or a compression error) for
+    a batch whose records it refuses, before any record is handed out."""
     buf, pos, end = batch.payload()
-    return records_in(buf, pos, end, batch.count, batch.base_offset, batch.base_timestamp)
+    return iter(records_in(buf, pos, end, batch.count, batch.base_offset,
+                           batch.base_timestamp))
 
 
 def records_in(buf: bytes, pos: int, end: int, count: int, base_offset: int,
-               base_ts: int) -> Iterator[Record]:
-    """The records framed in ``buf[pos:end]`` (a batch's decompressed payload): the one
-    framing loop, so every reader accepts and refuses exactly the same bytes."""
-    for _ in range(count):
-        if pos >= end:
-            raise DecodeError("batch has fewer records than its count")
-        length, pos = _sv(buf, pos)
-        rec_end = pos + length
-        if length < 0 or rec_end > end:
-            raise DecodeError("record overruns its batch")
-        attrs = buf[pos]
-        pos += 1
-        ts_delta, pos = _sv(buf, pos)
-        off_delta, pos = _sv(buf, pos)
-        klen, pos = _sv(buf, pos)
-        key = None
-        if klen >= 0:
-            key = bytes(buf[pos:pos + klen])
-            pos += klen
-        vlen, pos = _sv(buf, pos)
-        vpos, vend = pos, -1
-        if vlen >= 0:
-            vend = pos + vlen
-            pos = vend
-        nh, pos = _sv(buf, pos)
-        headers: list[tuple[str, bytes | None]] = []
-        for _h in range(nh):
-            hk, pos = _sv(buf, pos)
-            name = bytes(buf[pos:pos + hk]).decode("utf-8", "replace")
-            pos += hk
-            hv, pos = _sv(buf, pos)
-            hval = None
-            if hv >= 0:
-                hval = bytes(buf[pos:pos + hv])
-                pos += hv
-            headers.append((name, hval))
-        if pos != rec_end:
-            raise DecodeError("record length does not match its contents")
-        yield Record(base_offset + off_delta, base_ts + ts_delta, attrs, key, buf, vpos, vend,
-                     headers)
-    if pos != end:
-        raise DecodeError("bytes left after the last record of the batch")
-
-
-def value_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int]]]:
-    """``(buffer, [(offset, value_pos, value_end)])`` skipping keys and headers."""
-    buf, out = _ranges(batch, False)
-    return buf, out  # type: ignore[return-value]
-
-
-def metadata_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int, int, int, int]]]:
-    """Hot path of replay: ``(buffer, [(offset, value_pos, value_end, api_key, version,
-    body_pos)])``. The metadata frame header (frameVersion, apiKey, version as unsigned
-    varints) is read here when it has its common 3-byte form (frame version 1, key and
-    version below 128); otherwise ``api_key`` is -1 and ``frames.decode_metadata`` reads the
-    whole value. A null value has ``value_end`` -1."""
-    if not batch.attributes & COMPRESSION_MASK:  # most batches: the records are in place
-        buf, start = batch.buf, batch.pos + HEADER_SIZE
-        out = ranges_in(buf, start, batch.pos + LOG_OVERHEAD + batch.length, batch.count,
-                        batch.base_offset, True)
-    else:
-        buf, out = _ranges(batch, True)
-    return buf, out  # type: ignore[return-value]
-
-
-def _ranges(batch: Batch, frame: bool) -> tuple[bytes, list[tuple[int, ...]]]:
-    buf, pos, end = batch.payload()
-    return buf, ranges_in(buf, pos, end, batch.count, batch.base_offset, frame)
-
-
-def ranges_in(buf: bytes, pos: int, end: int, count: int, base: int,
-              frame: bool) -> list[tuple[int, ...]]:
-    """The records' framing (``count`` records in ``buf[pos:end]``, offsets from ``base``):
-    runs of same-shaped records at once (``framerun``: a snapshot's batches), the rest by
-    one loop over the records. The compiled framing (``_cwalk.frame``) gives the same
-    list, or None for anything it does not read as a well-formed batch does: the loop then
-    says what is wrong."""
-    if cframe is not None:
-        framed: list[tuple[int, ...]] | None = cframe(buf, pos, end, count, base, frame)
-        if framed is not None:
-            return framed
-    out: list[tuple[int, ...]] = []
-    if count < RUN_MIN:
-        pos = _loop(buf, pos, end, count, base, frame, out)
-    else:
-        left = count
-        while left > 0:
-            k, stop = run(buf, pos, end, left, base, frame, out)
-            if k == 0:
-                k = min(left, RUN_MIN)
-                stop = _loop(buf, pos, end, k, base, frame, out)
-            pos, left = stop, left - k
-    if pos != end:
-        raise DecodeError("batch record framing does not add up")
+               base_ts: int) -> list[Record]:
+    """The records framed in ``buf[pos:end]`` (a batch's decompressed payload) as
+    :class:`Record` objects: :func:`.framing.frame`, with keys and headers read out."""
+    out = []
+    for off, ts, attrs, kpos, kend, vpos, vend, hpos in framing.frame(
+            buf, pos, end, count, base_offset, base_ts, framing.FULL):
+        key = None if kend < 0 else bytes(buf[kpos:kend])
+        heads = [] if buf[hpos] == 0 else framing.headers(buf, hpos, len(buf))
+        out.append(Record(off, ts, attrs, key, buf, vpos, vend, heads))
     return out
 
 
-def _loop(buf: bytes, pos: int, end: int, count: int, base: int, frame: bool,
-          out: list[tuple[int, ...]]) -> int:
-    """``count`` records one by one from ``pos``; where the next one starts. Varints of one
-    or two bytes (almost all of them) are decoded inline."""
-    append = out.append
-    for _ in range(count):
-        # record length
-        b = buf[pos]
-        if b < 0x80:
-            n = b
-            pos += 1
-        else:
-            b2 = buf[pos + 1]
-            if b2 < 0x80:
-                n = (b & 0x7F) | (b2 << 7)
-                pos += 2
-            else:
-                n, pos = read_uvarint(buf, pos)
-        rec_end = pos + ((n >> 1) ^ -(n & 1))
-        p = pos + 1  # skip attributes
-        # timestamp delta: skip
-        while buf[p] >= 0x80:
-            p += 1
-        p += 1
-        # offset delta
-        b = buf[p]
-        if b < 0x80:
-            n = b
-            p += 1
-        else:
-            b2 = buf[p + 1]
-            if b2 < 0x80:
-                n = (b & 0x7F) | (b2 << 7)
-                p += 2
-            else:
-                b3 = buf[p + 2]
-                if b3 < 0x80:  # offsets past 8191 in a large snapshot batch
-                    n = (b & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14)
-                    p += 3
-                else:
-                    n, p = read_uvarint(buf, p)
-        off = base + ((n >> 1) ^ -(n & 1))
-        # key length (metadata records have none: 0x01 = -1)
-        b = buf[p]
-        if b == 1:
-            p += 1
-        else:
-            n, p = read_uvarint(buf, p)
-            klen = (n >> 1) ^ -(n & 1)
-            if klen > 0:
-                p += klen
-        # value length
-        b = buf[p]
-        if b < 0x80:
-            n = b
-            p += 1
-        else:
-            b2 = buf[p + 1]
-            if b2 < 0x80:
-                n = (b & 0x7F) | (b2 << 7)
-                p += 2
-            else:
-                n, p = read_uvarint(buf, p)
-        vlen = (n >> 1) ^ -(n & 1)
-        if rec_end > end or rec_end < p:
-            raise DecodeError("record overruns its batch")
-        if not frame:
-            append((off, p, p + vlen if vlen >= 0 else -1))
-        elif vlen >= 3 and buf[p] == 1 and buf[p + 1] < 0x80 and buf[p + 2] < 0x80:
-            append((off, p, p + vlen, buf[p + 1], buf[p + 2], p + 3))
-        else:
-            append((off, p, p + vlen if vlen >= 0 else -1, -1, -1, p))
-        pos = rec_end
-    return pos
+def value_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int]]]:
+    """``(buffer, [(offset, value_pos, value_end)])`` of a batch's records."""
+    buf, recs = metadata_ranges(batch)
+    return buf, [(r[0], r[1], r[2]) for r in recs]
+
+
+def metadata_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int, int, int, int]]]:
+    """``(buffer, [(offset, value_pos, value_end, api_key, version, body_pos)])``: the
+    batch's records framed in :data:`.framing.METADATA` shape (a null value has
+    ``value_end`` -1)."""
+    buf, pos, end = batch.payload()
+    recs = framing.frame(buf, pos, end, batch.count, batch.base_offset, batch.base_timestamp)
+    return buf, recs  # type: ignore[return-value]
+
+
+def ranges_in(buf: bytes, pos: int, end: int, count: int, base: int,
+              frame: bool = True) -> list[tuple[int, ...]]:
+    """:func:`.framing.frame` of ``count`` records in ``buf[pos:end]`` with offsets from
+    ``base`` (timestamps from 0: only their range is checked)."""
+    recs = framing.frame(buf, pos, end, count, base)
+    return recs if frame else [r[:3] for r in recs]
+
+
+def noop_section(section: bytes) -> bool:
+    """Whether a batch's records section (uncompressed) holds exactly one record, a
+    NoOpRecord at offset delta 0, by the one framing."""
+    try:
+        framed = framing.frame(section, 0, len(section), 1, 0)
+    except UNDECODABLE:
+        return False
+    return framed[0][0] == 0 and framed[0][3] == NO_OP_KEY
+
+
+def is_noop_batch(buf: bytes, pos: int) -> bool:
+    """Whether the batch at ``pos`` (whole in ``buf``) is a plain batch of one NoOpRecord."""
+    if len(buf) - pos < HEADER_SIZE:
+        return False
+    b = parse_header(buf, pos)
+    end = pos + LOG_OVERHEAD + b.length
+    if b.count != 1 or b.attributes & (COMPRESSION_MASK | CONTROL_FLAG) or not (
+            pos + HEADER_SIZE <= end <= len(buf)):
+        return False
+    return noop_section(bytes(buf[pos + HEADER_SIZE:end]))
 
 
 # ---------------------------------------------------------------- writing

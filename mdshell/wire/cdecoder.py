@@ -56,3 +56,9 @@ def compiled(msg: Message, version: int, fallback: PyDecoder | None,
     except ValueError:  # a schema beyond what the C side takes (repeated names...)
         return None
     return dec
+
+
+def has_check(dec: object) -> bool:
+    """Whether ``dec`` is a compiled decoder, which has a check mode (``dec(buf, pos, end,
+    True)``: True when C decodes ``buf[pos:end]`` exactly, without unknown tagged fields)."""
+    return _cdecode is not None and type(dec) is _cdecode.Decoder

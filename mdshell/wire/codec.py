@@ -279,16 +279,28 @@ def python_decoder_for(msg: Message, version: int) -> Decoder:
 
 def decode(msg: Message, version: int, buf: bytes, pos: int, end: int) -> dict[str, Any]:
     """Decode exactly ``buf[pos:end]`` as ``msg`` at ``version``; trailing bytes are an error."""
+    return decode_with(decoder_for(msg, version), msg.name, version, buf, pos, end)
+
+
+def decode_with(dec: Decoder, name: str, version: int, buf: bytes, pos: int,
+                end: int) -> dict[str, Any]:
+    """:func:`decode` by the decoder ``dec`` of message ``name``: every error a
+    :class:`DecodeError` naming it."""
     try:
-        d, pos = decoder_for(msg, version)(buf, pos, end)
+        d, at = dec(buf, pos, end)
     except DecodeError:
         raise
-    except (IndexError, struct.error, UnicodeDecodeError, ValueError) as e:
-        raise DecodeError(f"malformed {msg.name} v{version}: {e}") from None
-    if pos != end:
-        raise DecodeError(f"{msg.name} v{version}: {end - pos} unexpected trailing bytes"
-                          if pos < end else f"{msg.name} v{version}: truncated")
+    except (IndexError, struct.error, UnicodeDecodeError, ValueError, OverflowError) as e:
+        raise DecodeError(f"malformed {name} v{version}: {e}") from None
+    if at != end:
+        raise DecodeError(f"{name} v{version}: {end - at} unexpected trailing bytes"
+                          if at < end else f"{name} v{version}: truncated")
     return d
+
+
+def checks(dec: Decoder) -> bool:
+    """Whether ``dec`` has a check mode (``dec(buf, pos, end, True)``: decodes cleanly?)."""
+    return cdecoder.has_check(dec)
 
 
 # ---------------------------------------------------------------- encoding

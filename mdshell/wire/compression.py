@@ -11,11 +11,19 @@ independent blocks of at most 64 KiB, no block or content checksum, no content s
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 # cramjam is imported where a payload is (de)compressed: most metadata batches are not, and a
 # one-shot command on them does not pay for the import.
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
+# The most a batch's records section may decompress to. Kafka's KRaft writer bounds a
+# metadata batch, log and snapshot alike, at 8 MiB (KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the
+# BatchAccumulator's and RecordsSnapshotWriter's maxBatchSize) and writes it uncompressed
+# (Compression.NONE), so no batch Kafka writes holds more records than that. A payload that
+# would expand past it is refused (a decompression bomb, or not Kafka's): reading one batch
+# never takes more memory or time than this much output.
+RECORDS_MAX = 8 * 1024 * 1024
 NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = struct.Struct(">8sii")
@@ -34,7 +42,7 @@ class CompressionError(ValueError):
     """A compressed batch payload that cannot be decompressed."""
 
 
-def _xerial_decompress(data: bytes) -> bytes:
+def _xerial_decompress(data: bytes, limit: int) -> bytes:
     import cramjam
 
     pos = _XERIAL_HEADER.size
@@ -46,9 +54,39 @@ def _xerial_decompress(data: bytes) -> bytes:
         pos += 4
         if n < 0 or pos + n > len(data):
             raise CompressionError("truncated xerial snappy block")
-        out += bytes(cramjam.snappy.decompress_raw(data[pos:pos + n]))
+        block = data[pos:pos + n]
+        if len(out) + cramjam.snappy.decompress_raw_len(block) > limit:
+            raise CompressionError(_over("snappy", limit))
+        out += bytes(cramjam.snappy.decompress_raw(block))
         pos += n
     return bytes(out)
+
+
+def _over(name: str, limit: int) -> str:
+    return (f"{name} payload expands past {limit // (1024 * 1024)} MiB, more than any batch "
+            "Kafka writes (a decompression bomb, or not Kafka's)")
+
+
+def _bounded(name: str, module: Any, data: bytes, limit: int) -> bytes:
+    """``module.decompress_into`` a buffer of at most ``limit + 1`` bytes: the work and the
+    memory stop there, whatever the payload claims. A small buffer first (most batches are
+    small), then the largest."""
+    size = min(limit + 1, max(1 << 16, 32 * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            n = module.decompress_into(data, out)
+        except Exception as e:  # cramjam's DecompressionError
+            full = "whole buffer" in str(e)
+            if full and size <= limit:
+                size = limit + 1
+                continue
+            raise CompressionError(_over(name, limit) if full
+                                   else f"{name} payload does not decompress: {e}") from None
+        if n > limit:
+            raise CompressionError(_over(name, limit))
+        del out[n:]
+        return bytes(out)
 
 
 def _lz4_compress(data: bytes) -> bytes:
@@ -66,26 +104,28 @@ def _lz4_compress(data: bytes) -> bytes:
     return bytes(out)
 
 
-def decompress(codec: int, data: bytes) -> bytes:
+def decompress(codec: int, data: bytes, limit: int = RECORDS_MAX) -> bytes:
+    """A batch's records section decompressed; :class:`CompressionError` when it does not
+    decompress, or would expand past ``limit`` bytes (the work stops there)."""
     if codec == NONE:
         return data
     import cramjam
 
+    name = NAMES.get(codec, str(codec))
     try:
-        if codec == GZIP:
-            return bytes(cramjam.gzip.decompress(data))
         if codec == SNAPPY:
             if data[:8] == XERIAL_MAGIC:
-                return _xerial_decompress(data)
+                return _xerial_decompress(data, limit)
+            if cramjam.snappy.decompress_raw_len(data) > limit:
+                raise CompressionError(_over(name, limit))
             return bytes(cramjam.snappy.decompress_raw(data))
-        if codec == LZ4:
-            return bytes(cramjam.lz4.decompress(data))
-        if codec == ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
+        module = {GZIP: cramjam.gzip, LZ4: cramjam.lz4, ZSTD: cramjam.zstd}.get(codec)
+        if module is not None:
+            return _bounded(name, module, data, limit)
     except CompressionError:
         raise
     except Exception as e:  # cramjam raises its own DecompressionError
-        raise CompressionError(f"{NAMES[codec]} payload does not decompress: {e}") from None
+        raise CompressionError(f"{name} payload does not decompress: {e}") from None
     raise CompressionError(f"unknown compression codec {codec}")
 
 

@@ -58,24 +58,38 @@ PARTITION_PREFIX_SIZE = _PARTITION_PREFIX.size
 
 
 def decode_metadata(buf: bytes, pos: int, end: int) -> tuple[int, int, dict[str, Any] | Unknown]:
-    """Decode one metadata record value occupying ``buf[pos:end]``."""
+    """Decode one metadata record value occupying ``buf[pos:end]``: a dict, or
+    :class:`Unknown` for a frame, type or version this mdshell does not know (newer Kafka).
+    Raises :class:`DecodeError` when the type and version are known but the bytes are not
+    such a record (damage: the caller refuses the batch)."""
     try:
         api_key, version, body = peek_frame(buf, pos)
     except (DecodeError, IndexError) as e:
         return -1, -1, Unknown(-1, -1, bytes(buf[pos:end]), f"bad record frame: {e}")
     msg = METADATA.get(api_key)
-    raw = None
-    if msg is None:
-        reason = f"unknown metadata record type {api_key}"
-    elif not msg.valid.contains(version):
-        reason = f"unknown version {version} of {msg.name}"
-    else:
-        try:
-            return api_key, version, codec.decode(msg, version, buf, body, end)
-        except DecodeError as e:
-            reason = str(e)
-    raw = bytes(buf[pos:end])
-    return api_key, version, Unknown(api_key, version, raw, reason)
+    if msg is None or not msg.valid.contains(version):
+        return api_key, version, unknown(buf, pos, end, api_key, version)
+    return api_key, version, decoded(api_key, version, codec.decoder_for(msg, version), buf,
+                                     body, end)
+
+
+def unknown(buf: bytes, pos: int, end: int, api_key: int, version: int) -> Unknown:
+    """The :class:`Unknown` of a record of an unknown type or version at ``buf[pos:end]``."""
+    msg = METADATA.get(api_key)
+    reason = (f"unknown metadata record type {api_key}" if msg is None
+              else f"unknown version {version} of {msg.name}")
+    return Unknown(api_key, version, bytes(buf[pos:end]), reason)
+
+
+def decoded(api_key: int, version: int, dec: codec.Decoder, buf: bytes, body: int,
+            end: int) -> dict[str, Any]:
+    """The body ``buf[body:end]`` of a record of a known type and version, decoded by
+    ``dec``; :class:`DecodeError` naming the record when the bytes are not one."""
+    try:
+        return codec.decode_with(dec, METADATA[api_key].name, version, buf, body, end)
+    except DecodeError as e:
+        raise DecodeError(f"a {METADATA[api_key].name} v{version} that does not decode ({e})"
+                          ) from None
 
 
 def control_type(key: bytes | None) -> int:

@@ -18,11 +18,11 @@ ZERO_UUID = bytes(16)
 
 
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Unsigned LEB128 varint (Kafka's ``UNSIGNED_VARINT``), at most 5 bytes for int32."""
+    """Unsigned LEB128 varint (Kafka's ``UNSIGNED_VARINT``): at most 5 bytes, as Kafka's
+    ``ByteUtils.readUnsignedVarint`` reads it (a longer one is refused)."""
     result = 0
-    shift = 0
     end = len(buf)
-    while True:
+    for shift in (0, 7, 14, 21, 28):
         if pos >= end:
             raise DecodeError("truncated varint")
         b = buf[pos]
@@ -30,13 +30,11 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
         result |= (b & 0x7F) << shift
         if b < 0x80:
             return result, pos
-        shift += 7
-        if shift > 63:
-            raise DecodeError("varint too long")
+    raise DecodeError("varint longer than 5 bytes")
 
 
 def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag-encoded signed varint/varlong."""
+    """Zigzag-encoded signed varint (at most 5 bytes)."""
     n, pos = read_uvarint(buf, pos)
     return (n >> 1) ^ -(n & 1), pos
 

@@ -1,10 +1,12 @@
-"""Frame only the records of a batch that hold one of a few byte strings (``changes``).
+"""Pick the records of a batch that hold one of a few byte strings (``changes``).
 
-Framing every record of a 100k-partition snapshot costs more than everything else a one-shot
-``changes`` does. A record that touches one topic holds that topic's id or name bytes, so the
-records worth framing are found with ``bytes.find`` (C speed); the others are stepped over by
-their length alone. Finding a needle is a superset test: records picked by chance are framed
-and applied like the others, records without any needle are never looked at.
+A one-shot ``changes`` of one topic needs only the records that touch it, and such a record
+holds the topic's id or name bytes in its value. So the needles are looked for with
+``bytes.find`` (C speed): a batch whose records section holds none gives nothing to pick,
+and of the others only the records whose value holds a needle are picked (a superset test:
+a record picked by chance is applied like the others). A batch with a hit is framed whole by
+the one definition (:func:`.framing.frame`), so it is refused exactly as every reader
+refuses it.
 
 The needles are looked for once per buffer (a whole file, when its batches are not
 compressed), not once per batch: a 100k-partition snapshot is 4,000 batches. The two-byte
@@ -18,10 +20,10 @@ import bisect
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from .batch import HEADER_SIZE, LOG_OVERHEAD, Batch, metadata_ranges, ranges_in
-from .primitives import DecodeError, read_uvarint
+from . import framing
+from .batch import HEADER_SIZE, LOG_OVERHEAD, Batch
 
-Framed = tuple[int, int, int, int, int, int]  # as ``batch.metadata_ranges`` gives them
+Framed = tuple[int, int, int, int, int, int]  # as ``framing.frame`` gives them (METADATA)
 # Called for each picked record (api key, version, buffer, value position, value end): byte
 # strings that later records must be picked for too (a topic's id once its name is seen).
 Learn = Callable[[int, int, bytes, int, int], Iterable[bytes]]
@@ -45,45 +47,30 @@ class Sieve:
         self._ends: list[int] = []  # where that needle ends
 
     def __call__(self, batch: Batch) -> tuple[bytes, list[Framed]]:
+        """The records of ``batch`` whose value holds a needle (framed, as the whole
+        batch is, by the one definition: :func:`.framing.frame`, which raises for a batch
+        whose records it refuses)."""
         buf, start, end = batch.payload()
         hits = self._hits(buf, start, end)
         if not hits:
             return buf, []
-        if len(hits) * 8 > batch.count:  # most records picked: frame them all
-            return self._all(batch)
+        recs: list[Framed] = framing.frame(buf, start, end, batch.count,  # type: ignore[assignment]
+                                           batch.base_offset, batch.base_timestamp)
         hits = sorted(set(hits))
         out: list[Framed] = []
-        pos, left = start, batch.count
-        while hits:
-            target = hits.pop(0)
-            while True:  # step to the record that holds ``target``, by lengths alone
-                if left <= 0 or pos >= end:
-                    raise DecodeError("record overruns its batch")
-                rec = pos
-                b = buf[pos]
-                if b < 0x80:
-                    n = b
-                    pos += 1
-                else:
-                    b2 = buf[pos + 1]
-                    if b2 < 0x80:
-                        n = (b & 0x7F) | (b2 << 7)
-                        pos += 2
-                    else:
-                        n, pos = read_uvarint(buf, pos)
-                pos += (n >> 1) ^ -(n & 1)
-                left -= 1
-                if pos > target:
-                    break
-            if pos > end:
-                raise DecodeError("record overruns its batch")
-            framed = _frame(buf, rec, pos, batch.base_offset)
-            out.append(framed)
-            for needle in self._learned(buf, framed):
-                for h in _finds(buf, needle, pos, end):
+        j = 0
+        for rec in recs:
+            vpos, vend = rec[1], rec[2]
+            while j < len(hits) and hits[j] < vpos:
+                j += 1
+            if j == len(hits):
+                break
+            if vend < 0 or hits[j] >= vend:
+                continue
+            out.append(rec)
+            for needle in self._learned(buf, rec):
+                for h in _finds(buf, needle, vend, end):
                     bisect.insort(hits, h)
-            while hits and hits[0] < pos:
-                hits.pop(0)
         return buf, out
 
     def _hits(self, buf: bytes, start: int, end: int) -> list[int]:
@@ -134,12 +121,6 @@ class Sieve:
         self._ends = [e for _, e in places]
         self._known = len(self.needles)
 
-    def _all(self, batch: Batch) -> tuple[bytes, list[Framed]]:
-        buf, recs = metadata_ranges(batch)
-        for framed in recs:
-            self._learned(buf, framed)
-        return buf, recs
-
     def _learned(self, buf: bytes, framed: Framed) -> list[bytes]:
         if self.learn is None or framed[3] < 0 or framed[2] < 0:
             return []
@@ -172,8 +153,3 @@ def _pairs(buf: bytes, needles: list[bytes]) -> dict[bytes, list[int]]:
     for m in re.finditer(pattern, buf):
         found[m.group()].append(m.start())
     return found
-
-
-def _frame(buf: bytes, rec: int, rec_end: int, base: int) -> Framed:
-    """One record's framing, by the loop that frames whole batches (the same checks)."""
-    return ranges_in(buf, rec, rec_end, 1, base, True)[0]  # type: ignore[return-value]

@@ -1,0 +1,122 @@
+"""The one decoding of a batch's framed metadata records: what replay applies, what
+``records`` lists and what Spark's reader turns into rows.
+
+:func:`decode_records` takes the records of one batch as :func:`.framing.frame` gives them
+(``METADATA`` shape) and decodes every one in an offset range before anything is applied, so
+that a batch applies whole or not at all. Each comes out as ``(offset, api_key, version,
+value, value_pos)``, its value one of:
+
+- a dict: the record decoded (its unknown tagged fields, if any, under ``codec.UNKNOWN_TAGS``);
+- :class:`.frames.Unknown`: a record type or version this mdshell does not know (newer
+  Kafka), kept raw and never applied;
+- a :data:`Lazy` tuple ``(buffer, body_pos, value_end, version)``: a PartitionRecord whose
+  bytes decode cleanly, left undecoded (``lazy``: a million-partition snapshot is read without
+  making a million dicts; the image decodes it when it is read, always with success);
+- None: a null value (replay warns and skips it).
+
+A record of a known type and version whose bytes do not decode raises
+:class:`~.primitives.DecodeError`: the batch is damaged (CRC-valid bytes that are not a
+record), and nothing of it may be applied. NoOpRecords are left out unless ``noops`` (their
+body holds nothing and is not read); ``last`` still counts them.
+
+The compiled replay loop (``_cwalk.run``) decodes plain batches the same way with the same
+decoders; this is the reference it is tested against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import codec, frames
+from .kinds import RecordKind
+from .primitives import DecodeError
+from .records import METADATA
+
+Lazy = tuple[bytes, int, int, int]  # (buffer, body position, value end, version)
+Decoded = tuple[int, int, int, Any, int]  # (offset, api key, version, value, value position)
+
+LAZY_VERSIONS = 2  # PartitionRecord versions 0..2 may be held undecoded
+_NO_OP, _PARTITION = RecordKind.NO_OP, RecordKind.PARTITION
+_BELOW, _ABOVE = -(1 << 64), 1 << 64
+
+# Decoders by ``api key << 7 | version`` (both below 128: the 3-byte frame); None: a type or
+# version this mdshell does not know.
+_DECODERS: dict[int, codec.Decoder | None] = {}
+
+
+def decoder(key: int, ver: int) -> codec.Decoder | None:
+    """The decoder of metadata record ``key`` at ``ver`` (cached); None when unknown."""
+    plan = _DECODERS.get(key << 7 | ver, False)
+    if plan is False:
+        msg = METADATA.get(key)
+        plan = (codec.decoder_for(msg, ver) if msg is not None and msg.valid.contains(ver)
+                else None)
+        _DECODERS[key << 7 | ver] = plan
+    return plan  # type: ignore[return-value]
+
+
+def decoders() -> dict[int, codec.Decoder | None]:
+    """The cache :func:`decoder` fills (the compiled loop reads it, and asks
+    :func:`decoder` for a kind it lacks)."""
+    return _DECODERS
+
+
+def decode_records(buf: bytes, framed: Sequence[tuple[int, ...]], lo: int = -1,
+                   hi: int | None = None, lazy: bool = True,
+                   noops: bool = False) -> tuple[list[Decoded], int]:
+    """The records of ``framed`` with offsets in ``[lo, hi]`` (``lo`` < 0, ``hi`` None: no
+    bound), decoded; and the last offset in that range (-1: none). Raises
+    :class:`DecodeError` for a record of a known kind that does not decode."""
+    out: list[Decoded] = []
+    append = out.append
+    last = -1
+    below = lo if lo >= 0 else _BELOW
+    above = hi if hi is not None else _ABOVE
+    for off, vpos, vend, key, ver, body in framed:
+        if off < below:
+            continue
+        if off > above:
+            break
+        last = off
+        if key == _NO_OP and not noops:
+            continue
+        if vend < 0:
+            append((off, key, ver, None, vpos))
+            continue
+        if key < 0:  # the frame header in its long form: the general reader
+            key, ver, value = frames.decode_metadata(buf, vpos, vend)
+            if key == _NO_OP and not noops:
+                continue
+            append((off, key, ver, value, vpos))
+            continue
+        dec = _DECODERS.get(key << 7 | ver) or decoder(key, ver)
+        if dec is None:
+            append((off, key, ver, frames.unknown(buf, vpos, vend, key, ver), vpos))
+        elif key == _PARTITION and lazy and ver <= LAZY_VERSIONS and clean(dec, buf, body,
+                                                                            vend):
+            append((off, key, ver, (buf, body, vend, ver), vpos))
+        else:
+            append((off, key, ver, frames.decoded(key, ver, dec, buf, body, vend), vpos))
+    return out, last
+
+
+def clean(dec: Callable[..., Any], buf: bytes, pos: int, end: int) -> bool:
+    """Whether ``buf[pos:end]`` decodes by ``dec`` exactly, without unknown tagged fields (a
+    record that may then be held undecoded). The compiled decoders answer without making
+    the dict (their check mode, the fourth argument); the Python ones decode."""
+    if codec.checks(dec):
+        return bool(dec(buf, pos, end, True))
+    try:
+        d, at = dec(buf, pos, end)
+    except Exception:  # the full decode says what is wrong
+        return False
+    return at == end and codec.UNKNOWN_TAGS not in d
+
+
+def check_lazy(lazy: Lazy) -> None:
+    """Raise :class:`DecodeError` unless an undecoded PartitionRecord decodes cleanly."""
+    buf, body, end, ver = lazy
+    dec = decoder(_PARTITION, ver)
+    if dec is None or not clean(dec, buf, body, end):
+        raise DecodeError("an undecoded PartitionRecord does not decode cleanly")
