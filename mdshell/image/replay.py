@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -18,7 +18,7 @@ from ..problems import Problem, add
 from ..wire import frames, framing
 from ..wire.batch import Batch
 from ..wire.codec import UNKNOWN_TAGS
-from ..wire.decoding import Decoded, decode_records
+from ..wire.decoding import Decoded, decode_records, frame_and_decode
 from ..wire.frames import MIGRATING_DIR
 from ..wire.kinds import RecordKind as K
 from ..wire.primitives import uuid_sort_key, uuid_str
@@ -216,17 +216,17 @@ class ImageBuilder:
         and every one decoded (:func:`~mdshell.wire.decoding.decode_records`) before any
         is applied. Raises what those raise for a batch that does not decode (nothing of it
         is then applied)."""
-        recs: Sequence[tuple[int, ...]]
         if self.sieve is not None:
             buf, recs = self.sieve(batch)
+            decoded, last = decode_records(buf, recs, skip_below, stop, not self.eager)
         else:
             buf, pos, end = batch.payload()
-            recs = framing.frame(buf, pos, end, batch.count, batch.base_offset,
-                                 batch.base_timestamp)
-        decoded, last = decode_records(buf, recs, skip_below, stop, not self.eager)
+            decoded, last = frame_and_decode(buf, pos, end, batch.count, batch.base_offset,
+                                             batch.base_timestamp, skip_below, stop,
+                                             not self.eager)
         self.batch = batch
-        if self.index is not None and recs:
-            self._ordinal = self.index.add_batch(batch, buf, recs[0][1])
+        if self.index is not None and decoded:
+            self._ordinal = self.index.add_batch(batch, buf, decoded[0][4])
         self.apply_decoded(decoded, last, batch.last_offset, batch.epoch, batch.max_timestamp,
                            stop)
 
@@ -239,53 +239,80 @@ class ImageBuilder:
         are applied: the compiled replay loop calls it too. Returns how many records it
         applied."""
         before = self.records_applied
-        observed = self.observer is not None
-        wants = self.wants
-        prefix = frames.partition_prefix
-        noted = self.journal.parts if self.journal is not None else None
-        last_tid: bytes | None = None  # consecutive partitions of one topic: looked up once
-        parts: dict[int, m.Partition | m.LazyPartition] = {}
-        topic_id = b""
-        lazies = 0
-        try:
-            for off, key, ver, value, vpos in decoded:
+        # Nobody watching (an observer, a snapshot index): a record outside a transaction
+        # is applied here, as _dispatch and _apply would (most records of a log tail).
+        plain = self.observer is None and self.index is None
+        i, n = 0, len(decoded)
+        while i < n:
+            off, key, ver, value, vpos = decoded[i]
+            kind = type(value)
+            if kind is dict and plain and self.txn is None and key not in TRANSACTION_MARKERS:
+                handler = HANDLERS.get(key)
+                if handler is not None:
+                    if UNKNOWN_TAGS in value:
+                        self._unknown_tags(key, ver, value[UNKNOWN_TAGS], off)
+                    self.records_applied += 1
+                    handler(self, value, off)
+            elif kind is tuple and self.observer is None and self.txn is None:
+                i = self._put_partitions(decoded, i)  # a run of undecoded PartitionRecords
+                continue
+            else:
                 self._pos = vpos
-                kind = type(value)
-                if kind is tuple:  # an undecoded PartitionRecord
-                    pid, tid = prefix(value[0], value[1])
-                    if observed and (wants is None or wants(self, tid, pid)):
+                if kind is tuple:  # observed, or inside a transaction
+                    if self.observer is not None and (
+                            self.wants is None or self.wants(self, *_topic_partition(value))):
                         self._dispatch(key, ver, m.record_of(value), off)
-                        last_tid = None
                     elif self.txn is not None:
                         self.txn.append((key, ver, value, off))
                     else:
-                        if tid != last_tid:
-                            topic = self.topic(tid)
-                            if topic is None:
-                                self._put_lazy_partition(value, off)  # says the id is unknown
-                                continue
-                            last_tid, parts, topic_id = tid, topic.partitions, topic.id
-                        parts[pid] = value
-                        if noted is not None:
-                            noted += (topic_id, pid, value)
-                        lazies += 1
-                    continue
-                last_tid = None  # a topic may be replaced or removed
-                if kind is dict:
+                        self._put_lazy_partition(value, off)
+                elif kind is dict:
                     self._dispatch(key, ver, value, off)
                 elif value is None:
                     self._warn("null-value", f"record at offset {off} has no value; skipped",
                                off)
                 else:
                     self._unknown(value, off)
-        finally:
-            self.records_applied += lazies
+            i += 1
         if last >= 0 and self.txn is None:
             prov = self.image.provenance
             prov.offset = batch_last if stop is None or stop >= batch_last else last
             prov.epoch = epoch
             prov.time_ms = time_ms
         return self.records_applied - before
+
+    def _put_partitions(self, decoded: list[Decoded], i: int) -> int:
+        """Store the run of undecoded PartitionRecords from ``decoded[i]`` (outside a
+        transaction, for no observer) as they are; the index of the record after the run.
+        Consecutive partitions of one topic look their topic up once (a snapshot)."""
+        prefix = frames.partition_prefix
+        noted = self.journal.parts if self.journal is not None else None
+        last_tid: bytes | None = None
+        parts: dict[int, m.Partition | m.LazyPartition] = {}
+        topic_id = b""
+        stored = 0
+        n = len(decoded)
+        try:
+            while i < n:
+                off, _key, _ver, value, _vpos = decoded[i]
+                if type(value) is not tuple:
+                    break
+                i += 1
+                pid, tid = prefix(value[0], value[1])
+                if tid != last_tid:
+                    topic = self.topic(tid)
+                    if topic is None:
+                        self._put_lazy_partition(value, off)  # says the id is unknown
+                        last_tid = None
+                        continue
+                    last_tid, parts, topic_id = tid, topic.partitions, topic.id
+                parts[pid] = value
+                if noted is not None:
+                    noted += (topic_id, pid, value)
+                stored += 1
+        finally:
+            self.records_applied += stored
+        return i
 
     def pass_noops(self, off: int, epoch: int, time_ms: int, stop: int | None = None,
                    skip_below: int = -1) -> None:
@@ -608,8 +635,10 @@ def _zk_migration(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _client_quota(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    # Kafka reads the entity into a map of type -> name (ClientQuotaImage.dataToEntity): a
+    # type given twice keeps its last name.
     entity: m.QuotaEntity = tuple(sorted(
-        (e["entityType"], e["entityName"]) for e in d["entity"]))
+        {e["entityType"]: e["entityName"] for e in d["entity"]}.items()))
     if d["remove"]:
         values = b.inner("client_quotas", entity)
         if values is not None:

@@ -32,6 +32,7 @@ from operator import add, le, ne
 
 from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, noop_section, parse_header
 from ..wire.crc import crc32c
+from ..wire.framing import INT64_MAX
 from ..wire.native import piece
 from .walker import MAX_BATCH_LENGTH, Before, header_damage, peek
 
@@ -253,6 +254,8 @@ def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCh
     if not (h.follows == n if h.follows >= 0 else follow_on(base, last_delta)):
         raise Unclean  # offsets that do not follow on (a gap, an overlap, damage)
     first_end, last_end = base[0] + last_delta[0], base[-1] + last_delta[-1]
+    if base[0] < 0 or last_end > INT64_MAX or min(h.count, default=0) < 0:
+        raise Unclean  # offsets outside the 64-bit range: the walker says so
     if first_end < follows.start:
         raise Unclean
     covers = follows.covers

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ..problems import Problem, SourceError
 from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, Batch, parse_header
 from ..wire.crc import crc32c
+from ..wire.framing import INT64_MAX
 
 _PREFIX = struct.Struct(">qi")
 _LENGTH = struct.Struct(">i")
@@ -114,6 +115,14 @@ class Before:
     in_file: bool = False
 
 
+def in_range(b: Batch) -> bool:
+    """Whether a batch's offsets are offsets: from 0 up to the largest 64-bit value, its
+    last offset delta and record count not negative (Kafka writes no other; a Java reader
+    would wrap such offsets around)."""
+    return (b.base_offset >= 0 and b.last_offset_delta >= 0 and b.count >= 0
+            and b.last_offset <= INT64_MAX)
+
+
 def header_damage(before: Before, b: Batch, after: tuple[int, int] | None) -> str | None:
     """Which header field outside the CRC of ``b`` is damaged ("base offset", "leader
     epoch"), judged from its neighbours; None when nothing says so. ``after`` is the base
@@ -145,26 +154,52 @@ def header_damage(before: Before, b: Batch, after: tuple[int, int] | None) -> st
 def true_end(data: bytes, pos: int, expected: int | None = None) -> int | None:
     """Where the batch at ``pos`` really ends when its length field is damaged: the first
     place (the next batch's base offset there, or the end of the file) up to which its
-    CRC matches. None when none does (the batch itself is damaged, or its tail is cut)."""
+    CRC matches. None when none does (the batch itself is damaged, or its tail is cut).
+
+    Linear in the bytes it looks at: the candidate ends are taken in order, each found by
+    one ``find`` from the one before, and the CRC is carried on from one candidate to the
+    next instead of computed again from the start."""
     size = len(data)
     if size - pos < HEADER_SIZE:
         return None
     base, crc, last_delta = struct.unpack_from(">q9xI2xi", data, pos)
     start = pos + HEADER_SIZE
     stop = min(size, pos + LOG_OVERHEAD + MAX_BATCH_LENGTH)
-    ends = {size} if stop == size else set()
-    for first in {base, expected} - {None}:
-        assert first is not None
-        pattern = _OFFSET.pack(first + last_delta + 1)
-        at = data.find(pattern, start, stop)
-        while at >= 0:
-            ends.add(at)
-            at = data.find(pattern, at + 1, stop)
+    patterns = []
+    for first in dict.fromkeys(x for x in (base, expected) if x is not None):
+        following = first + last_delta + 1
+        if 0 <= following <= INT64_MAX:
+            patterns.append(_OFFSET.pack(following))
     view = memoryview(data)
-    for end in sorted(ends):
-        if crc32c(view[pos + _CRC_FROM:end]) == crc:
+    running, done = 0, pos + _CRC_FROM  # the CRC of data[pos + 21:done]
+    for end in _candidates(data, patterns, start, stop, size):
+        running = crc32c(view[done:end], running)
+        done = end
+        if running == crc:
             return end
     return None
+
+
+def _candidates(data: bytes, patterns: list[bytes], start: int, stop: int,
+                size: int) -> Iterator[int]:
+    """Where any of ``patterns`` starts in ``data[start:stop]``, in order, then the end of
+    the file when it lies inside: each place found once, by one ``find`` a pattern from
+    the last place."""
+    nxt = {p: data.find(p, start, stop) for p in patterns}
+    last = -1
+    while True:
+        live = [at for at in nxt.values() if at >= 0]
+        if not live:
+            break
+        at = min(live)
+        if at > last:
+            yield at
+            last = at
+        for p, where in nxt.items():
+            if where == at:
+                nxt[p] = data.find(p, at + 1, stop)
+    if stop == size and size > last:
+        yield size
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +226,8 @@ def first_damaged(data: bytes, named: int) -> bool:
     if len(data) < HEADER_SIZE:
         return False
     b = parse_header(data, 0)
+    if not MIN_BATCH_LENGTH <= b.length <= MAX_BATCH_LENGTH or b.size > len(data):
+        return False  # no batch after it to tell: the walker says what is wrong
     return header_damage(Before(named - 1), b, peek(data, b.size)) == "base offset"
 
 
@@ -228,7 +265,8 @@ def iter_batches(path: str, data: bytes, problems: list[Problem],
         if MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH and end <= size:
             batch = parse_header(data, pos)
             if (batch.magic == 2 and (not check_crc or batch.crc_ok()) and (not dense or (
-                    batch.base_offset == expect and batch.epoch == prev_epoch))):
+                    batch.base_offset == expect and batch.epoch == prev_epoch))
+                    and in_range(batch)):
                 yield batch
                 expect, prev_epoch = batch.last_offset + 1, batch.epoch
                 pos = end
@@ -271,7 +309,8 @@ def _odd(path: str, name: str, data: bytes, pos: int, before: Before, check_crc:
     crc_ok = framed and batch is not None and (not check_crc or batch.crc_ok())
     if not crc_ok and batch is not None and check_crc:
         real = true_end(data, pos, None if before.last is None else before.last + 1)
-        if real is not None:  # the CRC shows the batch whole: its length field is wrong
+        if real is not None and in_range(batch):
+            # the CRC shows the batch whole: its length field is wrong
             return skip_of(path, name, pos, batch, before, "length", length,
                             real - pos - LOG_OVERHEAD), real
     if not MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH:
@@ -300,8 +339,16 @@ def _odd(path: str, name: str, data: bytes, pos: int, before: Before, check_crc:
             "--strict to fail on it)",
             path, base_offset, pos)
     field = "magic" if batch.magic != 2 else None
-    if field is None and dense:
+    if field is None and dense and batch.last_offset_delta >= 0 and batch.count >= 0:
         field = header_damage(before, batch, peek(data, end))
+    if field is None and not in_range(batch):
+        return Problem(
+            "corrupt",
+            f"{name}: the batch at byte {pos} ({_after(last)}) holds offsets outside the "
+            f"64-bit range (base offset {batch.base_offset}, last offset delta "
+            f"{batch.last_offset_delta}, {batch.count} records); reading of this file stops "
+            "there (the file is damaged: copy it again from a healthy node)",
+            path, _next(last, max(0, batch.base_offset)), pos)
     if field is None:
         return None
     return skip_of(path, name, pos, batch, before, field, None, None), end

@@ -684,6 +684,17 @@ static PyTypeObject DecoderType = {
     .tp_members = decoder_members,
 };
 
+/* The check mode for C callers (mdshell/wire/_cwalk.c, through the capsule below): -1
+ * when `dec` is not a Decoder, else whether buf[pos:end] decodes exactly and cleanly. */
+static int
+check_c(PyObject *dec, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end)
+{
+    if (Py_TYPE(dec) != &DecoderType)
+        return -1;
+    Cur c = {buf, pos, end};
+    return check_struct(((Decoder *)dec)->prog, &c, 1) && c.pos == end;
+}
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_cdecode",
@@ -702,6 +713,13 @@ PyInit__cdecode(void)
     Py_INCREF(&DecoderType);
     if (PyModule_AddObject(m, "Decoder", (PyObject *)&DecoderType) < 0) {
         Py_DECREF(&DecoderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* check_c for _cwalk's replay loop: a call without Python's calling convention */
+    PyObject *api = PyCapsule_New((void *)check_c, "mdshell.wire._cdecode._check", NULL);
+    if (api == NULL || PyModule_AddObject(m, "_check", api) < 0) {
+        Py_XDECREF(api);
         Py_DECREF(m);
         return NULL;
     }

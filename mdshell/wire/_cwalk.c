@@ -296,14 +296,40 @@ static int parse_record(const uint8_t *buf, Py_ssize_t *at, Py_ssize_t end, int6
     return 1;
 }
 
+/* A tuple of `n` new references (stolen, also on failure); NULL when one is NULL or on no
+ * memory. Py_BuildValue would parse a format string every time: a tenth of a snapshot's
+ * decoding. */
+static PyObject *tuple_of(Py_ssize_t n, PyObject **items)
+{
+    PyObject *t = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (items[i] == NULL)
+            goto fail;
+    if ((t = PyTuple_New(n)) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(t, i, items[i]);
+    return t;
+fail:
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(items[i]);
+    return NULL;
+}
+
 /* The tuple of a record in `shape` (framing.py); NULL on no memory. */
 static PyObject *record_tuple(int shape, const Rec *r)
 {
-    if (shape == SHAPE_FULL)
-        return Py_BuildValue("(LLinnnnn)", (long long)r->off, (long long)r->ts, r->attrs,
-                             r->kpos, r->kend, r->vpos, r->vend, r->hpos);
-    return Py_BuildValue("(Lnnlln)", (long long)r->off, r->vpos, r->vend, r->key, r->ver,
-                         r->body);
+    if (shape == SHAPE_FULL) {
+        PyObject *items[8] = {PyLong_FromLongLong(r->off), PyLong_FromLongLong(r->ts),
+                              PyLong_FromLong(r->attrs), PyLong_FromSsize_t(r->kpos),
+                              PyLong_FromSsize_t(r->kend), PyLong_FromSsize_t(r->vpos),
+                              PyLong_FromSsize_t(r->vend), PyLong_FromSsize_t(r->hpos)};
+        return tuple_of(8, items);
+    }
+    PyObject *items[6] = {PyLong_FromLongLong(r->off), PyLong_FromSsize_t(r->vpos),
+                          PyLong_FromSsize_t(r->vend), PyLong_FromLong(r->key),
+                          PyLong_FromLong(r->ver), PyLong_FromSsize_t(r->body)};
+    return tuple_of(6, items);
 }
 
 /* The records of buf[pos:end]: a list of tuples, None when anything is refused (or an
@@ -405,6 +431,11 @@ static int set_prov(PyObject *prov, PyObject *offset, PyObject *epoch, PyObject 
     return bad ? -1 : 0;
 }
 
+/* _cdecode's check mode without Python's calling convention (its capsule, taken at
+ * import; NULL when _cdecode is not built): -1 for a decoder that is not a compiled one. */
+typedef int (*CheckFn)(PyObject *, const unsigned char *, Py_ssize_t, Py_ssize_t);
+static CheckFn check = NULL;
+
 /* The decoder of (key, ver): decoders[key << 7 | ver], asked of decoder_fn when missing.
  * New reference; Py_None for a kind this mdshell does not know; NULL on error. */
 static PyObject *decoder_of(PyObject *decoders, PyObject *decoder_fn, long key, long ver)
@@ -435,6 +466,8 @@ static PyObject *decode_batch(PyObject *data, const Rec *recs, Py_ssize_t n, int
     if (out == NULL)
         return NULL;
     *last = -1;
+    PyObject *dec = NULL;  /* the decoder of the kind before (records of a kind come in runs) */
+    long dec_key = -1, dec_ver = -1;
     for (Py_ssize_t j = 0; j < n; j++) {
         const Rec *r = &recs[j];
         if (r->off < lo)
@@ -451,33 +484,43 @@ static PyObject *decode_batch(PyObject *data, const Rec *recs, Py_ssize_t n, int
         } else {
             if (r->key < 0)
                 goto python;  /* the frame header's long form */
-            PyObject *dec = decoder_of(decoders, decoder_fn, r->key, r->ver);
-            if (dec == NULL)
-                goto fail;
-            if (dec == Py_None) {
-                Py_DECREF(dec);
-                goto python;  /* an unknown kind: kept raw by the reference */
+            if (dec == NULL || r->key != dec_key || r->ver != dec_ver) {
+                Py_XDECREF(dec);
+                dec = decoder_of(decoders, decoder_fn, r->key, r->ver);
+                if (dec == NULL)
+                    goto fail;
+                dec_key = r->key;
+                dec_ver = r->ver;
             }
+            if (dec == Py_None)
+                goto python;  /* an unknown kind: kept raw by the reference */
             PyObject *args[4] = {data, PyLong_FromSsize_t(r->body), PyLong_FromSsize_t(r->vend),
                                  Py_True};
             if (args[1] == NULL || args[2] == NULL) {
                 Py_XDECREF(args[1]);
                 Py_XDECREF(args[2]);
-                Py_DECREF(dec);
                 goto fail;
             }
             if (lazy && r->key == partition_key && r->ver <= 2) {
-                PyObject *ok = PyObject_Vectorcall(dec, args, 4, NULL);
-                if (ok == NULL) {
-                    Py_DECREF(args[1]);
-                    Py_DECREF(args[2]);
-                    Py_DECREF(dec);
-                    goto fail;
+                int clean = check == NULL ? -1 :
+                    check(dec, (const unsigned char *)PyBytes_AS_STRING(data), r->body, r->vend);
+                if (clean < 0) {  /* not a compiled decoder: its own check mode */
+                    PyObject *ok = PyObject_Vectorcall(dec, args, 4, NULL);
+                    if (ok == NULL) {
+                        Py_DECREF(args[1]);
+                        Py_DECREF(args[2]);
+                        goto fail;
+                    }
+                    clean = ok == Py_True;
+                    Py_DECREF(ok);
                 }
-                int clean = ok == Py_True;
-                Py_DECREF(ok);
-                if (clean)
-                    value = Py_BuildValue("(OOOl)", data, args[1], args[2], r->ver);
+                if (clean) {
+                    Py_INCREF(data);
+                    Py_INCREF(args[1]);
+                    Py_INCREF(args[2]);
+                    PyObject *items[4] = {data, args[1], args[2], PyLong_FromLong(r->ver)};
+                    value = tuple_of(4, items);
+                }
             }
             if (value == NULL && !PyErr_Occurred()) {
                 PyObject *res = PyObject_Vectorcall(dec, args, 3, NULL);
@@ -485,7 +528,6 @@ static PyObject *decode_batch(PyObject *data, const Rec *recs, Py_ssize_t n, int
                     if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
                         Py_DECREF(args[1]);
                         Py_DECREF(args[2]);
-                        Py_DECREF(dec);
                         goto fail;
                     }
                     PyErr_Clear();
@@ -505,15 +547,15 @@ static PyObject *decode_batch(PyObject *data, const Rec *recs, Py_ssize_t n, int
             }
             Py_DECREF(args[1]);
             Py_DECREF(args[2]);
-            Py_DECREF(dec);
             if (value == NULL) {
                 if (PyErr_Occurred())
                     goto fail;
                 goto python;  /* bytes the decoder refuses: the reference says what */
             }
         }
-        PyObject *t = Py_BuildValue("(LllNn)", (long long)r->off, r->key, r->ver, value,
-                                    r->vpos);
+        PyObject *items[5] = {PyLong_FromLongLong(r->off), PyLong_FromLong(r->key),
+                              PyLong_FromLong(r->ver), value, PyLong_FromSsize_t(r->vpos)};
+        PyObject *t = tuple_of(5, items);
         if (t == NULL)
             goto fail;
         int bad = PyList_Append(out, t);
@@ -521,13 +563,86 @@ static PyObject *decode_batch(PyObject *data, const Rec *recs, Py_ssize_t n, int
         if (bad < 0)
             goto fail;
     }
+    Py_XDECREF(dec);
     return out;
 python:
+    Py_XDECREF(dec);
     Py_DECREF(out);
     Py_RETURN_NONE;
 fail:
+    Py_XDECREF(dec);
     Py_DECREF(out);
     return NULL;
+}
+
+/* Frame the `count` records of data[pos:end] into a buffer of Recs (grown as needed);
+ * 1 when they frame, 0 when the reference must read them (it says what), -1 no memory. */
+static int frame_into(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssize_t end,
+                      long long count, int64_t base, int64_t base_ts, Rec **recs,
+                      Py_ssize_t *held)
+{
+    if (at < 0 || end > size || at > end || count < 0 || count > end - at)
+        return 0;
+    if (count > *held) {
+        Rec *more = PyMem_Realloc(*recs, (size_t)count * sizeof(Rec));
+        if (more == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *recs = more;
+        *held = (Py_ssize_t)count;
+    }
+    Py_ssize_t got = 0;
+    while (got < count && parse_record(buf, &at, end, base, base_ts, &(*recs)[got]))
+        got++;
+    return got == count && at == end;
+}
+
+/* decode(data, pos, end, count, base, base_ts, lo, hi, ctx) -> (decoded, last) or None
+ *
+ * decoding.frame_and_decode for bytes data: the records of data[pos:end] framed by
+ * parse_record and decoded as decoding.decode_records decodes them (lo < 0, hi None: no
+ * bound). ctx: (decoders, decoder_fn, lazy, noop_key, partition_key). None when the
+ * reference must read them (it decodes them, or says what is wrong). */
+static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[8]) ||
+            PyTuple_GET_SIZE(args[8]) != 5)
+        Py_RETURN_NONE;
+    PyObject *data = args[0], *ctx = args[8];
+    PyObject *decoders = PyTuple_GET_ITEM(ctx, 0), *decoder_fn = PyTuple_GET_ITEM(ctx, 1);
+    if (!PyDict_Check(decoders))
+        Py_RETURN_NONE;
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    long long count = PyLong_AsLongLong(args[3]);
+    long long base = PyLong_AsLongLong(args[4]), base_ts = PyLong_AsLongLong(args[5]);
+    long long lo = PyLong_AsLongLong(args[6]);
+    long long hi = args[7] == Py_None ? INT64_MAX : PyLong_AsLongLong(args[7]);
+    int lazy = PyObject_IsTrue(PyTuple_GET_ITEM(ctx, 2));
+    long noop_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 3));
+    long partition_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 4));
+    if (lazy < 0 || PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Rec *recs = NULL;
+    Py_ssize_t held = 0;
+    int framed = frame_into((const uint8_t *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
+                            pos, end, count, base, base_ts, &recs, &held);
+    if (framed <= 0) {
+        PyMem_Free(recs);
+        if (framed < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    int64_t last;
+    PyObject *decoded = decode_batch(data, recs, (Py_ssize_t)count, lo < 0 ? INT64_MIN : lo,
+                                     hi, decoders, decoder_fn, lazy, noop_key, partition_key,
+                                     &last);
+    PyMem_Free(recs);
+    if (decoded == NULL || decoded == Py_None)
+        return decoded;
+    return Py_BuildValue("(NL)", decoded, (long long)last);
 }
 
 /* run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, why)
@@ -614,27 +729,18 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         long long cnt = item_ll(count, i);
         if (PyErr_Occurred())
             goto fail;
-        Py_ssize_t at = (Py_ssize_t)pos + HEADER_SIZE, end = (Py_ssize_t)(pos + LOG_OVERHEAD + len);
-        if (pos < 0 || end > size || at > end || cnt < 0 || cnt > end - at)
-            break;  /* the reference frames it, and says what */
-        if (cnt > held) {
-            Rec *more = PyMem_Realloc(recs, (size_t)cnt * sizeof(Rec));
-            if (more == NULL) {
-                PyErr_NoMemory();
-                goto fail;
-            }
-            recs = more;
-            held = (Py_ssize_t)cnt;
-        }
         int64_t b0 = item_ll(base, i), t0 = item_ll(base_ts, i);
-        Py_ssize_t got = 0;
-        while (got < cnt && parse_record(buf, &at, end, b0, t0, &recs[got]))
-            got++;
-        if (got < cnt || at != end)
+        if (pos < 0 || PyErr_Occurred())
+            goto fail;
+        int framed = frame_into(buf, size, (Py_ssize_t)pos + HEADER_SIZE,
+                                (Py_ssize_t)(pos + LOG_OVERHEAD + len), cnt, b0, t0, &recs, &held);
+        if (framed < 0)
+            goto fail;
+        if (!framed)
             break;  /* the reference frames it, and says what */
         int64_t last;
-        PyObject *decoded = decode_batch(data, recs, got, lo, hi, decoders, decoder_fn, lazy,
-                                         noop_key, partition_key, &last);
+        PyObject *decoded = decode_batch(data, recs, (Py_ssize_t)cnt, lo, hi, decoders,
+                                         decoder_fn, lazy, noop_key, partition_key, &last);
         if (decoded == NULL)
             goto fail;
         if (decoded == Py_None) {
@@ -645,9 +751,16 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             Py_DECREF(decoded);
             goto fail;
         }
-        PyObject *res = PyObject_CallFunction(
-            apply, "NLLOOO", decoded, (long long)last, b0 + item_ll(delta, i),
-            PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i), has_upto ? args[4] : Py_None);
+        PyObject *call[6] = {decoded, PyLong_FromLongLong(last),
+                             PyLong_FromLongLong(b0 + item_ll(delta, i)),
+                             PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i),
+                             has_upto ? args[4] : Py_None};
+        PyObject *res = NULL;
+        if (call[1] != NULL && call[2] != NULL)
+            res = PyObject_Vectorcall(apply, call, 6, NULL);
+        Py_DECREF(decoded);
+        Py_XDECREF(call[1]);
+        Py_XDECREF(call[2]);
         if (res == NULL)
             goto fail;
         long long applied = PyLong_AsLongLong(res);
@@ -714,6 +827,8 @@ static PyMethodDef methods[] = {
      "frame(buf, pos, end, count, base, base_ts, shape) -> the records (framing.frame), "
      "or None"},
     {"crc32c", crc, METH_VARARGS, "crc32c(data, start, end) -> int"},
+    {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
+     "decode(data, pos, end, count, base, base_ts, lo, hi, ctx) -> (decoded, last) or None"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, why) or None"},
     {NULL, NULL, 0, NULL},
@@ -726,6 +841,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__cwalk(void)
 {
     crc_init();
+    check = (CheckFn)PyCapsule_Import("mdshell.wire._cdecode._check", 0);
+    if (check == NULL)
+        PyErr_Clear();  /* _cdecode not built: decoders are called for their check mode */
     const char *names[] = {"txn", "journal", "offset", "epoch", "time_ms", "at"};
     PyObject **slots[] = {&s_txn, &s_journal, &s_offset, &s_epoch, &s_time_ms, &s_at};
     for (int i = 0; i < 6; i++)

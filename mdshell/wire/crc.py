@@ -1,4 +1,5 @@
-"""CRC-32C (Castagnoli) from the ``crc32c`` package, without its heavy package import.
+"""CRC-32C (Castagnoli) from the ``crc32c`` package, without its heavy package import:
+``crc32c(data)``, or ``crc32c(more, crc)`` to carry a CRC on over more bytes.
 
 ``import crc32c`` runs ``importlib.metadata`` (email, urllib, pathlib...) just to set a
 version string: ~40 ms of a one-shot command. The extension module itself is loaded
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 
-def _load() -> Callable[[Any], int]:
+def _load() -> Callable[..., int]:
     try:
         spec = importlib.util.find_spec("crc32c")
         if spec is not None and spec.submodule_search_locations:
@@ -26,13 +27,13 @@ def _load() -> Callable[[Any], int]:
                     if ext is not None and ext.loader is not None:
                         module = importlib.util.module_from_spec(ext)
                         ext.loader.exec_module(module)
-                        fn: Callable[[Any], int] = module.crc32c
+                        fn: Callable[..., int] = module.crc32c
                         return fn
     except (ImportError, OSError, AttributeError):
         pass
     import crc32c
 
-    fallback: Callable[[Any], int] = crc32c.crc32c
+    fallback: Callable[..., int] = crc32c.crc32c
     return fallback
 
 

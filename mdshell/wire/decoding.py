@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import codec, frames
+from . import codec, framing, frames
 from .kinds import RecordKind
+from .native import piece
 from .primitives import DecodeError
 from .records import METADATA
 
@@ -39,6 +40,9 @@ Decoded = tuple[int, int, int, Any, int]  # (offset, api key, version, value, va
 LAZY_VERSIONS = 2  # PartitionRecord versions 0..2 may be held undecoded
 _NO_OP, _PARTITION = RecordKind.NO_OP, RecordKind.PARTITION
 _BELOW, _ABOVE = -(1 << 64), 1 << 64
+
+_cwalk = piece("_cwalk")
+_cdecode_batch = _cwalk.decode if _cwalk is not None else None
 
 # Decoders by ``api key << 7 | version`` (both below 128: the 3-byte frame); None: a type or
 # version this mdshell does not know.
@@ -99,6 +103,21 @@ def decode_records(buf: bytes, framed: Sequence[tuple[int, ...]], lo: int = -1,
         else:
             append((off, key, ver, frames.decoded(key, ver, dec, buf, body, vend), vpos))
     return out, last
+
+
+def frame_and_decode(buf: bytes, pos: int, end: int, count: int, base_offset: int,
+                     base_ts: int, lo: int = -1, hi: int | None = None,
+                     lazy: bool = True) -> tuple[list[Decoded], int]:
+    """:func:`.framing.frame` of a records section, then :func:`decode_records`: in one
+    compiled call when it is built (``_cwalk.decode``, which gives the same, or leaves to
+    this reference what it does not decode itself)."""
+    if _cdecode_batch is not None:
+        got = _cdecode_batch(buf, pos, end, count, base_offset, base_ts, lo, hi,
+                             (_DECODERS, decoder, lazy, _NO_OP, _PARTITION))
+        if got is not None:
+            return got
+    recs = framing.frame(buf, pos, end, count, base_offset, base_ts)
+    return decode_records(buf, recs, lo, hi, lazy)
 
 
 def clean(dec: Callable[..., Any], buf: bytes, pos: int, end: int) -> bool:
