@@ -24,7 +24,7 @@ INCOMPLETE = frozenset({"incomplete", "degraded", "unrecognized"}) | UNFETCHED
 # view reads). Every other code (a new one too) questions the image: mdshell.image.verdict.
 NOTICES = frozenset({"snapshot", "empty", "misnamed", "cluster-id",
                      "quorum-state", "notice", "live", "no-metadata", "open-transaction",
-                     "image"})
+                     "image", "reloaded", "writing"})
 
 
 class SourceError(Exception):

@@ -171,7 +171,7 @@ def test_what_comes_out() -> None:
     assert recs[0] == (42, vpos, vpos + len(value), 5, 1, vpos + 3)
     assert recs[1][0] == 43 and recs[1][2] == -1
     full = framing.frame(raw, 0, len(raw), 2, 40, 1000, framing.FULL)
-    off, ts, attrs, kpos, kend, vpos2, vend, hpos = full[1]
+    off, ts, attrs, kpos, kend, _vpos, vend, hpos = full[1]
     assert (off, ts, attrs, raw[kpos:kend], vend) == (43, 1009, 0, b"kk", -1)
     assert framing.headers(raw, hpos, len(raw)) == [("h", b"v")]
     # a frame header in its long form is left to the general reader

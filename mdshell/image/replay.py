@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..problems import Problem, add
-from ..wire import frames, framing
+from ..wire import frames
 from ..wire.batch import Batch
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.decoding import Decoded, decode_records, frame_and_decode

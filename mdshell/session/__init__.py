@@ -8,7 +8,6 @@ Front-end state (output format, terminal width) stays in the front ends.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -18,8 +17,8 @@ from ..image.model import Image, Notes
 from ..image.replay import ImageBuilder
 from ..image.verdict import Verdict, judge
 from ..problems import STOPS, Problem, merge
-from ..source import Located, Source, open_source
-from ..source.base import control_entries
+from ..source import FileRead, Located, Source, open_source
+from ..source.base import control_entries, undecodable
 from ..source.info import LogInfo, QuorumInfo
 from ..source.loginfo import quorum_info
 from ..source.quorum.status import LiveStatus
@@ -28,7 +27,15 @@ from ..tree.paths import join, lookup, split_path
 from ..tree.root import RootInfo, root_node
 from ..wire.batch import UNDECODABLE, Batch
 from .appends import Follow
-from .load import Loaded, LoadFailed, StreamHook, first_load, load
+from .load import (
+    Loaded,
+    LoadFailed,
+    StreamHook,
+    first_load,
+    load,
+    open_transaction,
+    where_damage_leaves,
+)
 from .rebuild import Rebuildable, rebuildable
 
 if TYPE_CHECKING:
@@ -39,6 +46,9 @@ if TYPE_CHECKING:
 __all__ = ["Advanced", "LoadFailed", "Loaded", "Session", "load", "unusable"]
 
 Advanced = Callable[["Session", Loaded], None]
+# What a reading says about the end of the log, judged again by each re-read: damage that
+# stopped it, what that leaves of the image, an open transaction, a batch being written.
+_TAIL = STOPS | {"image", "open-transaction", "writing"}
 
 
 class Session:
@@ -327,10 +337,16 @@ class Session:
         self._subscribers.append(callback)
         return lambda: self._subscribers.remove(callback)
 
-    def feed(self, batches: Iterable[Batch | Located],
-             problems: Iterable[Problem] = ()) -> Image:
-        """Apply more batches after the latest image (live follow); publishes the new image,
-        moves the view along when it showed the latest one, and tells the subscribers."""
+    def feed(self, batches: Iterable[Batch | Located], problems: Iterable[Problem] = (), *,
+             rejudge: bool = False, files: Iterable[FileRead] = ()) -> Image:
+        """Apply more batches after the latest image (live follow, a directory read again);
+        publishes the new image, moves the view along when it showed the latest one, and
+        tells the subscribers. A batch whose records do not decode stops the feed there
+        (said, nothing of it applied). ``rejudge``: what was said about the end of the log
+        (damage that stopped the reading, an open transaction) is judged again, from
+        ``problems`` (the new reading's) and the replay: bytes read since may have completed
+        or damaged it. ``files``: what the new reading read (each replaces what was known of
+        its file)."""
         latest = self.latest
         replayer = latest.replayer
         if replayer is None:
@@ -338,26 +354,39 @@ class Session:
         last = latest.end_offset
         following = latest.next_offset
         controls = list(latest.controls)  # voter changes, leader changes: every view's quorum
+        fresh = list(problems)
         for item in batches:
-            batch = item.batch if isinstance(item, Located) else item
-            if batch.is_control:
-                file = item.file if isinstance(item, Located) else self.source.describe()
-                with contextlib.suppress(*UNDECODABLE):  # the replay reports it
-                    control_entries(batch, file, controls)
-            replayer.apply(batch)
+            loc = item if isinstance(item, Located) else Located(
+                item, self.source.describe(), item.pos, "segment")
+            batch = loc.batch
+            try:
+                if batch.is_control:
+                    control_entries(batch, loc.file, controls)
+                else:
+                    replayer.apply(batch)
+            except UNDECODABLE as e:
+                fresh.append(undecodable(loc, e))
+                break
             last = batch.last_offset if last is None else max(last, batch.last_offset)
             following = max(following, batch.last_offset + 1)
         image = replayer.checkpoint()
-        found = [*replayer.builder.problems, *problems]
-        problems = merge(latest.problems, found)  # a flood folded further replaces itself
-        new = Loaded(image, problems, files=latest.files, controls=controls,
-                     snapshot=latest.snapshot, upto=None, end_offset=last,
+        found = [*replayer.builder.problems, *fresh]
+        if rejudge:
+            kept = [p for p in latest.problems if p.code not in _TAIL]
+            merged = merge(kept, [*found, *open_transaction(replayer.builder)])
+            merged += where_damage_leaves(self.source, latest.snapshot, image, merged)
+        else:
+            merged = merge(latest.problems, found)  # a flood folded further replaces itself
+        reread = {f.path: f for f in files}
+        new = Loaded(image, merged,
+                     files=[reread.pop(f.path, f) for f in latest.files] + list(reread.values()),
+                     controls=controls, snapshot=latest.snapshot, upto=None, end_offset=last,
                      complete_from_zero=latest.complete_from_zero, replayer=replayer,
                      base=latest.base, next_offset=following)
-        following = self.loaded is latest
+        following_view = self.loaded is latest
         self.latest = new
         self._range = self._rebuild = None
-        if following:
+        if following_view:
             self.set_loaded(new)
         for callback in list(self._subscribers):
             callback(self, new)
@@ -377,11 +406,14 @@ class Session:
             return True
         return False
 
-    def reload(self) -> None:
+    def reload(self, notices: Iterable[Problem] = ()) -> None:
         """Load afresh from the source's newest snapshot (live: the leader sent a newer one;
-        a followed directory: Kafka replaced offsets not read yet by a snapshot)."""
+        a followed directory: Kafka replaced offsets not read yet by a snapshot, or a file
+        changed under it: ``notices`` say so, first)."""
         following = self.loaded is self.latest
-        self.latest = load(self.source)
+        fresh = load(self.source)
+        fresh.problems[:0] = notices
+        self.latest = fresh
         self._range = self._rebuild = None
         if following:
             self.set_loaded(self.latest)

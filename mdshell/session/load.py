@@ -348,31 +348,43 @@ def _replay_log(make: _Make, run: _Run, cp: Checkpoint | None, problems: list[Pr
             "no-metadata", f"{source.name(source.describe())} holds control records only (a "
             "bootstrap snapshot holds the KRaft voters, no metadata): the image is empty",
             source.describe()))
-    if builder.txn is not None:
-        # Cut by time travel (upto), or the end of what was written: say which.
-        where = ("the log ends inside" if upto is None else
-                 f"offset {upto} (time travel) is inside")
-        problems.append(Problem(
-            "open-transaction", f"{where} the metadata transaction begun at offset "
-            f"{builder.txn_offset}: {_its_records(len(builder.txn))} not applied (Kafka "
-            "applies them only when the EndTransactionRecord arrives)", None,
-            builder.txn_offset))
+    problems.extend(open_transaction(builder, upto))
     problems.extend(builder.problems)
     complete = not any(p.code == "incomplete" for p in stream.problems) and (
         cp is not None or source.log_from_zero())
     image = run.replayer.checkpoint()
-    stops = [p for p in problems if p.code in STOPS and p.code != "stopped"]
-    if stops and (upto is None or any(p.offset is None or p.offset <= upto for p in stops)):
-        # One damaged snapshot file read alone: what to do is news (a notice, printed); where
-        # the damage left the image is said by the verdict ("image": not printed again).
-        damaged_file = source.kind == "file" and source.describe().endswith(".checkpoint")
-        problems.append(Problem("notice" if damaged_file else "image",
-                                _stopped_at(source, cp, image), None, None))
+    problems.extend(where_damage_leaves(source, cp, image, problems, upto))
     following = start if stream.end_offset is None else max(start, stream.end_offset + 1)
     return Loaded(image, problems, files=run.files, controls=run.controls, snapshot=cp,
                   upto=upto, end_offset=end, complete_from_zero=complete,
                   replayer=run.replayer, base=cp.end_offset - 1 if cp else -1,
                   next_offset=following, index=run.index)
+
+
+def open_transaction(builder: ImageBuilder, upto: int | None = None) -> list[Problem]:
+    """The problem of a replay that ends inside a metadata transaction (none when it does
+    not): cut by time travel (``upto``), or at the end of what was written."""
+    if builder.txn is None:
+        return []
+    where = "the log ends inside" if upto is None else f"offset {upto} (time travel) is inside"
+    return [Problem(
+        "open-transaction", f"{where} the metadata transaction begun at offset "
+        f"{builder.txn_offset}: {_its_records(len(builder.txn))} not applied (Kafka "
+        "applies them only when the EndTransactionRecord arrives)", None, builder.txn_offset)]
+
+
+def where_damage_leaves(source: Source, cp: Checkpoint | None, image: Image,
+                        problems: list[Problem], upto: int | None = None) -> list[Problem]:
+    """When damage among ``problems`` stopped the replay (at or before ``upto``): the one
+    line saying what it leaves of the image (code "image"; a notice for one damaged
+    snapshot file read alone, where what to do is news)."""
+    stops = [p for p in problems if p.code in STOPS and p.code != "stopped"]
+    if not stops or (upto is not None and all(p.offset is not None and p.offset > upto
+                                              for p in stops)):
+        return []
+    damaged_file = source.kind == "file" and source.describe().endswith(".checkpoint")
+    return [Problem("notice" if damaged_file else "image", _stopped_at(source, cp, image),
+                    None, None)]
 
 
 def _stopped_at(source: Source, cp: Checkpoint | None, image: Image) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..problems import Problem, SourceError
 from ..wire import frames
 from ..wire.batch import Batch, iter_records
+from ..wire.crc import crc32c
 from .info import LogInfo, QuorumInfo
 from .layout import Checkpoint, Layout, Segment
 
@@ -92,7 +93,9 @@ def control_entries(batch: Batch, file: str, out: list[ControlEntry]) -> None:
 
 @dataclass(slots=True)
 class FileRead:
-    """A file a source read, and in what role."""
+    """A file a source read, and in what role. ``crc`` (CRC-32C of the ``size`` bytes read)
+    and ``stamp`` (the file's size and modification time then, None: not a file on disk)
+    let a re-read tell a file that only grew from one that changed under it."""
 
     path: str
     role: str  # "snapshot", "segment" or "file"
@@ -100,6 +103,8 @@ class FileRead:
     batches: int = 0
     first_offset: int | None = None
     last_offset: int | None = None
+    crc: int = 0
+    stamp: tuple[int, int] | None = None
 
 
 @dataclass
@@ -136,8 +141,21 @@ class BatchStream:
         self._stop = True
 
 
-def file_read(path: str, role: str, size: int) -> FileRead:
-    return FileRead(path, role, size)
+def file_read(path: str, role: str, data: bytes,
+              stamp: tuple[int, int] | None = None) -> FileRead:
+    """What a source read of ``path``: ``data``, its bytes, read when the file had
+    ``stamp`` (:func:`stamp_of`)."""
+    return FileRead(path, role, len(data), crc=crc32c(data), stamp=stamp)
+
+
+def stamp_of(path: str) -> tuple[int, int] | None:
+    """A file's size and modification time (ns), to take before reading it; None when it
+    cannot be had."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def count(read: FileRead, batch: Batch) -> None:
@@ -230,6 +248,13 @@ class Source(ABC):
         """The bytes of one of its checkpoints or segments (``batches`` lists them);
         :class:`SourceError` when there is no such file."""
         raise SourceError(f"{path}: no such file in {self.describe()}")
+
+    def changed(self, read: FileRead) -> str | None:
+        """Whether the file ``read`` was read from changed since, other than by growing at
+        its end (what Kafka does): why, in a few words; None when it only grew, did not
+        change, or cannot be looked at again (a fetched chunk, a file deleted by Kafka's
+        retention once a snapshot holds it)."""
+        return None
 
     def file_head(self, path: str, size: int) -> bytes | None:
         """The first ``size`` bytes of one of its files, None if unreadable (a directory

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 from ..problems import Problem, SourceError
-from .base import BatchStream, Source
+from ..wire.crc import crc32c
+from .base import BatchStream, FileRead, Source, stamp_of
 from .file import NOT_BATCHES, starts_with_batch
 from .identity import check_metadata_log, read_head
 from .info import LogInfo, QuorumInfo
@@ -58,6 +59,24 @@ class DirectorySource(Source):
 
     def file_bytes(self, path: str) -> bytes:
         return self.data(path)
+
+    def changed(self, read: FileRead) -> str | None:
+        if read.stamp is None:
+            return None
+        now = stamp_of(read.path)
+        if now is None or now == read.stamp:
+            return None  # gone (Kafka deletes what a snapshot holds), or untouched
+        if now[0] < read.size:
+            return f"it shrank from {read.size:,} to {now[0]:,} bytes"
+        try:
+            head = self.data(read.path)[:read.size]
+        except SourceError:
+            return None  # unreadable now: reading it again says so
+        if len(head) < read.size:
+            return f"it shrank from {read.size:,} to {len(head):,} bytes"
+        if crc32c(head) != read.crc:
+            return f"its first {read.size:,} bytes, read before, are not the same any more"
+        return None
 
     def file_head(self, path: str, size: int) -> bytes | None:
         return read_head(path, size)

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 
 from ..problems import Problem, SourceError
-from .base import BatchStream, Located, Source, count, file_read
+from .base import BatchStream, Located, Source, count, file_read, stamp_of
 from .identity import check_metadata_log
 from .info import LogInfo
 from .layout import Checkpoint
@@ -40,6 +40,7 @@ class FileSource(Source):
                                         ".checkpoint.deleted"))
         named = _SEGMENT.match(name)
         self.first = int(named.group(1)) if named else None
+        self._stamp = stamp_of(path)
         self._data = read_bytes(path, regular_only=True)
         if not self._data:
             raise SourceError(f"{path}: the file is empty; nothing to read (give a .log "
@@ -66,7 +67,7 @@ class FileSource(Source):
         return stream
 
     def _walk(self, stream: BatchStream, start: int, upto: int | None) -> Iterator[Located]:
-        read = file_read(self.path, "file", len(self._data))
+        read = file_read(self.path, "file", self._data, self._stamp)
         stream.files.append(read)
         damage: list[Problem] = []
         for batch in iter_batches(self.path, self._data, damage, first=self.first,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from ..problems import Problem, SourceError, add
 from ..wire.batch import LOG_OVERHEAD, Batch, parse_header
 from . import cleanwalk
-from .base import BatchStream, FileRead, Located, Stretch, count, file_read
+from .base import BatchStream, FileRead, Located, Stretch, count, file_read, stamp_of
 from .info import LogInfo, SegmentInfo, SnapshotInfo
 from .layout import Checkpoint, Layout
 from .walker import Skip, first_damaged, iter_batches, skip_to
@@ -38,12 +38,13 @@ class LaidOut:
         return stream
 
     def _snapshot(self, stream: BatchStream, cp: Checkpoint) -> Iterator[Located]:
+        stamp = self._stamp(cp.path)
         try:
             data = self.data(cp.path)
         except SourceError as e:
             stream.problems.append(Problem("unreadable", str(e), cp.path))
             return
-        read = file_read(cp.path, "snapshot", len(data))
+        read = file_read(cp.path, "snapshot", data, stamp)
         stream.files.append(read)
         for batch in iter_batches(cp.path, data, stream.problems):
             count(read, batch)
@@ -81,6 +82,7 @@ class LaidOut:
             later = segments[i + 1] if i + 1 < len(segments) else None
             if later is not None and later.base_offset <= start:
                 continue  # entirely below the start: nothing in it matters
+            stamp = self._stamp(seg.path)
             try:
                 data = self.data(seg.path)
             except SourceError as e:
@@ -103,7 +105,7 @@ class LaidOut:
                     f"{seg.base_offset} but its first batch is at offset {first} (a renamed "
                     "or misplaced file?)", seg.path, first))
             status = yield from self._segment(stream, seg.path, seg.base_offset, data, start,
-                                              upto, check, pass_noops)
+                                              upto, check, pass_noops, stamp)
             if status == _PASSED or stream._stop:
                 return
             if status == _DAMAGED:
@@ -113,10 +115,14 @@ class LaidOut:
                                             "because of the damage above", seg.path))
                 return
 
+    def _stamp(self, path: str) -> tuple[int, int] | None:
+        """A file's size and time before it is read (None: not on disk)."""
+        return None if self.layout.virtual else stamp_of(path)
+
     def _segment(self, stream: BatchStream, path: str, named: int, data: bytes, start: int,
-                 upto: int | None, check: _Continuity,
-                 pass_noops: bool = False) -> Generator[Located, None, str]:
-        read = file_read(path, "segment", len(data))
+                 upto: int | None, check: _Continuity, pass_noops: bool = False,
+                 stamp: tuple[int, int] | None = None) -> Generator[Located, None, str]:
+        read = file_read(path, "segment", data, stamp)
         stream.files.append(read)
         pos, after, epoch = 0, None, check.last_epoch
         if start > 0:

@@ -12,7 +12,6 @@ import importlib.machinery
 import importlib.util
 import os
 from collections.abc import Callable
-from typing import Any
 
 
 def _load() -> Callable[..., int]:

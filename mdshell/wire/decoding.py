@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import codec, framing, frames
+from . import codec, frames, framing
 from .kinds import RecordKind
 from .native import piece
 from .primitives import DecodeError
