@@ -229,6 +229,28 @@ def test_the_tui_reaches_the_data_through_the_session() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_no_import_circle_inside_the_tui() -> None:
+    """No two TUI modules import each other, by any way (types included): the app composes
+    the screens, the screens their widgets, and what goes up goes by messages."""
+    inside = {m: {t for t in ts if _inside(t, "mdshell.tui")}
+              for m, ts in graph(EAGER, LAZY, TYPING).items() if _inside(m, "mdshell.tui")}
+    cycle = find_cycle(_without_package_inits(inside))
+    assert cycle is None, "import circle in the TUI: " + " -> ".join(cycle or [])
+
+
+def test_the_tui_sets_nothing_on_the_app_and_keeps_no_state_by_app() -> None:
+    """No module-level dict keyed by ``id(app)`` and no ``# type: ignore[attr-defined]``
+    (what marked attributes set on, or read from, the app behind its back) under tui/."""
+    bad = []
+    for module, path in modules().items():
+        if not _inside(module, "mdshell.tui"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        bad += [f"{module}: {what}" for what in ("id(app)", "type: ignore[attr-defined]")
+                if what in text]
+    assert not bad, "\n".join(bad)
+
+
 def test_the_cycle_finder_finds_cycles() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None

@@ -46,7 +46,7 @@ async def test_a_load_that_fails_leaves_the_gc_on_and_the_interval_restored() ->
     with startup.started() as st:
         assert not gc.isenabled()
         engine = Engine.open(str(FIXTURES / "health-offline"), None)
-        assert st.start_load(engine, "999999") is None  # --at: no child, a loading thread
+        st.start_load(engine)  # a loading thread, before the app (no child process)
         app = make_app(engine, at="999999")
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: isinstance(pilot.app.screen, ErrorScreen), "the error")
@@ -91,7 +91,7 @@ def test_plain_start_makes_none_of_the_changes(monkeypatch: pytest.MonkeyPatch) 
     engine = Engine.open(str(FIXTURES / "cluster-basic"), None)
     with startup.started() as st:
         assert gc.isenabled()
-        assert st.start_load(engine, None) is None
+        st.start_load(engine)
         assert engine._early is None  # no loading thread either: the app loads in its worker
         st.ui_up()
         assert sys.getswitchinterval() == DEFAULT

@@ -11,14 +11,23 @@ from typing import Any
 
 from textual.widgets import Input, OptionList, Static
 
-from mdshell.tui.browser import ImageTree
 from mdshell.tui.engine import Engine
 from mdshell.tui.health import HealthScreen
 from mdshell.tui.history import HistoryScreen
+from mdshell.tui.imagetree import ImageTree
 from mdshell.tui.search import SearchScreen
 
 from .conftest import FIXTURES
-from .test_tui import SIZE, aio, app_for, browser_tree, ready, text_of, until
+from .test_tui import (
+    SIZE,
+    aio,
+    app_for,
+    browser_tree,
+    health_lines,
+    ready,
+    text_of,
+    until,
+)
 
 
 def _children(node: Any) -> list[str]:
@@ -31,7 +40,7 @@ async def test_filter_narrows_the_tree_list_in_place() -> None:
     filter (the node says so), Esc in the bar shows all again; `/` is untouched."""
     async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
         app = await ready(pilot)
-        app.jump("/image/topics/byName/topic-1")
+        await app.jump("/image/topics/byName/topic-1")
         tree = await browser_tree(pilot)
         await until(pilot, lambda: tree.cursor_node is not None
                     and tree.cursor_node.data == "/image/topics/byName/topic-1", "the jump")
@@ -65,11 +74,14 @@ async def test_filter_narrows_health_items_and_history_events() -> None:
         await pilot.press("h")
         await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
         checks = app.screen.query_one("#checks")
-        total = len(checks.root.children)  # type: ignore[attr-defined]
+        await until(pilot, lambda: app.checks is not None and bool(health_lines(app)),
+                    "the checks")
+        total = len(health_lines(app))
         await pilot.press("F", *"broker 4")
-        await until(pilot, lambda: len(checks.root.children) < total, "fewer checks")
-        shown = [str(leaf.label) for c in checks.root.children  # type: ignore[attr-defined]
-                 for leaf in c.children]
+        await until(pilot, lambda: len(health_lines(app)) < total, "fewer lines")
+        screen = app.screen
+        assert isinstance(screen, HealthScreen)
+        shown = [screen.texts[i] for i in screen.paths if i.startswith("item:")]
         assert shown and all("broker 4" in s for s in shown), shown
         await pilot.press("enter")
         await until(pilot, lambda: app.screen.focused is checks, "the checks focused")
@@ -94,7 +106,7 @@ async def test_y_copies_the_path_and_Y_the_value_or_the_row() -> None:
     async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
         app = await ready(pilot)
         path = "/image/topics/byName/topic-2/name"
-        app.jump(path)
+        await app.jump(path)
         tree = await browser_tree(pilot)
         await until(pilot, lambda: tree.cursor_node is not None
                     and tree.cursor_node.data == path, "the jump")
@@ -130,17 +142,17 @@ async def test_topics_and_brokers_are_sortable_tables_with_breadcrumbs() -> None
     async with app_for(FIXTURES / "health-under-replicated").run_test(size=SIZE) as pilot:
         app = await ready(pilot)
         parts = app.engine.run("topics --describe").value.rows
-        app.jump("/image/topics/byName")
+        await app.jump("/image/topics/byName")
         await browser_tree(pilot)
         table = app.screen.query_one("#view-table")
         await until(pilot, lambda: table.display and table.row_count > 0, "topics table")
         rows = _rows(table)
-        assert [c.label.plain for c in table.columns.values()][:5] == [  # type: ignore
+        assert [c.label.plain.rstrip() for c in table.columns.values()][:5] == [  # type: ignore
             "topic", "partitions", "RF", "under-replicated", "offline"]
         assert rows[0][:5] == ["orders", str(len(parts)), "3",
                                str(sum(p["underReplicated"] for p in parts)),
                                str(sum(p["offline"] for p in parts))]
-        app.jump("/image/cluster/brokers")
+        await app.jump("/image/cluster/brokers")
         await until(pilot, lambda: _rows(table)[:1] and _rows(table)[0][0] == "1", "brokers")
         for row in _rows(table):
             b = int(row[0])
@@ -149,8 +161,10 @@ async def test_topics_and_brokers_are_sortable_tables_with_breadcrumbs() -> None
         table.focus()
         await pilot.press("s", "S")  # by broker id, then the other way
         await until(pilot, lambda: [r[0] for r in _rows(table)] == ["3", "2", "1"], "sorted")
-        app.screen.query_one("ContentTabs").focus()  # F from the pane's tabs: its table
-        await pilot.press("F", *"rack-0", "enter")
+        app.screen.query_one(ImageTree).focus()
+        await pilot.press("tab")  # one Tab from the tree: the table (the tabs take none)
+        await until(pilot, lambda: app.screen.focused is table, "the table focused")
+        await pilot.press("F", *"rack-0", "enter")  # F from the pane: its table
         await until(pilot, lambda: app.screen.focused is table, "the table focused")
         assert [r[0] for r in _rows(table)] == ["2"]
         assert "/image/cluster/brokers" in app.screen.query_one(ImageTree).nodes  # untouched
@@ -164,7 +178,7 @@ async def test_topics_table_lists_configs_set() -> None:
     """Each topic's row lists the configs set on it (those that differ from the defaults)."""
     async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
         app = await ready(pilot)
-        app.jump("/image/topics/byName")
+        await app.jump("/image/topics/byName")
         await browser_tree(pilot)
         table = app.screen.query_one("#view-table")
         await until(pilot, lambda: table.row_count == 4, "topics table")
@@ -329,15 +343,16 @@ def test_every_app_key_is_in_the_key_tables() -> None:
     """Each key of the app (keymap.py) is in the README's key table and in docs/tui.md's."""
     from textual.binding import Binding
 
-    from mdshell.tui.keymap import APP_KEYS
+    from mdshell.tui.keymap import APP_KEYS, screen_keys
 
     from .conftest import ROOT
 
-    shown = {"slash": "/", "colon": ":", "question_mark": "?", "f1": "F1"}
+    shown = {"slash": "/", "colon": ":", "question_mark": "?", "f1": "F1",
+             "escape,backspace": "Esc"}
     readme = (ROOT / "README.md").read_text()
     table = readme[readme.index("## Keys in the full-screen interface"):]
     tables = [table[:table.index("\n## ")], (ROOT / "docs" / "tui.md").read_text()]
-    for b in APP_KEYS:
+    for b in [*screen_keys(), *APP_KEYS]:
         assert isinstance(b, Binding)
         key = f"`{shown.get(b.key, b.key)}`"
         for text in tables:
@@ -356,7 +371,7 @@ async def test_a_big_topics_table_holds_500_rows_but_sorts_and_filters_all(
                    capture_output=True)
     async with app_for(d / "__cluster_metadata-0").run_test(size=SIZE) as pilot:
         app = await ready(pilot)
-        app.jump("/image/topics/byName")
+        await app.jump("/image/topics/byName")
         await browser_tree(pilot)
         table = app.screen.query_one("#view-table")
         await until(pilot, lambda: table.row_count == 500, "the first 500 rows")  # type: ignore
@@ -401,7 +416,7 @@ async def test_filter_keeps_narrowing_the_list_chosen_when_F_was_pressed() -> No
         await until(pilot, lambda: len(_sections(tree)) == len(SECTIONS), "all sections")
         await until(pilot, lambda: tree.cursor_node is not None  # back where F was pressed
                     and tree.cursor_node.data == "/image/topics/byName", "back on Topics")
-        app.jump("/image/topics/byName/topic-0")
+        await app.jump("/image/topics/byName/topic-0")
         await until(pilot, lambda: tree.cursor_node is not None
                     and tree.cursor_node.data == "/image/topics/byName/topic-0", "the jump")
         await pilot.press("j", "j")  # the cursor moves inside the open Topics

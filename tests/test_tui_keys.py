@@ -18,7 +18,16 @@ from mdshell.tui.overview import OverviewScreen
 from mdshell.tui.search import SearchScreen
 
 from .conftest import CORPUS, FIXTURES, need_corpus
-from .test_tui import SIZE, aio, app_for, browser_tree, detail_text, ready, until
+from .test_tui import (
+    SIZE,
+    aio,
+    app_for,
+    browser_tree,
+    detail_text,
+    health_cursor,
+    ready,
+    until,
+)
 
 
 @aio
@@ -90,10 +99,8 @@ async def test_health_hint_says_where_enter_goes_at_80_columns() -> None:
         app = await ready(pilot)
         await pilot.press("h")
         await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
-        tree = app.screen.query_one("#checks")
-        await until(pilot, lambda: tree.cursor_node is not None  # type: ignore[attr-defined]
-                    and tree.cursor_node.data, "the cursor on an item")  # type: ignore
-        path = tree.cursor_node.data  # type: ignore[attr-defined]
+        await until(pilot, lambda: health_cursor(app) is not None, "the cursor on an item")
+        path = health_cursor(app)
         await until(pilot, lambda: any(f"Enter opens {path}" in _line(app, y)
                                        for y in range(24)), "the hint")
 
@@ -169,7 +176,7 @@ async def _corpus_view(path: str, marker: str) -> str:
     d = CORPUS / "ArpithaPrakash__Real-Time-Air-Quality-Prediction-with-Apache-Kafka"
     async with app_for(d).run_test(size=SIZE) as pilot:
         app = await ready(pilot)
-        app.jump(path)
+        await app.jump(path)
         await until(pilot, lambda: _view_has(app, marker), marker)
         return detail_text(app, "view")
 
@@ -404,9 +411,7 @@ async def test_j_k_move_and_esc_goes_back_after_a_jump() -> None:
         await until(pilot, lambda: app.screen.focused is tree, "the tree focused again")
         await pilot.press("h")
         await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
-        checks = app.screen.query_one("#checks")
-        await until(pilot, lambda: checks.cursor_node is not None  # type: ignore
-                    and checks.cursor_node.data is not None, "a health item")  # type: ignore
+        await until(pilot, lambda: health_cursor(app) is not None, "a health item")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, BrowserScreen)
                     and tree.cursor_node is not None
@@ -516,7 +521,7 @@ async def test_the_focused_pane_shows() -> None:
             return strip[0].style.bgcolor, strip[-1].style.bgcolor  # type: ignore[union-attr]
 
         tree_focused = backgrounds()
-        await pilot.press("tab", "tab")
+        await pilot.press("tab")  # one Tab: the tab strip takes no focus
         await until(pilot, lambda: app.screen.focused is not None
                     and app.screen.focused.id == "view-scroll", "the detail focused")
         await pilot.pause(0.2)

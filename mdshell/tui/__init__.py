@@ -13,7 +13,7 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
     """Open the source, run the app until the user quits; the process exit code."""
     from .startup import started
 
-    with started() as startup:  # GC, switch interval, prefetch: all undone on the way out
+    with started() as startup:  # GC, switch interval: undone on the way out
         from ..problems import SourceError
         from .engine import Engine
 
@@ -23,13 +23,11 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
         except SourceError as e:
             print(f"mdshell: {e}", file=sys.stderr)
             return 1
-        # The overview is read by a child on another core while Textual is imported below;
-        # when there is no child (live, --at, no fork), the load starts in a thread meanwhile.
-        prefetch = startup.start_load(engine, at)
+        startup.start_load(engine)  # in a thread, while Textual is imported below
         try:
             from .app import make_app
 
-            app = make_app(engine, at=at, prefetch=prefetch, follow=follow)
+            app = make_app(engine, at=at, follow=follow)
             app.run()
         finally:
             engine.close()  # live: stop following the quorum

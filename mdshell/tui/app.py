@@ -1,4 +1,8 @@
-"""The application: modes (overview, tree, health, history), loading, time travel, jumps.
+"""The application: the composition root. It makes the screens of the registry (one mode
+each), holds what they all show as reactive attributes (the header, the image's generation,
+its health checks, the search index) and pushes it down to them, hears what they and the
+background work post upward (messages.py), keeps the back stack and lets keys in one at a
+time (keygate.py).
 
 :func:`make_app` is the one factory: the program and the tests build the app the same way.
 """
@@ -9,105 +13,170 @@ import importlib
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from textual import work
-from textual.app import ComposeResult, SystemCommand
+from textual import events, on
+from textual.app import App, SystemCommand
 from textual.binding import BindingType
-from textual.events import Resize
-from textual.screen import Screen
-from textual.timer import Timer
+from textual.reactive import reactive
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Input
 
 from . import startup
-from .engine import CheckRow, Engine
+from .background import Background
+from .engine import Engine
+from .follow import Follower
 from .interrupt import Interrupt
-from .keyactions import KeyActions
-from .keymap import APP_KEYS
+from .keygate import KeyGate
+from .keymap import APP_KEYS, BOX_KEYS, NOT_OVER_MODALS, screen_keys
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
-from .nav import Back, go_back
-from .prefetch import Prefetch
+from .messages import (
+    Advanced,
+    ChecksReady,
+    GoBack,
+    ImageMoved,
+    IndexReady,
+    Jump,
+    LoadDone,
+    LoadFailed,
+    Reread,
+    RereadFailed,
+    SearchEntry,
+    TablesReady,
+)
+from .nav import BackStack, Location, Placed, edge, move
+from .registry import HOME, SCREENS, TREE, ScreenSpec
+from .rows import CheckRow, Header
 from .textual_compat import exiting, mark_styled
 
 MIN_WIDTH, MIN_HEIGHT = 60, 16
-HEALTH_DELAY = 0.2  # seconds after the overview is shown
+HEALTH_DELAY = 0.2  # seconds after the first screen is shown
 LOADING_DELAY = 0.15  # a load done sooner goes straight to the overview (no loading screen)
-LIVE_TICK = 0.5  # seconds between polls of a live quorum (and header refreshes)
+TICK = 0.5  # seconds between polls of a live quorum or a followed directory
 LIVE_REFRESH = 1.0  # at most one redraw of the data per this many seconds while records flow
+QUIET_AFTER_KEY = 0.3  # seconds after a key during which background work stays courteous
 
 
-class MdshellApp(KeyActions):
-    """mdshell's full-screen interface over one loaded source."""
+class MdshellApp(App[int]):
+    """mdshell's full-screen interface over one source."""
 
     TITLE = "mdshell"
     CSS = """
     Screen { background: $background; }
     Toast { width: auto; max-width: 90%; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = APP_KEYS
+    BINDINGS: ClassVar[list[BindingType]] = [*screen_keys(), *APP_KEYS]
 
-    def __init__(self, engine: Engine, at: str | None = None,
-                 prefetch: Prefetch | None = None, follow: bool = False) -> None:
+    # What every screen shows, pushed down to them (screen.DataScreen binds these).
+    header: reactive[Header | None] = reactive(None, always_update=True, init=False)
+    generation: reactive[int] = reactive(0, always_update=True, init=False)
+    checks: reactive[list[CheckRow] | None] = reactive(None, always_update=True, init=False)
+    search_index: reactive[list[SearchEntry] | None] = reactive(None, always_update=True,
+                                                                 init=False)
+
+    def __init__(self, engine: Engine, at: str | None = None, follow: bool = False) -> None:
         super().__init__()
         self.engine = engine
-        self.start_following = follow  # --follow: as if ``f`` was pressed once loaded
         self.start_at = at
-        self.prefetch = prefetch if at is None else None
+        self.start_following = follow  # --follow: as if ``f`` was pressed once loaded
         self.loaded = False
-        self._modes_added = False
-        self._after_load: Callable[[], None] | None = None  # a key pressed before it ended
         self.fatal: str | None = None  # a load error: shown, then printed on exit
-        self.generation = 0  # bumped when the image changes (time travel)
-        self.checks: list[CheckRow] | None = None
-        self.search_index: list[tuple[str, str, str]] | None = None  # None: being built
-        self.fault_prefixes: set[str] = set()
         self.load_seconds = 0.0
-        self.pending_jump: str | None = None
-        self._loading_timer: Timer | None = None
-        self.advanced = False  # live: the image moved on (set from the polling thread)
-        self._last_live_refresh = 0.0
+        self.back = BackStack()
+        self.keys = KeyGate(self)
         self.interrupt = Interrupt()
-        self.back = Back()
+        self.last_key = 0.0
+        self.background = Background(self, engine, self._ui_busy)
+        self.follower = Follower(self, engine, self.background)
+        self._modes_added = False
+        self._last_refresh = 0.0
+        self._refresh_due = False
 
-    def compose(self) -> ComposeResult:
-        yield from ()
+    # ---------------------------------------------------------------- keys, one at a time
 
-    def on_mount(self) -> None:
-        startup.ui_up()  # a short switch interval: keys are answered while a load runs
-        if self.prefetch is not None:
-            self.await_preview()
-        else:
-            self.load_source()
-        self._loading_timer = self.set_timer(LOADING_DELAY, self._show_loading)
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            self.last_key = time.monotonic()
+            if not self.keys.admit(event):
+                return  # queued: it comes back once the keys before it have settled
+            try:
+                await super().on_event(event)
+            finally:
+                self.keys.done(event)
+            return
+        await super().on_event(event)
 
-    def _show_loading(self) -> None:
-        if not self.loaded and self.fatal is None and self.engine.preview is None:
-            self.push_screen(LoadingScreen(self.engine.label, self.engine.progress))
-            self._switched()
+    def _ui_busy(self) -> bool:
+        """Keys are being answered (background work gives way)."""
+        return self.keys.busy or time.monotonic() - self.last_key < QUIET_AFTER_KEY
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The keys that open a box step aside in a box; the keys that act on what is
+        shown step aside over a modal screen (there they are the modal's, or nothing); F
+        shows where there is something to filter."""
+        modal = isinstance(self.screen, ModalScreen)
+        if action in BOX_KEYS and isinstance(self.screen.focused, Input):
+            return False
+        if action in NOT_OVER_MODALS and modal:
+            return False
+        if action in ("show", "command_bar") and not self._modes_added:
+            return False
+        if action == "filter":
+            return hasattr(self.screen, "filter_target")
+        return True
 
     # ---------------------------------------------------------------- loading
 
-    @work(thread=True, group="preview")
-    def await_preview(self) -> None:
-        """The overview from the child forked at start (prefetch.py); then the real load."""
-        assert self.prefetch is not None
-        preview = self.prefetch.result()
-        if preview is None:
-            self.call_from_thread(self.load_source)
-            return
-        self.engine.preview = preview
-        self.call_from_thread(self._previewed)
+    def on_mount(self) -> None:
+        startup.ui_up()  # a short switch interval: keys are answered while a load runs
+        self.keys.hold()  # keys typed while loading wait for the first screen
+        self.background.load(self.start_at)
+        self._loading_timer = self.set_timer(LOADING_DELAY, self._show_loading)
 
-    def _previewed(self) -> None:
-        if self._loading_timer is not None:
-            self._loading_timer.stop()
-        if self.fatal is None and not self.exiting:
-            self._show_overview()  # the real load starts once it has painted
+    def _show_loading(self) -> None:
+        if not self.loaded and self.fatal is None:
+            self.push_screen(LoadingScreen(self.engine.label, self.engine.progress))
+            self._fit_now()
 
-    def overview_painted(self) -> None:
-        """The overview screen's first paint is done: a preview's real load starts now (not
-        sharing the interpreter with that paint)."""
-        if self.engine.preview is not None and not self._loading:
-            self.load_source()
+    @on(LoadFailed)
+    def _load_failed(self, message: LoadFailed) -> None:
+        self.fatal = f"cannot load {self.engine.label}: {message.message}"
+        self._loading_timer.stop()
+        if isinstance(self.screen, LoadingScreen):
+            self.switch_screen(ErrorScreen(self.fatal))
+        else:
+            self.push_screen(ErrorScreen(self.fatal))
+        self.keys.release()
+
+    @on(LoadDone)
+    async def _load_done(self, message: LoadDone) -> None:
+        self.loaded = True
+        startup.loaded()  # the cyclic GC, off since the start, is back on
+        self.load_seconds = message.seconds
+        self._loading_timer.stop()
+        self.header = self.engine.header()
+        for spec in SCREENS:
+            self.add_mode(spec.mode, partial(self._make_screen, spec))
+        await self.switch_mode(HOME)
+        self._modes_added = True
+        self._fit_now()
+        # Health reads every partition: once the first screen is on show.
+        self.set_timer(HEALTH_DELAY, lambda: self.background.judge(self.generation))
+        self.set_interval(TICK, self._tick)
+        if self.engine.live:
+            self.background.listen()
+        elif self.engine.rereadable:
+            self.background.listen()
+            if self.start_following:
+                self.follower.toggle()
+        self.keys.release()
+
+    def _make_screen(self, spec: ScreenSpec) -> Screen[Any]:
+        """A registered screen, its module imported when it is first shown."""
+        module = importlib.import_module(f".{spec.module}", __package__)
+        screen: Screen[Any] = getattr(module, spec.cls)(self.engine)
+        mark_styled(screen)  # or Textual re-parses all the app's CSS twice (~10 ms)
+        return screen
 
     def delay_update(self, delay: float = 0.05) -> None:
         """Textual holds updates for 50 ms when switching modes, to mask the transition;
@@ -115,162 +184,223 @@ class MdshellApp(KeyActions):
         if self._modes_added:
             super().delay_update(delay)
 
-    def _show_overview(self) -> None:
-        if not self._modes_added:
-            # Each screen's module is imported when the screen is first shown: the first
-            # paint imports only the overview's.
-            self.add_mode("overview", _lazy("overview", "OverviewScreen"))
-            self.add_mode("tree", _lazy("browser", "BrowserScreen"))
-            self.add_mode("health", _lazy("health", "HealthScreen"))
-            self.add_mode("history", _lazy("history", "HistoryScreen"))
-            self.switch_mode("overview")
-            self._modes_added = True
-            self._switched()
+    # ---------------------------------------------------------------- what the screens show
 
-    _loading = False
+    @on(ChecksReady)
+    def _checks_ready(self, message: ChecksReady) -> None:
+        if message.generation == self.generation:
+            self.checks = message.checks
 
-    @work(thread=True, exclusive=True, group="load")
-    def load_source(self) -> None:
-        self._loading = True
-        start = time.perf_counter()
-        try:
-            self.engine.finish_load()
-            if self.start_at is not None:
-                res = self.engine.run(f"at {self.start_at}")
-                if res.errors:
-                    raise ValueError(res.errors[0])
-        except Exception as e:  # any failure is one line on screen, never a traceback
-            self.call_from_thread(self._load_failed, str(e) or type(e).__name__)
+    @on(IndexReady)
+    def _index_ready(self, message: IndexReady) -> None:
+        if message.generation == self.generation:
+            self.search_index = message.index
+
+    @on(TablesReady)
+    def _tables_ready(self, message: TablesReady) -> None:
+        """Reading every partition for the tables found records that do not decode: the
+        image's verdict counts them now (the header, health's data check)."""
+        if message.generation != self.generation or not message.problems:
             return
-        self.load_seconds = time.perf_counter() - start
-        self.call_from_thread(self._loaded)
+        self.header = self.engine.header()
+        self.background.judge(self.generation)
+        n = len(message.problems)
+        self.notify(f"{n} partition record{'s' if n > 1 else ''} do{'es' if n == 1 else ''} "
+                    "not decode (h: health's data check)", severity="error", timeout=6)
 
-    def _load_failed(self, message: str) -> None:
-        self.fatal = f"cannot load {self.engine.label}: {message}"
-        if self._loading_timer is not None:
-            self._loading_timer.stop()
-        if isinstance(self.screen, LoadingScreen):
-            self.switch_screen(ErrorScreen(self.fatal))
-        else:
-            self.push_screen(ErrorScreen(self.fatal))
+    def image_changed(self, live: bool = False) -> None:
+        """The image shown moved (``at``, live records, a re-read): every screen shows it,
+        its health is checked again (live: the last results stay up until then, so nothing
+        flickers)."""
+        self.generation += 1
+        if not live:
+            self.checks = None
+            self.search_index = None
+        self.header = self.engine.header()
+        self.background.judge(self.generation)
 
-    def _loaded(self) -> None:
-        self.loaded = True
-        if self._loading_timer is not None:
-            self._loading_timer.stop()
-        preview, self.engine.preview = self.engine.preview, None
-        if self._modes_added:  # the preview is up: redraw only if the image says otherwise
-            if self.engine.overview() != preview:
-                self.refresh_screens()
-        else:
-            self._show_overview()
-        if self._after_load is not None:
-            then, self._after_load = self._after_load, None
-            then()
-        startup.loaded()  # the cyclic GC, off since the start, is back on
-        # Health reads every partition; start it once the overview is on screen, so that the
-        # first paint does not share the interpreter with it.
-        self.set_timer(HEALTH_DELAY, self.check_health)
-        if self.engine.live:
-            self.engine.subscribe(self._image_advanced)
-            self.set_interval(LIVE_TICK, self._live_tick)
-        elif self.start_following and self.engine.rereadable:
-            from .follow import toggle
+    @on(ImageMoved)
+    def _image_moved(self) -> None:
+        self.image_changed()
 
-            toggle(self)
+    # ---------------------------------------------------------------- live and followed
 
-    # ---------------------------------------------------------------- live
+    def _tick(self) -> None:
+        polled = self.engine.live or self.follower.following
+        if polled:
+            self.background.poll()
+        if polled or (self.header is not None and self.header.live is not None):
+            self.header = self.engine.header()
 
-    def _image_advanced(self) -> None:
-        """Session.subscribe callback: runs in whichever thread fed the session, so it only
-        raises a flag; the UI thread redraws on its next tick."""
-        self.advanced = True
-
-    def _live_tick(self) -> None:
-        now = time.monotonic()
-        if self.advanced and now - self._last_live_refresh >= LIVE_REFRESH:
-            self.advanced = False
-            self._last_live_refresh = now
-            session = self.engine.session
-            if session.loaded is session.latest:  # not time travelling: what is shown moved on
-                self.image_changed(live=True)
-        self.refresh_header()
-        if not self._polling:
-            self._polling = True
-            self.poll_live()
-
-    _polling = False
-
-    @work(thread=True, group="live")
-    def poll_live(self) -> None:
-        try:
-            self.engine.poll()
-        finally:
-            self._polling = False
-
-    def refresh_header(self) -> None:
-        """The status bar again (live: offset, lag, last fetch)."""
-        from .widgets import StatusBar
-
-        for bar in self.screen.query(StatusBar):
-            bar.refresh_header(self.engine.header())
-
-    @work(thread=True, exclusive=True, group="health")
-    def check_health(self) -> None:
-        """Health reads every partition: in a worker, so the overview paints first."""
-        generation = self.generation
-        checks = self.engine.checks()
-        self.call_from_thread(self._checked, checks, generation)
-        # `/` searches this index; built here, so that the key opens the box at once.
-        index = self.engine.search_index()
-        self.call_from_thread(self._indexed, index, generation)
-        if not self.engine.live:
-            # The history screen's timeline reads every batch header (0.3 s on 100k
-            # partitions), the Topics and Brokers tables every partition: made here, so
-            # that `l` and those nodes open at once.
-            self.engine.timeline()
-            self.engine.list_table("/image/topics/byName")
-
-    def _indexed(self, index: list[tuple[str, str, str]], generation: int) -> None:
-        if generation == self.generation:
-            self.search_index = index
-
-    def _checked(self, checks: list[CheckRow], generation: int) -> None:
-        if generation != self.generation:
+    @on(Advanced)
+    def _advanced(self) -> None:
+        """The session's image moved on (at most one redraw a second)."""
+        wait = LIVE_REFRESH - (time.monotonic() - self._last_refresh)
+        if wait > 0:
+            if not self._refresh_due:
+                self._refresh_due = True
+                self.set_timer(wait, self._redraw_live)
             return
-        self.checks = checks
-        prefixes: set[str] = set()
-        for c in checks:
-            if c.status not in ("fail", "warn"):
-                continue
-            for item in c.items:
-                parts = (item.path or "").strip("/").split("/")
-                for i in range(1, len(parts) + 1):
-                    prefixes.add("/" + "/".join(parts[:i]))
-        self.fault_prefixes = prefixes
+        self._redraw_live()
+
+    def _redraw_live(self) -> None:
+        self._refresh_due = False
+        self._last_refresh = time.monotonic()
+        session = self.engine.session
+        if session.loaded is session.latest:  # not time travelling: what is shown moved on
+            self.image_changed(live=True)
+        else:
+            self.header = self.engine.header()
+
+    @on(Reread)
+    def _reread(self, message: Reread) -> None:
+        before, after = message.before, message.after
+        if after > before or message.said:
+            self.image_changed(live=True)
+        else:
+            self.header = self.engine.header()
+        news = [f"re-read: {after - before:,} new offsets ({before:,} → {after:,})"
+                if after > before else f"re-read: nothing new after offset {after - 1:,}"]
+        news += [f"verdict: {words}" for words in message.said]
+        self.notify("\n".join(news), timeout=4, severity="warning" if message.said
+                    else "information")
+
+    @on(RereadFailed)
+    def _reread_failed(self, message: RereadFailed) -> None:
+        self.notify(message.message, severity="error", timeout=5)
+
+    # ---------------------------------------------------------------- where the user goes
+
+    def _here(self) -> Location | None:
+        mode = self.current_mode
+        if not self._modes_added or mode not in {s.mode for s in SCREENS}:
+            return None
         screen = self.screen
-        if hasattr(screen, "checks_ready"):
-            screen.checks_ready()
+        return Location(mode, screen.location() if isinstance(screen, Placed) else None)
 
-    # ---------------------------------------------------------------- navigation
+    def _remember(self) -> None:
+        here = self._here()
+        if here is not None:
+            self.back.push(here)
 
-    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+    async def _show(self, mode: str) -> None:
+        await self.switch_mode(mode)
+        self._fit_now()
+
+    async def action_show(self, mode: str) -> None:
+        """A screen's key: that screen (the same again: the focus on its main widget)."""
+        if exiting(self):
+            return
+        if mode == self.current_mode:
+            getattr(self.screen, "focus_home", lambda: None)()
+            return
+        self._remember()
+        await self._show(mode)
+
+    async def jump(self, path: str, remember: bool = True) -> None:
+        """Show ``path`` in the tree, selected, with its details; Esc comes back."""
+        if remember:
+            self._remember()
+        await self._show(TREE)
+        screen = self.screen
+        if isinstance(screen, Placed):
+            screen.restore(path)
+
+    @on(Jump)
+    async def _jump(self, message: Jump) -> None:
+        await self.jump(message.path)
+
+    async def action_back(self) -> None:
+        """Esc or backspace that nothing on the screen took: where the user was before."""
+        where = self.back.pop()
+        if where is None:
+            getattr(self.screen, "focus_home", lambda: None)()
+            return
+        if where.mode != self.current_mode:
+            await self._show(where.mode)
+        screen = self.screen
+        if isinstance(screen, Placed):
+            screen.restore(where.where)
+
+    @on(GoBack)
+    async def _go_back(self) -> None:
+        await self.action_back()
+
+    # ---------------------------------------------------------------- keys
+
+    async def action_search(self) -> None:
+        from .search import SearchScreen
+
+        if exiting(self):
+            return
+        screen = SearchScreen(self.engine)
+        await self.push_screen(screen)
+        screen.set_focus(screen.query_one(Input))  # now: the next key is for the box
+
+    async def action_command_bar(self) -> None:
+        """``:``: the tree's command bar, open before the next key is read."""
+        if exiting(self):
+            return
+        if self.current_mode != TREE:
+            self._remember()
+            await self._show(TREE)
+        getattr(self.screen, "open_command_bar", lambda: None)()
+
+    async def action_filter(self) -> None:
+        from .filterbar import open_filter
+
+        if not exiting(self):
+            await open_filter(self)
+
+    def action_copy(self, value: bool) -> None:
+        from .clipboard import copy
+
+        copy(self, value)
+
+    def action_help(self) -> None:
+        from .helpscreen import open_help
+
+        open_help(self)
+
+    def action_move(self, step: int) -> None:
+        move(self.screen.focused, step)
+
+    def action_edge(self, end: bool) -> None:
+        edge(self.screen.focused, end)
+
+    def action_reload(self) -> None:
+        self.follower.reread()
+
+    def action_follow(self) -> None:
+        self.follower.toggle()
+        if self.loaded:
+            self.header = self.engine.header()
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C: cancel or clear (interrupt.py); quits when pressed twice."""
+        if self.interrupt.press(self):
+            await self.action_quit()
+
+    async def action_quit(self) -> None:
+        self.exit(return_code=1 if self.fatal else 0)
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """The palette's Screenshot, saved where it can be (screenshot.py)."""
+        from .screenshot import save
+
+        save(self, filename, path)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette (ctrl+p) lists every action, with its key."""
         yield from super().get_system_commands(screen)
         if not self.loaded:
             return
-        for title, key, help_text, callback in (
-            ("Overview", "o", "health, counts, brokers, controllers, features",
-             partial(self.action_mode, "overview")),
-            ("Tree", "t", "the whole image as a tree, with details",
-             partial(self.action_mode, "tree")),
-            ("Health", "h", "every check; Enter jumps to the node at fault",
-             partial(self.action_mode, "health")),
-            ("History", "l", "timeline, time travel (at) and diff",
-             partial(self.action_mode, "history")),
-            ("Search", "/", "topics, ids, brokers, controllers, configs", self.action_search),
-            ("Command bar", ":", "run any shell command", self.action_command_bar),
-        ):
+        actions: list[tuple[str, str, str, Callable[[], Any]]] = [
+            (s.title, s.key, s.help, partial(self.action_show, s.mode)) for s in SCREENS]
+        actions += [("Search", "/", "topics, ids, brokers, controllers, configs",
+                     self.action_search),
+                    ("Command bar", ":", "run any shell command", self.action_command_bar)]
+        for title, key, help_text, callback in actions:
             yield SystemCommand(f"{title} ({key})", help_text, callback)
 
     @property
@@ -278,90 +408,9 @@ class MdshellApp(KeyActions):
         """q was pressed: keys typed after it must not mount screens on the way out."""
         return exiting(self)
 
-    def _now(self, action: Callable[[], None]) -> bool:
-        """Whether a key's action can run now; one pressed while the preview is up (the
-        load not yet done) runs when the load ends."""
-        if self.exiting:
-            return False
-        if not self.loaded and self._modes_added:
-            self._after_load = action
-        return self.loaded
-
-    def action_mode(self, mode: str) -> None:
-        if self._now(partial(self.action_mode, mode)):
-            if mode == self.current_mode and hasattr(self.screen, "focus_home"):
-                self.screen.focus_home()  # `t` on the tree: the focus back on the tree
-                return
-            self.switch_mode(mode)
-            self._switched()
-
-    def go_back(self) -> bool:
-        """Esc after a jump: where it came from (nav.py); False: nowhere."""
-        return go_back(self)
-
-    async def action_search(self) -> None:
-        def later() -> None:
-            self.call_later(self.action_search)
-
-        if self._now(later):
-            from textual.widgets import Input
-
-            from .search import SearchScreen
-
-            screen = SearchScreen()
-            await self.push_screen(screen)
-            screen.set_focus(screen.query_one(Input))  # now: the next key is for the box
-
-    async def action_command_bar(self) -> None:
-        """``:``: the tree's command bar, open before the next key is read (keymap.py)."""
-        def later() -> None:
-            self.call_later(self.action_command_bar)
-
-        if self._now(later):
-            await self.switch_mode("tree")
-            self._focus_bar()
-
-    def _focus_bar(self) -> None:
-        screen = self.screen
-        if hasattr(screen, "open_command_bar"):
-            screen.open_command_bar()
-
-    def jump(self, path: str, remember: bool = True) -> None:
-        """Show ``path`` in the tree, selected, with its details; Esc comes back."""
-        if remember and self.current_mode:
-            here = getattr(self.screen, "current_path", lambda: None)()
-            self.back.push(self.current_mode, here)
-        self.pending_jump = path
-        self.switch_mode("tree")
-        self.call_after_refresh(self._do_jump)
-
-    def _do_jump(self) -> None:
-        screen = self.screen
-        if self.pending_jump and hasattr(screen, "select_path"):
-            path, self.pending_jump = self.pending_jump, None
-            screen.select_path(path)
-
-    # ---------------------------------------------------------------- time travel
-
-    def image_changed(self, live: bool = False) -> None:
-        """The image moved (``at``, or live records): every screen re-reads; health is
-        checked again (live: the last results stay up until then, so nothing flickers)."""
-        self.generation += 1
-        if not live:
-            self.checks = None
-            self.fault_prefixes = set()
-            self.search_index = None
-        self.refresh_screens()
-        self.check_health()
-
-    def refresh_screens(self) -> None:
-        screen = self.screen
-        if hasattr(screen, "refresh_data"):
-            screen.refresh_data()
-
     # ---------------------------------------------------------------- terminal manners
 
-    def on_resize(self, event: Resize) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         self.fit(event.size.width, event.size.height)
 
     def fit(self, width: int, height: int) -> None:
@@ -378,34 +427,10 @@ class MdshellApp(KeyActions):
             else:
                 self.pop_screen()
 
-    def _switched(self) -> None:
+    def _fit_now(self) -> None:
         self.fit(self.size.width, self.size.height)
 
-    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
-        """The palette's Screenshot, saved where it can be (screenshot.py)."""
-        from .screenshot import save
 
-        save(self, filename, path)
-
-    async def action_interrupt(self) -> None:
-        """Ctrl+C: cancel or clear (interrupt.py); quits when pressed twice."""
-        if self.interrupt.press(self):
-            await self.action_quit()
-
-    async def action_quit(self) -> None:
-        self.exit(return_code=1 if self.fatal else 0)
-
-
-def _lazy(module: str, name: str) -> Callable[[], Screen[None]]:
-    def make() -> Screen[None]:
-        screen: Screen[None] = getattr(importlib.import_module(f".{module}", __package__),
-                                       name)()
-        mark_styled(screen)  # or Textual re-parses all the app's CSS twice (~10 ms)
-        return screen
-    return make
-
-
-def make_app(engine: Engine, at: str | None = None,
-             prefetch: Prefetch | None = None, follow: bool = False) -> MdshellApp:
+def make_app(engine: Engine, at: str | None = None, follow: bool = False) -> MdshellApp:
     """The app over a source; the program and the tests both start here."""
-    return MdshellApp(engine, at, prefetch, follow)
+    return MdshellApp(engine, at, follow)

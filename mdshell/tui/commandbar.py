@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.binding import Binding, BindingType
@@ -15,9 +15,12 @@ from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from ..commands.base import CommandError
-from .engine import Engine, run_lines
+from .plain import run_lines
 from .sqlrun import Cancelled, SqlRun, SqlTable, wants_table
 from .tabular import command_table
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 
 class ShellSuggester(Suggester):
@@ -77,17 +80,15 @@ class CommandBar(Input):
         cancelled: bool
         seconds: float
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Engine) -> None:
         super().__init__(placeholder="command (help lists them; Tab completes; Esc closes)",
-                         id="command")
+                         id="command", suggester=ShellSuggester(engine))
+        self.engine = engine
         self.disabled = True
         self.history: list[str] = []
         self._recall = 0
         self.running = False
         self.sql: SqlRun | None = None
-
-    def on_mount(self) -> None:
-        self.suggester = ShellSuggester(self.app.engine)  # type: ignore[attr-defined]
 
     def open(self) -> None:
         self.disabled = False
@@ -113,8 +114,7 @@ class CommandBar(Input):
         self.post_message(self.Closed())
 
     def action_complete(self) -> None:
-        engine: Engine = self.app.engine  # type: ignore[attr-defined]
-        found = engine.completions(self.value)
+        found = self.engine.completions(self.value)
         if not found:
             self.app.bell()
             return
@@ -155,8 +155,7 @@ class CommandBar(Input):
         except ValueError:
             words = []
         if wants_table(words):
-            self.sql = SqlRun(self.app.engine, " ".join(words[1:]),  # type: ignore[attr-defined]
-                              line)
+            self.sql = SqlRun(self.engine, " ".join(words[1:]), line)
             self.post_message(self.SqlStarted(line, self.sql))
             self.run_sql(line, self.sql)
         else:
@@ -186,9 +185,8 @@ class CommandBar(Input):
 
     @work(thread=True, exclusive=True, group="command")
     def run_command(self, line: str) -> None:
-        engine: Engine = self.app.engine  # type: ignore[attr-defined]
         worker = get_current_worker()
-        result = engine.run(line)
+        result = self.engine.run(line)
         lines, finished = run_lines(result, lambda: worker.is_cancelled)
         errors = list(result.errors) + [f"warning: {w}" for w in result.warnings]
         table = command_table(result.value) if finished else None

@@ -16,15 +16,17 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
-from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane, Tabs
 
-from . import listview
-from .engine import Engine
+from .fmt import plural
+from .listview import ListTableView, is_list
 from .nodeview import count_line, crumbs, empty_note, topic_configs
+from .palette import Palette
 from .resulttable import FilterTable, ResultTable, TextScroll
-from .widgets import state_text
+from .widgets import palette_of, state_text
 
 if TYPE_CHECKING:
+    from .engine import Engine
     from .sqlrun import SqlRun, SqlTable
 
 MAX_LINES = 5000  # beyond this a command's output is cut (with a note): refine the command
@@ -34,6 +36,7 @@ BROKER_LISTS = ("replicas", "isr", "elr", "lastKnownElr", "addingReplicas", "rem
 COLUMNS = ("leader", "replicas", "isr", "elr", "leaderRecoveryState", "leaderEpoch", "epoch",
            "fenced", "inControlledShutdown", "rack", "listeners", "name", "id")
 TABS = ("view", "text", "json", "changes", "output")
+NO_OUTPUT = "no command has run yet: `:` opens the command bar, and its output shows here"
 
 
 class DetailPane(Vertical):
@@ -45,13 +48,13 @@ class DetailPane(Vertical):
     DetailPane Static { width: auto; }
     DetailPane #crumbs { width: 1fr; height: 1; padding: 0 1; background: $panel; }
     DetailPane .status, DetailPane #sql-status { width: 1fr; height: auto; display: none; }
-    DetailPane #view-table { height: 1fr; display: none; }
     DetailPane #sql-progress { display: none; }
     DetailPane #sql-table { height: 1fr; display: none; }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Engine) -> None:
         super().__init__(id="detail")
+        self.engine = engine
         self.path: str | None = None
         self._rendered: set[str] = set()
         self._sql_timer: Timer | None = None
@@ -66,10 +69,10 @@ class DetailPane(Vertical):
                                   strict=True):
                 with TabPane(title, id=tab):
                     with TextScroll(id=f"{tab}-scroll"):
-                        yield Static(id=f"{tab}-body")
+                        yield Static(Text(NO_OUTPUT, style="dim") if tab == "output" else "",
+                                     id=f"{tab}-body")
                     if tab == "view":  # Topics, Brokers: a table (listview.py)
-                        yield Static(id="view-status", classes="status")
-                        yield ResultTable(id="view-table")
+                        yield ListTableView(self.engine)
                     if tab == "output":  # sql: status line, progress, result table
                         yield Static(id="sql-status")
                         yield ProgressBar(id="sql-progress", show_eta=False)
@@ -83,9 +86,10 @@ class DetailPane(Vertical):
     def active(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
 
-    @property
-    def engine(self) -> Engine:
-        return self.app.engine  # type: ignore[attr-defined]
+    def on_mount(self) -> None:
+        # The tab strip takes no focus: Tab from the tree lands in the tab's content (its
+        # table, its text), and v x J c O switch tabs.
+        self.query_one(Tabs).can_focus = False
 
     def show_path(self, path: str) -> None:
         self.path = path
@@ -106,9 +110,12 @@ class DetailPane(Vertical):
             return
         self._rendered.add(tab)
         if tab == "view":
-            listview.mode(self, listview.is_list(self.path))
-            if listview.is_list(self.path):
-                listview.show(self, self.path)
+            listed = is_list(self.path)
+            self.query_one("#view-scroll").display = not listed
+            view = self.query_one(ListTableView)
+            view.display = listed
+            if listed:
+                view.show(self.path)
                 return
         body = self.query_one(f"#{tab}-body", Static)
         shown = self._render_tab(tab, self.path)
@@ -130,7 +137,7 @@ class DetailPane(Vertical):
     def _render_tab(self, tab: str, path: str) -> RenderableType:
         eng = self.engine
         if tab == "view":
-            return readable(eng, path)
+            return readable(eng, path, palette_of(self.app))
         if tab == "text":
             return Text(eng.text(path))
         if tab == "json":
@@ -182,7 +189,7 @@ class DetailPane(Vertical):
         elif error is not None:
             t.append(error, style="bold red")
         elif table is not None:
-            t.append(f"{table.total:,} rows", style="bold")
+            t.append(plural(table.total, "row"), style="bold")
             if table.total > len(table.rows):
                 t.append(f" (the first {len(table.rows):,} shown; --csv FILE writes them all)",
                          style="dim")
@@ -205,7 +212,7 @@ class DetailPane(Vertical):
         self._command = (line, lines, errors)
         self._stop_running()
         t = Text(f"{line}\n", style="bold reverse")
-        t.append(f"{table.total:,} rows", style="bold")
+        t.append(plural(table.total, "row"), style="bold")
         if table.total > len(table.rows):
             t.append(f" (the first {len(table.rows):,} shown)", style="dim")
         t.append("  (x: text form · a header sorts · ←→ scroll)", style="dim")
@@ -242,12 +249,6 @@ class DetailPane(Vertical):
         dt.add_columns(*table.columns)
         dt.filter_text = ""  # a new table: F starts afresh
         dt.fill([(None, list(row)) for row in table.rows])
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        """Enter on a row of the Topics or Brokers table: that topic or broker."""
-        key = event.row_key.value
-        if event.data_table.id == "view-table" and key:
-            self.app.jump(key)  # type: ignore[attr-defined]
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """A click on a column's header sorts by it (again: the other way); numbers as
@@ -305,17 +306,17 @@ def natural_width(console: Console, shown: RenderableType) -> int:
                 for p, m in zip(parts, sizes, strict=True)), default=0)
 
 
-def readable(eng: Engine, path: str) -> RenderableType:
+def readable(eng: Engine, path: str, pal: Palette) -> RenderableType:
     """A node for a human: a field table for a leaf, a table of children for a directory."""
     title = Text(path, style="bold")
     if not eng.is_dir(path):
         data = eng.data(path)
         if isinstance(data, dict):
-            return Group(title, _fields(data, eng.broker_states()))
+            return Group(title, _fields(data, eng.broker_states(), pal))
         return Group(title, Text(eng.text(path)))
     entries = eng.children(path)
     if not entries:
-        return Group(title, empty_note(eng, path))
+        return Group(title, empty_note(eng, path, pal))
     states = eng.broker_states()
     rows = []
     for e in entries[:TABLE_ROWS]:
@@ -344,7 +345,7 @@ def readable(eng: Engine, path: str) -> RenderableType:
         for c in cols:
             t.add_column(c, overflow="fold", no_wrap=c in BROKER_LISTS)
         for e, d in tabled:
-            t.add_row(e.name, *(_cell(c, d.get(c), states) for c in cols))
+            t.add_row(e.name, *(_cell(c, d.get(c), states, pal) for c in cols))
         parts.append(t)
     more = len(entries) - TABLE_ROWS
     if more > 0:
@@ -352,30 +353,30 @@ def readable(eng: Engine, path: str) -> RenderableType:
     return Group(*parts)
 
 
-def _fields(data: dict[str, Any], states: dict[int, str]) -> Table:
+def _fields(data: dict[str, Any], states: dict[int, str], pal: Palette) -> Table:
     t = Table(box=None, show_header=False, pad_edge=False)
     t.add_column(style="bold dim")
     t.add_column(overflow="fold")
     for k, v in data.items():
-        t.add_row(k, _cell(k, v, states))
+        t.add_row(k, _cell(k, v, states, pal))
     return t
 
 
-def _cell(key: str, value: Any, states: dict[int, str]) -> RenderableType:
+def _cell(key: str, value: Any, states: dict[int, str], pal: Palette) -> RenderableType:
     if key == "leader" and isinstance(value, int):
         if value < 0:
-            return Text("none (OFFLINE)", style="bold white on red")
-        return _broker(value, states)
+            return Text("none (OFFLINE)", style=pal.fail_badge)
+        return _broker(value, states, pal)
     if key in BROKER_LISTS and isinstance(value, list):
         t = Text("[")
         for i, b in enumerate(value):
             if i:
                 t.append(", ")
-            t.append_text(_broker(b, states) if isinstance(b, int) else Text(str(b)))
+            t.append_text(_broker(b, states, pal) if isinstance(b, int) else Text(str(b)))
         t.append("]")
         return t
     if key == "fenced" and value is True:
-        return Text("true (FENCED)", style="bold red")
+        return Text("true (FENCED)", style=pal.fail)
     if key == "listeners" and isinstance(value, list):
         return Text("\n".join(_endpoint(x) for x in value))
     if key == "supportedFeatures" and isinstance(value, dict):
@@ -383,9 +384,9 @@ def _cell(key: str, value: Any, states: dict[int, str]) -> RenderableType:
     return Text(_short(value))
 
 
-def _broker(b: int, states: dict[int, str]) -> Text:
+def _broker(b: int, states: dict[int, str], pal: Palette) -> Text:
     state = states.get(b, "unregistered")
-    t = state_text(state)
+    t = state_text(state, pal)
     t.plain = str(b) if state == "unfenced" else f"{b} ({state})"
     return t
 

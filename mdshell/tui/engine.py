@@ -27,26 +27,15 @@ from ..tree.node import Node, RenderOptions
 from ..tree.paths import join, lookup, split_path
 from ..wire.primitives import uuid_str
 from .fmt import ui_time
-from .forked import in_child
-from .healthrows import check_rows
+from .healthrows import check_rows, notice_items
 from .liveinfo import live_leader, live_observers, live_row, live_voters
 from .overviewrows import broker_rows, controller_rows, feature_rows
 from .plain import broker_state, quiet_gc, run_lines, sorted_names
 from .rows import CheckRow, Entry, Header, Item, ListTable, LiveRow, NodeRow, Overview
+from .sections import SECTIONS
 
 __all__ = ["SECTIONS", "CheckRow", "Engine", "Entry", "Header", "Item", "NodeRow", "Overview",
            "Timeline", "quiet_gc", "run_lines"]
-
-# The friendly top of the tree: (label, path). "/" last: everything, as the shell sees it.
-SECTIONS = [
-    ("Controllers", "/image/cluster/controllers"), ("Brokers", "/image/cluster/brokers"),
-    ("Features", "/image/features"), ("Topics", "/image/topics/byName"),
-    ("Configs", "/image/configs"), ("Client quotas", "/image/clientQuotas"),
-    ("ACLs", "/image/acls"), ("SCRAM users", "/image/scram"),
-    ("Delegation tokens", "/image/delegationToken"), ("Producer ids", "/image/producerIds"),
-    ("Quorum", "/quorum"), ("Log", "/log"), ("All paths /", "/"),
-]
-
 
 class Engine:
     """A session over a source, and the shell that runs the TUI's commands on it. Every
@@ -67,10 +56,9 @@ class Engine:
         self.lock = threading.Lock()
         self._early: threading.Thread | None = None
         self._early_error: BaseException | None = None
-        self._list_cache: tuple[m.Image | None, dict[str, ListTable]] = (None, {})
+        self._list_cache: tuple[m.Image | None, dict[str, ListTable], list[str]] = (
+            None, {}, [])
         self._list_lock = threading.Lock()
-        # The overview a forked child read (prefetch.py), shown until load() is done.
-        self.preview: Overview | None = None
 
     @classmethod
     def open(cls, directory: str | None, file: str | None,
@@ -220,6 +208,11 @@ class Engine:
                       not self.opts.show_secrets, self.loaded.upto, self.live_row(),
                       verdict.badges, verdict.words())
 
+    def verdict_words(self) -> str:
+        """The image's verdict in one line (what the header's badges and health's data
+        check say)."""
+        return self.session.verdict().words()
+
     def _cluster_id(self) -> str:
         q = self.session.quorum_info()
         status = self.session.live_status()  # live: what DescribeCluster said
@@ -227,13 +220,12 @@ class Engine:
                 or (status.cluster_id if status is not None else None) or "unknown")
 
     def overview(self) -> Overview:
-        if self.shell is None and self.preview is not None:
-            return self.preview
         img = self.loaded.image
         return Overview(self.header(), self._controllers(img), broker_rows(img),
                         feature_rows(img), len(img.topics_by_name),
                         sum(len(t.partitions) for t in img.topics_by_name.values()),
-                        [p.message for p in self.loaded.problems] + self.session.new_notes())
+                        [p.message for p in self.loaded.problems]
+                        + list(img.notes.messages))
 
     def voter_ids(self) -> list[int] | None:
         """The voters: from the data (quorum-state, Voters, LeaderChange), else, live, from
@@ -283,6 +275,21 @@ class Engine:
                 out.append(Entry(name, f"{base}/{name}", child.is_dir))
         return out, len(names)
 
+    def position(self, path: str, name: str, match: str | None = None) -> int | None:
+        """Where ``name`` is among the children of ``path`` (as :meth:`page` orders them,
+        narrowed by ``match``); None: not there."""
+        node = self.node(path)
+        if node is None or not node.is_dir:
+            return None
+        names = sorted_names(node.names())
+        if match:
+            low = match.lower()
+            names = [n for n in names if low in n.lower()]
+        try:
+            return names.index(name)
+        except ValueError:
+            return None
+
     def text(self, path: str) -> str:
         node = self.node(path)
         if node is None:
@@ -305,22 +312,29 @@ class Engine:
         return node is not None and node.is_dir
 
     def list_table(self, path: str) -> ListTable | None:
-        """Topics or Brokers as a table (listrows.py; reads every partition: call it in a
-        worker; both come from one pass); None for other paths. Kept for the image they were
-        made from; a second caller meanwhile (the cursor passing the node again) waits for
-        the first's tables."""
+        """Topics or Brokers as a table (listrows.py); None for other paths. Made by
+        :meth:`list_tables` (a second caller meanwhile waits for the first's tables)."""
         from . import listrows
 
         if path not in (listrows.TOPICS, listrows.BROKERS):
             return None
+        return self.list_tables()[0][path]
+
+    def list_tables(self, pause: Callable[[], None] | None = None
+                    ) -> tuple[dict[str, ListTable], list[str]]:
+        """The Topics and Brokers tables of the image shown (read every partition: call it
+        in a worker; ``pause`` is called every few topics, where a worker lets the UI
+        thread have its turn) and the problems reading them found (records that do not
+        decode: the image's notes, which its verdict counts). Made once per image."""
+        from . import listrows
+
         with self._list_lock:
             img = self.loaded.image
             if self._list_cache[0] is not img:
-                # In a forked child (forked.py): decoding every partition here would hold
-                # the GIL the UI thread needs for each key. No GC meanwhile either.
-                self._list_cache = (img, quiet_gc(lambda: in_child(
-                    lambda: listrows.tables(img, self.opts.show_secrets))))
-            return self._list_cache[1][path]
+                before = len(img.notes.messages)
+                made = quiet_gc(lambda: listrows.tables(img, self.opts.show_secrets, pause))
+                self._list_cache = (img, made, img.notes.messages[before:])
+            return self._list_cache[1], self._list_cache[2]
 
     # ---------------------------------------------------------------- commands
 
@@ -342,8 +356,12 @@ class Engine:
     # ---------------------------------------------------------------- health
 
     def checks(self) -> list[CheckRow]:
-        """The checks of ``health``, its data check (the image's verdict) included."""
-        return check_rows(self.loaded.image, self.voter_ids(), self.session.verdict())
+        """The checks of ``health``, its data check (the image's verdict) included, and
+        what reading the files said that leaves the image sound, as an INFO row."""
+        session = self.session
+        notices = notice_items(self.loaded.problems, session.quorum_info().notes,
+                               session.source.describe())
+        return check_rows(self.loaded.image, self.voter_ids(), session.verdict(), notices)
 
     # ---------------------------------------------------------------- search
 

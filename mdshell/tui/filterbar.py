@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Filterable(Protocol):
+    """What ``F`` can narrow: it keeps its own filter text (``filter_text``)."""
+
+    @property
+    def filter_text(self) -> str: ...
+
     def apply_filter(self, text: str) -> tuple[int, int]: ...
 
     def filter_name(self) -> str: ...
@@ -62,7 +67,7 @@ class FilterBar(Widget):
         self.target = target
         self.query_one("#filter-what", Static).update(f"filter {target.filter_name()}:")
         box = self.query_one(Input)
-        box.value = getattr(target, "filter_text", "")
+        box.value = target.filter_text
         self.add_class("open")
         self.screen.set_focus(box)  # now, not queued after the keys typed next
 
@@ -73,7 +78,6 @@ class FilterBar(Widget):
         if target is None or not isinstance(target, Filterable):
             return
         shown, total = target.apply_filter(event.value)
-        target.filter_text = event.value  # type: ignore[attr-defined]
         self.query_one("#filter-count", Static).update(
             f"{shown:,} of {total:,}" if event.value else f"{total:,}")
 
@@ -88,7 +92,6 @@ class FilterBar(Widget):
         self.query_one(Input).value = ""
         if self.target is not None and isinstance(self.target, Filterable):
             self.target.apply_filter("")
-            self.target.filter_text = ""  # type: ignore[attr-defined]
         self._close()
 
     def _close(self) -> None:
@@ -105,8 +108,9 @@ def filter_target(app: App[int]) -> Widget | None:
     filtered, else what the screen names (``screen.filter_target()``)."""
     node: object = app.screen.focused
     while node is not None:
-        if isinstance(node, Filterable) and not isinstance(node, FilterBar):
-            return node  # type: ignore[return-value]
+        if isinstance(node, Filterable) and isinstance(node, Widget) \
+                and not isinstance(node, FilterBar):
+            return node
         node = getattr(node, "parent", None)
     chosen: Widget | None = getattr(app.screen, "filter_target", lambda: None)()
     return chosen if isinstance(chosen, Filterable) else None

@@ -1,64 +1,77 @@
-"""The health screen: every check with its status, failing ones open; Enter on an item jumps
-to the node at fault (the fenced broker, the offline partition, the stale controller)."""
+"""The health screen: every check with its status, failing and warning ones open, each item
+on as many lines as it needs (wrapped at the screen's width, never cut mid-word); Enter on an
+item opens the node at fault in the tree (the fenced broker, the offline partition, the
+stale controller), on a check opens or closes it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Static, Tree
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
 
-from .engine import CheckRow
 from .filterbar import matches
 from .footer import KeyFooter
+from .messages import Jump
+from .palette import Palette
+from .rows import CheckRow
 from .screen import DataScreen
-from .widgets import StatusBar, item_style, status_badge
+from .widgets import StatusBar, item_style, palette_of, status_badge
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 MAX_ITEMS = 1000  # per check; the count says how many more there are
-HINT = "Enter on an item opens the node at fault in the tree."
+HINT = "Enter on an item opens the node at fault in the tree; on a check, opens or closes it."
+BADGE = 6  # the badges' column (" FAIL ")
 
 
-class CheckTree(Tree[str | None]):
-    """The checks: Enter (Tree's own select, which the screen hears) says in the footer
-    what it does here."""
+class CheckList(OptionList):
+    """The checks and their items; Enter (OptionList's own select, which the screen
+    hears) says in the footer what it does here."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "select_cursor", "Go to node"),
+        Binding("enter", "select", "Go to node / open"),
     ]
 
 
 class HealthScreen(DataScreen):
     DEFAULT_CSS = """
-    HealthScreen #checks { height: 1fr; }
-    HealthScreen #hint { height: 1; color: $text-muted; padding: 0 1; }
+    HealthScreen #checks { height: 1fr; border: none; padding: 0; }
+    HealthScreen #hint { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
     """
+    HOME_FOCUS = "#checks"
+    filter_text = ""  # F: only the checks and items holding it
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.closed: set[str] = set()  # checks closed by Enter (others: open if failing)
+        self.opened: set[str] = set()  # passing checks opened by Enter
+        self.paths: dict[str, str | None] = {}  # option id -> the node an item is about
+        self.texts: dict[str, str] = {}  # option id -> the line as it reads
+
     def compose(self) -> ComposeResult:
         yield StatusBar()
         yield Static(HINT, id="hint")
-        tree = CheckTree("checks", id="checks")
-        tree.show_root = False
-        yield tree
+        yield CheckList(id="checks")
         yield KeyFooter()
 
-    def on_mount(self) -> None:
-        self.refresh_data()
-        self.query_one("#checks", Tree).focus()
+    def mounted(self) -> None:
+        self.query_one(CheckList).focus()
 
     def refresh_data(self) -> None:
-        super().refresh_data()
-        app = self.mdapp
-        self.query_one(StatusBar).refresh_header(app.engine.header())
-        self.fill(app.checks)
+        self.fill(self.checks)
 
     def checks_ready(self) -> None:
-        if self.is_mounted:
-            self.fill(self.mdapp.checks)
+        self.fill(self.checks)
 
-    filter_text = ""  # F: only the checks and items holding it
+    # ------------------------------------------------------------ filter (F)
 
     def filter_target(self) -> HealthScreen:
         return self
@@ -69,52 +82,57 @@ class HealthScreen(DataScreen):
     def apply_filter(self, text: str) -> tuple[int, int]:
         self.filter_text = text
         self._hint()
-        checks = self.mdapp.checks or []
+        checks = self.checks or []
         shown = narrow(checks, text)
         self.fill(checks)
         return sum(len(c.items) or 1 for c in shown), sum(len(c.items) or 1 for c in checks)
 
+    # ------------------------------------------------------------ the list
+
+    def is_open(self, c: CheckRow) -> bool:
+        if c.name in self.closed:
+            return False
+        return c.status in ("fail", "warn") or c.name in self.opened or bool(self.filter_text)
+
     def fill(self, checks: list[CheckRow] | None) -> None:
-        tree: Tree[str | None] = self.query_one("#checks", Tree)
-        tree.clear()
+        listing = self.query_one(CheckList)
+        keep = listing.highlighted_option.id if listing.highlighted_option else None
+        listing.clear_options()
+        self.paths, self.texts = {}, {}
         if checks is None:
-            tree.root.add_leaf(Text("checking...", style="dim italic"))
+            listing.add_option(Option(Text("checking...", style="dim italic"), disabled=True))
             return
-        first_item = None
+        pal = palette_of(self.app)
+        options: list[Option] = []
+        first_item: str | None = None
         for c in narrow(checks, self.filter_text):
-            label = Text()  # the badge alone on its colour (its style was the whole line's)
-            label.append_text(status_badge(c.status, self.app.no_color))
-            label.append(f" {c.name}: ", style="bold")
-            label.append(c.summary)
-            node = tree.root.add(label, data=None, expand=c.status in ("fail", "warn"),
-                                 allow_expand=bool(c.items))
-            for item in c.items[:MAX_ITEMS]:
-                text = Text(item.text, style=item_style(c.status, self.app.no_color)
-                            if c.status in ("fail", "warn") else "")
-                if item.path:
-                    text.append(f"  → {item.path}", style="dim")
-                leaf = node.add_leaf(text, data=item.path)
+            cid = f"check:{c.name}"
+            marker = ("▼ " if self.is_open(c) else "▶ ") if c.items else "  "
+            label = Text.assemble((f"{marker}{c.name}: ", "bold"), c.summary)
+            options.append(Option(_row(status_badge(c.status, pal), label), id=cid))
+            self.paths[cid], self.texts[cid] = None, f"{c.name}: {c.summary}"
+            if not self.is_open(c):
+                continue
+            for j, item in enumerate(c.items[:MAX_ITEMS]):
+                iid = f"item:{c.name}:{j}"
+                options.append(Option(_item(item.text, item.path, c.status, pal), id=iid))
+                self.paths[iid], self.texts[iid] = item.path, item.text
                 if first_item is None and c.status in ("fail", "warn") and item.path:
-                    first_item = leaf
+                    first_item = iid
             if len(c.items) > MAX_ITEMS:
-                node.add_leaf(Text(f"... {len(c.items) - MAX_ITEMS:,} more (run `health --all` "
-                                   "in the command bar)", style="dim"))
-        tree.root.expand()
-        if first_item is not None:
-            tree.call_after_refresh(tree.move_cursor, first_item)
+                options.append(Option(_row(Text(""), Text(
+                    f"  ... {len(c.items) - MAX_ITEMS:,} more (run `health --all` in the "
+                    "command bar)", style="dim")), disabled=True))
+        listing.add_options(options)
+        target = keep if keep in self.paths else first_item
+        if target is not None:
+            listing.highlighted = listing.get_option_index(target)
+        elif listing.option_count:
+            listing.highlighted = 0
 
-    def copy_text(self, value: bool) -> tuple[str, str] | None:
-        """y: the path of the node at fault; Y: the item (or check) as it reads."""
-        node = self.query_one("#checks", Tree).cursor_node
-        if node is None:
-            return None
-        if value:
-            return "item", str(node.label)
-        return None if not node.data else ("path", node.data)
-
-    @on(Tree.NodeHighlighted)
-    def _highlighted(self, event: Tree.NodeHighlighted[str | None]) -> None:
-        self._hint(event.node.data)
+    @on(OptionList.OptionHighlighted, "#checks")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._hint(self.paths.get(event.option.id or ""))
 
     def _hint(self, path: str | None = None) -> None:
         """Where Enter goes from the item under the cursor, whole (at 80 columns an item's
@@ -124,10 +142,69 @@ class HealthScreen(DataScreen):
         self.query_one("#hint", Static).update(
             f"{hint}  Filtered: {text!r} (F edits it)" if text else hint)
 
-    @on(Tree.NodeSelected)
-    def _selected(self, event: Tree.NodeSelected[str | None]) -> None:
-        if event.node.data:
-            self.mdapp.jump(event.node.data)
+    @on(OptionList.OptionSelected, "#checks")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        oid = event.option.id or ""
+        if oid.startswith("check:"):
+            self._toggle(oid.removeprefix("check:"))
+        elif self.paths.get(oid):
+            self.post_message(Jump(self.paths[oid] or ""))
+
+    def _toggle(self, name: str) -> None:
+        check = next((c for c in self.checks or [] if c.name == name), None)
+        if check is None or not check.items:
+            return
+        if self.is_open(check):
+            self.closed.add(name)
+            self.opened.discard(name)
+        else:
+            self.closed.discard(name)
+            self.opened.add(name)
+        self.fill(self.checks)
+
+    # ------------------------------------------------------------ copy, back
+
+    def copy_text(self, value: bool) -> tuple[str, str] | None:
+        """y: the path of the node at fault; Y: the item (or check) as it reads."""
+        option = self.query_one(CheckList).highlighted_option
+        if option is None or option.id is None:
+            return None
+        if value:
+            return "item", self.texts.get(option.id, "")
+        path = self.paths.get(option.id)
+        return None if not path else ("path", path)
+
+    def location(self) -> str | None:
+        option = self.query_one(CheckList).highlighted_option
+        return option.id if option is not None else None
+
+    def restore(self, where: str | None) -> None:
+        listing = self.query_one(CheckList)
+        if where is not None and where in self.paths:
+            listing.highlighted = listing.get_option_index(where)
+        listing.focus()
+
+
+def _row(badge: Text, text: Text) -> Table:
+    """A line of the list: the badge column, then the text, which wraps under itself (a
+    long line goes on under its words, never under the badge nor cut mid-word)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=BADGE, no_wrap=True)
+    grid.add_column(ratio=1)
+    grid.add_row(badge, text)
+    return grid
+
+
+def _item(text: str, path: str | None, status: str, pal: Palette) -> Table:
+    """An item: a mark in its check's colour (the words stay readable on the cursor's
+    bar), bold under NO_COLOR when failing."""
+    t = Text("  ")
+    mark = "✗ " if status == "fail" else "! " if status == "warn" else "· "
+    t.append(mark, style=item_style(status, pal) or ("bold" if status == "fail" else ""))
+    t.append(text, style="bold" if status == "fail" and pal.mono else "")
+    if path:
+        t.append(f"  → {path}", style="dim")
+    return _row(Text(""), t)
 
 
 def narrow(checks: list[CheckRow], text: str) -> list[CheckRow]:

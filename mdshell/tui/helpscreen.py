@@ -1,5 +1,6 @@
 """``?`` (or F1): every key of the screen it was opened on, the focused pane's first, then
-the screen's and the app's; Esc, ``?`` or ``q`` closes it."""
+the screen's and the app's; Esc, ``?`` or ``q`` closes it; when it does not fit (80x24),
+``j``/``k`` (or the arrows, PageUp/PageDown, ``g``/``G``) scroll it and its border says so."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from textual.widgets import Static
 EXTRA: dict[str, list[tuple[str, str]]] = {
     "BrowserScreen": [("↑↓ j k", "move in the tree or table"),
                       ("Enter", "open a node (on a Topics or Brokers row: that one)"),
+                      ("g G", "first / last line of the tree or table"),
                       ("s S", "on a table: sort by the next column / the other way")],
-    "HealthScreen": [("↑↓ j k", "move")],
+    "HealthScreen": [("↑↓ j k", "move"), ("g G", "first / last line")],
     "OverviewScreen": [("Enter", "health details")],
 }
-COMMON = [("Ctrl+C", "cancel the command / clear the bar; twice: quit"),
+COMMON = [("Esc Backspace", "back to where you were (screens and jumps)"),
+          ("Ctrl+C", "cancel the command / clear the bar; twice: quit"),
           ("Ctrl+Q", "quit"), ("Ctrl+P", "palette: every action by name"),
           ("Tab Shift+Tab", "next / previous pane (tree, details, command bar)")]
 LEFT_OUT = {"ctrl+c", "ctrl+q", "ctrl+p"}  # COMMON says what they do
@@ -86,10 +89,21 @@ class HelpScreen(ModalScreen[None]):
         t.add_column()
         for key, what in self.rows:
             t.add_row(key, what)
-        with VerticalScroll() as box:
+        with VerticalScroll(id="help") as box:
             box.border_title = f"Keys: {self.title_text}"
             box.border_subtitle = "Esc closes"
             yield Static(t)
+
+    def on_mount(self) -> None:
+        box = self.query_one("#help", VerticalScroll)
+        box.focus()  # j/k, the arrows, PageUp/PageDown scroll it
+        self.call_after_refresh(self._hint)
+
+    def _hint(self) -> None:
+        """Say how to see the rest when the keys do not fit."""
+        box = self.query_one("#help", VerticalScroll)
+        if box.max_scroll_y > 0:
+            box.border_subtitle = "j/k ↑↓ scroll · Esc closes"
 
 
 def open_help(app: App[int]) -> None:

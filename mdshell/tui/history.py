@@ -1,11 +1,11 @@
 """History and time travel: changes (non-NoOp records) per offset interval as bars from zero,
 with snapshots (S) and leader changes (L) marked; step with arrows, Enter travels there (the
-whole UI follows), g goes to an offset or a UTC time, m marks a point and d shows the diff
-from the mark to the cursor."""
+whole UI follows), a goes to an offset or a UTC time (as ``at`` does), m marks a point and
+d shows the diff from the mark to the cursor."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -14,14 +14,19 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
+from ..session.timeline import Timeline
 from .bars import bars
 from .detail import MAX_LINES
-from .engine import Timeline, run_lines
 from .fmt import plural
 from .footer import KeyFooter
+from .messages import ImageMoved
+from .plain import run_lines
 from .resulttable import FilterTable
 from .screen import DataScreen
 from .widgets import StatusBar
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 SPARK_ROWS = 4
 
@@ -65,15 +70,17 @@ class HistoryScreen(DataScreen):
         Binding("e", "latest", "Latest"),
         Binding("m", "mark", "Mark"),
         Binding("d", "diff", "Diff mark→here"),
-        Binding("g", "goto", "Go to offset/time"),
+        Binding("a", "goto", "At offset/time"),
         Binding("escape", "close_goto", "Close"),
     ]
     # While the goto box has the focus these screen keys step aside (check_action): the
     # priority ones would otherwise take Enter and the arrows from the box.
     TYPING_OFF: ClassVar[frozenset[str]] = frozenset({"step", "travel"})
 
-    def __init__(self) -> None:
-        super().__init__()
+    HOME_FOCUS = "#events"
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
         self.cursor = 0
         self.target: int | None = None
         self.mark: int | None = None
@@ -93,20 +100,17 @@ class HistoryScreen(DataScreen):
             yield Static(id="result")
         yield KeyFooter()
 
-    def on_mount(self) -> None:
+    def mounted(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("event", "offset", "epoch", "detail")
-        self.refresh_data()
         table.focus()
 
     @property
     def timeline(self) -> Timeline:
-        return self.mdapp.engine.timeline()
+        return self.engine.timeline()
 
     def refresh_data(self) -> None:
-        super().refresh_data()
-        eng = self.mdapp.engine
-        self.query_one(StatusBar).refresh_header(eng.header())
+        eng = self.engine
         tl = self.timeline
         self._buckets()
         self._fill_events(tl)
@@ -124,8 +128,7 @@ class HistoryScreen(DataScreen):
     def on_resize(self) -> None:
         self._fit_width()
 
-    def on_screen_resume(self) -> None:
-        super().on_screen_resume()
+    def on_screen_resume(self) -> None:  # DataScreen's own runs too (Textual calls both)
         self._fit_width()
 
     def _fit_width(self) -> None:
@@ -191,7 +194,7 @@ class HistoryScreen(DataScreen):
         if self.target is not None:
             where.append("offset ", style="dim")
             where.append(str(self.target), style="bold")
-            where.append(f" {self.mdapp.engine.time_at(self.target)}")
+            where.append(f" {self.engine.time_at(self.target)}")
             if self.counts:
                 n, c = self.counts[self.cursor], self.changes[self.cursor]
                 where.append(f"  {plural(c, 'change')}, {plural(n - c, 'NoOp')}",
@@ -233,6 +236,14 @@ class HistoryScreen(DataScreen):
 
     def filter_target(self) -> FilterTable:
         return self.query_one(FilterTable)
+
+    def location(self) -> str | None:
+        return None if self.target is None else str(self.target)
+
+    def restore(self, where: str | None) -> None:
+        if where is not None and where.isdigit():
+            self._place(int(where))
+        self.query_one(FilterTable).focus()
 
     def copy_text(self, _value: bool) -> tuple[str, str] | None:
         """y (and Y off the events table): the offset under the cursor."""
@@ -278,7 +289,7 @@ class HistoryScreen(DataScreen):
     @on(Input.Submitted, "#goto")
     def _goto(self, event: Input.Submitted) -> None:
         try:
-            offset = self.mdapp.engine.offset_for(event.value)
+            offset = self.engine.offset_for(event.value)
         except ValueError as e:
             self.notify(str(e), severity="error")  # the box stays open, the text kept
             return
@@ -304,19 +315,19 @@ class HistoryScreen(DataScreen):
     @work(thread=True, exclusive=True, group="history")
     def _travel(self, offset: int | None) -> None:
         self.app.call_from_thread(self._busy)
-        res = self.mdapp.engine.at(offset)
+        res = self.engine.at(offset)
         lines, _ = run_lines(res, lambda: False)
         self.app.call_from_thread(self._travelled, lines, list(res.errors))
 
     def _travelled(self, lines: list[str], errors: list[str]) -> None:
         if not errors:
-            self.mdapp.image_changed()
+            self.post_message(ImageMoved())
         self._show("at", lines, errors)
 
     @work(thread=True, exclusive=True, group="history")
     def _diff(self, a: int, b: int) -> None:
         self.app.call_from_thread(self._busy)
         last = self.timeline.last
-        res = self.mdapp.engine.diff(None if a == last else a, None if b == last else b)
+        res = self.engine.diff(None if a == last else a, None if b == last else b)
         lines, _ = run_lines(res, lambda: False)
         self.app.call_from_thread(self._show, f"diff {a} → {b}", lines, list(res.errors))

@@ -1,21 +1,28 @@
 """The View tab of Topics and Brokers: a sortable table (one row per topic or broker) in
-place of the list of names, built in a worker (it reads every partition); Enter on a row
-opens it in the tree, ``F`` filters, ``s`` or a header sorts, ``y``/``Y`` copy."""
+place of the list of names, made in a worker (it reads every partition, once per image);
+Enter on a row opens it in the tree, ``F`` filters, ``s`` or a header sorts, ``y``/``Y``
+copy."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.widgets import Static
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static
 
 from .fmt import plural
 from .listrows import BROKERS, TOPICS
+from .messages import Jump
 from .resulttable import ResultTable
+from .rows import ListTable
 
 if TYPE_CHECKING:
-    from .detail import DetailPane
-    from .rows import ListTable
+    from .engine import Engine
 
 NOUN = {TOPICS: "topic", BROKERS: "broker"}
 SHOWN = 500  # rows in the widget at most (a DataTable measures every cell it holds)
@@ -25,47 +32,76 @@ def is_list(path: str) -> bool:
     return path in NOUN
 
 
-def mode(detail: DetailPane, on: bool) -> None:
-    """The View tab as a table (on) or as text."""
-    detail.query_one("#view-scroll").display = not on
-    detail.query_one("#view-status").display = on
-    detail.query_one("#view-table").display = on
+class ListTableView(Vertical):
+    """A status line and the table; :meth:`show` fills them for a list's path."""
 
+    DEFAULT_CSS = """
+    ListTableView { height: 1fr; display: none; }
+    ListTableView #view-status { height: auto; }
+    ListTableView #view-table { height: 1fr; }
+    """
 
-def show(detail: DetailPane, path: str) -> None:
-    mode(detail, True)
-    table = detail.query_one("#view-table", ResultTable)
-    if table.row_count == 0 or getattr(table, "list_path", None) != path:
-        detail.query_one("#view-status", Static).update(Text(
-            f"{path}\nreading every partition…", style="dim"))
-    engine = detail.engine
+    @dataclass
+    class Made(Message):
+        """The worker's table for ``path`` (the image's: made once, kept by the engine)."""
 
-    def build() -> None:
-        made = engine.list_table(path)
+        path: str
+        table: ListTable
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(id="view-list")
+        self.engine = engine
+        self.path: str | None = None  # the list asked for last
+        self.list_path: str | None = None  # the list the table holds
+        self.made: ListTable | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="view-status", classes="status")
+        yield ResultTable(id="view-table")
+
+    @property
+    def table(self) -> ResultTable:
+        return self.query_one("#view-table", ResultTable)
+
+    def show(self, path: str) -> None:
+        self.path = path
+        if self.made is None or self.list_path != path:
+            self.query_one("#view-status", Static).update(Text(
+                f"{path}\nreading every partition…", style="dim"))
+        self._make(path)
+
+    @work(thread=True, exclusive=True, group="list-table")
+    def _make(self, path: str) -> None:
+        made = self.engine.list_table(path)
         if made is not None:
-            detail.app.call_from_thread(fill, detail, path, made)
+            self.post_message(self.Made(path, made))
 
-    detail.run_worker(build, thread=True, exclusive=True, group="list-table")
+    @on(Made)
+    def _made(self, event: Made) -> None:
+        event.stop()
+        if self.path != event.path or self.made is event.table:
+            return  # the cursor moved on meanwhile, or the table is on show already
+        table = self.table
+        if self.list_path != event.path:  # another list: sort and filter afresh
+            table.clear(columns=True)
+            table.sorted_by = None
+            table.filter_text = ""
+            table.add_columns(*event.table.columns)
+            self.list_path = event.path
+        table.limit = SHOWN
+        self.made = event.table
+        rows = event.table.rows
+        table.fill(list(zip(event.table.keys, rows, strict=True)))
+        t = Text(f"{event.path}\n", style="bold")
+        t.append(plural(len(rows), NOUN[event.path]), style="bold")
+        if len(rows) > SHOWN:
+            t.append(f", the first {SHOWN} shown (F and s work on all)", style="bold")
+        t.append("  (Enter opens · s or a header sorts · F filters · y/Y copy)", style="dim")
+        self.query_one("#view-status", Static).update(t)
 
-
-def fill(detail: DetailPane, path: str, made: ListTable) -> None:
-    if detail.path != path:
-        return  # the cursor moved on meanwhile
-    table = detail.query_one("#view-table", ResultTable)
-    if getattr(table, "made", None) is made:
-        return  # on show already (the cursor came back to the node)
-    if getattr(table, "list_path", None) != path:  # another list: sort and filter afresh
-        table.clear(columns=True)
-        table.sorted_by = None
-        table.filter_text = ""
-        table.add_columns(*made.columns)
-        table.list_path = path  # type: ignore[attr-defined]
-    table.limit = SHOWN
-    table.made = made  # type: ignore[attr-defined]
-    table.fill(list(zip(made.keys, made.rows, strict=True)))
-    t = Text(f"{path}\n", style="bold")
-    t.append(plural(len(made.rows), NOUN[path]), style="bold")
-    if len(made.rows) > SHOWN:
-        t.append(f", the first {SHOWN} shown (F and s work on all)", style="bold")
-    t.append("  (Enter opens · s or a header sorts · F filters · y/Y copy)", style="dim")
-    detail.query_one("#view-status", Static).update(t)
+    @on(DataTable.RowSelected, "#view-table")
+    def _row(self, event: DataTable.RowSelected) -> None:
+        """Enter on a row: that topic or broker."""
+        event.stop()
+        if event.row_key.value:
+            self.post_message(Jump(event.row_key.value))

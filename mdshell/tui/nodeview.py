@@ -11,9 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from .fmt import plural
+from .sections import SECTIONS
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .palette import Palette
     from .rows import Entry
 
 TOPIC = re.compile(r"^/image/topics/by(Name|Id)/[^/]+$")
@@ -45,7 +47,7 @@ def topic_configs(eng: Engine, path: str) -> RenderableType | None:
     return t
 
 
-def empty_note(eng: Engine, path: str) -> Text:
+def empty_note(eng: Engine, path: str, pal: Palette) -> Text:
     """An empty directory; for controllers, where the quorum's nodes are then (before 3.7
     controllers do not register, yet the quorum has voters and a leader)."""
     if path == CONTROLLERS:
@@ -53,14 +55,12 @@ def empty_note(eng: Engine, path: str) -> Text:
         if rows:
             known = ", ".join(f"{r.id} ({r.state})" for r in rows)
             return Text(f"no controller registration in this image; the quorum: {known} "
-                        "(see /quorum)", style="yellow")
+                        "(see /quorum)", style=pal.warn)
     return Text("(empty)", style="dim")
 
 
 def crumbs(path: str) -> Text:
     """Where the node is, from its section of the tree: ``Topics › orders › 3``."""
-    from .engine import SECTIONS
-
     best = ("All paths /", "/")
     for label, top in SECTIONS:
         if top != "/" and (path == top or path.startswith(top + "/")) \

@@ -1,10 +1,11 @@
-"""The overview: what opens. Health first (what is wrong), then counts, brokers, controllers,
-features and load warnings."""
+"""The overview: what opens. Health first (what is wrong, and what reading the files said),
+then the warnings met while reading, counts, brokers, controllers and features."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.console import RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -13,12 +14,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from .engine import CheckRow, NodeRow, Overview
 from .fmt import plural
 from .footer import KeyFooter
-from .healthrows import health_title
+from .healthrows import READING, health_title
+from .palette import Palette
+from .rows import CheckRow, NodeRow, Overview
 from .screen import DataScreen
-from .widgets import Flow, StatusBar, item_style, state_text, status_badge
+from .widgets import Flow, StatusBar, item_style, palette_of, state_text, status_badge
+
+SHOWN_ITEMS = 3  # items under each failing, warning or reading check
 
 
 class OverviewScreen(DataScreen):
@@ -30,57 +34,40 @@ class OverviewScreen(DataScreen):
     OverviewScreen #health.ok { border: round $success; }
     OverviewScreen #warnings { border: round $warning; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "app.mode('health')",
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "app.show('health')",
                                                      "Health details", show=False)]
+    HOME_FOCUS = "VerticalScroll"
+    overview: Overview | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
         with VerticalScroll():
             yield Static(id="health", classes="panel")
+            yield Static(id="warnings", classes="panel")
             yield Static(id="counts", classes="panel")
             yield Static(id="brokers", classes="panel")
             yield Static(id="controllers", classes="panel")
             yield Static(id="features", classes="panel")
-            yield Static(id="warnings", classes="panel")
         yield KeyFooter()
 
-    def on_mount(self) -> None:
-        self.refresh_data()
-        self.call_after_refresh(self._painted)
-
-    def _painted(self, laid_out: bool = False) -> None:
-        """Tell the app once the panels are drawn: the refresh after the one that laid them
-        out (show_health lays the column out again; a refresh while updates are held draws
-        nothing)."""
-        if not self.is_attached:
-            return
-        if not laid_out:
-            laid_out = self.query_one("#brokers").region.height > 0
-            self.call_after_refresh(self._painted, laid_out)
-            return
-        self.mdapp.overview_painted()
-
     def refresh_data(self) -> None:
-        super().refresh_data()
-        ov = self.mdapp.engine.overview()
+        ov = self.engine.overview()
         self.overview = ov
-        self.query_one(StatusBar).refresh_header(ov.header)
-        self._panel("brokers", f"Brokers ({len(ov.brokers)})", _brokers(ov.brokers))
+        pal = palette_of(self.app)
+        self._panel("brokers", f"Brokers ({len(ov.brokers)})", _brokers(ov.brokers, pal))
         self._panel("controllers", f"Controllers ({len(ov.controllers)})",
-                    _controllers(ov.controllers))
-        self._panel("features", "Finalized features", _features(ov))
+                    _controllers(ov.controllers, pal))
+        self._panel("features", "Finalized features", _features(ov, pal))
         warnings = self.query_one("#warnings", Static)
         warnings.display = bool(ov.warnings)
         if ov.warnings:
             self._panel("warnings", f"Warnings while reading ({len(ov.warnings)})",
-                        Text("\n".join(ov.warnings[:20]), style="yellow"))
-        self.show_health(self.mdapp.checks)
-
-    overview: Overview | None = None
+                        Text("\n".join(ov.warnings[:20]), style=pal.warn))
+        self.show_health(self.checks)
 
     def checks_ready(self) -> None:
         if self.overview is not None:
-            self.show_health(self.mdapp.checks)
+            self.show_health(self.checks)
 
     def show_health(self, checks: list[CheckRow] | None) -> None:
         ov = self.overview
@@ -90,6 +77,7 @@ class OverviewScreen(DataScreen):
         for n, noun in ((ov.topics, "topic"), (ov.partitions, "partition")):
             count, _, word = plural(n, noun).partition(" ")
             counts.append(Text.assemble((count, "bold"), f" {word}"))
+        pal = palette_of(self.app)
         if checks is None:
             for each in ("fail", "warn", "ok"):
                 panel.set_class(False, each)
@@ -103,30 +91,30 @@ class OverviewScreen(DataScreen):
                 panel.set_class(each == status, each)
             panel.border_title = f"Health: {words}" + (" · h for details" if status != "ok"
                                                         else "")
-            panel.update(_health(checks, self.app.no_color))
+            panel.update(_health(checks, pal))
             by_name = {c.name: len(c.items) for c in checks}
             for name, label in (("offline partitions", "offline"),
                                 ("under-replicated partitions", "under-replicated"),
                                 ("under-min-ISR partitions", "under min ISR")):
                 n = by_name.get(name, 0)
-                counts.append(Text.assemble((f"{n:,}", "bold red" if n else "bold green"),
+                counts.append(Text.assemble((f"{n:,}", f"bold {pal.fail if n else pal.ok}"),
                                             f" {label}"))
         self.query_one("#counts", Static).update(Flow(counts))
         self.query_one("#counts", Static).border_title = "Counts"
         # Heights change with the content: lay the column out again once this has rendered.
         self.call_after_refresh(self.query_one(VerticalScroll).refresh, layout=True)
 
-    def _panel(self, wid: str, title: str, body: object) -> None:
+    def _panel(self, wid: str, title: str, body: RenderableType) -> None:
         panel = self.query_one(f"#{wid}", Static)
         panel.border_title = title
-        panel.update(body)  # type: ignore[arg-type]
+        panel.update(body)
 
 
-def _health(checks: list[CheckRow], mono: bool = False) -> Table:
-    """Failures and warnings with their first items; the passing checks on one line (the
-    badge alone on its colour, the names in the panel's: never green on green). A grid:
-    a line that wraps goes on under its text, not under the badge (at 80 columns an item's
-    end was at the panel's left edge)."""
+def _health(checks: list[CheckRow], pal: Palette) -> Table:
+    """Failures and warnings with their first items, then what reading the files said;
+    the passing checks on one line (the badge alone on its colour, the names in the
+    panel's: never green on green). A grid: a line that wraps goes on under its text, not
+    under the badge (at 80 columns an item's end was at the panel's left edge)."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)  # the badge, or nothing under it
     grid.add_column()
@@ -136,21 +124,20 @@ def _health(checks: list[CheckRow], mono: bool = False) -> Table:
     for c in checks:
         if c.status == "ok" or c.name in as_read:
             continue
-        grid.add_row(status_badge(c.status, mono),
+        grid.add_row(status_badge(c.status, pal),
                      Text.assemble((f"{c.name}: ", "bold"), c.summary))
-        if c.status in ("fail", "warn"):
-            for item in c.items[:3]:
-                grid.add_row("", _indented(Text(item.text, style=item_style(c.status, mono))))
-            if len(c.items) > 3:
-                grid.add_row("", _indented(Text(f"... {len(c.items) - 3:,} more (h)",
+        if c.status in ("fail", "warn") or c.name == READING:
+            for item in c.items[:SHOWN_ITEMS]:
+                grid.add_row("", _indented(Text(item.text, style=item_style(c.status, pal))))
+            if len(c.items) > SHOWN_ITEMS:
+                grid.add_row("", _indented(Text(f"... {len(c.items) - SHOWN_ITEMS:,} more (h)",
                                                 style="dim")))
     if passed:
-        grid.add_row(status_badge("ok", mono),
-                     Text(", ".join(passed), style=item_style("ok", mono)))
+        grid.add_row(status_badge("ok", pal), Text(", ".join(passed),
+                                                    style=item_style("ok", pal)))
     if as_read:
-        grid.add_row(status_badge("info", mono), Text.assemble(
-            ("passed in the image as read (see data): ", "bold"),
-            (", ".join(as_read), item_style("info", mono))))
+        grid.add_row(status_badge("info", pal), Text.assemble(
+            ("passed in the image as read (see data): ", "bold"), ", ".join(as_read)))
     return grid
 
 
@@ -165,27 +152,27 @@ def _table(*columns: str) -> Table:
     return t
 
 
-def _brokers(rows: list[NodeRow]) -> Table | Text:
+def _brokers(rows: list[NodeRow], pal: Palette) -> Table | Text:
     if not rows:
-        return Text("no broker is registered", style="bold red")
+        return Text("no broker is registered", style=pal.fail)
     t = _table("id", "state", "rack", "endpoints", "log dirs")
     for r in rows:
-        t.add_row(str(r.id), state_text(r.state), r.rack or "-", "\n".join(r.endpoints),
+        t.add_row(str(r.id), state_text(r.state, pal), r.rack or "-", "\n".join(r.endpoints),
                   "-" if r.dirs is None else str(r.dirs))
     return t
 
 
-def _controllers(rows: list[NodeRow]) -> Table | Text:
+def _controllers(rows: list[NodeRow], pal: Palette) -> Table | Text:
     if not rows:
-        return Text("no controller registration and no known voter", style="yellow")
+        return Text("no controller registration and no known voter", style=pal.warn)
     t = _table("id", "quorum role", "endpoints", "incarnation")
     for r in rows:
-        t.add_row(str(r.id), state_text(r.state), "\n".join(r.endpoints) or "-",
+        t.add_row(str(r.id), state_text(r.state, pal), "\n".join(r.endpoints) or "-",
                   r.incarnation or "-")
     return t
 
 
-def _features(ov: Overview) -> Table | Text:
+def _features(ov: Overview, pal: Palette) -> Table | Text:
     if not ov.features:
         return Text("none finalized", style="dim")
     t = _table("feature", "finalized", "every node supports")
@@ -193,5 +180,5 @@ def _features(ov: Overview) -> Table | Text:
         lo, _, hi = common.partition("-")
         ok = common == "-" or (lo.isdigit() and hi.isdigit()
                                and int(lo) <= int(level.split()[0]) <= int(hi))
-        t.add_row(name, level, Text(common, style="green" if ok else "bold red"))
+        t.add_row(name, level, Text(common, style=pal.ok if ok else pal.fail))
     return t

@@ -38,28 +38,53 @@ def sort_key(cell: Any) -> tuple[int, float, str]:
         return (1, 0.0, text)
 
 
+ARROWS = {False: " ▲", True: " ▼"}  # the sorted column's header: ascending, descending
+ROOM = "  "  # every header keeps room for an arrow (its width does not change when sorted)
+
+
 class FilterTable(DataTable[str]):
     """A table whose rows ``F`` narrows (:meth:`fill` keeps them all, the filter shows those
     holding the text) and sort: a header click, or ``s`` for the next column (again on the
-    same column: the other way, as a second click). Filter and sort run over every row;
-    at most ``limit`` of them are put in the widget (a DataTable measures every cell it
-    holds: 5,000 topics would freeze the screen for a second)."""
+    same column: the other way, as a second click); the sorted column's header shows an
+    arrow. Filter and sort run over every row; at most ``limit`` of them are put in the
+    widget (a DataTable measures every cell it holds: 5,000 topics would freeze the screen
+    for a second)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "sort_next", "Sort", show=False),
         Binding("S", "sort_again", "Sort the other way", show=False),
     ]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.names: dict[ColumnKey, str] = {}  # each column's header without the arrow
+
     filter_text = ""
     sorted_by: tuple[ColumnKey, bool] | None = None  # column, reversed
     limit: int | None = None  # rows put in the widget at most (None: all)
     matching = 0  # rows the filter keeps (all of them are sorted)
+
+    def add_column(self, label: Any, *, width: int | None = None, key: str | None = None,
+                   default: Any = None) -> ColumnKey:
+        """A column whose header has room for the sort arrow."""
+        text = label.plain if isinstance(label, Text) else str(label)
+        added = super().add_column(text + ROOM, width=width, key=key, default=default)
+        self.names[added] = text
+        return added
+
 
     def sort_by(self, column: ColumnKey, reverse: bool | None = None) -> None:
         """Sort by ``column``; by it again: the other way."""
         if reverse is None:
             reverse = self.sorted_by == (column, False)
         self.sorted_by = (column, reverse)
+        for key, col in self.columns.items():
+            name = self.names.get(key, col.label.plain.rstrip())
+            col.label = Text(name + (ARROWS[reverse] if key == column else ROOM))
         self._show()
+
+    def header(self, key: ColumnKey) -> str:
+        """A column's header as shown (with its arrow when it is the sorted one)."""
+        return self.columns[key].label.plain
 
     def action_sort_next(self) -> None:
         keys = list(self.columns)

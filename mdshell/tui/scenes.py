@@ -41,7 +41,7 @@ class Scene:
             assert isinstance(app, MdshellApp)
             await _until(pilot, lambda: app.loaded and app.checks is not None)
             if self.jump:
-                app.jump(self.jump)
+                await app.jump(self.jump)
             if self.command:
                 await _run_table_command(pilot, self.command)
             await pilot.press(*self.keys)
@@ -93,7 +93,7 @@ def live_header_app() -> App[None]:
         def on_mount(self) -> None:
             for bar, (_, row) in zip(self.query(StatusBar), states, strict=True):
                 badges = [LIVE_STALE] if row.error else []
-                bar.refresh_header(replace(base, live=row, badges=badges))
+                bar.show(replace(base, live=row, badges=badges))
 
     return LiveHeaders()
 

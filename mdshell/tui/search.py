@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -16,6 +16,11 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
+
+from .messages import Jump
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 LIMIT = 100
 
@@ -109,28 +114,31 @@ class SearchScreen(ModalScreen[None]):
                         id="query")
             yield OptionList(id="results")
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Engine) -> None:
         super().__init__()
+        self.engine = engine
         self.index: list[Entry] | None = None
         self.found: list[Entry] = []
         self._last: tuple[str, list[Entry]] = ("", [])  # the last query and all it matched
+        self._enter_waits = False  # Enter typed before the index was in
 
     def on_mount(self) -> None:
-        # The index is built in a worker once the image is loaded (app.search_ready); until
-        # it is, the box takes keys and says "indexing…".
-        self._poll()
+        # The index is built in a worker once the image is loaded (the app's
+        # ``search_index``); until it is in, the box takes keys and says "indexing…".
+        self.watch(self.app, "search_index", self._index_in, init=True)
 
-    def _poll(self) -> None:
-        index = self.app.search_index  # type: ignore[attr-defined]
+    def _index_in(self, index: list[Entry] | None) -> None:
         if index is None:
             self.query_one(Vertical).border_title = "Search (indexing…)"
             self._say("indexing…")
-            self.set_timer(0.1, self._poll)
             return
         self.index = index
         self._last = ("", index)
         self.query_one(Vertical).border_title = f"Search ({len(index):,} entries)"
         self._show(self.query_one(Input).value)
+        if self._enter_waits:
+            self._enter_waits = False
+            self._submitted()
 
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
@@ -143,7 +151,7 @@ class SearchScreen(ModalScreen[None]):
         pool = last_hits if query.startswith(last_query) else self.index
         hits, ranked = matches(pool, query)
         self._last = (query, hits)
-        engine = self.app.engine  # type: ignore[attr-defined]
+        engine = self.engine
         exact, near = partition_hits(self.index, query, lambda p: engine.node(p) is not None)
         self.found = (exact + ranked + near)[:LIMIT]
         if not self.found:
@@ -170,6 +178,9 @@ class SearchScreen(ModalScreen[None]):
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
+        if self.index is None:
+            self._enter_waits = True  # goes where the query leads once the index is in
+            return
         results = self.query_one(OptionList)
         if results.highlighted is not None:
             self._go(results.highlighted)
@@ -182,7 +193,7 @@ class SearchScreen(ModalScreen[None]):
         if 0 <= i < len(self.found):
             path = self.found[i][2]
             self.dismiss()
-            self.app.jump(path)  # type: ignore[attr-defined]
+            self.app.post_message(Jump(path))  # to the app: this screen is leaving
 
 
 def _row(what: str, kind: str) -> Text:

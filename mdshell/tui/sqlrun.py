@@ -11,10 +11,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..commands.base import CommandError
-from .engine import Engine
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 MAX_ROWS = 10_000  # rows put in the table; beyond, the count says how many there were
 # Spark cancels the group's *active* jobs only: a query's next job (after a broadcast, say)

@@ -1,20 +1,21 @@
 """Everything the TUI changes in the process to start fast, in one place, each undone on exit.
 
-Four changes, each worth a measurable part of the start-up:
+Three changes, each worth a measurable part of the start-up:
 
 - the cyclic GC is off from the start until the first load is done (imports and the load
   allocate millions of objects and keep them all: collections would only walk them again);
   what exists then is frozen and collections resume;
-- a forked child reads the overview on another core while Textual is imported (prefetch.py);
-- otherwise the load starts in a thread before Textual's import (``Engine.start_load``);
+- the load starts in a thread before Textual's import (``Engine.start_load``): no process
+  is forked (a fork of a process running threads can deadlock, and what a child finds
+  never reaches the verdict);
 - once the UI is up, a short thread switch interval lets the UI thread take the GIL back from
-  a loading thread within a millisecond, so keys are answered during a load.
+  a working thread quickly, so keys are answered during a load or a health check.
 
 :func:`started` makes them and restores the GC and the switch interval in ``finally``,
 whatever happened (a load that failed, an exception, Ctrl-C). ``MDSHELL_PLAIN_START=1``
-turns all four off: a plain start, to compare with or to rule them out when something is odd.
-The state is process-wide (as the GC and the switch interval are): one start-up at a time.
-No textual here.
+turns all three off: a plain start, to compare with or to rule them out when something is
+odd. The state is process-wide (as the GC and the switch interval are): one start-up at a
+time. No textual here.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .engine import Engine
-    from .prefetch import Prefetch
 
 PLAIN_START = "MDSHELL_PLAIN_START"
 SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
@@ -47,25 +47,17 @@ class Startup:
         self.gc_was_enabled = gc.isenabled()
         self.switch_interval = sys.getswitchinterval()
         self.gc_off = False
-        self.prefetch: Prefetch | None = None
 
     def begin(self) -> None:
         if not self.plain:
             gc.disable()
             self.gc_off = True
 
-    def start_load(self, engine: Engine, at: str | None) -> Prefetch | None:
-        """Start reading the source before Textual is imported: a forked child for the
-        overview, else the load itself in a thread. Nothing on a plain start (the app loads
-        in its worker). Call it before any thread exists (a fork copies only its own)."""
-        if self.plain:
-            return None
-        from .prefetch import start
-
-        self.prefetch = start(engine) if at is None else None
-        if self.prefetch is None:
+    def start_load(self, engine: Engine) -> None:
+        """Start the load in a thread before Textual is imported (nothing on a plain start:
+        the app loads in its worker)."""
+        if not self.plain:
             engine.start_load()
-        return self.prefetch
 
     def ui_up(self) -> None:
         if not self.plain:
@@ -78,12 +70,8 @@ class Startup:
             self._restore_gc()
 
     def end(self) -> None:
-        try:
-            if self.prefetch is not None:
-                self.prefetch.close()
-        finally:
-            self._restore_gc()
-            sys.setswitchinterval(self.switch_interval)
+        self._restore_gc()
+        sys.setswitchinterval(self.switch_interval)
 
     def _restore_gc(self) -> None:
         self.gc_off = False

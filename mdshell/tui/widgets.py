@@ -1,4 +1,5 @@
-"""Widgets every screen shares: the status bar and the colours of states."""
+"""Widgets every screen shares: the status bar, and the words and colours of states (each
+coloured from the theme's palette, palette.py)."""
 
 from __future__ import annotations
 
@@ -6,46 +7,46 @@ from typing import TYPE_CHECKING
 
 from rich.measure import Measurement
 from rich.text import Text
+from textual.app import App
 from textual.widgets import Static
 
 from ..image.verdict import LIVE_STALE, TIME_TRAVEL
+from .palette import Palette, palette
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-    from .engine import Header
-    from .rows import LiveRow
+    from .rows import Header, LiveRow
 
-# One colour per meaning, everywhere: red is broken, yellow is attention, green is fine.
-STATE_STYLE = {
-    "unfenced": "green", "leader": "bold green", "voter": "green", "observer": "yellow",
-    "fenced": "bold red", "controlled shutdown": "yellow", "unregistered": "bold magenta",
-    "registered, not a voter": "bold red",
+# One meaning per state, everywhere: fail is broken, warn is attention, ok is fine.
+STATE_MEANING = {
+    "unfenced": ("ok", ""), "leader": ("ok", "bold"), "voter": ("ok", ""),
+    "observer": ("warn", ""), "fenced": ("fail", ""), "controlled shutdown": ("warn", ""),
+    "unregistered": ("fail", ""), "registered, not a voter": ("fail", ""),
 }
-STATUS_STYLE = {"fail": "bold white on red", "warn": "bold black on yellow",
-                "info": "bold white on blue", "ok": "bold black on green"}
 STATUS_MARK = {"fail": " FAIL ", "warn": " WARN ", "info": " INFO ", "ok": "  OK  "}
-ITEM_STYLE = {"fail": "bold red", "warn": "yellow", "ok": "green"}
-# NO_COLOR turns colours into greys by luminance (red darker than yellow): severity shows by
-# weight and reverse video instead, never by a grey.
-MONO_STATUS_STYLE = {"fail": "bold reverse", "warn": "reverse", "info": "", "ok": ""}
-MONO_ITEM_STYLE = {"fail": "bold", "warn": "", "ok": ""}
 
 
-def item_style(status: str, mono: bool = False) -> str:
+def palette_of(app: App[object]) -> Palette:
+    """The palette of the app's theme (NO_COLOR: weight and reverse video)."""
+    return palette(app.theme_variables, app.current_theme.dark, app.no_color)
+
+
+def item_style(status: str, pal: Palette) -> str:
     """The style of a check's items (and the passing checks' names) under its badge."""
-    return (MONO_ITEM_STYLE if mono else ITEM_STYLE).get(status, "")
+    return pal.text(status) if status != "info" else ""
 
 
-def state_text(state: str) -> Text:
+def state_text(state: str, pal: Palette) -> Text:
     base = state.split(" (")[0]
-    return Text(state, style=STATE_STYLE.get(base, "bold red" if "unregistered" in state
-                                             else ""))
+    meaning, weight = STATE_MEANING.get(
+        base, ("fail", "") if "unregistered" in state else ("", ""))
+    style = " ".join(s for s in (weight, pal.text(meaning)) if s)
+    return Text(state, style=style)
 
 
-def status_badge(status: str, mono: bool = False) -> Text:
-    styles = MONO_STATUS_STYLE if mono else STATUS_STYLE
-    return Text(STATUS_MARK.get(status, status), style=styles.get(status, ""))
+def status_badge(status: str, pal: Palette) -> Text:
+    return Text(STATUS_MARK.get(status, status), style=pal.badge(status))
 
 
 def short_source(path: str, limit: int = 48) -> str:
@@ -55,29 +56,30 @@ def short_source(path: str, limit: int = 48) -> str:
     return "…" + path[-(limit - 1):]
 
 
-def badge_text(badge: str, at: int | None) -> Text:
-    """A verdict badge: red when the image is not sound, yellow when it is not the latest."""
+def badge_text(badge: str, at: int | None, pal: Palette) -> Text:
+    """A verdict badge: FAIL's colours (or, under NO_COLOR, its weight) when the image is
+    not sound, WARN's when it is not the latest."""
     status = "warn" if badge in (TIME_TRAVEL, LIVE_STALE) else "fail"
     label = f"TIME TRAVEL: as of offset {at}" if badge == TIME_TRAVEL else badge
-    return Text(f" {label} ", style=STATUS_STYLE[status])
+    return Text(f" {label} ", style=pal.badge(status))
 
 
-def header_fields(h: Header) -> list[Text]:
+def header_fields(h: Header, pal: Palette) -> list[Text]:
     """The header's fields, each kept whole on a line (a label never parts from its value);
     the badges and the live (or FOLLOWING) state first: at 80 columns the rest may wrap out
     of the bar, never them."""
     fields = [Text(" mdshell ", style="bold reverse")]
-    fields += [badge_text(badge, h.at) for badge in h.badges]
+    fields += [badge_text(badge, h.at, pal) for badge in h.badges]
     if h.live is not None:  # a state too: kept on the bar's first lines at 80 columns
-        fields.append(live_text(h.live))
+        fields.append(live_text(h.live, pal))
     fields.append(_field("cluster ", h.cluster_id))
     fields.append(Text.assemble((f"{h.kind} ", "dim"), short_source(h.source)))
     fields.append(Text.assemble(("offset ", "dim"), (str(h.offset), "bold"), (" epoch ", "dim"),
                                 str(h.epoch)))
     fields.append(Text(h.time))
     fields.append(_field("MV ", h.metadata_version))
-    fields.append(Text("secrets redacted", style="green") if h.redacted
-                  else Text("SECRETS SHOWN", style="bold white on red"))
+    fields.append(Text("secrets redacted", style=pal.ok) if h.redacted
+                  else Text("SECRETS SHOWN", style=pal.fail_badge))
     return fields
 
 
@@ -85,8 +87,8 @@ def _field(label: str, value: str) -> Text:
     return Text.assemble((label, "dim"), (value, "bold"))
 
 
-def header_text(h: Header, width: int = 10_000) -> Text:
-    return flow(header_fields(h), width)
+def header_text(h: Header, pal: Palette, width: int = 10_000) -> Text:
+    return flow(header_fields(h, pal), width)
 
 
 def flow(fields: list[Text], width: int, gap: int = 2) -> Text:
@@ -122,13 +124,13 @@ class Flow:
         return Measurement(max(cells, default=0), widest).clamp(max_width=options.max_width)
 
 
-def live_text(row: LiveRow) -> Text:
-    """`● LIVE hw 1234 lag 0 · 0.3 s ago`: green when caught up, yellow behind or stopped
+def live_text(row: LiveRow, pal: Palette) -> Text:
+    """`● LIVE hw 1234 lag 0 · 0.3 s ago`: fine when caught up, attention behind or stopped
     (then the header's LIVE STALE badge says so too)."""
     lag = row.lag
     if row.error:
-        return Text(f"● {row.word} stopped: {row.error}", style="bold yellow")
-    style = "bold green" if lag == 0 else "bold yellow"
+        return Text(f"● {row.word} stopped: {row.error}", style=f"bold {pal.warn}".strip())
+    style = f"bold {pal.ok if lag == 0 else pal.warn}".strip()
     t = Text(f"● {row.word}", style=style)
     t.append(" hw ", style="dim")
     t.append("?" if row.high_watermark is None else str(row.high_watermark))
@@ -149,10 +151,14 @@ class StatusBar(Static):
 
     header: Header | None = None
 
-    def refresh_header(self, h: Header) -> None:
+    def show(self, h: Header) -> None:
         self.header = h
-        self.update(header_text(h, self.content_size.width or 10_000))
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.header is not None:
+            self.update(header_text(self.header, palette_of(self.app),
+                                    self.content_size.width or 10_000))
 
     def on_resize(self) -> None:
-        if self.header is not None:
-            self.update(header_text(self.header, self.content_size.width))
+        self._draw()
