@@ -209,7 +209,7 @@ def _open_nodes(args: argparse.Namespace, directories: list[str]) -> Any:
     about_nodes = args.command[:1] == ["nodes"] or (
         args.command[:1] == ["diff"] and "--node" in args.command)
     if not group.picked and len(directories) > 1 and not about_nodes:
-        _err(f"reading node {chosen.label} ({chosen.path}): the log the quorum follows; "
+        _err(f"note: reading node {chosen.label} ({chosen.path}): the log the quorum follows; "
              "--node ID reads another")
     return group
 

@@ -115,7 +115,7 @@ def test_nodes_text_and_exit_code(tmp_path: Path) -> None:
             f"its offsets {split}-{ends[1]}") in out  # type: ignore[index]
     assert (f"offsets {split}-{ends[1]}, epoch 1: 3 NoOpRecord, 2 AccessControlEntryRecord, "
             "1 ConfigRecord") in out  # type: ignore[index]
-    assert "the quorum's log: node 2's" in out
+    assert "the quorum's log is node 2's" in out
     assert out.rstrip().endswith(f"offsets {split}-{ends[3]}")  # type: ignore[index]
     assert run.err == ""  # `nodes` names no chosen node: it reads them all
 
@@ -273,6 +273,16 @@ def test_a_wrong_leader_epoch_checkpoint_is_said(tmp_path: Path) -> None:
     report = build_report(open_group(made["dirs"]))  # type: ignore[arg-type]
     assert report.rows[1].checkpoint == (f"says epoch 2 from offset {split + 1}, the batches "
                                          f"epoch 2 from offset {split}")  # type: ignore
+    # Kafka keeps the checkpoint from its log start offset, which a snapshot moves up
+    # while the first segment is still on disk: compared from there.
+    (two / "leader-epoch-checkpoint").write_bytes(
+        synth_files.leader_epoch_checkpoint([(2, split + 2)]))  # type: ignore[operator]
+    assert build_report(open_group(made["dirs"])).rows[1].checkpoint == "agrees"  # type: ignore
+    (two / "leader-epoch-checkpoint").write_bytes(
+        synth_files.leader_epoch_checkpoint([(1, split + 2)]))  # type: ignore[operator]
+    assert build_report(open_group(made["dirs"])).rows[1].checkpoint == (  # type: ignore
+        f"says epoch 1 from offset {split + 2}, the batches epoch 2 from offset "  # type: ignore
+        f"{split + 2}")
     (two / "leader-epoch-checkpoint").write_bytes(b"garbage\n")
     row = build_report(open_group(made["dirs"])).rows[1]  # type: ignore[arg-type]
     assert row.checkpoint == "absent" and any("not in Kafka's format" in p for p in row.problems)
@@ -293,11 +303,19 @@ def test_damage_ends_a_log_where_it_starts_and_is_said(tmp_path: Path) -> None:
 def test_files_left_by_a_truncation_are_listed(tmp_path: Path) -> None:
     made = lost_leader(tmp_path)
     md = Path(made["dirs"][0]) / MD  # type: ignore[index]
-    (md / "00000000000000000040.log.deleted").write_bytes(b"")
-    (md / "00000000000000000040-0000000001.checkpoint.deleted").write_bytes(b"")
+    for name in ("00000000000000000040.log.deleted", "00000000000000000040.index.deleted",
+                 "00000000000000000012-0000000001.checkpoint.deleted",
+                 "00000000000000000016-0000000001.checkpoint.deleted"):
+        (md / name).write_bytes(b"")
     report = build_report(open_group(made["dirs"]))  # type: ignore[arg-type]
-    assert report.rows[0].leftovers == ["00000000000000000040-0000000001.checkpoint.deleted",
-                                        "00000000000000000040.log.deleted"]
+    row = report.rows[0]
+    assert row.truncated == ["00000000000000000040.log.deleted"]  # past its end, 26
+    assert row.old_snapshots == [12, 16]
+    out = cli(*[a for d in made["dirs"] for a in ("-d", d)], "nodes").out  # type: ignore
+    assert ("node 1: left by a truncation (past its log's end, offset 26): "
+            "00000000000000000040.log.deleted") in out
+    assert ("node 1: 2 older snapshots being deleted (ending at offsets 12-16): Kafka keeps "
+            "the newest") in out
 
 
 def test_an_observers_directory_is_never_the_quorums_log(tmp_path: Path) -> None:

@@ -217,16 +217,22 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
               _span(row.start, row.end),
               "-" if row.last_epoch is None else f"{row.last_epoch}"
               + (" (led it)" if row.led_last_epoch else ""),
-              _epochs(row.epochs), row.checkpoint, row.snapshot or "-", _state(row.state)]
+              _epochs(row.epochs), row.checkpoint, _snapshot(row.snapshot),
+              _state(row.state)]
              for row in rep.rows]
     yield from table_lines(["node", "role", "offsets", "last epoch", "epochs from offset",
                             "leader-epoch-checkpoint", "snapshot", "quorum-state"], cells)
     for row in rep.rows:
         for problem in row.problems:
             yield f"node {row.label}: {problem}"
-        if row.leftovers:
-            yield (f"node {row.label}: files left by a truncation or deletion: "
-                   + ", ".join(row.leftovers))
+        if row.truncated:
+            yield (f"node {row.label}: left by a truncation (past its log's end, offset "
+                   f"{row.end}): " + ", ".join(row.truncated))
+        old = row.old_snapshots
+        if old:
+            ends = f"offset {old[0]}" if len(old) == 1 else f"offsets {old[0]}-{old[-1]}"
+            yield (f"node {row.label}: {len(old)} older snapshot{'s' if len(old) > 1 else ''} "
+                   f"being deleted (ending at {ends}): Kafka keeps the newest")
     for note in rep.notes:
         yield f"note: {note}"
     if len(rep.rows) < 2:
@@ -238,7 +244,7 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
             yield f"  nodes {p.a} and {p.b}: {_pair_text(p)}"
     yield ""
     if rep.quorum is not None:
-        yield f"the quorum's log: node {rep.quorum}'s: {rep.why}"
+        yield f"the quorum's log is node {rep.quorum}'s: {rep.why}"
     if rep.committed is not None:
         yield (f"committed: up to offset {rep.committed} at most: held by {rep.committed_by} of "
                f"{len(rep.voters or ())} voters, a majority (the high watermark is not on "
@@ -278,6 +284,16 @@ def _span(first: int | None, last: int | None) -> str:
     if first is None or last is None or last < first:
         return "-"
     return str(first) if first == last else f"{first}-{last}"
+
+
+def _snapshot(name: str | None) -> str:
+    """A snapshot file as the offsets it holds: ``to 126, epoch 2``."""
+    if name is None:
+        return "-"
+    try:
+        return f"to {int(name[:20]) - 1}, epoch {int(name[21:31])}"
+    except ValueError:
+        return name
 
 
 def _offsets(first: int, last: int) -> str:

@@ -135,10 +135,12 @@ def _check_cluster(group: NodeGroup) -> None:
     for n in known[1:]:
         first = known[0]
         if n.cluster_id != first.cluster_id:
+            where = (f"their {n.cluster_from}" if n.cluster_from == first.cluster_from
+                     else f"its {n.cluster_from} and the other's {first.cluster_from}")
             raise SourceError(
                 f"{n.path} (node {n.label}) is of cluster {n.cluster_id} but {first.path} "
-                f"(node {first.label}) of cluster {first.cluster_id} ({n.cluster_from}, "
-                f"{first.cluster_from}): give the directories of one cluster's nodes")
+                f"(node {first.label}) of cluster {first.cluster_id}, by {where}: give the "
+                "directories of one cluster's nodes")
     unknown = [n for n in nodes if n.cluster_id is None]
     if not unknown or len(nodes) < 2:
         return

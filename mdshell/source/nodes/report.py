@@ -17,6 +17,7 @@ The rules are Kafka's (KRaft's Raft):
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ from ...wire.records import record_name
 from ..base import ControlEntry, control_entries
 from .compare import CONTENT, SAME, Pair, compare
 from .group import NodeDir, NodeGroup
+
+_SEGMENT_LEFT = re.compile(r"^(\d{20})\.log\.(deleted|swap|cleaned)$")
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,20 @@ class Row:
     checkpoint: str  # leader-epoch-checkpoint against the batches
     snapshot: str | None
     state: dict[str, Any] | None  # quorum-state: leader, epoch, voted
-    leftovers: list[str]
+    leftovers: list[str]  # every file Kafka is deleting, swapping or cleaning
     problems: list[str]
+
+    @property
+    def truncated(self) -> list[str]:
+        """The leftovers that are segments past the log's end: what a truncation removed
+        (a segment below the log start is removed by retention instead)."""
+        return [f for f in self.leftovers if (m := _SEGMENT_LEFT.match(f)) is not None
+                and self.end is not None and int(m.group(1)) > self.end]
+
+    @property
+    def old_snapshots(self) -> list[int]:
+        """End offsets of the snapshots being deleted (replaced by newer ones)."""
+        return sorted(int(f[:20]) for f in self.leftovers if f.endswith(".checkpoint.deleted"))
 
     def to_json(self) -> dict[str, Any]:
         return {"node": self.label, "nodeId": self.node_id, "directory": self.directory,
@@ -104,6 +119,7 @@ class Row:
                 "epochs": [{"epoch": e, "startOffset": o} for e, o in self.epochs],
                 "leaderEpochCheckpoint": self.checkpoint, "snapshot": self.snapshot,
                 "quorumState": self.state, "leftovers": self.leftovers,
+                "truncated": self.truncated,
                 "problems": self.problems}
 
 
@@ -230,11 +246,11 @@ def quorum_log(group: NodeGroup, voters: list[int] | None = None) -> Choice:
         return Choice(best, "the only " + ("voter" if eligible else "node") + " given")
     rule = "Kafka's vote: the newest last epoch, then the greatest end offset"
     if len(tied) > 1:
-        same = ", ".join(n.label for n in tied if n is not best)
+        same = _and([n.label for n in tied if n is not best])
         lead = f"; node {best.label} leads epoch {epoch}" if _leads(best, epoch) else \
             "; the first given"
-        return Choice(best, f"last epoch {epoch} to offset {end}, as node {same}{lead} "
-                            f"({rule})")
+        return Choice(best, f"last epoch {epoch} to offset {end}, as node"
+                            f"{'s' if len(tied) > 2 else ''} {same}{lead} ({rule})")
     if all(_vote_key(n)[0] < epoch for n in others):
         return Choice(best, f"its last epoch, {epoch}, is the newest ({rule})")
     return Choice(best, f"last epoch {epoch} and the longest log in it, to offset {end} "
@@ -246,6 +262,10 @@ def choose(group: NodeGroup, label: str | None) -> NodeDir:
     if label is not None:
         return group.choose(group.node(label), True)
     return group.choose(quorum_log(group).node, False)
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _leads(n: NodeDir, epoch: int) -> bool:
@@ -441,27 +461,30 @@ def _role(n: NodeDir, voter: bool | None) -> str:
 
 def _checkpoint(n: NodeDir) -> str:
     """``leader-epoch-checkpoint`` against the epochs of the batches: "agrees", "absent", or
-    the first difference."""
+    the first difference. Kafka keeps it from its log start offset, which a snapshot moves
+    past the first batch still on disk (the segment is deleted later): the batches are
+    compared from the checkpoint's first entry, and an entry below the first batch counts
+    as moved up to it, as Kafka moves it."""
     if n.checkpoint is None:
         return "absent"
     scan = n.scan
-    start = scan.start
-    if start is None:
-        return "no log to check it against"
+    if scan.start is None or not n.checkpoint:
+        return "no log to check it against" if scan.start is None else "empty"
+    start = max(scan.start, n.checkpoint[0][1])
     kept: list[tuple[int, int]] = []
     for epoch, offset in n.checkpoint:
-        if offset <= start:  # Kafka moves the first entry up to the log start
+        if offset <= start:
             kept = [(epoch, start)]
         else:
             kept.append((epoch, offset))
-    batches = scan.epoch_starts
-    if kept == batches:
-        return "agrees"
+    first = scan.epoch_of(start)
+    batches = ([(first, start)] if first is not None else []) + [
+        (e, o) for e, o in scan.epoch_starts if o > start]
     for i in range(max(len(kept), len(batches))):
         says = kept[i] if i < len(kept) else None
         seen = batches[i] if i < len(batches) else None
         if says != seen:
-            return (f"says {_entry(says)}, the batches {_entry(seen)}")
+            return f"says {_entry(says)}, the batches {_entry(seen)}"
     return "agrees"
 
 
