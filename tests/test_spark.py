@@ -513,8 +513,10 @@ def _file_warnings(directory: Path) -> dict[str | None, list[str]]:
         for _ in iter_file(f, problems):
             pass
         if problems:  # the shell's "later segments are not applied": read here (see below)
+            # A job has no --strict: the shell's advice to use it is left out of the rows.
             out[os.path.basename(f.path)] = [
-                p.message if p.code != "stopped" else
+                p.message.replace(", or use --strict to fail on it", "")
+                if p.code != "stopped" else
                 f"{os.path.basename(f.path)}: the rest of this file after the damage is not "
                 "read; the next segment is still read, from its base offset (the shell's "
                 "image stops at this damage)" for p in problems]
@@ -830,7 +832,7 @@ def test_bad_crc_warnings_say_what_the_data_source_did(spark: Any) -> None:
     warned = {r["file"]: list(r["warnings"]) for r in rows if r["warnings"]}
     assert list(warned) == ["00000000000000000000.log"]
     text = " ".join(warned["00000000000000000000.log"])
-    assert "not applied" not in text and "CRC mismatch" in text
+    assert "not applied" not in text and "CRC mismatch" in text and "--strict" not in text
     assert "the next segment is still read, from its base offset" in text
     assert any(r["file"] == "00000000000000000021.log" for r in rows)
 
@@ -1135,20 +1137,18 @@ def test_pushdown_never_breaks_a_session_without_the_setting(spark: Any) -> None
 def test_like_on_directory_prunes_directories_before_reading(spark: Any) -> None:
     """``directory like '%segments-snap%'`` (Spark makes it a substring filter) and
     ``like '/prefix%'`` are pushed and only the matching directories' files are read."""
-    paths = [str(FIXTURES / f) for f in GOOD_FIXTURES]
+    paths = [str(FIXTURES / f) for f in ("cluster-basic", "segments-snapshots", "security")]
     def base() -> Any:  # a reader's option() changes the reader itself
         return spark.read.format("kraft").option("maxPartitionBytes", 1)
 
     for where, taken in (("directory like '%segments-snap%'", "StringContains(directory,"),
-                         (f"directory like '{FIXTURES}/seg%'", "StringStartsWith(directory,"),
-                         ("cluster_id like '%'", "")):
+                         (f"directory like '{FIXTURES}/seg%'", "StringStartsWith(directory,")):
         pushed = base().load(paths).where(where)
         plain = base().option("pushdown", "false").load(paths).where(where)
         assert _rows(pushed) == _rows(plain) and _rows(pushed), where
-        if taken:
-            assert taken in _explained(pushed), where
-            one = base().option("pushdown", "false").load(str(FIXTURES / "segments-snapshots"))
-            assert _files_read(pushed) == _files_read(one) < _files_read(plain), where
+        assert taken in _explained(pushed), where
+        one = base().option("pushdown", "false").load(str(FIXTURES / "segments-snapshots"))
+        assert _files_read(pushed) == _files_read(one) < _files_read(plain), where
 
 
 def test_file_uris_read_like_paths_and_other_stores_are_one_line(spark: Any) -> None:

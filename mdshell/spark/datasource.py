@@ -270,12 +270,15 @@ def register(spark: Any) -> type[KraftDataSource]:
     return cls
 
 
-# The shell's advice for a file path; the data source reads directories only.
+# The shell's advice for a file path (the data source reads directories only), and for
+# damage (a job has no --strict: the rows' warnings column says it).
 _FILE_ADVICE = "; use -s FILE to read one snapshot or log file"
+_STRICT_ADVICE = ", or use --strict to fail on it"
 
 
 def _in_spark(message: str) -> str:
     """A reader's message with the advice that fits a data source path, not the CLI's."""
+    message = message.replace(_STRICT_ADVICE, "")
     if message.endswith(_FILE_ADVICE):
         return (message[:-len(_FILE_ADVICE)] + ": the kraft source reads metadata directories "
                 "(give the __cluster_metadata-0 directory, the log dir holding it, or a glob)")
@@ -410,6 +413,7 @@ class FilteringReader(KraftReader):
 
 def _with_extra(schema: pa.Schema, table: pa.Table, part: FilePart,
                 warnings: list[str]) -> Iterator[pa.RecordBatch]:
+    warnings = [_in_spark(w) for w in warnings]
     if part.shown != part.directory:  # a remote directory's copy: say where it really is
         warnings = [w.replace(part.directory, part.shown) for w in warnings]
     for w in warnings:  # on the rows; never printed by the workers (one per task and read)
