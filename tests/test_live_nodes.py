@@ -85,6 +85,14 @@ def test_the_divergence_offset_is_where_kafka_truncates(runs: list[Diverged]) ->
         assert d.old_epoch in (new.epoch_a, new.epoch_b)
         assert report.committed is not None and report.committed >= d.truncation
         assert not report.agree  # the new leader committed records at offsets it holds
+        rows = {r.label: r for r in report.rows}
+        old, led = rows[str(d.old_leader)], rows[str(d.new_leader)]
+        assert (old.role, old.led_last_epoch, old.last_epoch) == ("leader", True, d.old_epoch)
+        assert (led.role, led.led_last_epoch, led.last_epoch) == ("leader", True, d.new_epoch)
+        assert led.epochs[-1] == (d.new_epoch, d.truncation)  # where its epoch starts
+        # Kafka's own leader-epoch-checkpoint says where each epoch starts, as the batches do.
+        assert [r.checkpoint for r in report.rows] == ["agrees"] * 3
+        assert report.voters == [1, 2, 3] and report.damaged == []
 
 
 def test_nodes_one_shot_on_the_copies(runs: list[Diverged]) -> None:
