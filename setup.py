@@ -9,7 +9,11 @@ import os
 from typing import Any
 
 from setuptools import Extension, setup
-from setuptools.command.editable_wheel import editable_wheel
+
+try:  # setuptools 64 and later (pip builds with the >= 68 of pyproject.toml)
+    from setuptools.command.editable_wheel import editable_wheel
+except ImportError:  # an older one, run directly (setup.py build_ext): no editable installs
+    editable_wheel = None
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # (module, C source): a source not in this checkout is not built.
@@ -42,22 +46,28 @@ class _AlsoWrites:
         self.strategy.__exit__(*exc)
 
 
-class _Editable(editable_wheel):
-    """``pip install -e .`` with ``pyspark_kraft.py`` a real file in site-packages. PySpark
-    finds data sources with ``pkgutil.iter_modules()``, which lists the files on sys.path and
-    never asks the import hook an editable install adds: without the copy, a PySpark job run
-    outside the clone does not find the ``kraft`` source (DATA_SOURCE_NOT_FOUND). The copy
-    only imports mdshell, which the hook finds in the clone."""
+def _commands() -> dict[str, Any]:
+    """``editable_wheel`` with the copy, where setuptools has its strategy hook (64 and
+    later); otherwise setuptools' own (docs/spark.md's register(spark) line finds the
+    source)."""
+    if editable_wheel is None or not hasattr(editable_wheel, "_select_strategy"):
+        return {}
 
-    def _select_strategy(self, *args: Any, **kwargs: Any) -> Any:
-        return _AlsoWrites(super()._select_strategy(*args, **kwargs))
+    class Editable(editable_wheel):  # type: ignore[misc, valid-type]
+        """``pip install -e .`` with ``pyspark_kraft.py`` a real file in site-packages.
+        PySpark finds data sources with ``pkgutil.iter_modules()``, which lists the files on
+        sys.path and never asks the import hook an editable install adds: without the copy,
+        a PySpark job run outside the clone does not find the ``kraft`` source
+        (DATA_SOURCE_NOT_FOUND). The copy only imports mdshell, which the hook finds in the
+        clone."""
 
+        def _select_strategy(self, *args: Any, **kwargs: Any) -> Any:
+            return _AlsoWrites(super()._select_strategy(*args, **kwargs))
 
-# setuptools' strategy hook (64 and later); without it the editable install is setuptools'
-# own, and docs/spark.md's register(spark) line finds the source.
-_COMMANDS = {"editable_wheel": _Editable} if hasattr(editable_wheel, "_select_strategy") else {}
+    return {"editable_wheel": Editable}
+
 
 setup(ext_modules=[
     Extension(name, [src], optional=True)
     for name, src in _PIECES if os.path.exists(os.path.join(_HERE, src))
-], cmdclass=_COMMANDS)
+], cmdclass=_commands())
