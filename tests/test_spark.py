@@ -262,7 +262,7 @@ def test_tui_sql_is_a_table_with_progress_and_esc_cancels(spark: Any) -> None:
             got = {int(table.get_row_at(i)[0]): int(table.get_row_at(i)[1])
                    for i in range(table.row_count)}
             assert got == dict(leaders)
-            assert [str(c.label) for c in table.columns.values()] == ["leader", "n"]
+            assert [str(c.label).strip() for c in table.columns.values()] == ["leader", "n"]
             status = app.screen.query_one("#sql-status", Static)
             assert f"{len(leaders)} rows" in text_of(status)
             # A click on a header sorts by that column, as numbers; again: the other way.
