@@ -339,7 +339,8 @@ def _main(args: argparse.Namespace) -> int:
         return helped
     if not sources:
         _err("no metadata source: give -d DIR (a __cluster_metadata-0 directory or its log "
-             "dir), -s FILE (one .checkpoint or .log file) or -q HOST:PORT (the controllers)")
+             "dir), -s FILE (one .checkpoint or .log file) or -q HOST:PORT (the controllers); "
+             "mdshell --help lists the options and commands")
         return EXIT_USAGE
     if args.bootstrap_controller and (wrong := _endpoints_usage(args.bootstrap_controller)):
         _err(wrong)

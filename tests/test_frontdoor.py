@@ -72,6 +72,7 @@ def test_help_without_source_keeps_its_usage_errors() -> None:
     # Any other command still needs a source.
     out = cli("ls")
     assert out.code == 2 and "no metadata source" in out.err
+    assert out.err.rstrip().endswith("mdshell --help lists the options and commands")
 
 
 # ---------------------------------------------------------------- options (item 2)
@@ -471,9 +472,9 @@ def test_tables_needs_no_spark() -> None:
 def test_sql_without_spark_names_every_missing_package(hidden: set[str], named: str) -> None:
     out = _without(hidden, "-d", BASIC, "sql", "select 1")
     assert out.returncode == 1 and out.stdout == ""
-    assert out.stderr == (f"mdshell: sql: sql runs on Spark, and {named} not installed: pip "
-                          "install 'mdshell[spark]' (in a clone of mdshell: pip install -e "
-                          "'.[spark]'); Spark also needs Java 17 or later\n")
+    assert out.stderr == (f"mdshell: sql: Spark queries need the spark extra, and {named} not "
+                          "installed: pip install 'mdshell[spark]' (in a clone of mdshell: pip "
+                          "install -e '.[spark]'); Spark also needs Java 17 or later\n")
 
 
 # ---------------------------------------------------------------- README (11)

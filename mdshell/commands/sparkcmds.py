@@ -22,7 +22,7 @@ def _spark_modules() -> Any:
     is missing and the one command that installs them."""
     missing = [name for name in SPARK_PACKAGES if not _importable(name)]
     if missing:
-        raise CommandError(f"sql runs on Spark, and {_listed(missing)} "
+        raise CommandError(f"Spark queries need the spark extra, and {_listed(missing)} "
                            f"{'is' if len(missing) == 1 else 'are'} not installed: "
                            f"{SPARK_INSTALL}")
     from ..spark import query
