@@ -196,22 +196,17 @@ def _endpoints_usage(bootstrap: str) -> str | None:
     return None
 
 
-def _open_nodes(args: argparse.Namespace, directories: list[str]) -> Any:
-    """The nodes' directories (-d more than once, or --node), checked to be one cluster;
-    the one the commands read is chosen (--node, else the quorum's log) and named on
-    stderr when mdshell chose it and the command is not about the nodes (``nodes``,
-    ``diff --node``)."""
-    from .source.nodes.group import open_group
-    from .source.nodes.report import choose
-
-    group = open_group(directories, eager=args.strict)
-    chosen = choose(group, args.node)
+def _say_node(args: argparse.Namespace, session: Session) -> None:
+    """Name the node every command reads when mdshell chose it among several (-d more than
+    once, no --node) and the command is not about the nodes (``nodes``, ``diff --node``)."""
+    group = session.nodes
     about_nodes = args.command[:1] == ["nodes"] or (
         args.command[:1] == ["diff"] and "--node" in args.command)
-    if not group.picked and len(directories) > 1 and not about_nodes:
-        _err(f"note: reading node {chosen.label} ({chosen.path}): the log the quorum follows; "
-             "--node ID reads another")
-    return group
+    if group is None or group.picked or len(group.nodes) < 2 or about_nodes:
+        return
+    chosen = group.chosen
+    _err(f"note: reading node {chosen.label} ({chosen.path}): the log the quorum follows; "
+         "--node ID reads another")
 
 
 def _follow_usage(args: argparse.Namespace) -> str | None:
@@ -356,17 +351,8 @@ def _main(args: argparse.Namespace) -> int:
     if wrong := _unused_option(args, full_screen):
         _err(wrong)
         return EXIT_USAGE
-    group = None
-    if len(directories) > 1 or args.node is not None:
-        try:
-            group = _open_nodes(args, directories)
-        except SourceError as e:
-            if args.debug:
-                raise
-            _err(str(e))
-            return EXIT_FAIL
-    args.directory = group.chosen.path if group is not None else (
-        directories[0] if directories else None)
+    several = len(directories) > 1 or args.node is not None  # nodes of one cluster
+    args.directory = directories[0] if directories and not several else None
     if ((args.spark_master or args.spark_remote or (args.config and not args.bootstrap_controller))
             and not _spark_settings(args)):
         return EXIT_FAIL
@@ -375,7 +361,8 @@ def _main(args: argparse.Namespace) -> int:
 
         return run_tui(args.directory, args.snapshot, show_secrets=args.show_secrets,
                        at=args.at, bootstrap=args.bootstrap_controller, config=args.config,
-                       follow=args.follow)
+                       follow=args.follow, nodes=directories if several else None,
+                       node=args.node)
     from .commands import Shell
     from .session import Session
     from .tree.node import RenderOptions
@@ -391,9 +378,10 @@ def _main(args: argparse.Namespace) -> int:
         else:
             # One command: load when the command needs the image (``changes`` may not).
             lazy = bool(args.command) and not args.strict and args.at is None
-            if group is not None:
-                session = Session(group.chosen.source, layout=args.layout, lazy=lazy)
-                session.nodes = group
+            if several:
+                session = Session.of_nodes(directories, args.node, eager=args.strict,
+                                           layout=args.layout, lazy=lazy)
+                _say_node(args, session)
             else:
                 session = Session.open(args.directory, args.snapshot, eager=args.strict,
                                        layout=args.layout, lazy=lazy)

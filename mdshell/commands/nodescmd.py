@@ -4,10 +4,8 @@ and the nodes ``diff --node`` reads."""
 from __future__ import annotations
 
 from ..session import Session
-from ..source.nodes.group import NodeGroup, open_group
-from ..source.nodes.report import build_report
 from . import results as r
-from .base import ArgParser, CommandError, Result, command
+from .base import ArgParser, Result, command
 from .shell import Shell
 
 USAGE = "nodes"
@@ -31,25 +29,13 @@ USAGE = "nodes"
          args=("",))
 def nodes(shell: Shell, args: list[str]) -> Result:
     ArgParser("nodes", USAGE).parse_args(args)
-    report = build_report(node_group(shell.session))
+    report = shell.session.node_report()
     return Result(value=r.Nodes(report), exit_code=0 if report.sound else 1)
-
-
-def node_group(session: Session) -> NodeGroup:
-    """The nodes given (``-d`` more than once), or the one directory read as a group of
-    one; :class:`CommandError` for a source that is not a directory."""
-    if session.nodes is None:
-        layout = session.source.disk_layout()
-        if layout is None or layout.virtual:
-            raise CommandError("it compares nodes' directories: give each node's "
-                               "__cluster_metadata-0 (or log dir) with its own -d")
-        session.nodes = open_group([layout.directory])
-    return session.nodes
 
 
 def node_shells(shell: Shell, labels: list[str]) -> list[tuple[str, Shell]]:
     """A shell over each node named (its id, or ``#N``), the one already read reused."""
-    group = node_group(shell.session)
+    group = shell.session.node_group()
     out = []
     for label in labels:
         node = group.node(label)

@@ -217,8 +217,8 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
               _span(row.start, row.end),
               "-" if row.last_epoch is None else f"{row.last_epoch}"
               + (" (led it)" if row.led_last_epoch else ""),
-              _epochs(row.epochs), row.checkpoint, _snapshot(row.snapshot),
-              _state(row.state)]
+              epochs_cell(row.epochs), row.checkpoint, snapshot_cell(row.snapshot),
+              quorum_state_cell(row.state)]
              for row in rep.rows]
     yield from table_lines(["node", "role", "offsets", "last epoch", "epochs from offset",
                             "leader-epoch-checkpoint", "snapshot", "quorum-state"], cells)
@@ -286,7 +286,7 @@ def _span(first: int | None, last: int | None) -> str:
     return str(first) if first == last else f"{first}-{last}"
 
 
-def _snapshot(name: str | None) -> str:
+def snapshot_cell(name: str | None) -> str:
     """A snapshot file as the offsets it holds: ``to 126, epoch 2``."""
     if name is None:
         return "-"
@@ -300,13 +300,13 @@ def _offsets(first: int, last: int) -> str:
     return f"offset {first}" if first == last else f"offsets {first}-{last}"
 
 
-def _epochs(epochs: list[tuple[int, int]]) -> str:
+def epochs_cell(epochs: list[tuple[int, int]]) -> str:
     shown = ", ".join(f"{e}@{o}" for e, o in epochs[-EPOCHS_SHOWN:])
     more = len(epochs) - EPOCHS_SHOWN
     return (f"({more} more) " if more > 0 else "") + (shown or "-")
 
 
-def _state(state: dict[str, Any] | None) -> str:
+def quorum_state_cell(state: dict[str, Any] | None) -> str:
     if state is None:
         return "-"
     out = f"leader {state['leader']}, epoch {state['epoch']}"

@@ -16,7 +16,7 @@ from ..image.history import History
 from ..image.model import Image, Notes
 from ..image.replay import ImageBuilder
 from ..image.verdict import Verdict, judge
-from ..problems import STOPS, Problem, merge
+from ..problems import STOPS, Problem, SourceError, merge
 from ..source import FileRead, Located, Source, open_source
 from ..source.base import control_entries, undecodable
 from ..source.info import LogInfo, QuorumInfo
@@ -40,6 +40,7 @@ from .rebuild import Rebuildable, rebuildable
 
 if TYPE_CHECKING:
     from ..source.nodes.group import NodeGroup
+    from ..source.nodes.report import Report
     from ..source.quorum.discover import QuorumView
     from .timeline import Timeline
 
@@ -84,6 +85,41 @@ class Session:
         """A session over a directory or a file; ``lazy`` loads on first use (a one-shot
         command that the source alone answers never replays it)."""
         return cls(open_source(directory, file, eager=eager), layout=layout, lazy=lazy)
+
+    @classmethod
+    def of_nodes(cls, directories: list[str], node: str | None = None, *,
+                 eager: bool = False, layout: str = "3.7", lazy: bool = False) -> Session:
+        """Several nodes' directories of one cluster (``-d`` once per node): a session over
+        the one ``node`` names (an id, or ``#N``), else the one whose log the quorum
+        follows, with :attr:`nodes` set; ``SourceError`` in one line when they cannot be
+        read or are not one cluster's."""
+        from ..source.nodes.group import open_group
+        from ..source.nodes.report import choose
+
+        group = open_group(directories, eager=eager)
+        session = cls(choose(group, node).source, layout=layout, lazy=lazy)
+        session.nodes = group
+        return session
+
+    def node_group(self) -> NodeGroup:
+        """The nodes given (``of_nodes``), or this directory as a group of one;
+        ``SourceError`` for a source that is not a directory."""
+        if self.nodes is None:
+            from ..source.nodes.group import open_group
+
+            layout = self.source.disk_layout()
+            if layout is None or layout.virtual:
+                raise SourceError("it compares nodes' directories: give each node's "
+                                  "__cluster_metadata-0 (or log dir) with its own -d")
+            self.nodes = open_group([layout.directory])
+        return self.nodes
+
+    def node_report(self) -> Report:
+        """The nodes' logs compared (:mod:`mdshell.source.nodes.report`): reads every
+        node's batch headers, so call it off a UI thread."""
+        from ..source.nodes.report import build_report
+
+        return build_report(self.node_group())
 
     @classmethod
     def live(cls, bootstrap: str, config: str | None = None, *, eager: bool = False,

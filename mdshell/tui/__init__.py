@@ -9,8 +9,10 @@ from typing import Any
 
 def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = False,
             at: str | None = None, bootstrap: str | None = None,
-            config: str | None = None, follow: bool = False) -> int:
-    """Open the source, run the app until the user quits; the process exit code."""
+            config: str | None = None, follow: bool = False,
+            nodes: list[str] | None = None, node: str | None = None) -> int:
+    """Open the source, run the app until the user quits; the process exit code. ``nodes``:
+    several nodes' directories (-d once per node), ``node`` the one to read (--node)."""
     from .startup import started
 
     with started() as startup:  # GC, switch interval: undone on the way out
@@ -19,6 +21,7 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
 
         try:
             engine = (Engine.open_live(bootstrap, config, show_secrets) if bootstrap
+                      else Engine.open_nodes(nodes, node, show_secrets) if nodes
                       else Engine.open(directory, file, show_secrets))
         except SourceError as e:
             print(f"mdshell: {e}", file=sys.stderr)

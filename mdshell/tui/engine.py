@@ -29,6 +29,7 @@ from ..wire.primitives import uuid_str
 from .fmt import ui_time
 from .healthrows import check_rows, notice_items
 from .liveinfo import live_leader, live_observers, live_row, live_voters
+from .noderows import NodesView, nodes_view
 from .overviewrows import broker_rows, controller_rows, feature_rows
 from .plain import broker_state, quiet_gc, run_lines, sorted_names
 from .rows import CheckRow, Entry, Header, Item, ListTable, LiveRow, NodeRow, Overview
@@ -66,6 +67,13 @@ class Engine:
         """Find the source (fast; raises ``SourceError`` with one clear line); nothing is
         read until :meth:`load`."""
         return cls(Session.open(directory, file, lazy=True), show_secrets)
+
+    @classmethod
+    def open_nodes(cls, directories: list[str], node: str | None = None,
+                   show_secrets: bool = False) -> Engine:
+        """Several nodes' directories of one cluster: the screens read ``node`` (else the
+        quorum's log); the Nodes screen compares them all."""
+        return cls(Session.of_nodes(directories, node, lazy=True), show_secrets)
 
     @classmethod
     def open_live(cls, bootstrap: str, config: str | None = None,
@@ -388,6 +396,21 @@ class Engine:
                 out.append((f"{key.name}={self.text(key.path)}", f"config of {res.name}",
                             key.path))
         return out
+
+    # ---------------------------------------------------------------- nodes
+
+    def nodes(self) -> NodesView:
+        """The nodes' directories compared (reads every node's batch headers: call it in a
+        worker); ``SourceError`` in one line when the source is not a directory."""
+        return nodes_view(self.session.node_report())
+
+    def node_records(self, node: str, first: int, last: int) -> Result:
+        """``records --from FIRST --to LAST`` of node ``node``'s log."""
+        from ..commands.nodescmd import node_shells
+
+        [(_label, shell)] = node_shells(self.sh, [node])
+        with self.lock:
+            return shell.run(["records", "--from", str(first), "--to", str(last)])
 
     # ---------------------------------------------------------------- history
 

@@ -34,6 +34,8 @@ SCREENS: list[ScreenSpec] = [
                "health", "HealthScreen"),
     ScreenSpec("history", "l", "History", "timeline, time travel (at) and diff", "history",
                "HistoryScreen"),
+    ScreenSpec("nodes", "n", "Nodes", "several nodes' logs side by side (-d once per node)",
+               "nodes", "NodesScreen"),
 ]
 HOME = "overview"  # the screen the app opens on
 TREE = "tree"  # where jumps land
