@@ -190,6 +190,8 @@ class MdshellApp(App[int]):
     def _checks_ready(self, message: ChecksReady) -> None:
         if message.generation == self.generation:
             self.checks = message.checks
+            # Checking read every partition: what did not decode is in the verdict now.
+            self.header = self.engine.header()
 
     @on(IndexReady)
     def _index_ready(self, message: IndexReady) -> None:
@@ -261,7 +263,7 @@ class MdshellApp(App[int]):
             self.header = self.engine.header()
         news = [f"re-read: {after - before:,} new offsets ({before:,} → {after:,})"
                 if after > before else f"re-read: nothing new after offset {after - 1:,}"]
-        news += [f"verdict: {words}" for words in message.said]
+        news += message.said
         self.notify("\n".join(news), timeout=4, severity="warning" if message.said
                     else "information")
 

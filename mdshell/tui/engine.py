@@ -143,24 +143,28 @@ class Engine:
         if not self.lock.acquire(blocking=False):
             return False
         try:
-            moved = self.session.poll_source()  # a followed directory: its appends
+            moved = self.session.poll_source()  # a followed directory: read and judged anew
         finally:
             self.lock.release()
         if moved:
             self._timeline = None
         return moved
 
-    def reread(self) -> tuple[int, int]:
-        """``r``: what was appended to the directory since it was read (waits for a running
-        command); the latest image's next offset before and after. Raises with one line."""
+    def reread(self) -> tuple[int, int, str | None]:
+        """``r``: the directory read again and judged anew (waits for a running command):
+        the latest image's next offset before and after, and why it was loaded afresh (a
+        file that shrank or changed before the point read; None: it was not). Raises with
+        one line."""
         before = self.session.latest.next_offset
         state = self.follow or Follow()
         with self.lock:
-            if state.advance(self.session):
-                self._timeline = None
+            moved = state.advance(self.session)
+        if moved:
+            self._timeline = None
         if state.error:
             raise ValueError(state.error)
-        return before, self.session.latest.next_offset
+        reloaded = state.last.reloaded if state.last is not None else None
+        return before, self.session.latest.next_offset, reloaded
 
     @property
     def rereadable(self) -> bool:
@@ -369,7 +373,14 @@ class Engine:
         session = self.session
         notices = notice_items(self.loaded.problems, session.quorum_info().notes,
                                session.source.describe())
-        return check_rows(self.loaded.image, self.voter_ids(), session.verdict(), notices)
+        img = self.loaded.image
+        noted = len(img.notes.messages)
+        rows = check_rows(img, self.voter_ids(), session.verdict(), notices)
+        if len(img.notes.messages) > noted:
+            # Reading the partitions found records that do not decode: the data check must
+            # say so (the verdict counts the image's notes).
+            rows = check_rows(img, self.voter_ids(), session.verdict(), notices)
+        return rows
 
     # ---------------------------------------------------------------- search
 

@@ -43,13 +43,15 @@ class Follower:
         engine = self.engine
         words = engine.verdict_words()
         try:
-            before, after = engine.reread()
+            before, after, reloaded = engine.reread()
         except ValueError as e:
             self.app.post_message(RereadFailed(f"cannot re-read {engine.label}: {e}"))
             return
         now = engine.verdict_words()
         self.background.verdict = now
-        self.app.post_message(Reread(before, after, [now] if now != words else []))
+        said = [f"loaded afresh: {reloaded}"] if reloaded else []
+        said += [f"verdict: {now}"] if now != words or reloaded else []
+        self.app.post_message(Reread(before, after, said))
 
     @property
     def following(self) -> bool:

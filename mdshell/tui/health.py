@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 
 from .filterbar import matches
 from .footer import KeyFooter
+from .healthrows import READING
 from .messages import Jump
 from .palette import Palette
 from .rows import CheckRow
@@ -92,7 +93,8 @@ class HealthScreen(DataScreen):
     def is_open(self, c: CheckRow) -> bool:
         if c.name in self.closed:
             return False
-        return c.status in ("fail", "warn") or c.name in self.opened or bool(self.filter_text)
+        return (c.status in ("fail", "warn") or c.name == READING or c.name in self.opened
+                or bool(self.filter_text))
 
     def fill(self, checks: list[CheckRow] | None) -> None:
         listing = self.query_one(CheckList)

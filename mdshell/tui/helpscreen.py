@@ -13,6 +13,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from .nav import edge, move
+
 # Keys no binding lists (widgets handle them), by screen class name.
 EXTRA: dict[str, list[tuple[str, str]]] = {
     "BrowserScreen": [("↑↓ j k", "move in the tree or table"),
@@ -76,6 +78,11 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,q,f1", "dismiss", "Close"),
+        # The app's keys do not reach a modal screen: the movement keys again, here.
+        Binding("j", "move(1)", "Down", show=False),
+        Binding("k", "move(-1)", "Up", show=False),
+        Binding("g", "edge(False)", "Top", show=False),
+        Binding("G", "edge(True)", "Bottom", show=False),
     ]
 
     def __init__(self, title: str, rows: list[tuple[str, str]]) -> None:
@@ -93,6 +100,12 @@ class HelpScreen(ModalScreen[None]):
             box.border_title = f"Keys: {self.title_text}"
             box.border_subtitle = "Esc closes"
             yield Static(t)
+
+    def action_move(self, step: int) -> None:
+        move(self.focused, step)
+
+    def action_edge(self, end: bool) -> None:
+        edge(self.focused, end)
 
     def on_mount(self) -> None:
         box = self.query_one("#help", VerticalScroll)

@@ -254,10 +254,15 @@ class ImageTree(Tree[str]):
         return self.nodes.get(want)
 
     def select(self, node: TreeNode[str]) -> None:
-        """The cursor on ``node``, its line in the middle of the view (a jump's target is
-        in sight, not on the last line)."""
+        """The cursor on ``node``, its line in the middle of the view once the tree is laid
+        out again (a jump's target is in sight, not on the last line)."""
         lay_out(self)
         self.move_cursor(node)
+        self.call_after_refresh(self._center, node)
+
+    def _center(self, node: TreeNode[str]) -> None:
+        if self.cursor_node is not node or node.line < 0:
+            return  # the cursor moved on meanwhile
         middle = max(0, node.line - self.scrollable_content_region.height // 2)
         self.scroll_to(y=middle, animate=False)
 

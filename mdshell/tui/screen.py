@@ -43,7 +43,8 @@ class DataScreen(Screen[None]):
     def on_mount(self) -> None:
         for name in BOUND:
             self.watch(self.app, name, self._mirror(name), init=True)
-        self.watch(self.app, "theme", self._theme_changed, init=False)
+        # After the theme's CSS variables are made (what the palette is computed from).
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         self.mounted()
         self._ready = True
         self.refresh_data()
@@ -67,7 +68,9 @@ class DataScreen(Screen[None]):
     def watch_checks(self) -> None:
         self._changed(self.checks_ready)
 
-    def _theme_changed(self) -> None:
+    def _theme_changed(self, _theme: object) -> None:
+        for bar in self.query(StatusBar):
+            bar.redraw()
         self._changed(self.refresh_data)
 
     def _changed(self, draw: Any) -> None:

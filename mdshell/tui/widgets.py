@@ -153,12 +153,13 @@ class StatusBar(Static):
 
     def show(self, h: Header) -> None:
         self.header = h
-        self._draw()
+        self.redraw()
 
-    def _draw(self) -> None:
+    def redraw(self) -> None:
+        """Draw the header again (its width or the theme changed)."""
         if self.header is not None:
             self.update(header_text(self.header, palette_of(self.app),
                                     self.content_size.width or 10_000))
 
     def on_resize(self) -> None:
-        self._draw()
+        self.redraw()
