@@ -79,13 +79,15 @@ def _column(node: NodeLine, first: int, last: int, committed: int | None) -> str
 
 def _ruler(view: NodesView, cells: list[tuple[int, int]]) -> Text:
     """The offsets that matter under their first columns: the axis' ends, where nodes part,
-    the committed end; a label that would run into another is left out."""
+    the committed end, where a node's log ends; a label that would run into another is left
+    out."""
     low, high = cells[0][0], cells[-1][1]
 
     def column(offset: int) -> int:
         return next((c for c, (_, last) in enumerate(cells) if last >= offset), len(cells) - 1)
 
     marks = [low, high, *(n.tail for n in view.nodes if n.tail is not None)]
+    marks += [n.end for n in view.nodes if n.end is not None and low <= n.end < high]
     if view.committed is not None and low <= view.committed < high:
         marks.append(view.committed)
     line = [" "] * (len(cells) + 12)
