@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import os
 import shutil
 import statistics
@@ -85,10 +84,11 @@ def first_paint(d: Path) -> float:
     return asyncio.run(run())
 
 
-def first_paint_tmux(d: Path, bytecode: bool = True) -> tuple[float, float] | None:
-    """(wall, CPU) seconds from starting the program in tmux to the overview on screen; CPU
-    is the process's user+system time then, its reaped children's included (less swayed by
-    other jobs than wall time)."""
+def first_paint_tmux(d: Path, bytecode: bool = True) -> tuple[float, float, float] | None:
+    """(wall, CPU, shown) seconds from starting the program in tmux to the overview on
+    screen, ``shown``: to the first screen of the program (the loading screen, or the
+    overview when the load was done sooner); CPU is the process's user+system time at the
+    overview (less swayed by other jobs than wall time)."""
     tmux = shutil.which("tmux")
     if tmux is None:
         return None
@@ -105,12 +105,16 @@ def first_paint_tmux(d: Path, bytecode: bool = True) -> tuple[float, float] | No
                        check=True, env=env)
         shell_pid = subprocess.run([tmux, "-L", sock, "display", "-p", "#{pane_pid}"],
                                    capture_output=True, text=True, env=env).stdout.strip()
+        shown = None
         while time.perf_counter() - start < 60:
             screen = subprocess.run([tmux, "-L", sock, "capture-pane", "-p"],
                                     capture_output=True, text=True, env=env).stdout
+            if shown is None and ("Reading " in screen or "mdshell: reading" in screen
+                                  or "Brokers (" in screen):
+                shown = time.perf_counter() - start
             if "Brokers (" in screen:
                 wall = time.perf_counter() - start
-                return wall, _cpu_of_child(shell_pid)
+                return wall, _cpu_of_child(shell_pid), shown or wall
             time.sleep(0.01)
         raise SystemExit("tmux: the overview never showed")
     finally:
@@ -130,8 +134,8 @@ def _cpu_of_child(shell_pid: str) -> float:
 
 def expand(d: Path) -> float:
     from mdshell.tui.app import make_app
-    from mdshell.tui.browser import ImageTree
     from mdshell.tui.engine import Engine
+    from mdshell.tui.imagetree import ImageTree
 
     async def run() -> float:
         app = make_app(Engine.open(str(d), None))
@@ -140,7 +144,7 @@ def expand(d: Path) -> float:
             topic = max(app.engine.loaded.image.topics_by_name.values(),
                         key=lambda t: len(t.partitions))
             path = f"/image/topics/byName/{topic.name}"
-            app.jump(path)
+            await app.jump(path)
             await _until(pilot, lambda: bool(app.screen.query(ImageTree))
                          and app.screen.query_one(ImageTree).cursor_node is not None
                          and app.screen.query_one(ImageTree).cursor_node.data == path)
@@ -159,8 +163,8 @@ def expand(d: Path) -> float:
 def key_while_loading(d: Path, presses: int = 20) -> list[float]:
     from mdshell.session import load
     from mdshell.tui.app import make_app
-    from mdshell.tui.browser import ImageTree
     from mdshell.tui.engine import Engine, quiet_gc
+    from mdshell.tui.imagetree import ImageTree
 
     async def run() -> list[float]:
         app = make_app(Engine.open(str(d), None))
@@ -194,36 +198,37 @@ def key_while_loading(d: Path, presses: int = 20) -> list[float]:
 
 
 def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
-    """Issue 22's figures on a big directory, one app run: first paint (in process), the
-    search index ready, ``/`` open with results, a key typed in the search box answered,
-    j/k in the tree, a key typed in the Topics filter (F), the Topics table built (in its
-    worker) and ``r`` with nothing new. Keys are delivered as the terminal driver does
-    (``simulate_key``) and timed until their effect is in the app's state."""
+    """Issue 34's figures on a big directory, one app run, in process: first paint, health
+    known, the search index and the Topics/Brokers tables made (background workers); then
+    each key delivered as the terminal driver does (``simulate_key``) and timed until its
+    effect is on screen, the panes it updates included (the detail pane showing the node
+    under the cursor, rendered): the first ``t``, ``j``/``k`` over topics, ``/`` and keys
+    typed in the search box, Enter to the jump's target, ``F`` and keys typed in the Topics
+    filter, Esc back to the topic, ``r`` with nothing new, keys while the tables are made
+    again and again in the background."""
     from mdshell.tui.app import make_app
-    from mdshell.tui.browser import ImageTree
+    from mdshell.tui.browser import BrowserScreen
+    from mdshell.tui.detail import DetailPane
     from mdshell.tui.engine import Engine
+    from mdshell.tui.imagetree import ImageTree
     from mdshell.tui.search import SearchScreen
 
     out: dict[str, list[float]] = {}
-
-    def note(name: str, seconds: float) -> None:
-        out.setdefault(name, []).append(seconds)
-        print(f"  {name}: {seconds * 1000:.0f} ms", file=sys.stderr, flush=True)
-        used = getattr(timed, "cpu", None)
-        if used is not None:  # a key: its CPU too
-            cpu.setdefault(f"CPU: {name}", []).append(used)
-            timed.cpu = None  # type: ignore[attr-defined]
-
     cpu: dict[str, list[float]] = {}
 
-    async def timed(pilot, key: str, done) -> float:  # type: ignore[no-untyped-def]
-        """Wall seconds until ``done()``; the process's CPU seconds meanwhile go to ``cpu``
-        under the key's figure (all threads: the UI's own when no worker runs)."""
+    def note(name: str, seconds: float, used: float | None = None) -> None:
+        out.setdefault(name, []).append(seconds)
+        print(f"  {name}: {seconds * 1000:.0f} ms", file=sys.stderr, flush=True)
+        if used is not None:
+            cpu.setdefault(f"CPU: {name}", []).append(used)
+
+    async def timed(pilot, name: str, key: str, done) -> None:  # type: ignore[no-untyped-def]
+        """Wall seconds until ``done()``; the process's CPU seconds meanwhile (all threads:
+        the UI's own when no worker runs)."""
         start, used = time.perf_counter(), time.process_time()
         pilot.app.simulate_key(key)
         await _until(pilot, done)
-        timed.cpu = time.process_time() - used  # type: ignore[attr-defined]
-        return time.perf_counter() - start
+        note(name, time.perf_counter() - start, time.process_time() - used)
 
     async def run() -> None:
         start = time.perf_counter()
@@ -231,74 +236,93 @@ def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
         async with app.run_test(size=(120, 40)) as pilot:
             await _until(pilot, lambda: _painted(app))
             note("first paint (in process)", time.perf_counter() - start)
-            await _until(pilot, lambda: app.loaded, limit=300)
-            note("image loaded", time.perf_counter() - start)
-            # As the program's start-up does (startup.py; not active in-process): threads
-            # switch every 1 ms, and what the load built is frozen out of the GC's walks.
-            sys.setswitchinterval(0.001)
-            gc.freeze()
+            sys.setswitchinterval(0.001)  # as the program's start-up does (startup.py)
+            await _until(pilot, lambda: app.checks is not None, limit=300)
+            note("health known (worker), from start", time.perf_counter() - start)
             await _until(pilot, lambda: app.search_index is not None, limit=300)
-            note("search index ready (worker)", time.perf_counter() - start)
-            # The same worker then makes the timeline and the Topics/Brokers tables: the
-            # keys below are timed once it is done (keys while such work runs: see the
-            # "while the Topics table is built" figure).
+            note("search index ready (worker), from start", time.perf_counter() - start)
             await _until(pilot, lambda: app.engine._list_cache[0] is not None, limit=300)
-            note("timeline and Topics/Brokers tables made (same worker)",
+            note("Topics/Brokers tables made (worker), from start",
                  time.perf_counter() - start)
             await pilot.pause(0.5)
-            note("/ opens the box with results", await timed(
-                pilot, "slash", lambda: isinstance(app.screen, SearchScreen)
-                and app.screen.query_one("#results").option_count > 0))
-            typed = ""
-            for ch in "topic-4217":
-                typed += ch
-                note("a key typed in the search box", await timed(
-                    pilot, ch, lambda t=typed: app.screen._last[0] == t))
-            await pilot.press("escape", "t")
-            await _until(pilot, lambda: bool(app.screen.query(ImageTree)))
-            tree = app.screen.query_one(ImageTree)
+
+            def tree() -> ImageTree | None:
+                found = app.screen.query(ImageTree) if isinstance(app.screen, BrowserScreen) \
+                    else []
+                return found.first() if found else None
+
+            def pane_shows(path: str | None) -> bool:
+                """The detail pane shows ``path``, drawn (its view's body or table)."""
+                if path is None or not isinstance(app.screen, BrowserScreen):
+                    return False
+                detail = app.screen.query_one(DetailPane)
+                return detail.path == path and "view" in detail._rendered
+
+            def cursor() -> str | None:
+                t = tree()
+                node = t.cursor_node if t is not None else None
+                return node.data if node is not None else None
+
+            await timed(pilot, "first t (the tree, its first node in the pane)", "t",
+                        lambda: pane_shows(cursor()))
+            topics = "/image/topics/byName"
+            await app.jump(f"{topics}/topic-0001")
+            await _until(pilot, lambda: pane_shows(f"{topics}/topic-0001"))
             await pilot.pause(0.3)
             for i in range(presses):
-                before = tree.cursor_line
-                note("j/k in the tree", await timed(
-                    pilot, "j" if i % 2 == 0 else "k", lambda b=before: tree.cursor_line != b))
-            topics = "/image/topics/byName"
-            app.jump(f"{topics}/topic-0001")
-            await _until(pilot, lambda: tree.cursor_node is not None
-                         and (tree.cursor_node.data or "").startswith(f"{topics}/"))
+                before = cursor()
+                await timed(pilot, "j/k over topics, the detail pane drawn",
+                            "j" if i % 2 == 0 else "k",
+                            lambda b=before: cursor() != b and pane_shows(cursor()))
+            await timed(pilot, "/ opens the box with results", "slash",
+                        lambda: isinstance(app.screen, SearchScreen)
+                        and app.screen.query_one("#results").option_count > 0)
+            typed = ""
+            for ch in "topic-4242":
+                typed += ch
+                await timed(pilot, "a key typed in the search box", ch,
+                            lambda t=typed: app.screen._last[0] == t)
+            target = f"{topics}/topic-4242"
+            await timed(pilot, "Enter: the jump to topic-4242, its pane drawn", "enter",
+                        lambda: cursor() == target and pane_shows(target))
             await pilot.pause(0.3)
-            note("F opens the filter", await timed(
-                pilot, "F", lambda: app.screen.focused is not None
-                and app.screen.focused.id == "filter-input"))
+            await timed(pilot, "F opens the filter", "F",
+                        lambda: app.screen.focused is not None
+                        and app.screen.focused.id == "filter-input")
             typed = ""
             for ch in "42":
                 typed += ch
-                note("a key typed in the Topics filter (5,000 names)", await timed(
-                    pilot, ch, lambda t=typed: tree.filters.get(topics) == t))
-            await pilot.press("escape")
+                await timed(pilot, "a key typed in the Topics filter (5,000 names)", ch,
+                            lambda t=typed: (tree() is not None
+                                             and tree().filters.get(topics) == t))
+            await timed(pilot, "Esc: the filter cleared, the cursor back on topic-4242",
+                        "escape", lambda: cursor() == target and not tree().filters)
             await pilot.pause(0.3)
             said = len(app._notifications)
-            note("r with nothing new (notification shown)", await timed(
-                pilot, "r", lambda: len(app._notifications) > said))
+            await timed(pilot, "r with nothing new (notification shown)", "r",
+                        lambda: len(app._notifications) > said)
+            await pilot.pause(0.3)
             began = time.perf_counter()
-            app.jump(topics)
-            table = app.screen.query_one("#view-table")
-            await _until(pilot, lambda: table.row_count > 0 and table.display, limit=300)
-            note("Topics node: its table shown (made already)",
-                 time.perf_counter() - began)
+            await app.jump(topics)
+            await _until(pilot, lambda: app.screen.query_one("#view-table").row_count > 0,
+                         limit=300)
+            note("Topics node: its table shown (made already)", time.perf_counter() - began)
             building = {"on": True}
 
-            def busy() -> None:  # the Topics table's work as the engine does it, again
+            def busy() -> None:  # the tables' work as the background does it, again
                 while building["on"]:
-                    app.engine._list_cache = (None, {})
-                    app.engine.list_table(topics)
+                    app.engine._list_cache = (None, {}, [])
+                    app.engine.list_tables(app.background.pause)
 
             app.run_worker(busy, thread=True)
             await pilot.pause(0.2)
+            await app.jump(f"{topics}/topic-0001")
+            await _until(pilot, lambda: pane_shows(f"{topics}/topic-0001"))
             for i in range(presses):
-                before = tree.cursor_line
-                note("j/k in the tree while the Topics table is built", await timed(
-                    pilot, "j" if i % 2 == 0 else "k", lambda b=before: tree.cursor_line != b))
+                before = cursor()
+                await timed(pilot, "j/k while the tables are made again (pane drawn)",
+                            "j" if i % 2 == 0 else "k",
+                            lambda b=before: cursor() != b and pane_shows(cursor()))
             building["on"] = False
     asyncio.run(run())
     return out | cpu
@@ -320,6 +344,7 @@ def cpu_at_scale(d: Path) -> list[tuple[str, float]]:
 
     cpu("load", eng.load)
     cpu("search index", eng.search_index)
+    cpu("health checks", eng.checks)
     cpu("Topics and Brokers tables (one pass)", lambda: eng.list_table("/image/topics/byName"))
     cpu("a page of the Topics filter ('42')",
         lambda: eng.page("/image/topics/byName", 0, 300, "42"))
@@ -365,7 +390,8 @@ def main() -> None:
         keys = key_while_loading(generate(out, "100k"))
         print(f"median {statistics.median(keys) * 1000:.0f} ms, max {max(keys) * 1000:.0f} ms")
         return
-    dirs = [("100k partitions", generate(out, "100k"), "1.0 s")]
+    dirs = [("100k partitions", generate(out, "100k"), "1.0 s"),
+            ("500k partitions", generate(out, "500k"), "1.5 s")]
     if CORPUS.is_dir():
         dirs.insert(0, ("largest corpus dir", CORPUS / LARGEST, "0.5 s"))
     for label, d, target in dirs:
@@ -379,9 +405,11 @@ def main() -> None:
                        [t[0] for t in tm if t], target)
                 report(f"  CPU to first paint, {label} ({how})", [t[1] for t in tm if t],
                        target)
+                report(f"  first screen (loading or overview), {label} ({how})",
+                       [t[2] for t in tm if t], "0.2 s")
     big = big_topic_dir(out)
     report("expand a 10k-partition topic", [expand(big) for _ in range(ns.runs)], "0.3 s")
-    keys = key_while_loading(dirs[-1][1])
+    keys = key_while_loading(dirs[-2][1])
     rows.append(("key press while a load runs (100k, 20 presses)",
                  f"median {statistics.median(keys) * 1000:.0f} ms / max "
                  f"{max(keys) * 1000:.0f} ms", "100 ms"))

@@ -26,11 +26,15 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
         except SourceError as e:
             print(f"mdshell: {e}", file=sys.stderr)
             return 1
-        startup.start_load(engine)  # in a thread, while Textual is imported below
+        early = startup.start_load(engine)  # small: in a thread, while Textual is imported
+        if not early and sys.stdout.isatty():
+            # Textual's import and start take a while on a busy machine: say at once what is
+            # being read (the loading screen replaces this line as soon as it is up).
+            print(f"mdshell: reading {engine.label}…", flush=True)
         try:
             from .app import make_app
 
-            app = make_app(engine, at=at, follow=follow)
+            app = make_app(engine, at=at, follow=follow, loading_at_once=not early)
             app.run()
         finally:
             engine.close()  # live: stop following the quorum

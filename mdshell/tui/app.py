@@ -74,9 +74,12 @@ class MdshellApp(App[int]):
     search_index: reactive[list[SearchEntry] | None] = reactive(None, always_update=True,
                                                                  init=False)
 
-    def __init__(self, engine: Engine, at: str | None = None, follow: bool = False) -> None:
+    def __init__(self, engine: Engine, at: str | None = None, follow: bool = False,
+                 loading_at_once: bool = False) -> None:
         super().__init__()
         self.engine = engine
+        # A load that takes a while (a big source, a live quorum): its screen at once.
+        self.loading_delay = 0.0 if loading_at_once else LOADING_DELAY
         self.start_at = at
         self.start_following = follow  # --follow: as if ``f`` was pressed once loaded
         self.loaded = False
@@ -130,8 +133,17 @@ class MdshellApp(App[int]):
     def on_mount(self) -> None:
         startup.ui_up()  # a short switch interval: keys are answered while a load runs
         self.keys.hold()  # keys typed while loading wait for the first screen
+        if self.loading_delay == 0:
+            # A long load: its screen first, drawn before the load starts (the load's
+            # compiled parts hold the interpreter for long stretches: a screen due meanwhile
+            # would wait for them).
+            self._loading_timer = self.set_timer(60, self._show_loading)
+            self._loading_timer.stop()
+            self._show_loading()
+            self.call_after_refresh(self.background.load, self.start_at)
+            return
         self.background.load(self.start_at)
-        self._loading_timer = self.set_timer(LOADING_DELAY, self._show_loading)
+        self._loading_timer = self.set_timer(self.loading_delay, self._show_loading)
 
     def _show_loading(self) -> None:
         if not self.loaded and self.fatal is None:
@@ -433,6 +445,7 @@ class MdshellApp(App[int]):
         self.fit(self.size.width, self.size.height)
 
 
-def make_app(engine: Engine, at: str | None = None, follow: bool = False) -> MdshellApp:
+def make_app(engine: Engine, at: str | None = None, follow: bool = False,
+             loading_at_once: bool = False) -> MdshellApp:
     """The app over a source; the program and the tests both start here."""
-    return MdshellApp(engine, at, follow)
+    return MdshellApp(engine, at, follow, loading_at_once)

@@ -23,7 +23,7 @@ from .resulttable import ResultTable
 from .screen import DataScreen
 from .widgets import StatusBar
 
-SETTLE = 0.03  # seconds without cursor moves before the detail pane renders
+SETTLE = 0.015  # seconds without cursor moves before the detail pane renders
 
 
 class BrowserScreen(DataScreen):

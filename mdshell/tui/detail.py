@@ -298,12 +298,34 @@ class DetailPane(Vertical):
 
 
 def natural_width(console: Console, shown: RenderableType) -> int:
-    """The width a view asks for: its tables' whole rows, its texts' longest word."""
+    """The width a view asks for: its tables' whole rows, its texts' longest word (a text
+    that does not wrap: its longest line)."""
     options = console.options.update_width(WIDEST)
     parts = shown.renderables if isinstance(shown, Group) else [shown]
     sizes = [Measurement.get(console, options, p) for p in parts]
-    return max((m.minimum if isinstance(p, Text) else m.maximum
+    return max((m.minimum if isinstance(p, Text) and not p.no_wrap else m.maximum
                 for p, m in zip(parts, sizes, strict=True)), default=0)
+
+
+def text_table(header: list[str], rows: list[list[Text]], gap: int = 2) -> Text:
+    """Columns as one text, each as wide as its widest cell (a cell of several lines
+    makes its row that tall), never folded: a wide table scrolls sideways. Much cheaper to
+    draw than a rich Table (a topic of 100 partitions is drawn at every cursor move)."""
+    cells = [[Text(h, style="bold dim") for h in header], *rows]
+    split = [[c.split("\n") if "\n" in c.plain else [c] for c in row] for row in cells]
+    widths = [max((line.cell_len for row in split for line in row[i]), default=0)
+              for i in range(len(header))]
+    out = Text(no_wrap=True, overflow="ignore")
+    for r, row in enumerate(split):
+        for k in range(max(len(cell) for cell in row)):
+            if r or k:
+                out.append("\n")
+            for i, cell in enumerate(row):
+                line = cell[k] if k < len(cell) else Text()
+                out.append_text(line)
+                if i < len(row) - 1:
+                    out.append(" " * (widths[i] - line.cell_len + gap))
+    return out
 
 
 def readable(eng: Engine, path: str, pal: Palette) -> RenderableType:
@@ -340,13 +362,9 @@ def readable(eng: Engine, path: str, pal: Palette) -> RenderableType:
     if configs is not None:
         parts.append(configs)
     if tabled:
-        t = Table(box=None, header_style="bold dim", pad_edge=False)
-        t.add_column("name", no_wrap=True)
-        for c in cols:
-            t.add_column(c, overflow="fold", no_wrap=c in BROKER_LISTS)
-        for e, d in tabled:
-            t.add_row(e.name, *(_cell(c, d.get(c), states, pal) for c in cols))
-        parts.append(t)
+        parts.append(text_table(["name", *cols],
+                                [[Text(e.name), *(_cell(c, d.get(c), states, pal) for c in cols)]
+                                 for e, d in tabled]))
     more = len(entries) - TABLE_ROWS
     if more > 0:
         parts.append(Text(f"... {more:,} more (expand the tree node to see them)", style="dim"))
@@ -362,7 +380,7 @@ def _fields(data: dict[str, Any], states: dict[int, str], pal: Palette) -> Table
     return t
 
 
-def _cell(key: str, value: Any, states: dict[int, str], pal: Palette) -> RenderableType:
+def _cell(key: str, value: Any, states: dict[int, str], pal: Palette) -> Text:
     if key == "leader" and isinstance(value, int):
         if value < 0:
             return Text("none (OFFLINE)", style=pal.fail_badge)

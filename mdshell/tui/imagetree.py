@@ -322,14 +322,20 @@ class ImageTree(Tree[str]):
         self._relabel(node, key, text)
         self._forget_below(key)
         self.loaded_paths.add(key)
-        node.remove_children()
-        self.load_page(node, key, 0)
-        node.expand()
         # The cursor on the list's node while typing (the detail pane stays, no work per
         # key); on its first name once the filter is kept (done); back where F was once
-        # all show (listed around it, however far down the list it is).
-        back = None if text or self.filter_from is None else self.find(self.filter_from)
-        self.select(back or node)
+        # all show (the page around it listed, however far down the list it is).
+        back = None if text or self.filter_from is None else self.filter_from
+        at = self.engine.position(key, back[len(key.rstrip("/")) + 1:].split("/")[0]) \
+            if back is not None and back.startswith(key.rstrip("/") + "/") else None
+        if at is not None:
+            self.load_window(node, key, at)
+        else:
+            node.remove_children()
+            self.load_page(node, key, 0)
+        node.expand()
+        found = self.find(back) if back is not None else None
+        self.select(found or node)
         return self.engine.page(key, 0, 0, text)[1], self.engine.page(key, 0, 0)[1]
 
     def _relabel(self, node: TreeNode[str], key: str, text: str) -> None:

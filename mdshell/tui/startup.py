@@ -5,9 +5,13 @@ Three changes, each worth a measurable part of the start-up:
 - the cyclic GC is off from the start until the first load is done (imports and the load
   allocate millions of objects and keep them all: collections would only walk them again);
   what exists then is frozen and collections resume;
-- the load starts in a thread before Textual's import (``Engine.start_load``): no process
-  is forked (a fork of a process running threads can deadlock, and what a child finds
-  never reaches the verdict);
+- a small source (``EARLY_BYTES`` or less to read) starts loading in a thread before
+  Textual's import (``Engine.start_load``), so that it is often read before the app is up
+  and the overview is the first screen; a bigger one loads once the app shows its loading
+  screen (at once: a load and an import running together take turns on one interpreter,
+  and the loading screen came only with the overview, after 1.5 s at 500k). No process is
+  forked (a fork of a process running threads can deadlock, and what a child finds never
+  reaches the verdict);
 - once the UI is up, a short thread switch interval lets the UI thread take the GIL back from
   a working thread quickly, so keys are answered during a load or a health check.
 
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 PLAIN_START = "MDSHELL_PLAIN_START"
+EARLY_BYTES = 16_000_000  # up to this much to read (about 0.3 s of loading), load early
 SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
 
 
@@ -53,11 +58,14 @@ class Startup:
             gc.disable()
             self.gc_off = True
 
-    def start_load(self, engine: Engine) -> None:
-        """Start the load in a thread before Textual is imported (nothing on a plain start:
-        the app loads in its worker)."""
-        if not self.plain:
-            engine.start_load()
+    def start_load(self, engine: Engine) -> bool:
+        """Start a small source's load in a thread before Textual is imported; whether it
+        did (not on a plain start, nor for a big source: the app loads it in its worker,
+        its loading screen up at once)."""
+        if self.plain or (engine.on_disk and engine.session.bytes_to_read() > EARLY_BYTES):
+            return False  # (a live quorum is reached early: the wait is the network's)
+        engine.start_load()
+        return True
 
     def ui_up(self) -> None:
         if not self.plain:

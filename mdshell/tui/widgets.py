@@ -27,9 +27,18 @@ STATE_MEANING = {
 STATUS_MARK = {"fail": " FAIL ", "warn": " WARN ", "info": " INFO ", "ok": "  OK  "}
 
 
+_PALETTES: dict[tuple[str, bool, int], Palette] = {}  # by theme, NO_COLOR, its variables
+
+
 def palette_of(app: App[object]) -> Palette:
-    """The palette of the app's theme (NO_COLOR: weight and reverse video)."""
-    return palette(app.theme_variables, app.current_theme.dark, app.no_color)
+    """The palette of the app's theme (NO_COLOR: weight and reverse video); made once per
+    theme (every tree label asks for it)."""
+    variables = app.theme_variables
+    key = (app.theme, app.no_color, id(variables))
+    found = _PALETTES.get(key)
+    if found is None:
+        found = _PALETTES[key] = palette(variables, app.current_theme.dark, app.no_color)
+    return found
 
 
 def item_style(status: str, pal: Palette) -> str:
