@@ -22,10 +22,12 @@ from ..wire.batch import (
     UNDECODABLE,
     Batch,
 )
+from ..wire.codec import UNKNOWN_TAGS
 from ..wire.decoding import decode_records
 from ..wire.kinds import RecordKind
 from ..wire.native import piece
 from . import model as m
+from . import replay
 from .journal import Journal, rebuild
 from .replay import ImageBuilder
 
@@ -138,7 +140,7 @@ class Replayer:
         self.every = every
         self._since = 0
         self.at = -1  # apply_run: the batch being applied
-        self._run_state = 0  # the compiled run's ``since`` when applying raised
+        self._run_state = (0, 0)  # the compiled run's (since, applied) when applying raised
         self.current: m.Image = self.builder.publish()
         self._restart()
 
@@ -221,15 +223,17 @@ class Replayer:
         while True:
             ctx = (b, b.image.provenance, decoding.decoders(), decoding.decoder,
                    b.apply_decoded, not b.eager, self.every, self._since, _NO_OP, _PARTITION,
-                   self)
+                   self, replay.HANDLERS, UNKNOWN_TAGS, b._unknown_tags)
             try:
                 got = _crun(data, cols, plan, k, upto, skip_below, ctx)
             except BaseException:
-                self._since = self._run_state
+                self._since, applied = self._run_state
+                b.records_applied += applied
                 raise
             if got is None:
                 return None
-            k, self._since, why = got
+            k, self._since, applied, why = got
+            b.records_applied += applied
             if not why:
                 return int(k)
             # a mark is due after plan[k] (apply's rule)

@@ -645,24 +645,27 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(NL)", decoded, (long long)last);
 }
 
-/* run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, why)
+/* run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why)
  *
  * Replayer.apply_run's loop (image/history.py is the reference, and says what it does and
  * why) for bytes data: each batch of plan[k:] framed by parse_record, every record decoded
- * as decoding.decode_records does, then applied by the builder's apply_decoded (the one
- * place records are applied). ctx: (builder, provenance, decoders, decoder_fn, apply, lazy,
- * every, since, noop_key, partition_key, replayer).
+ * as decoding.decode_records does, then applied as the builder's apply_decoded applies them
+ * (its reference): its plain branch here (a decoded record outside a transaction, not a
+ * transaction marker, given to its handler; ``applied`` counts them, for
+ * builder.records_applied), apply_decoded itself for the rest of the batch from the first
+ * other record. ctx: (builder, provenance, decoders, decoder_fn, apply, lazy, every, since,
+ * noop_key, partition_key, replayer, handlers, unknown_key, unknown_tags).
  * It stops at the first batch it leaves to Python (why 0: k is its index, the NoOps before
  * it passed over already, nothing of it applied; k == len(plan): none left): a control or
  * compressed batch, or one whose records the reference must read (it says what is wrong), or
  * after a batch that makes a history mark due (why 1: k is that batch's index). None for
- * arguments it does not take (the Python loop runs). An exception of apply propagates, with
- * replayer.at naming its batch and since left in replayer._run_state. */
+ * arguments it does not take (the Python loop runs). An exception of applying propagates,
+ * with replayer.at naming its batch and (since, applied) left in replayer._run_state. */
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[1]) ||
         PyTuple_GET_SIZE(args[1]) != 9 || !PyList_Check(args[2]) || !PyTuple_Check(args[6]) ||
-        PyTuple_GET_SIZE(args[6]) != 11)
+        PyTuple_GET_SIZE(args[6]) != 14)
         Py_RETURN_NONE;
     PyObject *data = args[0], *plan = args[2], *ctx = args[6];
     PyObject *cols[9];
@@ -677,7 +680,9 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *b = PyTuple_GET_ITEM(ctx, 0), *prov = PyTuple_GET_ITEM(ctx, 1);
     PyObject *decoders = PyTuple_GET_ITEM(ctx, 2), *decoder_fn = PyTuple_GET_ITEM(ctx, 3);
     PyObject *apply = PyTuple_GET_ITEM(ctx, 4), *replayer = PyTuple_GET_ITEM(ctx, 10);
-    if (!PyDict_Check(decoders))
+    PyObject *handlers = PyTuple_GET_ITEM(ctx, 11), *unknown_key = PyTuple_GET_ITEM(ctx, 12);
+    PyObject *unknown_tags = PyTuple_GET_ITEM(ctx, 13);
+    if (!PyDict_Check(decoders) || !PyDict_Check(handlers))
         Py_RETURN_NONE;
     int lazy = PyObject_IsTrue(PyTuple_GET_ITEM(ctx, 5));
     Py_ssize_t k = PyLong_AsSsize_t(args[3]);
@@ -703,6 +708,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Rec *recs = NULL;
     Py_ssize_t held = 0;  /* how many Recs `recs` has room for */
     int why = 0;
+    long long applied_here = 0;  /* records applied by the handler calls below */
     Py_ssize_t before = k > 0 ? PyLong_AsSsize_t(PyList_GET_ITEM(plan, k - 1)) : -1;
 
     for (; k < n; k++) {
@@ -751,22 +757,82 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             Py_DECREF(decoded);
             goto fail;
         }
-        PyObject *call[6] = {decoded, PyLong_FromLongLong(last),
-                             PyLong_FromLongLong(b0 + item_ll(delta, i)),
-                             PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i),
-                             has_upto ? args[4] : Py_None};
-        PyObject *res = NULL;
-        if (call[1] != NULL && call[2] != NULL)
-            res = PyObject_Vectorcall(apply, call, 6, NULL);
-        Py_DECREF(decoded);
-        Py_XDECREF(call[1]);
-        Py_XDECREF(call[2]);
-        if (res == NULL)
-            goto fail;
-        long long applied = PyLong_AsLongLong(res);
-        Py_DECREF(res);
-        if (PyErr_Occurred())
-            goto fail;
+        /* apply_decoded's plain branch (a dict outside a transaction, not a transaction
+         * marker: its handler), then apply_decoded itself for the rest of the batch */
+        long long applied = 0;
+        Py_ssize_t j = 0, nd = PyList_GET_SIZE(decoded);
+        if (free_of_txn) {
+            for (; j < nd; j++) {
+                PyObject *t = PyList_GET_ITEM(decoded, j);
+                PyObject *value = PyTuple_GET_ITEM(t, 3);
+                if (!PyDict_CheckExact(value))
+                    break;
+                long key = PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+                if (key == 23 || key == 24 || key == 25)
+                    break;  /* Begin/End/AbortTransactionRecord: replay's own */
+                PyObject *handler = PyDict_GetItemWithError(handlers, PyTuple_GET_ITEM(t, 1));
+                if (handler == NULL && PyErr_Occurred()) {
+                    Py_DECREF(decoded);
+                    goto fail;
+                }
+                if (handler == NULL || handler == Py_None)
+                    continue;  /* no effect (a NoOp read in the frame's long form) */
+                PyObject *off = PyTuple_GET_ITEM(t, 0);
+                int tagged = PyDict_Contains(value, unknown_key);
+                PyObject *out = NULL;
+                if (tagged > 0) {
+                    PyObject *tags = PyDict_GetItemWithError(value, unknown_key);
+                    PyObject *targs[4] = {PyTuple_GET_ITEM(t, 1), PyTuple_GET_ITEM(t, 2), tags,
+                                          off};
+                    out = tags == NULL ? NULL : PyObject_Vectorcall(unknown_tags, targs, 4, NULL);
+                    if (out == NULL) {
+                        Py_DECREF(decoded);
+                        goto fail;
+                    }
+                    Py_DECREF(out);
+                } else if (tagged < 0) {
+                    Py_DECREF(decoded);
+                    goto fail;
+                }
+                applied++;
+                applied_here++;
+                PyObject *hargs[3] = {b, value, off};
+                out = PyObject_Vectorcall(handler, hargs, 3, NULL);
+                if (out == NULL) {
+                    Py_DECREF(decoded);
+                    goto fail;
+                }
+                Py_DECREF(out);
+            }
+        }
+        if (j < nd || !free_of_txn) {
+            PyObject *rest = PyList_GetSlice(decoded, j, nd);
+            PyObject *call[6] = {rest, PyLong_FromLongLong(last),
+                                 PyLong_FromLongLong(b0 + item_ll(delta, i)),
+                                 PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i),
+                                 has_upto ? args[4] : Py_None};
+            PyObject *res = NULL;
+            if (rest != NULL && call[1] != NULL && call[2] != NULL)
+                res = PyObject_Vectorcall(apply, call, 6, NULL);
+            Py_DECREF(decoded);
+            Py_XDECREF(rest);
+            Py_XDECREF(call[1]);
+            Py_XDECREF(call[2]);
+            if (res == NULL)
+                goto fail;
+            applied += PyLong_AsLongLong(res);
+            Py_DECREF(res);
+            if (PyErr_Occurred())
+                goto fail;
+        } else {
+            Py_DECREF(decoded);
+            if (last >= 0) {  /* the provenance, as apply_decoded moves it */
+                int64_t end = b0 + item_ll(delta, i);
+                if (set_prov(prov, PyLong_FromLongLong(!has_upto || upto >= end ? end : last),
+                             PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i)) < 0)
+                    goto fail;
+            }
+        }
         since += applied;
         if (since >= every) {  /* a mark due, if journaled and outside a transaction */
             PyObject *journal = PyObject_GetAttr(b, s_journal);
@@ -784,13 +850,13 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     PyMem_Free(recs);
-    return Py_BuildValue("(nLi)", k, since, why);
+    return Py_BuildValue("(nLLi)", k, since, applied_here, why);
 fail:
     PyMem_Free(recs);
     {
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
-        PyObject *state = PyLong_FromLongLong(since);
+        PyObject *state = Py_BuildValue("(LL)", since, applied_here);
         if (state != NULL) {
             PyObject_SetAttrString(replayer, "_run_state", state);
             Py_DECREF(state);
@@ -830,7 +896,7 @@ static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(data, pos, end, count, base, base_ts, lo, hi, ctx) -> (decoded, last) or None"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
-     "run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, why) or None"},
+     "run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why) or None"},
     {NULL, NULL, 0, NULL},
 };
 
