@@ -36,6 +36,7 @@ from ..source import (
 from ..source.base import undecodable
 from ..wire import control as ctl
 from ..wire.batch import COMPRESSION_MASK, CONTROL_FLAG, UNDECODABLE, parse_header
+from ..wire.decoding import first_to_read
 from ..wire.sieve import Sieve as ByteSieve
 
 NO_CHECKPOINTS = 1 << 62
@@ -283,14 +284,23 @@ class _Picks:
 
     def passed(self, k: int) -> int:
         """The first place in ``plan`` from ``k`` whose batch the sieve needs to see
-        (``len(plan)``: none); the batches before it are passed over."""
+        (``len(plan)``: none); the batches before it are passed over, once the compiled
+        check finds their records decode cleanly (the first it cannot vouch for is seen,
+        so that damage replay would stop at stops this reading too)."""
         sieve = self.sieve
         assert isinstance(sieve, ByteSieve)
         if self.known != len(sieve.needles):  # a needle learnt (a topic's id by its name)
             self._find(sieve)
         stops = self.stops
         j = bisect.bisect_left(stops, k)
-        return stops[j] if j < len(stops) else len(self.plan)
+        stop = stops[j] if j < len(stops) else len(self.plan)
+        if stop > k:
+            first = self.plan[0]
+            h = self.st.heads
+            assert h is not None
+            heads = (h.starts, h.length, h.count, h.base, h.base_ts, h.attrs)
+            stop = first_to_read(self.st.data, heads, first + k, first + stop) - first
+        return stop
 
     def _find(self, sieve: ByteSieve) -> None:
         h, plan = self.st.heads, self.plan

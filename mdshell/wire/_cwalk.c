@@ -645,6 +645,174 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(NL)", decoded, (long long)last);
 }
 
+/* 1 when every record of recs[0:n] is one the reference would decode without a word (a
+ * known kind, its bytes decoding cleanly by its decoder's check mode, NoOps aside), 0 when
+ * the reference must look (an unknown kind, a long frame header, a record that is not
+ * clean: it may be damage), -1 on error. */
+typedef struct {
+    PyObject *dec;  /* the last decoder looked up (a new reference), and its kind */
+    long key, ver;
+} DecoderCache;
+
+static int records_clean(PyObject *data, const Rec *recs, Py_ssize_t n, PyObject *decoders,
+                         PyObject *decoder_fn, long noop_key, DecoderCache *cache)
+{
+    PyObject *dec = cache->dec;
+    long dec_key = cache->key, dec_ver = cache->ver;
+    int ok = 1;
+    for (Py_ssize_t j = 0; j < n && ok; j++) {
+        const Rec *r = &recs[j];
+        if (r->key == noop_key || r->vend < 0)
+            continue;
+        if (r->key < 0) {
+            ok = 0;
+            break;
+        }
+        if (dec == NULL || r->key != dec_key || r->ver != dec_ver) {
+            Py_XDECREF(dec);
+            dec = decoder_of(decoders, decoder_fn, r->key, r->ver);
+            if (dec == NULL) {
+                cache->dec = NULL;
+                return -1;
+            }
+            dec_key = r->key;
+            dec_ver = r->ver;
+        }
+        if (dec == Py_None || check == NULL) {
+            ok = 0;
+            break;
+        }
+        int clean = check(dec, (const unsigned char *)PyBytes_AS_STRING(data), r->body, r->vend);
+        ok = clean == 1;
+    }
+    cache->dec = dec;
+    cache->key = dec_key;
+    cache->ver = dec_ver;
+    return ok;
+}
+
+/* check_section(data, pos, end, count, base, base_ts, ctx) -> bool
+ *
+ * check's test for one records section data[pos:end] (uncompressed, of a metadata batch):
+ * True when its records frame and all decode cleanly, False when the reference must read
+ * it (decoding.verify). ctx: (decoders, decoder_fn, noop_key). */
+static PyObject *check_section(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[6]) ||
+            PyTuple_GET_SIZE(args[6]) != 3)
+        Py_RETURN_FALSE;
+    PyObject *data = args[0], *ctx = args[6];
+    PyObject *decoders = PyTuple_GET_ITEM(ctx, 0), *decoder_fn = PyTuple_GET_ITEM(ctx, 1);
+    long noop_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 2));
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    long long count = PyLong_AsLongLong(args[3]);
+    long long base = PyLong_AsLongLong(args[4]), base_ts = PyLong_AsLongLong(args[5]);
+    if (PyErr_Occurred() || !PyDict_Check(decoders)) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    Rec *recs = NULL;
+    Py_ssize_t held = 0;
+    int framed = frame_into((const uint8_t *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
+                            pos, end, count, base, base_ts, &recs, &held);
+    int clean = framed;
+    if (framed > 0) {
+        DecoderCache cache = {NULL, -1, -1};
+        clean = records_clean(data, recs, (Py_ssize_t)count, decoders, decoder_fn, noop_key,
+                              &cache);
+        Py_XDECREF(cache.dec);
+    }
+    PyMem_Free(recs);
+    if (clean < 0)
+        return NULL;
+    return PyBool_FromLong(clean);
+}
+
+/* check(data, heads, lo, hi, ctx) -> i
+ *
+ * decoding.check_section for the batches lo..hi-1 of a clean stretch of data, their header
+ * fields in heads: (starts, lengths, counts, base offsets, base timestamps, attributes) as
+ * the fast walk's native arrays (int64, int32, int32, int64, int64, int16): the first of
+ * them the reference must look at (compressed or control, records that do not frame, or one
+ * that is not clean), hi when none. ctx: (decoders, decoder_fn, noop_key). */
+static PyObject *check_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const Py_ssize_t width[6] = {8, 4, 4, 8, 8, 2};
+    if (nargs != 5 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[1]) ||
+            PyTuple_GET_SIZE(args[1]) != 6 || !PyTuple_Check(args[4]) ||
+            PyTuple_GET_SIZE(args[4]) != 3) {
+        PyErr_SetString(PyExc_TypeError, "check(data, heads, lo, hi, ctx)");
+        return NULL;
+    }
+    PyObject *data = args[0], *ctx = args[4];
+    PyObject *decoders = PyTuple_GET_ITEM(ctx, 0), *decoder_fn = PyTuple_GET_ITEM(ctx, 1);
+    long noop_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 2));
+    Py_ssize_t lo = PyLong_AsSsize_t(args[2]), hi = PyLong_AsSsize_t(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!PyDict_Check(decoders)) {
+        PyErr_SetString(PyExc_TypeError, "decoders is a dict");
+        return NULL;
+    }
+    Py_buffer cols[6];
+    int got = 0;
+    for (; got < 6; got++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args[1], got), &cols[got], PyBUF_SIMPLE) < 0)
+            break;
+        if (cols[got].len % width[got] || (got && cols[got].len / width[got] !=
+                                           cols[0].len / width[0])) {
+            PyBuffer_Release(&cols[got]);
+            PyErr_SetString(PyExc_ValueError, "header columns of other sizes");
+            break;
+        }
+    }
+    PyObject *result = NULL;
+    if (got < 6)
+        goto done;
+    const int64_t *starts = cols[0].buf, *base = cols[3].buf, *base_ts = cols[4].buf;
+    const int32_t *length = cols[1].buf, *count = cols[2].buf;
+    const int16_t *attrs = cols[5].buf;
+    Py_ssize_t n = cols[0].len / 8;
+    if (lo < 0 || hi > n || lo > hi) {
+        PyErr_SetString(PyExc_ValueError, "batches outside the columns");
+        goto done;
+    }
+    const uint8_t *buf = (const uint8_t *)PyBytes_AS_STRING(data);
+    Py_ssize_t size = PyBytes_GET_SIZE(data), held = 0, k = lo;
+    Rec *recs = NULL;
+    DecoderCache cache = {NULL, -1, -1};
+    int bad = 0;
+    for (; k < hi; k++) {
+        if (attrs[k] & 0x27)
+            break;
+        int framed = frame_into(buf, size, (Py_ssize_t)starts[k] + HEADER_SIZE,
+                                (Py_ssize_t)(starts[k] + LOG_OVERHEAD + length[k]), count[k],
+                                base[k], base_ts[k], &recs, &held);
+        if (framed < 0) {
+            bad = 1;
+            break;
+        }
+        if (!framed)
+            break;
+        int clean = records_clean(data, recs, (Py_ssize_t)count[k], decoders, decoder_fn,
+                                  noop_key, &cache);
+        if (clean < 0) {
+            bad = 1;
+            break;
+        }
+        if (!clean)
+            break;
+    }
+    PyMem_Free(recs);
+    Py_XDECREF(cache.dec);
+    if (!bad)
+        result = PyLong_FromSsize_t(k);
+done:
+    for (int c = 0; c < got; c++)
+        PyBuffer_Release(&cols[c]);
+    return result;
+}
+
 /* run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why)
  *
  * Replayer.apply_run's loop (image/history.py is the reference, and says what it does and
@@ -895,6 +1063,10 @@ static PyMethodDef methods[] = {
     {"crc32c", crc, METH_VARARGS, "crc32c(data, start, end) -> int"},
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
      "decode(data, pos, end, count, base, base_ts, lo, hi, ctx) -> (decoded, last) or None"},
+    {"check", (PyCFunction)(void (*)(void))check_batches, METH_FASTCALL,
+     "check(data, heads, lo, hi, ctx) -> the first batch of lo..hi-1 the reference must read"},
+    {"check_section", (PyCFunction)(void (*)(void))check_section, METH_FASTCALL,
+     "check_section(data, pos, end, count, base, base_ts, ctx) -> decodes cleanly?"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why) or None"},
     {NULL, NULL, 0, NULL},

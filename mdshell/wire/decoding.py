@@ -25,6 +25,7 @@ decoders; this is the reference it is tested against.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +44,13 @@ _BELOW, _ABOVE = -(1 << 64), 1 << 64
 
 _cwalk = piece("_cwalk")
 _cdecode_batch = _cwalk.decode if _cwalk is not None else None
+_ccheck = _cwalk.check if _cwalk is not None else None
+_ccheck_section = _cwalk.check_section if _cwalk is not None else None
+# The header columns :func:`first_to_read` takes, as the fast walk's arrays (``q``, ``i``,
+# ``i``, ``q``, ``q``, ``h``): starts, lengths, record counts, base offsets, base timestamps,
+# attributes.
+CheckColumns = tuple["array[int]", "array[int]", "array[int]", "array[int]", "array[int]",
+                     "array[int]"]
 
 # Decoders by ``api key << 7 | version`` (both below 128: the 3-byte frame); None: a type or
 # version this mdshell does not know.
@@ -118,6 +126,29 @@ def frame_and_decode(buf: bytes, pos: int, end: int, count: int, base_offset: in
             return got
     recs = framing.frame(buf, pos, end, count, base_offset, base_ts)
     return decode_records(buf, recs, lo, hi, lazy)
+
+
+def verify(buf: bytes, pos: int, end: int, count: int, base_offset: int,
+           base_ts: int) -> None:
+    """Raise what replay would raise for the records section ``buf[pos:end]`` of a metadata
+    batch (:func:`frame_and_decode`), without applying anything: for a reader that applies
+    only some records (``changes``' sieve), so that it refuses the batches replay refuses.
+    The compiled check vouches for most batches without decoding them."""
+    if _ccheck_section is not None and _ccheck_section(
+            buf, pos, end, count, base_offset, base_ts, (_DECODERS, decoder, _NO_OP)):
+        return
+    frame_and_decode(buf, pos, end, count, base_offset, base_ts)
+
+
+def first_to_read(data: bytes, heads: CheckColumns, lo: int, hi: int) -> int:
+    """The first of the batches ``lo..hi-1`` of a clean stretch of ``data`` (their header
+    fields in ``heads``) that :func:`verify` must read (``hi``: none): the compiled check
+    passes over plain batches whose records all decode cleanly (checked without decoding
+    them); compressed and control batches, and any other, are left to it. ``lo`` without
+    the compiled pieces."""
+    if _ccheck is None or lo >= hi:
+        return lo
+    return int(_ccheck(data, heads, lo, hi, (_DECODERS, decoder, _NO_OP)))
 
 
 def clean(dec: Callable[..., Any], buf: bytes, pos: int, end: int) -> bool:

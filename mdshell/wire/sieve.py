@@ -17,13 +17,15 @@ expression: ``bytes.find`` reads a short needle slowly, once for each.
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from . import framing
+from . import decoding, framing
 from .batch import HEADER_SIZE, LOG_OVERHEAD, Batch
 
 Framed = tuple[int, int, int, int, int, int]  # as ``framing.frame`` gives them (METADATA)
+_VALUE_POS = operator.itemgetter(1)
 # Called for each picked record (api key, version, buffer, value position, value end): byte
 # strings that later records must be picked for too (a topic's id once its name is seen).
 Learn = Callable[[int, int, bytes, int, int], Iterable[bytes]]
@@ -48,9 +50,11 @@ class Sieve:
 
     def __call__(self, batch: Batch) -> tuple[bytes, list[Framed]]:
         """The records of ``batch`` whose value holds a needle (framed, as the whole
-        batch is, by the one definition: :func:`.framing.frame`, which raises for a batch
-        whose records it refuses)."""
+        batch is, by the one definition: :func:`.framing.frame`). A batch that replay would
+        refuse (records that do not frame or decode) raises as replay would, picked records
+        or not (:func:`.decoding.verify`)."""
         buf, start, end = batch.payload()
+        decoding.verify(buf, start, end, batch.count, batch.base_offset, batch.base_timestamp)
         hits = self._hits(buf, start, end)
         if not hits:
             return buf, []
@@ -58,19 +62,19 @@ class Sieve:
                                            batch.base_offset, batch.base_timestamp)
         hits = sorted(set(hits))
         out: list[Framed] = []
-        j = 0
-        for rec in recs:
-            vpos, vend = rec[1], rec[2]
-            while j < len(hits) and hits[j] < vpos:
-                j += 1
-            if j == len(hits):
-                break
-            if vend < 0 or hits[j] >= vend:
+        i = 0
+        while i < len(hits):  # each hit's record found by bisection: most hold none
+            at = hits[i]
+            j = bisect.bisect_right(recs, at, key=_VALUE_POS) - 1
+            rec = recs[j] if j >= 0 else None
+            if rec is None or not rec[1] <= at < rec[2]:
+                i += 1  # not in a value (a key, a header): nothing to pick
                 continue
             out.append(rec)
             for needle in self._learned(buf, rec):
-                for h in _finds(buf, needle, vend, end):
+                for h in _finds(buf, needle, rec[2], end):
                     bisect.insort(hits, h)
+            i = bisect.bisect_left(hits, rec[2], i)  # past the record's other hits
         return buf, out
 
     def _hits(self, buf: bytes, start: int, end: int) -> list[int]:
