@@ -45,14 +45,22 @@ typedef struct {
 } Tagged;
 
 /* One struct (or the message itself) at one version. */
+/* A step of the check mode's walk over the plain fields: `fixed` bytes of consecutive
+ * fixed-width scalars (0: none), then `field` (NULL: none). */
+typedef struct {
+    Py_ssize_t fixed;
+    const Field *field;
+} Step;
+
 struct Prog {
-    Py_ssize_t nplain, ntagged, nabsent;
+    Py_ssize_t nplain, ntagged, nabsent, nsteps;
     Field *plain;
     Tagged *tagged;
     PyObject **absent_key;
     PyObject **absent_dflt;
     PyObject *unknown_key;  /* codec.UNKNOWN_TAGS */
     PyObject *tmpl;         /* every key in result order, with the shared defaults */
+    Step *steps;            /* the plain fields as the check mode walks them */
 };
 
 /* ------------------------------------------------------------------ reading */
@@ -66,9 +74,13 @@ typedef struct {
 
 /* Unsigned LEB128. At most 5 bytes (35 bits): longer ones are legal for Python's reader but
  * never written by Kafka for these fields, so they go to the fallback. 0 ok, -1 give up. */
-static int
+static inline int
 uvarint(Cur *c, uint64_t *out)
 {
+    if (c->pos < c->end && c->b[c->pos] < 0x80) {  /* one byte: most of them */
+        *out = c->b[c->pos++];
+        return 0;
+    }
     uint64_t v = 0;
     for (int i = 0; i < 5; i++) {
         if (c->pos >= c->end)
@@ -126,7 +138,7 @@ fixed(int kind, const unsigned char *p)
 static PyObject *decode_struct(const Prog *p, Cur *c);
 
 /* A compact length (length + 1, 0 for null). 1: null, 0: *n set, -1: give up. */
-static int
+static inline int
 compact_len(Cur *c, uint64_t *n)
 {
     if (uvarint(c, n) < 0)
@@ -385,9 +397,30 @@ check_value(const Field *f, Cur *c)
 static int
 check_struct(const Prog *p, Cur *c, int top)
 {
-    for (Py_ssize_t i = 0; i < p->nplain; i++)
-        if (!check_value(&p->plain[i], c))
+    for (Py_ssize_t i = 0; i < p->nsteps; i++) {
+        const Step *st = &p->steps[i];
+        if (st->fixed) {
+            if (c->end - c->pos < st->fixed)
+                return 0;
+            c->pos += st->fixed;
+        }
+        const Field *f = st->field;
+        if (f == NULL)
+            continue;
+        if (f->array && WIDTH[f->kind]) {  /* an array of fixed-width items, inline */
+            uint64_t n;
+            int r = compact_len(c, &n);
+            if (r < 0 || (r == 1 && !f->nullable))
+                return 0;
+            if (r == 0) {
+                if (n * (uint64_t)WIDTH[f->kind] > (uint64_t)(c->end - c->pos))
+                    return 0;
+                c->pos += (Py_ssize_t)n * WIDTH[f->kind];
+            }
+        } else if (!check_value(f, c)) {
             return 0;
+        }
+    }
     uint64_t count, tag, size;
     if (uvarint(c, &count) < 0)
         return 0;
@@ -437,6 +470,7 @@ prog_free(Prog *p)
     Py_XDECREF(p->unknown_key);
     Py_XDECREF(p->tmpl);
     PyMem_Free(p->plain);
+    PyMem_Free(p->steps);
     PyMem_Free(p->tagged);
     PyMem_Free(p->absent_key);
     PyMem_Free(p->absent_dflt);
@@ -565,6 +599,24 @@ prog_new(PyObject *spec, PyObject *unknown_key)
     if (PyDict_GET_SIZE(p->tmpl) != p->nplain + p->ntagged + p->nabsent) {
         PyErr_SetString(PyExc_ValueError, "field names repeat");
         goto fail;
+    }
+    /* the check mode's steps: runs of fixed-width scalars joined, each other field alone */
+    if (alloc(&p->steps, p->nplain + 1, sizeof(Step)) < 0)
+        goto fail;
+    Py_ssize_t fixed = 0;
+    for (Py_ssize_t i = 0; i < p->nplain; i++) {
+        const Field *f = &p->plain[i];
+        if (!f->array && WIDTH[f->kind]) {
+            fixed += WIDTH[f->kind];
+            continue;
+        }
+        p->steps[p->nsteps].fixed = fixed;
+        p->steps[p->nsteps++].field = f;
+        fixed = 0;
+    }
+    if (fixed) {
+        p->steps[p->nsteps].fixed = fixed;
+        p->steps[p->nsteps++].field = NULL;
     }
     return p;
 fail:

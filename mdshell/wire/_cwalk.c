@@ -202,6 +202,11 @@ enum { SHAPE_METADATA = 0, SHAPE_FULL = 1 };
 static inline int varint(const uint8_t *buf, Py_ssize_t *p, Py_ssize_t limit, int most,
                          int64_t *out)
 {
+    if (*p < limit && buf[*p] < 0x80) {  /* one byte: most of them */
+        uint8_t b = buf[(*p)++];
+        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+        return 1;
+    }
     uint64_t v = 0;
     for (int i = 0; i < most; i++) {
         if (*p >= limit)
