@@ -187,26 +187,29 @@ class HealthScreen(DataScreen):
         listing.focus()
 
 
-def _row(badge: Text, text: Text) -> Table:
-    """A line of the list: the badge column, then the text, which wraps under itself (a
-    long line goes on under its words, never under the badge nor cut mid-word)."""
+def _row(badge: Text, text: Text, mark: Text | None = None) -> Table:
+    """A line of the list: the badge column, an item's mark, then the text, which wraps
+    under itself (a long line goes on under its words, never under the badge or the mark,
+    nor cut mid-word)."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=BADGE, no_wrap=True)
+    if mark is not None:
+        grid.add_column(no_wrap=True)
     grid.add_column(ratio=1)
-    grid.add_row(badge, text)
+    grid.add_row(badge, *([mark] if mark is not None else []), text)
     return grid
 
 
 def _item(text: str, path: str | None, status: str, pal: Palette) -> Table:
     """An item: a mark in its check's colour (the words stay readable on the cursor's
     bar), bold under NO_COLOR when failing."""
-    t = Text("  ")
-    mark = "✗ " if status == "fail" else "! " if status == "warn" else "· "
-    t.append(mark, style=item_style(status, pal) or ("bold" if status == "fail" else ""))
-    t.append(text, style="bold" if status == "fail" and pal.mono else "")
+    sign = "✗" if status == "fail" else "!" if status == "warn" else "·"
+    mark = Text(f"  {sign}", style=item_style(status, pal) or ("bold" if status == "fail"
+                                                                 else ""))
+    t = Text(text, style="bold" if status == "fail" and pal.mono else "")
     if path:
         t.append(f"  → {path}", style="dim")
-    return _row(Text(""), t)
+    return _row(Text(""), t, mark)
 
 
 def narrow(checks: list[CheckRow], text: str) -> list[CheckRow]:
