@@ -163,3 +163,28 @@ def test_f_follows_a_growing_directory_in_tmux(
               "the appends followed", timeout=10)
     pane.send("q")
     assert "MDSHELL-EXIT=0" in pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the exit")
+
+
+def test_a_burst_of_keys_in_a_real_terminal(pane_factory: Callable[[str], Pane]) -> None:
+    """Keys sent in one burst, as a script (or a fast typist) sends them: `h F xyz` gives
+    the Health screen filtered by "xyz"; `o` then `h F offsets` never turns follow on (the
+    f's of "offsets" ran as commands when the filter was not open yet)."""
+    pane = pane_factory(_mdshell(FIXTURES / "cluster-basic"))
+    pane.wait(lambda s: "Brokers (3)" in s, "the overview")
+    pane.send("h", "F", "x", "y", "z")
+    screen = pane.wait(lambda s: "filter checks:" in s and "xyz" in s, "health filtered")
+    assert "FOLLOWING" not in screen
+    pane.send("Escape")  # alone: ESC then a letter at once is Alt+letter to a terminal
+    pane.wait(lambda s: "filter checks:" not in s, "the filter closed")
+    pane.send("o")
+    pane.wait(lambda s: "Brokers (3)" in s, "the overview again")
+    pane.send("h", "F", *"offsets")
+    screen = pane.wait(lambda s: "filter checks:" in s and "offsets" in s,
+                       "health filtered by offsets")
+    time.sleep(0.5)
+    screen = pane.screen()
+    assert "FOLLOWING" not in screen and "following" not in screen, screen
+    pane.send("Escape")
+    pane.wait(lambda s: "filter checks:" not in s, "the filter closed")
+    pane.send("q")
+    assert "MDSHELL-EXIT=0" in pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the exit")
