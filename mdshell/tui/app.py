@@ -167,6 +167,7 @@ class MdshellApp(App[int]):
         self.load_seconds = message.seconds
         self._loading_timer.stop()
         self.header = self.engine.header()
+        self._shown_state = self._image_state()
         for spec in SCREENS:
             self.add_mode(spec.mode, partial(self._make_screen, spec))
         await self.switch_mode(HOME)
@@ -231,6 +232,7 @@ class MdshellApp(App[int]):
             self.checks = None
             self.search_index = None
         self.header = self.engine.header()
+        self._shown_state = self._image_state()
         self.background.judge(self.generation)
 
     @on(ImageMoved)
@@ -261,18 +263,27 @@ class MdshellApp(App[int]):
         self._refresh_due = False
         self._last_refresh = time.monotonic()
         session = self.engine.session
-        if session.loaded is session.latest:  # not time travelling: what is shown moved on
+        state = self._image_state()
+        if session.loaded is session.latest and state != self._shown_state:
+            # Not time travelling, and what is shown moved on (a read that found nothing
+            # new, or the same verdict, redraws only the header).
             self.image_changed(live=True)
         else:
             self.header = self.engine.header()
 
+    _shown_state: tuple[int, int, str] | None = None
+
+    def _image_state(self) -> tuple[int, int, str]:
+        """What a redraw would change: the latest image's offset, where the log goes on,
+        and the verdict's words."""
+        latest = self.engine.session.latest
+        return (latest.image.provenance.offset, latest.next_offset,
+                self.engine.verdict_words())
+
     @on(Reread)
     def _reread(self, message: Reread) -> None:
         before, after = message.before, message.after
-        if after > before or message.said:
-            self.image_changed(live=True)
-        else:
-            self.header = self.engine.header()
+        self._redraw_live()  # what moved (if anything) shows; else the header alone
         news = [f"re-read: {after - before:,} new offsets ({before:,} → {after:,})"
                 if after > before else f"re-read: nothing new after offset {after - 1:,}"]
         news += message.said
