@@ -360,21 +360,7 @@ scenario("7-health-before-partition-read", "7",
 
 # What fails on main before the reader's rewrite (issue 31), and how: the scenario's class,
 # then what the checks found (a class in brackets when another class's rule caught it).
-KNOWN: dict[str, str] = {
-    "4-snapshot-offset-near-int64-bad-crc": "class 4: verdict complete (-d)",
-    "4-first-batch-misnamed-negative-length":
-        "class 4: -d/-s images differ (7); -d/-s damage differs (7)",
-    "4-quota-entity-twice-one-null": "class 4: internal error (4) in changes (tree/touched.py)",
-    "5-snapshot-offsets-wrap": "class 5: verdict complete (-d)",
-    "6-partition-record-cut-in-snapshot": "class 6: verdict complete (-d)",
-    "6-partition-change-cut-in-snapshot": "class 6: verdict complete (-d)",
-    "6-partition-record-frame-only-in-snapshot": "class 6: verdict complete (-d)",
-    "7-batch-repeated-in-segment": "class 7: -d/-s damage differs (7); verdict complete (-s)",
-    "7-changes-sieve-past-damage-gzip": "class 7: one-shot changes differs (7)",
-    "7-changes-sieve-past-damage-none": "class 7: one-shot changes differs (7)",
-    "7-value-cut-inside-name": "class 7: internal error (4) in Spark's fast reader",
-    "7-health-before-partition-read": "class 7: internal error (4) in Spark's fast reader",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _params() -> list[object]:
@@ -556,10 +542,7 @@ def _cut(data: bytes, keep: int) -> tuple[bytes, bytes]:
     return data[:keep], data[keep:]
 
 
-FOLLOW_KNOWN = {
-    "garbage-5": "class 9: 5 bytes that cannot start the next batch (its base offset would "
-                 "be 0xffffffffff...) are taken as a batch Kafka is still writing",
-}
+FOLLOW_KNOWN: dict[str, str] = {}
 
 
 def _fmark(name: str) -> list[pytest.MarkDecorator]:

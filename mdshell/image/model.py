@@ -292,6 +292,13 @@ QuotaEntity = tuple[tuple[str, str | None], ...]
 ConfigResource = tuple[int, str]  # (resource type code, resource name; "" = default)
 
 
+def quota_entity(parts: Iterable[dict[str, Any]]) -> QuotaEntity:
+    """The entity of a ClientQuotaRecord (its ``entity`` items) as Kafka reads it into a map
+    of type -> name (``ClientQuotaImage.dataToEntity``): a type given twice keeps its last
+    name; sorted by type."""
+    return tuple(sorted({e["entityType"]: e["entityName"] for e in parts}.items()))
+
+
 @dataclass(slots=True)
 class Image:
     """The whole image. ``metadata_version`` is the feature level (None: never set)."""

@@ -635,10 +635,7 @@ def _zk_migration(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _client_quota(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    # Kafka reads the entity into a map of type -> name (ClientQuotaImage.dataToEntity): a
-    # type given twice keeps its last name.
-    entity: m.QuotaEntity = tuple(sorted(
-        {e["entityType"]: e["entityName"] for e in d["entity"]}.items()))
+    entity = m.quota_entity(d["entity"])
     if d["remove"]:
         values = b.inner("client_quotas", entity)
         if values is not None:

@@ -13,14 +13,19 @@ caller reads when it needs the newest image (before each command, on a timer).
 from __future__ import annotations
 
 import os
+import struct
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..problems import Problem, SourceError
+from ..source.walker import MAX_BATCH_LENGTH
+from ..wire.batch import MIN_BATCH_LENGTH
 
 if TYPE_CHECKING:
     from . import Session
+
+_OFFSET, _LENGTH = struct.Struct(">q"), struct.Struct(">i")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +58,28 @@ class Follow:
         return self.last.advanced
 
 
-def _being_written(p: Problem) -> Problem:
-    """A cut last batch of the newest segment, found by reading the directory again: the
-    batch Kafka is writing (read when it is whole), said as a notice, not damage."""
+def _being_written(p: Problem, data: bytes, expected: int) -> Problem:
+    """A cut last batch of the newest segment, found by reading the directory again: when
+    its bytes can start the batch after the last one read (its base offset ``expected``, a
+    length Kafka writes), the batch Kafka is writing (read when it is whole), said as a
+    notice; else the damage it is."""
+    tail = data[p.position:] if p.position is not None else b""
+    if not tail or not could_start(tail, expected):
+        return p
     where = p.message.split(": the last batch", 1)[-1].split(";", 1)[0]
     return Problem("writing", f"{os.path.basename(p.file or '')}: the last batch{where}; Kafka "
                    "is still writing it (it is read when whole)", p.file, p.offset, p.position)
+
+
+def could_start(head: bytes, base: int) -> bool:
+    """Whether ``head`` (fewer bytes than a whole batch) can be the start of a batch at
+    offset ``base``: its first 8 bytes that base offset, its length one Kafka writes."""
+    if head[:8] != _OFFSET.pack(base)[:len(head)]:
+        return False
+    if len(head) < 12:
+        return True
+    (length,) = _LENGTH.unpack_from(head, 8)
+    return MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH
 
 
 def reread(session: Session) -> Reread:
@@ -87,7 +108,9 @@ def reread(session: Session) -> Reread:
     before = latest.image.provenance.offset, latest.next_offset
     segments = source.segments()
     newest = segments[-1].path if segments else None
-    problems = [_being_written(p) if p.code == "truncated" and p.file == newest else p
+    expected = (located[-1].batch.last_offset if located else latest.next_offset - 1) + 1
+    problems = [_being_written(p, source.file_bytes(newest), expected)
+                if p.code == "truncated" and newest is not None and p.file == newest else p
                 for p in stream.problems]
     session.feed(located, problems, rejudge=True, files=stream.files)
     after = session.latest

@@ -119,6 +119,13 @@ def _load(source: Source, upto: int | None, observer: Observer | None, history: 
             return _replay_log(make, run, cp, problems, upto)
     run = make.empty()
     run.controls = bootstrap
+    if candidates and not source.segments():
+        # Every snapshot was refused and no log stands in for them (a log that does not
+        # start at offset 0 says itself what is missing).
+        problems.append(Problem(
+            "incomplete", "no snapshot is usable and there is no log: the image lacks "
+            "everything the snapshots held (copy the directory again from a healthy node)",
+            candidates[0].path, 0))
     return _replay_log(make, run, None, problems, upto)
 
 

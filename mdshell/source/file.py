@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..problems import Problem, SourceError
 from .base import BatchStream, Located, Source, count, file_read, stamp_of
+from .continuity import Continuity
 from .identity import check_metadata_log
 from .info import LogInfo
 from .layout import Checkpoint
-from .walker import iter_batches, read_bytes
+from .walker import Skip, iter_batches, read_bytes
 
 _PRODUCER_SNAPSHOT = re.compile(r"^\d{20}\.snapshot$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
@@ -70,18 +71,34 @@ class FileSource(Source):
         read = file_read(self.path, "file", self._data, self._stamp)
         stream.files.append(read)
         damage: list[Problem] = []
+        # A segment's offsets follow on from its name, as in a directory; a snapshot's are
+        # offsets inside the file (Kafka 3.7 could write them overlapping).
+        check = Continuity(stream.problems, -1) if self.dense else None
+        if check is not None:
+            check.expected = self.first
         for batch in iter_batches(self.path, self._data, damage, first=self.first,
-                                  dense=self.dense):
+                                  dense=self.dense, on_skip=self._skipped(damage, check)):
             if upto is not None and batch.base_offset > upto:
                 return
             count(read, batch)
             stream.end_offset = batch.last_offset
+            if check is not None and not check.follows(batch, self.path):
+                continue
             if batch.last_offset < start:
                 continue
             yield Located(batch, self.path, batch.pos, "file")
             if stream._stop or stream._stop_file:
                 return
         stream.problems.extend(damage)
+
+    @staticmethod
+    def _skipped(damage: list[Problem], check: Continuity | None) -> Callable[[Skip], None]:
+        """A batch the walker skips (a damaged header): said, and its offsets passed."""
+        def skipped(s: Skip) -> None:
+            damage.append(s.problem)
+            if check is not None:
+                check.passed(s.first, s.last)
+        return skipped
 
     def offset_range(self) -> tuple[int | None, int | None]:
         from .loginfo import scan_segment

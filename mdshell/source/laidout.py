@@ -14,9 +14,10 @@ import struct
 from collections.abc import Callable, Generator, Iterator, Sequence
 
 from ..problems import Problem, SourceError, add
-from ..wire.batch import LOG_OVERHEAD, Batch, parse_header
+from ..wire.batch import LOG_OVERHEAD, parse_header
 from . import cleanwalk
 from .base import BatchStream, FileRead, Located, Stretch, count, file_read, stamp_of
+from .continuity import Continuity
 from .info import LogInfo, SegmentInfo, SnapshotInfo
 from .layout import Checkpoint, Layout
 from .walker import Skip, first_damaged, iter_batches, skip_to
@@ -64,7 +65,7 @@ class LaidOut:
              cp: Checkpoint | None, pass_noops: bool) -> Iterator[Located]:
         segments = self.layout.segments
         problems = stream.problems
-        check = _Continuity(problems, cp.epoch if cp is not None else -1)
+        check = Continuity(problems, cp.epoch if cp is not None else -1)
         if segments and segments[0].base_offset > start and (upto is None or upto >= start):
             what = (f"snapshot {cp.name} ends at offset {cp.end_offset - 1}" if cp
                     else "there is no snapshot" if start == 0 else f"offset {start - 1} is "
@@ -120,7 +121,7 @@ class LaidOut:
         return None if self.layout.virtual else stamp_of(path)
 
     def _segment(self, stream: BatchStream, path: str, named: int, data: bytes, start: int,
-                 upto: int | None, check: _Continuity, pass_noops: bool = False,
+                 upto: int | None, check: Continuity, pass_noops: bool = False,
                  stamp: tuple[int, int] | None = None) -> Generator[Located, None, str]:
         read = file_read(path, "segment", data, stamp)
         stream.files.append(read)
@@ -254,7 +255,7 @@ class _Fast:
         self.heads, self.read, self.plan, self.end = heads, read, plan, end
 
     @classmethod
-    def of(cls, data: bytes, pos: int, first: int, prior: int | None, check: _Continuity,
+    def of(cls, data: bytes, pos: int, first: int, prior: int | None, check: Continuity,
            start: int, upto: int | None, pass_noops: bool, most: int) -> _Fast | None:
         """``most`` batches at most; None when the walker must read them (anything it would
         judge or say)."""
@@ -275,7 +276,7 @@ class _Fast:
         return h.base[-1] + h.last_delta[-1]
 
     def batches(self, stream: BatchStream, read: FileRead, path: str, data: bytes,
-                check: _Continuity) -> Generator[Located, None, str]:
+                check: Continuity) -> Generator[Located, None, str]:
         h = self.heads
         if self.read and read.first_offset is None:
             read.first_offset = h.base[0]
@@ -298,7 +299,7 @@ class _Fast:
             before = i
         return self._read_all(check)
 
-    def _read_all(self, check: _Continuity) -> str:
+    def _read_all(self, check: Continuity) -> str:
         h = self.heads
         if self.read:
             last = self.read - 1
@@ -308,7 +309,7 @@ class _Fast:
         return _PASSED if self.read < len(h) else _DONE
 
     def _whole(self, stream: BatchStream, read: FileRead, path: str, data: bytes,
-               check: _Continuity, counted: int) -> Generator[Located, None, str]:
+               check: Continuity, counted: int) -> Generator[Located, None, str]:
         """The stretch as one :class:`Stretch`; then what the reader took of it is counted
         as read, as :meth:`batches` counts each batch it hands out."""
         h, plan = self.heads, self.plan
@@ -324,54 +325,3 @@ class _Fast:
         if stream._stop:
             return _PASSED
         return self._read_all(check)
-
-
-class _Continuity:
-    """Offsets follow on from batch to batch and file to file; epochs never go down."""
-
-    def __init__(self, problems: list[Problem], epoch: int) -> None:
-        self.problems = problems
-        self.epoch = epoch
-        self.last_epoch: int | None = None  # of the last batch read (the walker's neighbour)
-        self.expected: int | None = None
-
-    def passed(self, first: int, last: int) -> None:
-        """The walker skipped a batch holding ``first``-``last`` (a damaged header): the
-        offsets after it follow on from it, and it was said once already."""
-        if self.expected is not None and first <= self.expected <= last:
-            self.expected = last + 1
-
-    def follows(self, batch: Batch, path: str) -> bool:
-        """Record what breaks continuity; False to skip a batch already read."""
-        problems = self.problems
-        last = batch.last_offset
-        expected = self.expected
-        self.last_epoch = batch.epoch
-        if (batch.epoch >= self.epoch and (expected is None or (
-                last >= expected and batch.base_offset <= expected))):
-            self.epoch = batch.epoch
-            self.expected = last + 1
-            return True  # the usual case: nothing to say
-        name = os.path.basename(path)
-        if batch.epoch < self.epoch:
-            add(problems, Problem(
-                "epoch", f"{name}: the batch at offset {batch.base_offset} has leader epoch "
-                f"{batch.epoch}, lower than the {self.epoch} before it (a log from another node "
-                "mixed in, or damage)", path, batch.base_offset))
-        self.epoch = max(self.epoch, batch.epoch)
-        expected = self.expected
-        if expected is not None:
-            if batch.last_offset < expected:
-                add(problems, Problem(
-                    "overlap", f"{name}: the batch at offsets {batch.base_offset}-"
-                    f"{batch.last_offset} repeats offsets already read (up to {expected - 1}); "
-                    "skipped (duplicated or reordered segments?)", path, batch.base_offset))
-                return False
-            if batch.base_offset > expected:
-                add(problems, Problem(
-                    "gap", f"{name}: offsets {expected}-{batch.base_offset - 1} are missing "
-                    f"before the batch at offset {batch.base_offset}; records there are lost, "
-                    "so the image may be wrong (a segment was deleted or is damaged)", path,
-                    expected))
-        self.expected = batch.last_offset + 1
-        return True

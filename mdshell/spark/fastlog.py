@@ -74,7 +74,10 @@ def _decode(control: bool, rkey: bytes | None, raw: bytes | None) -> LogRecord |
         return LogRecord(0, 0, 0, "", True, ctype, 0, frames.decode_control(ctype, raw))
     if raw is None:
         return None
-    key, ver, value = frames.decode_metadata(raw, 0, len(raw))
+    try:
+        key, ver, value = frames.decode_metadata(raw, 0, len(raw))
+    except UNDECODABLE as e:
+        raise _Unclean from e  # a record replay refuses: the shell's reader says so
     return LogRecord(0, 0, 0, "", False, key, ver, value)
 
 

@@ -13,7 +13,7 @@ from ..image import model as m
 from ..image.names import SCRAM_MECHANISMS, TOPIC_CONFIG
 from ..wire import frames
 from ..wire.kinds import RecordKind as K
-from ..wire.primitives import uuid_from_str, uuid_str
+from ..wire.primitives import DecodeError, uuid_from_str, uuid_str
 from ..wire.sieve import Sieve, frame_key
 from .image_tree import config_resource_name, quota_entity_name
 from .paths import Matcher, compile_glob, related, unescape
@@ -75,7 +75,7 @@ def _feature(d: dict[str, Any], img: m.Image) -> list[str]:
 
 
 def _quota(d: dict[str, Any], img: m.Image) -> list[str]:
-    entity = tuple(sorted((e["entityType"], e["entityName"]) for e in d["entity"]))
+    entity = m.quota_entity(d["entity"])
     return [f"{IMG}/clientQuotas/{quota_entity_name(entity)}/{d['key']}"]
 
 
@@ -171,7 +171,10 @@ def topic_sieve(comps: list[str]) -> Sieve | None:
     def learn(key: int, ver: int, buf: bytes, pos: int, end: int) -> list[bytes]:
         if key != K.TOPIC:
             return []
-        d = frames.decode_metadata(buf, pos, end)[2]
+        try:
+            d = frames.decode_metadata(buf, pos, end)[2]
+        except DecodeError:
+            return []  # replay refuses the batch, and says so
         if isinstance(d, dict) and d.get("name") == name:
             return [d["topicId"]]
         return []

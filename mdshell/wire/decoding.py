@@ -16,8 +16,10 @@ value, value_pos)``, its value one of:
 
 A record of a known type and version whose bytes do not decode raises
 :class:`~.primitives.DecodeError`: the batch is damaged (CRC-valid bytes that are not a
-record), and nothing of it may be applied. NoOpRecords are left out unless ``noops`` (their
-body holds nothing and is not read); ``last`` still counts them.
+record), and nothing of it may be applied. NoOpRecords are known by their frame header and
+their body (which holds nothing) is not read: they are left out unless ``noops``, then
+decoded for show, or kept raw when the body does not decode (never a reason to refuse the
+batch); ``last`` counts them either way.
 
 The compiled replay loop (``_cwalk.run``) decodes plain batches the same way with the same
 decoders; this is the reference it is tested against.
@@ -91,7 +93,9 @@ def decode_records(buf: bytes, framed: Sequence[tuple[int, ...]], lo: int = -1,
         if off > above:
             break
         last = off
-        if key == _NO_OP and not noops:
+        if key == _NO_OP:
+            if noops and vend >= 0:  # shown, never judged: replay does not read its body
+                append((off, key, ver, _noop(buf, vpos, vend, ver), vpos))
             continue
         if vend < 0:
             append((off, key, ver, None, vpos))
@@ -111,6 +115,16 @@ def decode_records(buf: bytes, framed: Sequence[tuple[int, ...]], lo: int = -1,
         else:
             append((off, key, ver, frames.decoded(key, ver, dec, buf, body, vend), vpos))
     return out, last
+
+
+def _noop(buf: bytes, vpos: int, vend: int, ver: int) -> dict[str, Any] | frames.Unknown:
+    """A NoOpRecord's value for those who list it: decoded, or kept raw with what is wrong
+    (replay passes NoOps by their frame header without reading their body, so a body that
+    does not decode is no damage)."""
+    try:
+        return frames.decode_metadata(buf, vpos, vend)[2]
+    except DecodeError as e:
+        return frames.Unknown(_NO_OP, ver, bytes(buf[vpos:vend]), str(e))
 
 
 def frame_and_decode(buf: bytes, pos: int, end: int, count: int, base_offset: int,

@@ -203,7 +203,7 @@ def log_scan(run: Run, path: str) -> None:
     problems: list[Problem] = []
     offsets = [r.offset for r in iter_log(open_source(file=path), problems=problems)
                if not r.control]
-    stops = [(p.code, p.offset) for p in problems if p.code in STOPS]
+    stops = [(p.code, p.offset, p.position) for p in problems if p.code in STOPS]
     run.data = {"stop": stops[0] if stops else None, "offsets": offsets}
 
 
