@@ -88,16 +88,14 @@ async def test_a_burst_reaches_its_targets_in_order() -> None:
         app = await ready(pilot)
         burst(app, "h", "F", *typed("xyz"))
         await until(pilot, lambda: isinstance(app.screen, HealthScreen)
-                    and isinstance(app.screen.focused, Input)
-                    and app.screen.focused.value == "xyz", "health filtered by xyz")
-        screen = app.screen
-        assert isinstance(screen, HealthScreen) and screen.filter_text == "xyz"
+                    and app.screen.filter_text == "xyz", "health filtered by xyz")
+        assert isinstance(app.screen.focused, Input) and app.screen.focused.value == "xyz"
         burst(app, "escape", "o")
         await until(pilot, lambda: isinstance(app.screen, OverviewScreen), "the overview")
         burst(app, "h", "F", *typed("offsets"))
-        await until(pilot, lambda: isinstance(app.screen.focused, Input)
-                    and app.screen.focused.value == "offsets", "health filtered by offsets")
-        assert isinstance(app.screen, HealthScreen) and app.screen.filter_text == "offsets"
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen)
+                    and app.screen.filter_text == "offsets", "health filtered by offsets")
+        assert isinstance(app.screen.focused, Input) and app.screen.focused.value == "offsets"
         assert app.engine.follow is None
         assert not any("follow" in n.message for n in app._notifications)
 
