@@ -27,7 +27,7 @@ from .fuzz.seeds import fixture_seeds
 pytestmark = pytest.mark.fuzz
 
 SEED = 31
-INPUTS = 200  # about 45 s on the idle 2-core machine
+INPUTS = 200  # 30 s on the 2-core machine, busy with other work
 BUDGET = 90.0  # seconds of feeding at most (a loaded machine runs fewer inputs, and says so)
 LIMITS = Limits(cpu=3.0, wall=60.0, rss=1024 << 20, address_space=3 << 30)
 

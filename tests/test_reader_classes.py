@@ -68,7 +68,9 @@ class Scenario:
     damaged: bool = True  # the verdict must not be complete, and must name the file
     prefix: dict[str, bytes] | None = None  # the same directory cut before the damage
     changes: str | None = "/image/topics/byName/orders"
-    checks: tuple[str, ...] = ()  # extra: "linear" (CPU a byte), "sound" (verdict complete)
+    # extra checks: "linear" (CPU a byte), "sound" (verdict complete), "offsets" (the
+    # offsets `records` lists: extra["offsets"])
+    checks: tuple[str, ...] = ()
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -118,13 +120,17 @@ def _framing(field_name: str, value: bytes) -> bytes:
 
 
 def kafka_takes(field_name: str, name: str) -> bool:
-    """Whether Kafka's record reader (``DefaultRecord.readFrom``) takes the record: a
-    negative key, value or header value length means null (its bytes absent here), a
-    negative header count or header key length is refused, an int32 field in more than 5
-    bytes is refused ("varint is too long"), a length past the record is refused."""
+    """Whether KRaft's record reader (raft's ``RecordsIterator.readRecord``, which reads
+    every metadata batch: log, snapshots, the shell) takes the record. It reads the length
+    (0 < length <= the batch's size), the attributes, a timestamp delta that must be 0, an
+    offset delta it ignores (records are numbered from the batch's base offset), the key
+    (a negative length: none; a data record must have none), the value (a data record's
+    must be there and not empty), then a header count that must be 0; its int32 varints
+    take at most 5 bytes. So of the edges here only a key length below zero (no key; its
+    bytes absent) leaves the record whole."""
     if name.startswith("int64") or name == "int32max":
         return False
-    return field_name in ("keyLength", "header value length")
+    return field_name == "keyLength"
 
 
 for _f in ("length", "keyLength", "valueLength", "headerCount", "header key length",
@@ -245,7 +251,7 @@ scenario("4-quota-entity-twice-one-null", "4",
 # A control batch whose record key is one byte (a control key is four).
 scenario("4-control-key-too-short", "4",
          {SEG0: GOOD + b.batch(3, [b.record(b"\x00\x00\x00", key=b"\x01")], control=True)
-          + b.values_batch(4, [b.noop()])}, damaged=False)
+          + b.values_batch(4, [b.noop()])}, prefix={SEG0: GOOD})
 
 # A record's offset delta beyond int64 (the batch's CRC right).
 scenario("4-offset-delta-beyond-int64", "4",
@@ -270,6 +276,11 @@ _wrapped = (b.values_batch(2**63 - 1, [b.feature(), b.topic("orders"), b.partiti
             + b.values_batch(-2**63 + 2, [b.noop()]))
 scenario("5-snapshot-offsets-wrap", "5", {b.snapshot_name(3): _wrapped},
          target=b.snapshot_name(3), changes=None)
+# A segment whose offsets reach 2**63 - 1 exactly, then a batch that would go past it.
+_edge = b.patch(b.values_batch(3, [b.topic("payments", b.OTHER_ID)]), 0, 0, ">q", 2**63 - 1,
+                crc=False)
+_past = b.patch(b.values_batch(4, [b.noop()]), 0, 0, ">q", -2**63, crc=False)
+scenario("5-offsets-reach-int64-max", "5", {SEG0: GOOD + _edge + _past}, changes=None)
 scenario("5-last-offset-delta-int32max", "5",
          {SEG0: GOOD + b.patch(b.patch(_payments(), 0, 23, ">i", 2**31 - 1), 0, 0, ">q",
                                2**63 - 2**30, crc=False)}, prefix={SEG0: GOOD})
@@ -323,10 +334,21 @@ scenario("7-header-value-overruns", "7",
          damaged_segment(_payments(headers_raw=varint(1) + b"k" + varint(40) + b"v",
                                    headerCount=varint(1)))[0],
          prefix={SEG0: GOOD})
-# A well-formed header on a metadata record: every reader takes it, or every reader refuses.
-scenario("7-well-formed-header", "7",
-         {SEG0: GOOD + b.batch(3, [b.record(b.topic("payments", b.OTHER_ID),
-                                            headers=[(b"trace", b"1")])])}, damaged=False)
+# KRaft's reader refuses a metadata batch whose record has a header (its count must be 0),
+# a key, a timestamp delta other than 0, no value or an empty one: the batch is refused
+# whole, by every reader.
+for _name, _rec in {
+        "well-formed-header": b.record(b.topic("payments", b.OTHER_ID),
+                                       headers=[(b"trace", b"1")]),
+        "metadata-record-with-key": b.record(b.topic("payments", b.OTHER_ID), key=b"k"),
+        "timestamp-delta-not-zero": b.record(b.topic("payments", b.OTHER_ID),
+                                             timestamp_delta=1),
+        "null-value": b.record(None, offset_delta=1),
+        "empty-value": b.record(b"", offset_delta=1)}.items():
+    _recs = [_rec] if _name.startswith(("well", "metadata", "timestamp")) else [
+        b.record(b.topic("payments", b.OTHER_ID)), _rec]
+    _files, _prefix = damaged_segment(b.batch(3, _recs))
+    scenario(f"7-{_name}", "7", _files, prefix=_prefix)
 # A value length past its record, the record length right: the loop that frames for replay
 # and the one that frames for `records` must judge it alike.
 scenario("7-value-length-past-record", "7",
@@ -347,6 +369,14 @@ for _codec in (compression.GZIP, compression.NONE):
               b.segment_name(7): b.values_batch(7, [b.topic("late", b.OTHER_ID),
                                                     b.partition(0, b.OTHER_ID)])},
              prefix={SEG0: GOOD}, changes="/image/topics/byName/late")
+# Two batches swapped inside a segment: -s and -d replay the same batches.
+scenario("7-batches-swapped-in-segment", "7", {SEG0: GOOD + _b2 + _b1})
+# A record whose offset delta points past its batch (CRC right): KRaft numbers a batch's
+# records from its base offset (the delta is read and ignored), so `records` lists offset 3.
+scenario("7-offset-delta-past-the-batch", "7",
+         {SEG0: GOOD + b.batch(3, [b.record(b.topic("payments", b.OTHER_ID),
+                                            offset_delta=1000)], last_delta=0)},
+         damaged=False, checks=("offsets",), extra={"offsets": [0, 1, 2, 3]})
 # A TopicRecord cut inside its name: every reader says the same of it.
 scenario("7-value-cut-inside-name", "7",
          {SEG0: GOOD + b.values_batch(3, [b.topic("payments", b.OTHER_ID)[:9]])})
@@ -360,7 +390,22 @@ scenario("7-health-before-partition-read", "7",
 
 # What fails on main before the reader's rewrite (issue 31), and how: the scenario's class,
 # then what the checks found (a class in brackets when another class's rule caught it).
-KNOWN: dict[str, str] = {}
+_HEADER = "verdict complete, batch applied: KRaft's reader refuses a record with a header"
+KNOWN: dict[str, str] = {
+    "1-header-value-length=-1": f"class 1: {_HEADER}",
+    "1-header-value-length=-2": f"class 1: {_HEADER}",
+    "1-header-value-length=int32min": f"class 1: {_HEADER}",
+    "7-well-formed-header": f"class 7: {_HEADER}",
+    "7-metadata-record-with-key":
+        "class 7: verdict complete; the batch applied: KRaft refuses a data record's key",
+    "7-timestamp-delta-not-zero":
+        "class 7: verdict complete; the batch applied: KRaft refuses a timestamp delta not 0",
+    "7-null-value": "class 7: the batch's other records applied (KRaft refuses the batch)",
+    "7-empty-value": "class 7: the batch's other records applied (KRaft refuses the batch); "
+                     "Spark's rows differ",
+    "7-offset-delta-past-the-batch":
+        "class 7: records numbers a record base + offset delta (KRaft: base + its place)",
+}
 
 
 def _params() -> list[object]:
@@ -438,6 +483,11 @@ def failures(s: Scenario, res: dict[str, dict[str, Run] | Killed],
         if "sound" in s.checks and v["state"] != "complete":
             out.append((f"-{tag} not complete on sound data", f"{tag}: the verdict is "
                         f"{v['state']} on sound data: {v['problems']}"))
+    scan = runs.get("s.logscan")
+    if "offsets" in s.checks and scan is not None and scan.data is not None and (
+            scan.data["offsets"] != s.extra["offsets"]):
+        out.append(("records numbers records unlike KRaft", f"records lists offsets "
+                    f"{scan.data['offsets']}, KRaft numbers them {s.extra['offsets']}"))
     if "linear" in s.checks:
         size = sum(len(d) for d in s.files.values())
         for r in runs.values():

@@ -17,10 +17,16 @@ The rules (each finding names the class of issue 31 it belongs to):
 - **Whole batches** (class 6): when the load of one file (``-s``) stops at a damaged batch
   (CRC, truncation, records that do not decode) at byte P, its image equals the image of the
   file cut at byte P (the valid prefix), offset included.
-- **Readers agree** (class 7), by Kafka's rules (one framing, one replay):
+- **Readers agree** (class 7), by Kafka's rules (one framing, one replay). Kafka reads a
+  metadata batch with raft's ``RecordsIterator`` (the log, snapshots, its shell): the CRC
+  checked, ``count`` records each framed as ``0 < length <= batch size``, a timestamp delta
+  of 0, an offset delta read and ignored (a batch's records are numbered from its base
+  offset), no key on a data record (a control record's key there and not empty), a value
+  there and not empty, a header count of 0; int32 varints of at most 5 bytes. A batch is
+  taken whole or refused whole. So:
   ``records`` and the load read the same batches of a file: the first batch that stops
-  ``records`` (``iter_log``) is the one that stops the load, with the same code, byte and
-  offset, and ``records`` lists no record past the image's offset;
+  ``records`` (``iter_log``) is the one that stops the load, with the same code, offset
+  and byte;
   ``-s FILE`` and ``-d`` on a directory holding that file alone replay the same batches of a
   segment: the same image, offset and stopping damage (``-d`` may add that the log does not
   start at offset 0); for a snapshot, ``-d`` uses it exactly when ``-s`` finds it whole;

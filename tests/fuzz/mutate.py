@@ -269,7 +269,11 @@ def header_edge(rng: Rng, t: Target) -> Mutant | None:
     buf = bytearray(t.data)
     struct.pack_into(fmt, buf, b.pos + at, value)
     tags = {"header"}
-    if name in ("baseOffset", "lastOffsetDelta") and abs(value) >= 2**31 - 2:
+    base, delta = struct.unpack_from(">q", t.data, b.pos)[0], struct.unpack_from(
+        ">i", t.data, b.pos + 23)[0]
+    last = value + delta if name == "baseOffset" else base + value if (
+        name == "lastOffsetDelta") else base + delta
+    if not -2**63 <= last < 2**63 - 1:  # the batch's last offset (or the next) past int64
         tags.add("overflow")
     if name in OUTSIDE_CRC:
         tags.add("outside-crc")

@@ -12,6 +12,7 @@ worker that ran too long or grew too big.
 from __future__ import annotations
 
 import faulthandler
+import gc
 import os
 import pickle
 import resource
@@ -58,6 +59,7 @@ def main() -> int:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     send(out, {"ready": os.getpid(), "pure": native.PURE, "mdshell": mdshell.__file__,
                "cwalk": getattr(native.piece("_cwalk"), "__file__", None)})
+    done = 0
     while True:
         case = recv(inp)
         if case is None:
@@ -65,6 +67,12 @@ def main() -> int:
         os.write(2, f"@@ case {case.id}\n".encode())
         runs = run_case(case, root)
         send(out, {"id": case.id, "runs": runs})
+        done += 1
+        if done % 50 == 0:
+            # A one-shot command freezes what it loaded (gc.freeze, as mdshell's CLI does
+            # before it exits); the cycles among it are left to a full collection that,
+            # thousands of commands into one process, would not come soon enough.
+            gc.collect()
 
 
 if __name__ == "__main__":
