@@ -449,3 +449,17 @@ def test_decoder_for_is_compiled_unless_mdshell_pure() -> None:
 
     assert run() == "Decoder"
     assert run(MDSHELL_PURE="1") == "function"
+
+
+def test_a_damaged_tagged_count_reads_nothing_past_its_record() -> None:
+    """A tagged-field count far above what the record holds, in a record followed by a
+    megabyte of other records' bytes (zeros: an empty tagged field every two bytes): the
+    decoders stop at the record's end, not at the buffer's (which, record after record, is
+    work that grows faster than the bytes)."""
+    msg = METADATA[20]  # NoOpRecord: a tagged section alone
+    py = codec.python_decoder_for(msg, 0)
+    body = uvarint_bytes(2**30) + bytes(4)
+    buf = body + bytes(1 << 20)
+    for dec in (py, c_decoder(msg, 0, py)):
+        got = _outcome(dec, buf, 0, len(body))
+        assert got[0] == "error" and "more tagged fields than the record holds" in got[2], got

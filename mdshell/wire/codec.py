@@ -207,6 +207,9 @@ class _Gen:
         self.uvarint(ind, nt)
         L.append(f"{ind}for _ in range({nt}):")
         ind2 = ind + "    "
+        # Each tagged field takes bytes of the record: a damaged count must not read on past
+        # it (to the end of the batch, record after record).
+        L.append(f"{ind2}if pos >= end: raise _DE('more tagged fields than the record holds')")
         tg, sz = self.tmp("tg"), self.tmp("sz")
         self.uvarint(ind2, tg)
         self.uvarint(ind2, sz)
