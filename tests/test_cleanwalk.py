@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from mdshell.image import history as replay_history
+from mdshell.image import replay as replay_module
 from mdshell.problems import SourceError
 from mdshell.session import load
 from mdshell.source import DirectorySource, cleanwalk, laidout
@@ -103,6 +104,10 @@ def walks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Wa
         monkeypatch.setattr(cleanwalk, "COMPILED", False)
         monkeypatch.setattr(framing, "_cframe", None)
         monkeypatch.setattr(replay_history, "_crun", None)
+        monkeypatch.setattr(decoding, "_cdecode_batch", None)
+        monkeypatch.setattr(decoding, "_ccheck", None)
+        monkeypatch.setattr(decoding, "_ccheck_section", None)
+        monkeypatch.setattr(replay_module, "_cput", None)
     elif not cleanwalk.COMPILED:
         pytest.skip("the compiled walk is not built (MDSHELL_PURE=1, or no C compiler)")
     return Walks(monkeypatch)

@@ -21,6 +21,7 @@ from ..wire.codec import UNKNOWN_TAGS
 from ..wire.decoding import Decoded, decode_records, frame_and_decode
 from ..wire.frames import MIGRATING_DIR
 from ..wire.kinds import RecordKind as K
+from ..wire.native import piece
 from ..wire.primitives import uuid_sort_key, uuid_str
 from ..wire.records import record_name
 from . import model as m
@@ -29,6 +30,8 @@ from .journal import MUTABLE_VALUES, Journal
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
 DECODED_MAX = 16_384  # distinct partition records kept decoded by a builder
+_cwalk = piece("_cwalk")
+_cput = _cwalk.put_partitions if _cwalk is not None else None
 _PARTITION_RECORDS = (K.PARTITION, K.PARTITION_CHANGE)
 
 
@@ -284,9 +287,15 @@ class ImageBuilder:
     def _put_partitions(self, decoded: list[Decoded], i: int) -> int:
         """Store the run of undecoded PartitionRecords from ``decoded[i]`` (outside a
         transaction, for no observer) as they are; the index of the record after the run.
-        Consecutive partitions of one topic look their topic up once (a snapshot)."""
-        prefix = frames.partition_prefix
+        Consecutive partitions of one topic look their topic up once (a snapshot). The
+        compiled ``put_partitions`` does the same; this is its reference."""
         noted = self.journal.parts if self.journal is not None else None
+        if _cput is not None:
+            after, stored = _cput(decoded, i, self.topic, noted, self._put_lazy_partition)
+            self.records_applied += stored
+            if after > i:
+                return int(after)
+        prefix = frames.partition_prefix
         last_tid: bytes | None = None
         parts: dict[int, m.Partition | m.LazyPartition] = {}
         topic_id = b""

@@ -1040,6 +1040,97 @@ fail:
     }
 }
 
+/* ------------------------------------------------------------------ partitions */
+
+/* put_partitions(decoded, i, topic_fn, noted, unknown_fn) -> (next, stored)
+ *
+ * ImageBuilder._put_partitions (image/replay.py, the reference): the run of undecoded
+ * PartitionRecords from decoded[i] on (entries (offset, key, version, (buf, body, end,
+ * version), value_pos)) stored as they are in their topics' partition maps: topic_fn(topic
+ * id) gives a writable topic (looked up once for consecutive partitions of one topic), None
+ * for an unknown id (unknown_fn(lazy, offset) says so); noted (a list, or None) gets
+ * (topic id, partition id, lazy) of each, the journal of history. Returns the index after
+ * the run and how many were stored. */
+static PyObject *put_partitions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static PyObject *s_partitions = NULL, *s_id = NULL;
+    if (s_partitions == NULL && ((s_partitions = PyUnicode_InternFromString("partitions")) == NULL
+                                 || (s_id = PyUnicode_InternFromString("id")) == NULL))
+        return NULL;
+    if (nargs != 5 || !PyList_Check(args[0]) || (args[3] != Py_None && !PyList_Check(args[3]))) {
+        PyErr_SetString(PyExc_TypeError, "put_partitions(decoded, i, topic_fn, noted, unknown_fn)");
+        return NULL;
+    }
+    PyObject *decoded = args[0], *topic_fn = args[2], *noted = args[3], *unknown_fn = args[4];
+    Py_ssize_t i = PyLong_AsSsize_t(args[1]), n = PyList_GET_SIZE(decoded), stored = 0;
+    if (i < 0 && PyErr_Occurred())
+        return NULL;
+    PyObject *parts = NULL, *topic_id = NULL;  /* of the topic before (new references) */
+    const char *last_tid = NULL;  /* its id's 16 bytes, in the buffer of the record before */
+    for (; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(decoded, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5)
+            break;
+        PyObject *lazy = PyTuple_GET_ITEM(t, 3);
+        if (!PyTuple_CheckExact(lazy) || PyTuple_GET_SIZE(lazy) != 4 ||
+                !PyBytes_CheckExact(PyTuple_GET_ITEM(lazy, 0)))
+            break;
+        PyObject *buf = PyTuple_GET_ITEM(lazy, 0);
+        Py_ssize_t body = PyLong_AsSsize_t(PyTuple_GET_ITEM(lazy, 1));
+        if (body < 0 || body > PyBytes_GET_SIZE(buf) - 20) {
+            if (PyErr_Occurred())
+                goto fail;
+            break;  /* not a record this builder made: the reference reads it */
+        }
+        const char *p = PyBytes_AS_STRING(buf) + body;
+        if (last_tid == NULL || memcmp(p + 4, last_tid, 16) != 0) {
+            Py_CLEAR(parts);
+            Py_CLEAR(topic_id);
+            last_tid = NULL;
+            PyObject *tid = PyBytes_FromStringAndSize(p + 4, 16);
+            if (tid == NULL)
+                goto fail;
+            PyObject *topic = PyObject_CallOneArg(topic_fn, tid);
+            Py_DECREF(tid);
+            if (topic == NULL)
+                goto fail;
+            if (topic == Py_None) {  /* the reference says the id is unknown */
+                Py_DECREF(topic);
+                PyObject *out = PyObject_CallFunctionObjArgs(unknown_fn, lazy,
+                                                             PyTuple_GET_ITEM(t, 0), NULL);
+                if (out == NULL)
+                    goto fail;
+                Py_DECREF(out);
+                continue;
+            }
+            parts = PyObject_GetAttr(topic, s_partitions);
+            topic_id = PyObject_GetAttr(topic, s_id);
+            Py_DECREF(topic);
+            if (parts == NULL || topic_id == NULL || !PyDict_Check(parts))
+                goto fail;
+            last_tid = p + 4;
+        }
+        PyObject *pid = PyLong_FromLong((long)be32((const uint8_t *)p));
+        if (pid == NULL)
+            goto fail;
+        int bad = PyDict_SetItem(parts, pid, lazy) < 0;
+        if (!bad && noted != Py_None)
+            bad = PyList_Append(noted, topic_id) < 0 || PyList_Append(noted, pid) < 0 ||
+                  PyList_Append(noted, lazy) < 0;
+        Py_DECREF(pid);
+        if (bad)
+            goto fail;
+        stored++;
+    }
+    Py_XDECREF(parts);
+    Py_XDECREF(topic_id);
+    return Py_BuildValue("(nn)", i, stored);
+fail:
+    Py_XDECREF(parts);
+    Py_XDECREF(topic_id);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyObject *crc(PyObject *self, PyObject *args)
@@ -1072,6 +1163,8 @@ static PyMethodDef methods[] = {
      "check(data, heads, lo, hi, ctx) -> the first batch of lo..hi-1 the reference must read"},
     {"check_section", (PyCFunction)(void (*)(void))check_section, METH_FASTCALL,
      "check_section(data, pos, end, count, base, base_ts, ctx) -> decodes cleanly?"},
+    {"put_partitions", (PyCFunction)(void (*)(void))put_partitions, METH_FASTCALL,
+     "put_partitions(decoded, i, topic_fn, noted, unknown_fn) -> (next, stored)"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why) or None"},
     {NULL, NULL, 0, NULL},
