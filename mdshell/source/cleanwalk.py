@@ -218,10 +218,14 @@ class Follows:
 
 def check_frames(data: bytes, h: Heads, upto: int = -1, crc: CrcCheck = crcs_right) -> None:
     """Raise :class:`Unclean` unless every batch (the first ``upto``; -1: all) has magic 2,
-    a length the walker accepts and a right CRC."""
+    a length the walker accepts, offsets in the 64-bit range (``walker.in_range``) and a
+    right CRC."""
     n = len(h) if upto < 0 else upto
     if h.magic.count(2) != len(h) or max(h.length, default=0) > MAX_BATCH_LENGTH:
         raise Unclean
+    if len(h) and (min(h.base) < 0 or min(h.last_delta) < 0 or min(h.count) < 0
+                   or max(map(add, h.base, h.last_delta)) > INT64_MAX):
+        raise Unclean  # the walker says what is out of range
     if h.good >= 0:
         if h.good < n:
             raise Unclean  # the compiled scan found a wrong CRC among them

@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 
-from ..problems import Problem, SourceError
+from ..problems import Problem, SourceError, add
 from .base import BatchStream, Located, Source, count, file_read, stamp_of
 from .continuity import Continuity
 from .identity import check_metadata_log
@@ -77,7 +77,8 @@ class FileSource(Source):
         if check is not None:
             check.expected = self.first
         for batch in iter_batches(self.path, self._data, damage, first=self.first,
-                                  dense=self.dense, on_skip=self._skipped(damage, check)):
+                                  dense=self.dense,
+                                  on_skip=self._skipped(stream.problems, check)):
             if upto is not None and batch.base_offset > upto:
                 return
             count(read, batch)
@@ -92,10 +93,12 @@ class FileSource(Source):
         stream.problems.extend(damage)
 
     @staticmethod
-    def _skipped(damage: list[Problem], check: Continuity | None) -> Callable[[Skip], None]:
-        """A batch the walker skips (a damaged header): said, and its offsets passed."""
+    def _skipped(problems: list[Problem],
+                 check: Continuity | None) -> Callable[[Skip], None]:
+        """A batch the walker skips (a damaged header): said at once, and its offsets
+        passed."""
         def skipped(s: Skip) -> None:
-            damage.append(s.problem)
+            add(problems, s.problem)  # a flood folded, as in a directory
             if check is not None:
                 check.passed(s.first, s.last)
         return skipped

@@ -12,7 +12,7 @@ from ..wire import frames, framing
 from ..wire.batch import UNDECODABLE, Batch
 from ..wire.control import CONTROL, control_name
 from ..wire.decoding import decode_records
-from ..wire.framing import INT64_MAX
+from ..wire.framing import INT64_MAX, INT64_MIN
 from ..wire.records import METADATA, record_name
 from .base import BatchStream, Source, undecodable
 from .layout import Checkpoint
@@ -80,7 +80,7 @@ def batch_records(batch: Batch, name: str, first: int | None = None,
     buf, pos, end = batch.payload()
     full = framing.frame(buf, pos, end, batch.count, batch.base_offset, batch.base_timestamp,
                          framing.FULL)
-    lo = first if first is not None else -1
+    lo = first if first is not None else INT64_MIN
     hi = last if last is not None else INT64_MAX
     out: list[LogRecord] = []
     if batch.is_control:

@@ -21,8 +21,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..problems import Problem, SourceError
-from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, Batch, parse_header
+from ..wire.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    UNDECODABLE,
+    Batch,
+    parse_header,
+    records_in,
+)
 from ..wire.crc import crc32c
+from ..wire.decoding import verify
+from ..wire.frames import control_type
 from ..wire.framing import INT64_MAX
 
 _PREFIX = struct.Struct(">qi")
@@ -213,11 +223,33 @@ class Skip:
 
 
 def peek(data: bytes, pos: int) -> tuple[int, int] | None:
-    """Base offset and leader epoch of the header at ``pos``, when there is one."""
-    if len(data) - pos < _PEEK.size:
+    """Base offset and leader epoch of the batch at ``pos``, when there is one a neighbour
+    can be judged by: whole, magic 2, its CRC right and its offsets offsets. A batch that is
+    not (damage, or the end of the file) tells nothing: a batch is then judged as the last
+    of its file is, so that what comes after the damage never changes what is read before
+    it."""
+    size = len(data)
+    if size - pos < HEADER_SIZE:
         return None
-    base, length, epoch = _PEEK.unpack_from(data, pos)
-    return None if length == 0 and not data[pos:].strip(b"\0") else (base, epoch)
+    b = parse_header(data, pos)
+    if (not MIN_BATCH_LENGTH <= b.length <= MAX_BATCH_LENGTH or pos + b.size > size
+            or b.magic != 2 or not in_range(b) or not b.crc_ok() or not readable(b)):
+        return None
+    return b.base_offset, b.epoch
+
+
+def readable(b: Batch) -> bool:
+    """Whether every record of a batch frames and decodes (as replay would take it)."""
+    try:
+        buf, start, end = b.payload()
+        if b.is_control:
+            for r in records_in(buf, start, end, b.count, b.base_offset, b.base_timestamp):
+                control_type(r.key)
+        else:
+            verify(buf, start, end, b.count, b.base_offset, b.base_timestamp)
+    except UNDECODABLE:
+        return False
+    return True
 
 
 def first_damaged(data: bytes, named: int) -> bool:

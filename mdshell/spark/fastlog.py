@@ -260,11 +260,20 @@ def _simple(data: bytes, cols: _Columns, heads: _Heads) -> tuple[np.ndarray, ...
     value = np.frombuffer(distinct.value, np.int32)[which] if n else np.zeros(0, np.int32)
     off_d = np.frombuffer(distinct.offset_delta, np.int64)[which] if n else which
     ts_d = np.frombuffer(distinct.ts_delta, np.int64)[which] if n else which
-    out: tuple[np.ndarray, ...] = (heads.pos << _ORDER, heads.base + off_d,
-                                   heads.base_ts + ts_d, heads.epoch, value)
+    offsets, stamps = _sum(heads.base, off_d), _sum(heads.base_ts, ts_d)
+    out: tuple[np.ndarray, ...] = (heads.pos << _ORDER, offsets, stamps, heads.epoch, value)
     if n and (value < 0).any():
         keep = value >= 0
         out = tuple(x[keep] for x in out)
+    return out
+
+
+def _sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` in int64, :class:`Unclean` where it would leave the 64-bit range (records
+    whose offset or timestamp the one framing refuses: the shell's reader says so)."""
+    out = a + b
+    if len(out) and ((a ^ out) & (b ^ out) < 0).any():
+        raise _Unclean
     return out
 
 

@@ -163,12 +163,15 @@ def ranges_in(buf: bytes, pos: int, end: int, count: int, base: int,
 
 def noop_section(section: bytes) -> bool:
     """Whether a batch's records section (uncompressed) holds exactly one record, a
-    NoOpRecord at offset delta 0, by the one framing."""
+    NoOpRecord at offset and timestamp delta 0 (as Kafka writes every record), by the one
+    framing: such a batch frames the same at any base offset and timestamp, so a reader may
+    pass it over knowing only its header."""
     try:
-        framed = framing.frame(section, 0, len(section), 1, 0)
+        ((off, ts, _a, _kp, _ke, vpos, vend, _hp),) = framing.frame(
+            section, 0, len(section), 1, 0, 0, framing.FULL)
     except UNDECODABLE:
         return False
-    return framed[0][0] == 0 and framed[0][3] == NO_OP_KEY
+    return off == 0 and ts == 0 and framing.metadata_view(section, 0, vpos, vend)[3] == NO_OP_KEY
 
 
 def is_noop_batch(buf: bytes, pos: int) -> bool:
