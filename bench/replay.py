@@ -45,6 +45,20 @@ DIRS = {
     "1M-big": [*CLUSTER, "--topics", "10000", "--history-changes", "2000", "--snapshot-at",
                "setup", "--log-from", "snapshot", "--seed", "7"],
     "1M-log": [*CLUSTER, "--topics", "10000", "--history-changes", "2000", "--seed", "7"],
+    # issue 33's second shape: a tail as large as `tail`'s with every kind of change (configs,
+    # broker registrations and fencing, ACLs, quotas, SCRAM, tokens, producer ids, ELR,
+    # reassignments, topics created in batches of 100 records inside metadata transactions
+    # and deleted), uncompressed, a NoOp batch after each change
+    "mixed": [*CLUSTER, "--topics", "1000", "--history-changes", "200000",
+              "--noops-per-change", "1", "--snapshot-at", "setup", "--log-from", "snapshot",
+              "--segment-bytes", "104857600", "--seed", "3", "--created-partitions", "50-150",
+              "--max-records-per-batch", "100", "--mix",
+              "leader-election=40,isr-shrink=20,isr-expand=20,topic-config=20,"
+              "broker-config=10,producer-ids=10,broker-restart=20,create-topic=1,"
+              "delete-topic=1,quota=10,acl=20,scram=10,token=10,reassign=10,elr=10"],
+    # the 100k-partition snapshot of `tail` and `mixed` alone: what their tails are held to
+    "snap-100k": [*CLUSTER, "--topics", "1000", "--history-changes", "1", "--snapshot-at",
+                  "setup", "--log-from", "snapshot"],
 }
 
 AT_CODE = """

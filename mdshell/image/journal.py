@@ -22,8 +22,8 @@ TOMB: Any = object()  # a key removed since the mark
 _ABSENT: Any = object()
 
 # Image maps whose values replay may change in place while it owns them (a broker's
-# registration, the inner dicts of configs, quotas and SCRAM users): frozen at a mark.
-MUTABLE_VALUES = ("brokers", "configs", "client_quotas", "scram")
+# registration, the inner dicts of configs and quotas): frozen at a mark.
+MUTABLE_VALUES = ("brokers", "configs", "client_quotas")
 
 
 class MapLog:

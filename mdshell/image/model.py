@@ -315,7 +315,9 @@ class Image:
     client_quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
     next_producer_id: int = -1
     acls: dict[bytes, Acl] = field(default_factory=dict)
-    scram: dict[int, dict[str, ScramCredential]] = field(default_factory=dict)
+    # SCRAM users by (mechanism code, user name): one map, so a user's change copies nothing
+    # else (thousands of users of one mechanism are common).
+    scram: dict[tuple[int, str], ScramCredential] = field(default_factory=dict)
     delegation_tokens: dict[str, DelegationToken] = field(default_factory=dict)
 
     notes: Notes = field(default_factory=Notes, compare=False, repr=False)

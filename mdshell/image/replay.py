@@ -673,18 +673,12 @@ def _remove_acl(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _scram(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    users = b.inner("scram", d["mechanism"], create=True)
-    assert users is not None
-    users[d["name"]] = m.ScramCredential(d["salt"], d["storedKey"], d["serverKey"],
-                                         d["iterations"])
+    b.put("scram", (d["mechanism"], d["name"]), m.ScramCredential(
+        d["salt"], d["storedKey"], d["serverKey"], d["iterations"]))
 
 
 def _remove_scram(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    users = b.inner("scram", d["mechanism"])
-    if users is not None:
-        users.pop(d["name"], None)
-        if not users:
-            b.drop("scram", d["mechanism"])
+    b.drop("scram", (d["mechanism"], d["name"]))
 
 
 def _token(b: ImageBuilder, d: dict[str, Any], off: int) -> None:

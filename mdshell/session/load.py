@@ -89,14 +89,17 @@ def load(source: Source, upto: int | None = None, observer: Observer | None = No
 def _cyclic_gc_paused() -> Iterator[None]:
     """A load allocates millions of objects and frees almost none of them in cycles: the
     cyclic collector's passes during it walk them again and again and find nothing (a tenth
-    of a long log tail's load). Paused for the load, then as it was (a one-shot command
-    also freezes what the load made: ``cli``)."""
+    of a long log tail's load). Paused for the load; then, when it was running, what exists
+    is frozen before it runs again (else its first pass, at the next allocation, walks the
+    whole image: a fifth of a tail's load), as the one-shot command and the TUI do; what is
+    made afterwards is collected as usual, and an image let go is freed by its counts."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            gc.freeze()
             gc.enable()
 
 

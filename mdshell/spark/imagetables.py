@@ -262,13 +262,11 @@ def scram_users(view: View) -> pa.Table:
     """SCRAM users: the fields the record schema marks secret are redacted (as in the tree)."""
     cols = empty_columns(SCRAM_USERS)
     hidden = set() if view.show_secrets else secret_fields(RecordKind.USER_SCRAM_CREDENTIAL)
-    for mech, users in sorted(view.loaded.image.scram.items()):
-        for user, s in sorted(users.items()):
-            for col, v in (("user", user), ("mechanism", name_of(SCRAM_MECHANISMS, mech)),
-                           ("iterations", str(s.iterations)), ("salt", s.salt.hex()),
-                           ("stored_key", s.stored_key.hex()),
-                           ("server_key", s.server_key.hex())):
-                cols[col].append(REDACTED if _camel(col) in hidden else v)
+    for (mech, user), s in sorted(view.loaded.image.scram.items()):
+        for col, v in (("user", user), ("mechanism", name_of(SCRAM_MECHANISMS, mech)),
+                       ("iterations", str(s.iterations)), ("salt", s.salt.hex()),
+                       ("stored_key", s.stored_key.hex()), ("server_key", s.server_key.hex())):
+            cols[col].append(REDACTED if _camel(col) in hidden else v)
     return arrow_table(SCRAM_USERS, cols)
 
 

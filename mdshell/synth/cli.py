@@ -78,9 +78,37 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default 8 MiB, as Kafka; records go in chunks of 1024)")
     h.add_argument("--segment-bytes", type=_positive, default=1 << 30, metavar="BYTES",
                    help="roll segments at this size (default 1 GiB)")
+    h.add_argument("--mix", type=_mix, default={}, metavar="KIND=WEIGHT[,...]",
+                   help="weights of history's operations by kind (leader-election 30, "
+                        "isr-shrink 15, isr-expand 15, topic-config 8, broker-config 2, "
+                        "producer-ids 4, broker-restart 3, create-topic 3, delete-topic 2, "
+                        "quota 3, acl 3, scram 2, token 2, reassign 3, elr 3, "
+                        "controller-failover 1); 0 leaves a kind out")
+    h.add_argument("--created-partitions", type=_span, default=(1, 6), metavar="LO-HI",
+                   help="partitions of the topics history creates (default 1-6)")
+    h.add_argument("--max-records-per-batch", type=_positive, default=10_000, metavar="N",
+                   help="records a batch holds at most; more are split over batches in a "
+                        "metadata transaction, as Kafka does (default 10000)")
     h.add_argument("--partition-dirs", action="store_true",
                    help="also write <topic>-<n>/partition.metadata for every partition")
     return p
+
+
+def _mix(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, sep, weight = part.partition("=")
+        if not sep or not weight.strip().isdigit():
+            raise argparse.ArgumentTypeError(f"{part!r}: give KIND=WEIGHT (a whole number)")
+        out[name.strip()] = int(weight)
+    return out
+
+
+def _span(text: str) -> tuple[int, int]:
+    lo, sep, hi = text.partition("-")
+    if not sep or not lo.isdigit() or not hi.isdigit() or not 1 <= int(lo) <= int(hi):
+        raise argparse.ArgumentTypeError(f"{text!r}: give LO-HI, 1 <= LO <= HI")
+    return int(lo), int(hi)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,7 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         snapshot_batch_bytes=args.snapshot_batch_bytes,
         metadata_version=args.metadata_version, kraft_version=args.kraft_version,
         segment_bytes=args.segment_bytes, noops_per_change=args.noops_per_change,
-        partition_dirs=args.partition_dirs, seed=args.seed)
+        partition_dirs=args.partition_dirs, seed=args.seed, mix=args.mix,
+        created_partitions=args.created_partitions,
+        max_records_per_batch=args.max_records_per_batch)
     if sc.brokers < 1 or sc.controllers < 1:
         p.error("a cluster needs at least one broker and one controller")
     try:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .batches import codec_named
-from .builder import ClusterBuilder
+from .builder import MAX_RECORDS_PER_BATCH, ClusterBuilder
 from .snapshot import MAX_BATCH_BYTES
 from .versions import MV_3_7_IV2, MV_4_0_IV1
 
@@ -44,6 +44,12 @@ class Scenario:
     noops_per_change: int = 1
     partition_dirs: bool = False
     seed: int = 0
+    # History: weights of the operation kinds by name (those given replace the defaults; 0
+    # leaves a kind out), partitions of the topics it creates, the most records a batch
+    # holds (more are split over batches in a metadata transaction, as Kafka does).
+    mix: Mapping[str, int] = field(default_factory=dict)
+    created_partitions: tuple[int, int] = (1, 6)
+    max_records_per_batch: int = MAX_RECORDS_PER_BATCH
 
 
 @dataclass
@@ -91,7 +97,8 @@ def generate(sc: Scenario, out_dir: str) -> Summary:
     b = ClusterBuilder(out_dir, seed=sc.seed, metadata_version=sc.metadata_version,
                        kraft_version=sc.kraft_version,
                        controllers=range(CONTROLLER_BASE_ID, CONTROLLER_BASE_ID + sc.controllers),
-                       compression=sc.compression, segment_bytes=sc.segment_bytes)
+                       compression=sc.compression, segment_bytes=sc.segment_bytes,
+                       max_records_per_batch=sc.max_records_per_batch)
     snap_opts = {"codec": codec_named(sc.snapshot_compression),
                  "max_batch_bytes": sc.snapshot_batch_bytes}
     first_snapshot_pending = sc.log_from == "snapshot"
@@ -157,7 +164,14 @@ class History:
             kinds.append(("elr", 3, self.elr))
         if sc.controllers > 1:
             kinds.append(("controller-failover", 1, self.failover))
-        self.kinds = kinds
+        unknown = set(sc.mix) - {name for name, _, _ in kinds}
+        if unknown:
+            raise ValueError(f"--mix: no operation named {', '.join(sorted(unknown))} at this "
+                             f"metadata.version (known: {', '.join(n for n, _, _ in kinds)})")
+        self.kinds = [(name, sc.mix.get(name, weight), op) for name, weight, op in kinds
+                      if sc.mix.get(name, weight) > 0]
+        if not self.kinds:
+            raise ValueError("--mix leaves no operation with a weight above 0")
 
     def step(self) -> None:
         names = [k for k, _, _ in self.kinds]
@@ -285,7 +299,7 @@ class History:
         if rf < 1:
             return False
         self.created += 1
-        self.b.create_topic(f"history-{self.created}", self.rng.randint(1, 6), rf,
+        self.b.create_topic(f"history-{self.created}", self.rng.randint(*self.sc.created_partitions), rf,
                             configs={"retention.ms": str(self.rng.choice([3600000, 86400000]))})
         return True
 

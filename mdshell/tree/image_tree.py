@@ -181,12 +181,12 @@ def _acls(img: m.Image, new: bool) -> Node:
 def _scram(img: m.Image) -> Node:
     def mechanism(code: int) -> Node:
         def child(user: str) -> Node | None:
-            cred = img.scram.get(code, {}).get(user)
+            cred = img.scram.get((code, user))
             if cred is None:
                 return None
             return Leaf(lambda o: lv.scram_text(cred, o.show_secrets),
                         lambda o: lv.scram_data(cred, o.show_secrets))
-        return Dir(lambda: img.scram.get(code, {}).keys(), child)
+        return Dir(lambda: [user for mech, user in img.scram if mech == code], child)
     makers: dict[str, Callable[[], Node]] = {}
     for code, name in SCRAM_MECHANISMS.items():
         makers[name] = partial(mechanism, code)
