@@ -10,6 +10,7 @@ so history costs what changed, not what exists, however the records were batched
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
@@ -31,11 +32,11 @@ from . import replay
 from .journal import Journal, rebuild
 from .replay import ImageBuilder
 
-# The header columns of a clean stretch a run reads, as lists: starts, base offsets, lengths,
-# last offset deltas, leader epochs, max timestamps, attributes, record counts, base
-# timestamps.
-RunColumns = tuple[list[int], list[int], list[int], list[int], list[int], list[int],
-                   list[int], list[int], list[int]]
+# The header columns of a clean stretch a run reads, the fast walk's arrays: starts, base
+# offsets, lengths, last offset deltas, leader epochs, max timestamps, attributes, record
+# counts, base timestamps.
+RunColumns = tuple["array[int]", "array[int]", "array[int]", "array[int]", "array[int]",
+                   "array[int]", "array[int]", "array[int]", "array[int]"]
 _NOT_PLAIN = COMPRESSION_MASK | CONTROL_FLAG
 _NO_OP, _PARTITION = RecordKind.NO_OP, RecordKind.PARTITION
 _cwalk = piece("_cwalk")
@@ -141,6 +142,7 @@ class Replayer:
         self._since = 0
         self.at = -1  # apply_run: the batch being applied
         self._run_state = (0, 0)  # the compiled run's (since, applied) when applying raised
+        self._listed: tuple[RunColumns, tuple[list[int], ...]] | None = None
         self.current: m.Image = self.builder.publish()
         self._restart()
 
@@ -171,27 +173,28 @@ class Replayer:
         if offset >= 0:
             self.history.add(offset, b.mark())
 
-    def apply_run(self, data: bytes, cols: RunColumns, plan: Sequence[int], k: int,
+    def apply_run(self, data: bytes, heads: RunColumns, plan: array[int], k: int,
                   upto: int | None, skip_below: int) -> int:
         """Apply the batches ``plan[k:]`` of a clean stretch of ``data`` (their header
-        fields in ``cols``) as :meth:`apply` applies each, for as long as each is a plain
-        one (not control, not compressed; a builder without an observer, a sieve or a
-        snapshot index, which are given each batch as :meth:`apply` gives it):
-        framed, every record decoded, then applied by ``apply_decoded`` (the one replay of
-        a batch), the one-NoOp batches passed over before each done first. The compiled
-        loop (``_cwalk.run``) does the same. Returns the index in ``plan`` of the first
-        batch it left (``len(plan)``: none), which the caller applies as any batch; a
-        batch left for a problem is left whole (nothing of it applied), and applying it
-        says what is wrong. :attr:`at`: the index of the batch being applied (the one that
-        raised, if one did)."""
+        fields in ``heads``, the fast walk's arrays; ``plan`` an int64 array of their
+        indices) as :meth:`apply` applies each, for as long as each is a plain one (not
+        control, not compressed; a builder without an observer, a sieve or a snapshot
+        index, which are given each batch as :meth:`apply` gives it): framed, every record
+        decoded, then applied by ``apply_decoded`` (the one replay of a batch), the one-NoOp
+        batches passed over before each done first. The compiled loop (``_cwalk.run``) does
+        the same. Returns the index in ``plan`` of the first batch it left (``len(plan)``:
+        none), which the caller applies as any batch; a batch left for a problem is left
+        whole (nothing of it applied), and applying it says what is wrong. :attr:`at`: the
+        index of the batch being applied (the one that raised, if one did)."""
         b = self.builder
         plain = b.observer is None and b.sieve is None and b.index is None
         b.batch = None
         if plain and _crun is not None:
-            done = self._compiled_run(data, cols, plan, k, upto, skip_below)
+            done = self._compiled_run(data, heads, plan, k, upto, skip_below)
             if done is not None:
                 return done
-        starts, base, length, delta, epoch, max_ts, attrs, count, base_ts = cols
+        # As lists: a list's item is read in place, an array's made into an int each time.
+        starts, base, length, delta, epoch, max_ts, attrs, count, base_ts = self._lists(heads)
         n = len(plan)
         lazy = not b.eager
         before = plan[k - 1] if k else -1
@@ -214,7 +217,13 @@ class Replayer:
             k += 1
         return k
 
-    def _compiled_run(self, data: bytes, cols: RunColumns, plan: Sequence[int], k: int,
+    def _lists(self, heads: RunColumns) -> tuple[list[int], ...]:
+        """``heads`` as lists (kept for the stretch: the loop comes back to it)."""
+        if self._listed is None or self._listed[0] is not heads:
+            self._listed = (heads, tuple(col.tolist() for col in heads))
+        return self._listed[1]
+
+    def _compiled_run(self, data: bytes, cols: RunColumns, plan: array[int], k: int,
                       upto: int | None, skip_below: int) -> int | None:
         """:meth:`apply_run`'s loop in C (``_cwalk.run``), the marks it stops for made
         here; None when it does not take the arguments (the Python loop then runs)."""

@@ -14,7 +14,8 @@ import contextlib
 import gc
 import os
 import sys
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -241,13 +242,12 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
     between them passed over."""
     replayer = run.replayer
     replayer.builder.file = os.path.basename(st.file)
-    h, data, path, plan = st.heads, st.data, st.file, list(st.plan)
+    h, data, path = st.heads, st.data, st.file
     assert h is not None
-    # As lists: a list's item is read in place, an array's made into an int each time.
-    cols = (h.starts.tolist(), h.base.tolist(), h.length.tolist(), h.last_delta.tolist(),
-            h.epoch.tolist(), h.max_ts.tolist(), h.attrs.tolist(), h.count.tolist(),
-            h.base_ts.tolist())
-    starts = cols[0]
+    plan = array("q", st.plan)
+    cols = (h.starts, h.base, h.length, h.last_delta, h.epoch, h.max_ts, h.attrs, h.count,
+            h.base_ts)
+    starts = h.starts
     picks = _Picks(replayer.builder.sieve, st, plan)
     k, n = 0, len(plan)
     while k < n:
@@ -267,7 +267,7 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
             i = replayer.at
             stream.damaged(undecodable(Located(parse_header(data, starts[i]), path,
                                                 starts[i], "segment"), e))
-            st.taken = plan.index(i) + 1
+            st.taken = plan.tolist().index(i) + 1
             return
         k += 1
     st.taken = n
@@ -282,7 +282,7 @@ class _Picks:
     stored bytes). Only for a plan without gaps: a sieved load reads its one-NoOp batches
     like any other (``pass_noops`` is off for it), so none are left out of its plan."""
 
-    def __init__(self, sieve: Sieve | None, st: Stretch, plan: list[int]) -> None:
+    def __init__(self, sieve: Sieve | None, st: Stretch, plan: Sequence[int]) -> None:
         self.sieve = sieve
         self.on = (isinstance(sieve, ByteSieve) and bool(plan)
                    and plan[-1] - plan[0] == len(plan) - 1)

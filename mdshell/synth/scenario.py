@@ -299,7 +299,8 @@ class History:
         if rf < 1:
             return False
         self.created += 1
-        self.b.create_topic(f"history-{self.created}", self.rng.randint(*self.sc.created_partitions), rf,
+        partitions = self.rng.randint(*self.sc.created_partitions)
+        self.b.create_topic(f"history-{self.created}", partitions, rf,
                             configs={"retention.ms": str(self.rng.choice([3600000, 86400000]))})
         return True
 

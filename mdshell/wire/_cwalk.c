@@ -408,11 +408,6 @@ static PyObject *frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* Attribute names run() sets and reads, interned at import. */
 static PyObject *s_txn, *s_journal, *s_offset, *s_epoch, *s_time_ms, *s_at;
 
-static inline long long item_ll(PyObject *list, Py_ssize_t i)
-{
-    return PyLong_AsLongLong(PyList_GET_ITEM(list, i));
-}
-
 /* Whether the builder is outside a metadata transaction (-1: error). */
 static int no_txn(PyObject *b)
 {
@@ -834,22 +829,83 @@ done:
  * after a batch that makes a history mark due (why 1: k is that batch's index). None for
  * arguments it does not take (the Python loop runs). An exception of applying propagates,
  * with replayer.at naming its batch and (since, applied) left in replayer._run_state. */
+/* The run's header columns, read in place from the fast walk's arrays. */
+typedef struct {
+    Py_buffer view[9];
+    int held;
+    const int64_t *starts, *base, *max_ts, *base_ts;
+    const int32_t *length, *delta, *epoch, *count;
+    const int16_t *attrs;
+    Py_ssize_t n;
+} Columns;
+
+static void columns_release(Columns *c)
+{
+    for (int i = 0; i < c->held; i++)
+        PyBuffer_Release(&c->view[i]);
+    c->held = 0;
+}
+
+/* The columns of `heads` (starts q, base q, length i, last_delta i, epoch i, max_ts q,
+ * attrs h, count i, base_ts q); 0 when they are not that (nothing held then). */
+static int columns_take(Columns *c, PyObject *heads)
+{
+    static const Py_ssize_t width[9] = {8, 8, 4, 4, 4, 8, 2, 4, 8};
+    c->held = 0;
+    if (!PyTuple_Check(heads) || PyTuple_GET_SIZE(heads) != 9)
+        return 0;
+    for (int i = 0; i < 9; i++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(heads, i), &c->view[i], PyBUF_FORMAT) < 0) {
+            PyErr_Clear();
+            columns_release(c);
+            return 0;
+        }
+        c->held++;
+        Py_buffer *v = &c->view[i];
+        if (v->itemsize != width[i] || v->len / width[i] != c->view[0].len / 8) {
+            columns_release(c);
+            return 0;
+        }
+    }
+    c->starts = c->view[0].buf;
+    c->base = c->view[1].buf;
+    c->length = c->view[2].buf;
+    c->delta = c->view[3].buf;
+    c->epoch = c->view[4].buf;
+    c->max_ts = c->view[5].buf;
+    c->attrs = c->view[6].buf;
+    c->count = c->view[7].buf;
+    c->base_ts = c->view[8].buf;
+    c->n = c->view[0].len / 8;
+    return 1;
+}
+
+/* The provenance the run has moved to and not written yet (prov's three attributes are
+ * written when Python may read them: before apply_decoded, and when the run returns). */
+typedef struct {
+    int pending;
+    int64_t offset, epoch, time_ms;
+} Prov;
+
+static int prov_flush(PyObject *prov, Prov *p)
+{
+    if (!p->pending)
+        return 0;
+    p->pending = 0;
+    PyObject *e = PyLong_FromLongLong(p->epoch), *t = PyLong_FromLongLong(p->time_ms);
+    int bad = e == NULL || t == NULL ||
+              set_prov(prov, PyLong_FromLongLong(p->offset), e, t) < 0;
+    Py_XDECREF(e);
+    Py_XDECREF(t);
+    return bad ? -1 : 0;
+}
+
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[1]) ||
-        PyTuple_GET_SIZE(args[1]) != 9 || !PyList_Check(args[2]) || !PyTuple_Check(args[6]) ||
+    if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[6]) ||
         PyTuple_GET_SIZE(args[6]) != 14)
         Py_RETURN_NONE;
-    PyObject *data = args[0], *plan = args[2], *ctx = args[6];
-    PyObject *cols[9];
-    for (int c = 0; c < 9; c++) {
-        cols[c] = PyTuple_GET_ITEM(args[1], c);
-        if (!PyList_Check(cols[c]))
-            Py_RETURN_NONE;
-    }
-    PyObject *starts = cols[0], *base = cols[1], *length = cols[2], *delta = cols[3];
-    PyObject *epoch = cols[4], *max_ts = cols[5], *attrs = cols[6], *count = cols[7];
-    PyObject *base_ts = cols[8];
+    PyObject *data = args[0], *ctx = args[6];
     PyObject *b = PyTuple_GET_ITEM(ctx, 0), *prov = PyTuple_GET_ITEM(ctx, 1);
     PyObject *decoders = PyTuple_GET_ITEM(ctx, 2), *decoder_fn = PyTuple_GET_ITEM(ctx, 3);
     PyObject *apply = PyTuple_GET_ITEM(ctx, 4), *replayer = PyTuple_GET_ITEM(ctx, 10);
@@ -870,55 +926,57 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Clear();
         Py_RETURN_NONE;
     }
+    Columns h;
+    if (!columns_take(&h, args[1]))
+        Py_RETURN_NONE;
+    Py_buffer planv;
+    if (PyObject_GetBuffer(args[2], &planv, PyBUF_FORMAT) < 0 || planv.itemsize != 8) {
+        if (PyErr_Occurred())
+            PyErr_Clear();
+        else
+            PyBuffer_Release(&planv);
+        columns_release(&h);
+        Py_RETURN_NONE;
+    }
+    const int64_t *plan = planv.buf;
     const uint8_t *buf = (const uint8_t *)PyBytes_AS_STRING(data);
-    Py_ssize_t size = PyBytes_GET_SIZE(data), n = PyList_GET_SIZE(plan);
-    Py_ssize_t nbatches = PyList_GET_SIZE(starts);
-    for (int c = 1; c < 9; c++)
-        if (PyList_GET_SIZE(cols[c]) != nbatches)
-            Py_RETURN_NONE;
+    Py_ssize_t size = PyBytes_GET_SIZE(data), n = planv.len / 8;
     int64_t lo = skip_below >= 0 ? skip_below : INT64_MIN;
     int64_t hi = has_upto ? upto : INT64_MAX;
     Rec *recs = NULL;
     Py_ssize_t held = 0;  /* how many Recs `recs` has room for */
     int why = 0;
     long long applied_here = 0;  /* records applied by the handler calls below */
-    Py_ssize_t before = k > 0 ? PyLong_AsSsize_t(PyList_GET_ITEM(plan, k - 1)) : -1;
+    Prov pv = {0, 0, 0, 0};
+    Py_ssize_t before = k > 0 && k <= n ? (Py_ssize_t)plan[k - 1] : -1;
 
     for (; k < n; k++) {
-        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(plan, k));
-        if (i < 0 || i >= nbatches || PyErr_Occurred())
+        Py_ssize_t i = (Py_ssize_t)plan[k];
+        if (i < 0 || i >= h.n) {
+            PyErr_SetString(PyExc_ValueError, "a batch of the plan outside the columns");
             goto fail;
+        }
         int free_of_txn = no_txn(b);
         if (free_of_txn < 0)
             goto fail;
         if (i - before > 1 && free_of_txn) {  /* pass_noops: the run's last NoOp */
             Py_ssize_t j = i - 1;
-            long long off = item_ll(base, j);
-            if (off >= skip_below && (!has_upto || off <= upto)) {
-                PyObject *o = PyList_GET_ITEM(base, j);
-                Py_INCREF(o);
-                if (set_prov(prov, o, PyList_GET_ITEM(epoch, j), PyList_GET_ITEM(max_ts, j)) < 0)
-                    goto fail;
-            }
+            if (h.base[j] >= skip_below && (!has_upto || h.base[j] <= upto))
+                pv = (Prov){1, h.base[j], h.epoch[j], h.max_ts[j]};
         }
         before = i;
-        if (item_ll(attrs, i) & 0x27)
+        if (h.attrs[i] & 0x27)
             break;  /* compressed or control: Python's */
-        long long pos = item_ll(starts, i), len = item_ll(length, i);
-        long long cnt = item_ll(count, i);
-        if (PyErr_Occurred())
-            goto fail;
-        int64_t b0 = item_ll(base, i), t0 = item_ll(base_ts, i);
-        if (pos < 0 || PyErr_Occurred())
-            goto fail;
-        int framed = frame_into(buf, size, (Py_ssize_t)pos + HEADER_SIZE,
-                                (Py_ssize_t)(pos + LOG_OVERHEAD + len), cnt, b0, t0, &recs, &held);
+        int64_t b0 = h.base[i], end_off = h.base[i] + h.delta[i];
+        int framed = frame_into(buf, size, (Py_ssize_t)h.starts[i] + HEADER_SIZE,
+                                (Py_ssize_t)(h.starts[i] + LOG_OVERHEAD + h.length[i]),
+                                h.count[i], b0, h.base_ts[i], &recs, &held);
         if (framed < 0)
             goto fail;
         if (!framed)
             break;  /* the reference frames it, and says what */
         int64_t last;
-        PyObject *decoded = decode_batch(data, recs, (Py_ssize_t)cnt, lo, hi, decoders,
+        PyObject *decoded = decode_batch(data, recs, (Py_ssize_t)h.count[i], lo, hi, decoders,
                                          decoder_fn, lazy, noop_key, partition_key, &last);
         if (decoded == NULL)
             goto fail;
@@ -926,7 +984,10 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             Py_DECREF(decoded);
             break;  /* a record the reference decodes, or refuses */
         }
-        if (PyObject_SetAttr(replayer, s_at, PyList_GET_ITEM(plan, k)) < 0) {
+        PyObject *at = PyLong_FromSsize_t(i);
+        int bad = at == NULL || PyObject_SetAttr(replayer, s_at, at) < 0;
+        Py_XDECREF(at);
+        if (bad) {
             Py_DECREF(decoded);
             goto fail;
         }
@@ -979,18 +1040,21 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
         if (j < nd || !free_of_txn) {
+            if (prov_flush(prov, &pv) < 0) {
+                Py_DECREF(decoded);
+                goto fail;
+            }
             PyObject *rest = PyList_GetSlice(decoded, j, nd);
-            PyObject *call[6] = {rest, PyLong_FromLongLong(last),
-                                 PyLong_FromLongLong(b0 + item_ll(delta, i)),
-                                 PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i),
+            PyObject *call[6] = {rest, PyLong_FromLongLong(last), PyLong_FromLongLong(end_off),
+                                 PyLong_FromLong(h.epoch[i]), PyLong_FromLongLong(h.max_ts[i]),
                                  has_upto ? args[4] : Py_None};
             PyObject *res = NULL;
-            if (rest != NULL && call[1] != NULL && call[2] != NULL)
+            if (rest != NULL && call[1] != NULL && call[2] != NULL && call[3] != NULL &&
+                    call[4] != NULL)
                 res = PyObject_Vectorcall(apply, call, 6, NULL);
             Py_DECREF(decoded);
-            Py_XDECREF(rest);
-            Py_XDECREF(call[1]);
-            Py_XDECREF(call[2]);
+            for (int c = 0; c < 5; c++)
+                Py_XDECREF(call[c]);
             if (res == NULL)
                 goto fail;
             applied += PyLong_AsLongLong(res);
@@ -999,12 +1063,9 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto fail;
         } else {
             Py_DECREF(decoded);
-            if (last >= 0) {  /* the provenance, as apply_decoded moves it */
-                int64_t end = b0 + item_ll(delta, i);
-                if (set_prov(prov, PyLong_FromLongLong(!has_upto || upto >= end ? end : last),
-                             PyList_GET_ITEM(epoch, i), PyList_GET_ITEM(max_ts, i)) < 0)
-                    goto fail;
-            }
+            if (last >= 0)  /* the provenance, as apply_decoded moves it */
+                pv = (Prov){1, !has_upto || upto >= end_off ? end_off : last, h.epoch[i],
+                            h.max_ts[i]};
         }
         since += applied;
         if (since >= every) {  /* a mark due, if journaled and outside a transaction */
@@ -1023,9 +1084,16 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     PyMem_Free(recs);
+    PyBuffer_Release(&planv);
+    columns_release(&h);
+    if (prov_flush(prov, &pv) < 0)
+        goto state;
     return Py_BuildValue("(nLLi)", k, since, applied_here, why);
 fail:
     PyMem_Free(recs);
+    PyBuffer_Release(&planv);
+    columns_release(&h);
+state:
     {
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
