@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from ..problems import Problem, add
@@ -417,6 +417,10 @@ class ImageBuilder:
                        f"{uuid_str(tid)}; skipped", off)
         return topic
 
+    def _no_partition(self, topic: m.Topic, pid: int, off: int) -> None:
+        self._warn("no-partition", f"PartitionChangeRecord at offset {off} for partition "
+                   f"{topic.name}-{pid}, which does not exist; skipped", off)
+
     def _put_lazy_partition(self, lazy: m.LazyPartition, off: int) -> None:
         buf, body, _end, _ver = lazy
         pid, tid = frames.partition_prefix(buf, body)
@@ -560,6 +564,8 @@ def merge_partition(p: m.Partition, d: dict[str, Any]) -> m.Partition:
 
 
 def _partition_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    """A PartitionChangeRecord (the reference of the compiled ``partition_change``, which
+    :data:`HANDLERS` holds when it is built)."""
     tid = d["topicId"]
     topic = b.image.topics_by_id.get(tid)
     if topic is None or id(topic) not in b._owned:  # b.topic() inline when it is writable
@@ -570,8 +576,7 @@ def _partition_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     raw = topic.partitions.get(pid)
     p = (b.decoded(raw) or topic.partition(pid)) if isinstance(raw, tuple) else raw
     if p is None:
-        b._warn("no-partition", f"PartitionChangeRecord at offset {off} for partition "
-                f"{topic.name}-{pid}, which does not exist; skipped", off)
+        b._no_partition(topic, pid, off)
         return
     b.set_partition(topic, pid, merge_partition(p, d))
 
@@ -722,3 +727,9 @@ HANDLERS: dict[int, Handler | None] = {
     K.UNREGISTER_CONTROLLER: _unregister_controller,
 }
 TRANSACTION_MARKERS = frozenset({K.BEGIN_TRANSACTION, K.END_TRANSACTION, K.ABORT_TRANSACTION})
+# The Python handlers: the reference the compiled ones (below) are tested against.
+PYTHON_HANDLERS = dict(HANDLERS)
+if _cwalk is not None:
+    _cwalk.setup_partitions(m.Partition, tuple(f.name for f in fields(m.Partition)),
+                            MIGRATING_DIR)
+    HANDLERS[K.PARTITION_CHANGE] = _cwalk.partition_change

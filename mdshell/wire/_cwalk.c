@@ -18,6 +18,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1199,6 +1200,276 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ partition changes */
+
+/* The image's Partition class (image/model.py: a slots dataclass of 11 fields) as set up by
+ * setup_partitions: its type and each field's place in an instance, so that a changed
+ * partition is read and made without Python code (its __init__ is a Python function). */
+enum { P_REPLICAS, P_DIRS, P_ISR, P_REMOVING, P_ADDING, P_ELR, P_LAST_ELR, P_LEADER, P_LRS,
+       P_LEADER_EPOCH, P_PARTITION_EPOCH, P_FIELDS };
+static PyTypeObject *partition_type = NULL;
+static PyObject *one = NULL;  /* 1, to count epochs on */
+static Py_ssize_t partition_at[P_FIELDS];
+static PyObject *migrating_dir = NULL;
+/* PartitionChangeRecord's field names, in the order of enum D_... */
+enum { D_TOPIC_ID, D_PARTITION_ID, D_REPLICAS, D_DIRS, D_ISR, D_REMOVING, D_ADDING, D_LEADER,
+       D_LRS, D_ELR, D_LAST_ELR, D_FIELDS };
+static const char *change_keys[D_FIELDS] = {
+    "topicId", "partitionId", "replicas", "directories", "isr", "removingReplicas",
+    "addingReplicas", "leader", "leaderRecoveryState", "eligibleLeaderReplicas",
+    "lastKnownElr"};
+static PyObject *change_key[D_FIELDS];
+static PyObject *s_image, *s_topics_by_id, *s_owned, *s_partitions_attr, *s_parts, *s_id,
+    *s_topic_fn, *s_decoded, *s_partition_fn, *s_no_partition, *s_what;
+
+#define SLOT(obj, i) (*(PyObject **)((char *)(obj) + partition_at[i]))
+
+/* setup_partitions(Partition, field_names, MIGRATING_DIR) */
+static PyObject *setup_partitions(PyObject *self, PyObject *args)
+{
+    PyObject *cls, *names, *migrating;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &cls, &PyTuple_Type, &names,
+                          &PyBytes_Type, &migrating))
+        return NULL;
+    if (PyTuple_GET_SIZE(names) != P_FIELDS) {
+        PyErr_SetString(PyExc_ValueError, "Partition has 11 fields");
+        return NULL;
+    }
+    for (int i = 0; i < P_FIELDS; i++) {
+        PyObject *descr = PyObject_GetAttr(cls, PyTuple_GET_ITEM(names, i));
+        if (descr == NULL)
+            return NULL;
+        int ok = Py_TYPE(descr) == &PyMemberDescr_Type &&
+                 ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
+        if (ok)
+            partition_at[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        Py_DECREF(descr);
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, "a Partition field is not a slot");
+            return NULL;
+        }
+    }
+    for (int i = 0; i < D_FIELDS; i++)
+        if (change_key[i] == NULL &&
+                (change_key[i] = PyUnicode_InternFromString(change_keys[i])) == NULL)
+            return NULL;
+    const char *attrs[] = {"image", "topics_by_id", "_owned", "partitions", "parts", "id",
+                           "_topic", "decoded", "partition", "_no_partition"};
+    PyObject **slots[] = {&s_image, &s_topics_by_id, &s_owned, &s_partitions_attr, &s_parts,
+                          &s_id, &s_topic_fn, &s_decoded, &s_partition_fn, &s_no_partition};
+    for (int i = 0; i < 10; i++)
+        if (*slots[i] == NULL && (*slots[i] = PyUnicode_InternFromString(attrs[i])) == NULL)
+            return NULL;
+    if (s_what == NULL && (s_what = PyUnicode_FromString("PartitionChangeRecord")) == NULL)
+        return NULL;
+    if (one == NULL && (one = PyLong_FromLong(1)) == NULL)
+        return NULL;
+    Py_INCREF(cls);
+    Py_XSETREF(partition_type, (PyTypeObject *)cls);
+    Py_INCREF(migrating);
+    Py_XSETREF(migrating_dir, migrating);
+    Py_RETURN_NONE;
+}
+
+/* d[key], borrowed; NULL with KeyError (a decoder gives every field: a bug otherwise). */
+static PyObject *field(PyObject *d, int key)
+{
+    PyObject *v = PyDict_GetItemWithError(d, change_key[key]);
+    if (v == NULL && !PyErr_Occurred())
+        PyErr_SetObject(PyExc_KeyError, change_key[key]);
+    return v;
+}
+
+/* Whether every item of the list `dirs` is MIGRATING_DIR (an empty one too); -1 error. */
+static int all_migrating(PyObject *dirs)
+{
+    if (!PyList_Check(dirs))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dirs); i++) {
+        int eq = PyObject_RichCompareBool(PyList_GET_ITEM(dirs, i), migrating_dir, Py_EQ);
+        if (eq <= 0)
+            return eq;
+    }
+    return 1;
+}
+
+/* image.replay.merge_partition (the reference): a new Partition; NULL on error. */
+static PyObject *merge(PyObject *p, PyObject *d)
+{
+    PyObject *v[D_FIELDS];
+    for (int i = D_REPLICAS; i < D_FIELDS; i++)
+        if ((v[i] = field(d, i)) == NULL)
+            return NULL;
+    PyObject *out[P_FIELDS] = {NULL};
+    PyObject *replicas = v[D_REPLICAS], *dirs = v[D_DIRS];
+    if (replicas == Py_None && dirs == Py_None) {
+        out[P_REPLICAS] = SLOT(p, P_REPLICAS);
+        out[P_DIRS] = SLOT(p, P_DIRS);
+        Py_INCREF(out[P_REPLICAS]);
+        Py_INCREF(out[P_DIRS]);
+    } else {
+        out[P_REPLICAS] = replicas == Py_None ? SLOT(p, P_REPLICAS) : replicas;
+        Py_INCREF(out[P_REPLICAS]);
+        dirs = dirs == Py_None ? SLOT(p, P_DIRS) : dirs;
+        int all = all_migrating(dirs);
+        if (all < 0)
+            goto fail;
+        if (all) {
+            Py_ssize_t n = PyObject_Length(out[P_REPLICAS]);
+            if (n < 0 || (out[P_DIRS] = PyList_New(n)) == NULL)
+                goto fail;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                Py_INCREF(migrating_dir);
+                PyList_SET_ITEM(out[P_DIRS], i, migrating_dir);
+            }
+        } else {
+            Py_INCREF(dirs);
+            out[P_DIRS] = dirs;
+        }
+    }
+    long leader = PyLong_AsLong(v[D_LEADER]);
+    long lrs = PyLong_AsLong(v[D_LRS]);
+    if (PyErr_Occurred())
+        goto fail;
+    if (leader != -2) {
+        out[P_LEADER] = v[D_LEADER];
+        Py_INCREF(out[P_LEADER]);
+        out[P_LEADER_EPOCH] = PyNumber_Add(SLOT(p, P_LEADER_EPOCH), one);
+    } else {
+        out[P_LEADER] = SLOT(p, P_LEADER);
+        out[P_LEADER_EPOCH] = SLOT(p, P_LEADER_EPOCH);
+        Py_INCREF(out[P_LEADER]);
+        Py_INCREF(out[P_LEADER_EPOCH]);
+    }
+    out[P_LRS] = lrs == -1 ? SLOT(p, P_LRS) : v[D_LRS];
+    Py_INCREF(out[P_LRS]);
+    static const int same[][2] = {{P_ISR, D_ISR}, {P_REMOVING, D_REMOVING},
+                                  {P_ADDING, D_ADDING}, {P_ELR, D_ELR},
+                                  {P_LAST_ELR, D_LAST_ELR}};
+    for (int i = 0; i < 5; i++) {
+        PyObject *x = v[same[i][1]];
+        out[same[i][0]] = x == Py_None ? SLOT(p, same[i][0]) : x;
+        Py_INCREF(out[same[i][0]]);
+    }
+    out[P_PARTITION_EPOCH] = PyNumber_Add(SLOT(p, P_PARTITION_EPOCH), one);
+    for (int i = 0; i < P_FIELDS; i++)
+        if (out[i] == NULL)
+            goto fail;
+    PyObject *made = partition_type->tp_alloc(partition_type, 0);
+    if (made == NULL)
+        goto fail;
+    for (int i = 0; i < P_FIELDS; i++)
+        SLOT(made, i) = out[i];  /* the references move into the new partition */
+    return made;
+fail:
+    for (int i = 0; i < P_FIELDS; i++)
+        Py_XDECREF(out[i]);
+    return NULL;
+}
+
+/* partition_change(builder, record, offset): image.replay._partition_change (the
+ * reference), as a handler: the partition changed, its new value set in its topic's map
+ * and journaled; an unknown topic or partition said by the builder's own methods. */
+static PyObject *partition_change(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyDict_Check(args[1]) || partition_type == NULL) {
+        PyErr_SetString(PyExc_TypeError, "partition_change(builder, record, offset)");
+        return NULL;
+    }
+    PyObject *b = args[0], *d = args[1], *off = args[2];
+    PyObject *tid = field(d, D_TOPIC_ID), *pid = field(d, D_PARTITION_ID);
+    if (tid == NULL || pid == NULL)
+        return NULL;
+    PyObject *image = NULL, *topics = NULL, *owned = NULL, *topic = NULL, *parts = NULL;
+    PyObject *p = NULL, *made = NULL, *journal = NULL, *result = NULL;
+    if ((image = PyObject_GetAttr(b, s_image)) == NULL ||
+            (topics = PyObject_GetAttr(image, s_topics_by_id)) == NULL ||
+            (owned = PyObject_GetAttr(b, s_owned)) == NULL)
+        goto done;
+    topic = PyDict_GetItemWithError(topics, tid);
+    int mine = 0;
+    if (topic != NULL) {
+        Py_INCREF(topic);
+        PyObject *key = PyLong_FromVoidPtr(topic);
+        mine = key == NULL ? -1 : PySet_Contains(owned, key);
+        Py_XDECREF(key);
+        if (mine < 0)
+            goto done;
+    } else if (PyErr_Occurred()) {
+        goto done;
+    }
+    if (!mine) {  /* b.topic() copies it, or b._topic() says it is unknown */
+        Py_XDECREF(topic);
+        topic = PyObject_CallMethodObjArgs(b, s_topic_fn, tid, s_what, off, NULL);
+        if (topic == NULL)
+            goto done;
+        if (topic == Py_None) {
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
+        }
+    }
+    if ((parts = PyObject_GetAttr(topic, s_partitions_attr)) == NULL || !PyDict_Check(parts)) {
+        if (parts != NULL)
+            PyErr_SetString(PyExc_TypeError, "a topic's partitions are a dict");
+        goto done;
+    }
+    PyObject *raw = PyDict_GetItemWithError(parts, pid);  /* borrowed */
+    if (raw == NULL && PyErr_Occurred())
+        goto done;
+    if (raw != NULL && PyTuple_CheckExact(raw)) {  /* undecoded: decoded once per record */
+        p = PyObject_CallMethodOneArg(b, s_decoded, raw);
+        if (p == Py_None) {
+            Py_DECREF(p);
+            p = PyObject_CallMethodOneArg(topic, s_partition_fn, pid);
+        }
+        if (p == NULL)
+            goto done;
+    } else if (raw != NULL) {
+        p = raw;
+        Py_INCREF(p);
+    } else {
+        p = Py_None;
+        Py_INCREF(p);
+    }
+    if (p == Py_None) {
+        result = PyObject_CallMethodObjArgs(b, s_no_partition, topic, pid, off, NULL);
+        goto done;
+    }
+    if (Py_TYPE(p) != partition_type) {
+        PyErr_SetString(PyExc_TypeError, "a partition that is not the image's Partition");
+        goto done;
+    }
+    if ((made = merge(p, d)) == NULL || PyDict_SetItem(parts, pid, made) < 0)
+        goto done;
+    if ((journal = PyObject_GetAttr(b, s_journal)) == NULL)
+        goto done;
+    if (journal != Py_None) {  /* b.set_partition's journal: (topic id, partition, value) */
+        PyObject *list = PyObject_GetAttr(journal, s_parts), *id = PyObject_GetAttr(topic, s_id);
+        int bad = list == NULL || id == NULL || !PyList_Check(list) ||
+                  PyList_Append(list, id) < 0 || PyList_Append(list, pid) < 0 ||
+                  PyList_Append(list, made) < 0;
+        if (bad && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "a journal's parts are a list");
+        Py_XDECREF(list);
+        Py_XDECREF(id);
+        if (bad)
+            goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(image);
+    Py_XDECREF(topics);
+    Py_XDECREF(owned);
+    Py_XDECREF(topic);
+    Py_XDECREF(parts);
+    Py_XDECREF(p);
+    Py_XDECREF(made);
+    Py_XDECREF(journal);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyObject *crc(PyObject *self, PyObject *args)
@@ -1231,6 +1502,10 @@ static PyMethodDef methods[] = {
      "check(data, heads, lo, hi, ctx) -> the first batch of lo..hi-1 the reference must read"},
     {"check_section", (PyCFunction)(void (*)(void))check_section, METH_FASTCALL,
      "check_section(data, pos, end, count, base, base_ts, ctx) -> decodes cleanly?"},
+    {"setup_partitions", setup_partitions, METH_VARARGS,
+     "setup_partitions(Partition, field_names, MIGRATING_DIR): the class changes make"},
+    {"partition_change", (PyCFunction)(void (*)(void))partition_change, METH_FASTCALL,
+     "partition_change(builder, record, offset): a PartitionChangeRecord applied"},
     {"put_partitions", (PyCFunction)(void (*)(void))put_partitions, METH_FASTCALL,
      "put_partitions(decoded, i, topic_fn, noted, unknown_fn) -> (next, stored)"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
