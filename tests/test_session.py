@@ -270,3 +270,29 @@ def test_a_followed_directory_whose_unread_log_a_snapshot_replaced_loads_afresh(
     assert session.verdict().sound
     whole = Session.open(str(FIXTURES / "cluster-basic"))
     assert image_text(session.latest.image) == image_text(whole.latest.image)
+
+
+def test_an_image_let_go_is_freed_by_its_counts() -> None:
+    """A session, its image and its tree's root hold no reference cycle: dropped, they are
+    freed at once (the one-shot command and the TUI freeze what a load made, where a cycle
+    would keep an image for good)."""
+    import gc
+    import weakref
+
+    session = Session.open(str(FIXTURES / "cluster-basic"))
+    assert session.root is not None and session.history is not None
+    builder = weakref.ref(session.latest.replayer.builder)  # type: ignore[union-attr]
+
+    def images() -> int:
+        return sum(type(o) is Image for o in gc.get_objects())
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        held = images()
+        assert held > 0
+        del session
+        assert builder() is None and images() == 0
+    finally:
+        if enabled:
+            gc.enable()

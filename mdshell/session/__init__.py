@@ -191,8 +191,11 @@ class Session:
         loaded, source = self.loaded, self.source
         info = RootInfo(source.describe(), source.kind, [f.path for f in loaded.files],
                         [p.message for p in loaded.problems], loaded.upto)
-        info.extra["quorum"] = lambda: _quorum_node(self.quorum_info(loaded))
-        info.extra["log"] = lambda: _log_node(self.log_info(loaded))
+        # The session is not captured (it holds the root: a cycle would keep each image
+        # alive until a full collection, and for good once frozen): what the nodes need is.
+        info.extra["quorum"] = lambda: _quorum_node(
+            quorum_info(source, loaded.controls, loaded.end_offset))
+        info.extra["log"] = lambda: _log_node(_log_info(source, loaded))
         if source.kind == "quorum":
             _live_nodes(source, info)
         return root_node(loaded.image, info, self.layout)
@@ -289,9 +292,7 @@ class Session:
         return quorum_info(self.source, loaded.controls, loaded.end_offset)
 
     def log_info(self, loaded: Loaded | None = None) -> LogInfo:
-        loaded = loaded or self.loaded
-        return self.source.log_info(loaded.snapshot.path if loaded.snapshot else None,
-                                    unusable(loaded), loaded.upto)
+        return _log_info(self.source, loaded or self.loaded)
 
     def offset_range(self) -> tuple[int | None, int | None]:
         """The offsets whose image can be rebuilt: what the source holds, cut where damage
@@ -480,6 +481,11 @@ def _live_nodes(source: Source, info: RootInfo) -> None:
 
     info.extra["live"] = lambda: live_node(status)
     info.extra["quorum"] = lambda: live_quorum_node(source.quorum(), status().cluster_id)
+
+
+def _log_info(source: Source, loaded: Loaded) -> LogInfo:
+    return source.log_info(loaded.snapshot.path if loaded.snapshot else None,
+                           unusable(loaded), loaded.upto)
 
 
 def unusable(loaded: Loaded) -> set[str]:

@@ -90,17 +90,17 @@ def load(source: Source, upto: int | None = None, observer: Observer | None = No
 def _cyclic_gc_paused() -> Iterator[None]:
     """A load allocates millions of objects and frees almost none of them in cycles: the
     cyclic collector's passes during it walk them again and again and find nothing (a tenth
-    of a long log tail's load). Paused for the load; then, when it was running, what exists
-    is frozen before it runs again (else its first pass, at the next allocation, walks the
-    whole image: a fifth of a tail's load), as the one-shot command and the TUI do; what is
-    made afterwards is collected as usual, and an image let go is freed by its counts."""
+    of a long log tail's load). Paused for the load, then as it was: the one-shot command
+    and the TUI freeze what the first load made (``cli``, ``tui``), where nothing else is
+    there to collect; a long session's later loads leave the collector its first pass
+    rather than freeze garbage for good. An image is made without reference cycles, so
+    one let go is freed by its counts (``tests/test_session.py`` holds this)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            gc.freeze()
             gc.enable()
 
 

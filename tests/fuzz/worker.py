@@ -66,6 +66,10 @@ def main() -> int:
             return 0
         os.write(2, f"@@ case {case.id}\n".encode())
         runs = run_case(case, root)
+        # Each case as in processes of its own: the one-shot command freezes what it made
+        # (a process exits next), which would stay for good in this one.
+        gc.unfreeze()
+        gc.collect()
         send(out, {"id": case.id, "runs": runs})
         done += 1
         if done % 50 == 0:
