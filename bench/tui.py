@@ -215,20 +215,29 @@ def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
 
     out: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
+    ui: dict[str, list[float]] = {}
 
-    def note(name: str, seconds: float, used: float | None = None) -> None:
+    def note(name: str, seconds: float, used: float | None = None,
+             own: float | None = None) -> None:
         out.setdefault(name, []).append(seconds)
         print(f"  {name}: {seconds * 1000:.0f} ms", file=sys.stderr, flush=True)
         if used is not None:
             cpu.setdefault(f"CPU: {name}", []).append(used)
+        if own is not None:
+            ui.setdefault(f"UI thread CPU: {name}", []).append(own)
 
     async def timed(pilot, name: str, key: str, done) -> None:  # type: ignore[no-untyped-def]
         """Wall seconds until ``done()``; the process's CPU seconds meanwhile (all threads:
-        the UI's own when no worker runs)."""
-        start, used = time.perf_counter(), time.process_time()
-        pilot.app.simulate_key(key)
-        await _until(pilot, done)
-        note(name, time.perf_counter() - start, time.process_time() - used)
+        the UI's own when no worker runs) and the UI thread's own (the app and this loop
+        run on it: what the key cost, whatever a worker did meanwhile)."""
+        start, used, own = time.perf_counter(), time.process_time(), time.thread_time()
+        app, before = pilot.app, pilot.app.last_key
+        app.simulate_key(key)
+        # Done: the effect on screen, and all the key set off settled (the key gate would
+        # let the next key in), so that no part of its work is counted in the next key's.
+        await _until(pilot, lambda: app.last_key != before and done() and not app.keys.busy)
+        note(name, time.perf_counter() - start, time.process_time() - used,
+             time.thread_time() - own)
 
     async def run() -> None:
         start = time.perf_counter()
@@ -325,7 +334,7 @@ def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
                             lambda b=before: cursor() != b and pane_shows(cursor()))
             building["on"] = False
     asyncio.run(run())
-    return out | cpu
+    return out | cpu | ui
 
 
 def cpu_at_scale(d: Path) -> list[tuple[str, float]]:

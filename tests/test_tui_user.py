@@ -261,6 +261,8 @@ async def test_words_unfenced_copy_one_row_and_no_output_yet() -> None:
         await until(pilot, lambda: "no command has run yet" in detail_text(app, "output"),
                     "no output yet")
         burst(app, ":", *typed("topics"), "enter")
+        # (The table's status line is made when the command bar first opens.)
+        await until(pilot, lambda: bool(app.screen.query("#sql-status")), "the status line")
         status = app.screen.query_one("#sql-status", Static)
         await until(pilot, lambda: "1 row" in text_of(status), "one row")
         assert "1 rows" not in text_of(status)

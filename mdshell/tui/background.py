@@ -11,6 +11,7 @@ so that a key never waits for them.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -45,6 +46,9 @@ class Background:
         self.ui_busy = ui_busy
         self.polling = False
         self.verdict = ""  # the verdict's words when last polled
+        # Every worker that makes the Topics and Brokers tables pauses as the judge does
+        # (the View tab's own worker made them without a pause when it came first).
+        engine.courtesy = self.pause
 
     def _post(self, message: Any) -> None:
         self.app.post_message(message)
@@ -90,7 +94,10 @@ class Background:
             self._post(TablesReady(tables, generation, problems))
 
     def pause(self) -> None:
-        """Let the UI thread have the interpreter while keys are being answered."""
+        """Let the UI thread have the interpreter while keys are being answered (called
+        from a worker thread; on the UI thread itself it returns at once)."""
+        if threading.current_thread() is threading.main_thread():
+            return
         waited = 0.0
         while self.ui_busy() and waited < PAUSE_MAX:
             time.sleep(PAUSE_STEP)

@@ -9,9 +9,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.events import DescendantFocus
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Tree
+from textual.widgets import Input, Tree
 
 from .commandbar import CommandBar
 from .detail import DetailPane
@@ -123,9 +124,26 @@ class BrowserScreen(DataScreen):
 
     def _sync_detail(self) -> None:
         self._sync_timer = None
+        if self._filtering():
+            # While a filter of the tree is typed the cursor sits on the list's node: the
+            # pane keeps what it showed (no Topics table drawn at each key typed), and
+            # follows the cursor once the bar closes (the tree focused again).
+            return
         path = self.location()
         if path is not None and path != self.detail.path:
             self.detail.show_path(path)
+
+    def _filtering(self) -> bool:
+        """Whether the focus is in the filter bar, narrowing the tree."""
+        focused = self.focused
+        return isinstance(focused, Input) and focused.id == "filter-input" \
+            and focused.parent is not None \
+            and getattr(focused.parent, "target", None) is self.image_tree
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        """The tree focused again (a filter bar closed): the pane follows its cursor."""
+        if event.widget is self.image_tree and self._sync_timer is None:
+            self._sync_timer = self.set_timer(SETTLE, self._sync_detail)
 
     # ------------------------------------------------------------ keys
 
@@ -145,6 +163,7 @@ class BrowserScreen(DataScreen):
             self.post_message(GoBack())
 
     def open_command_bar(self) -> None:
+        self.detail.prepare_output()
         self.query_one(CommandBar).open()
 
     def filter_target(self) -> Widget:
@@ -154,8 +173,9 @@ class BrowserScreen(DataScreen):
         focused = self.focused
         if focused is not None and detail in focused.ancestors_with_self:
             tab = detail.active
-            table = self.query_one(f"#{'sql' if tab == 'output' else tab}-table", ResultTable) \
+            found = self.query(f"#{'sql' if tab == 'output' else tab}-table") \
                 if tab in ("output", "view") else None
+            table = found.first(ResultTable) if found else None  # made when first shown
             if table is not None and table.display and table.parent is not None \
                     and table.parent.display:
                 return table

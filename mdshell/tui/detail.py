@@ -40,7 +40,9 @@ NO_OUTPUT = "no command has run yet: `:` opens the command bar, and its output s
 
 
 class DetailPane(Vertical):
-    """Five tabs; each renders on demand (changes and JSON can be costly on big nodes)."""
+    """Five tabs; each renders on demand (changes and JSON can be costly on big nodes).
+    The Topics and Brokers table and sql's widgets are made the first time they are needed
+    (each widget of the tree screen adds to its first showing)."""
 
     DEFAULT_CSS = """
     DetailPane { height: 1fr; width: 1fr; }
@@ -60,6 +62,7 @@ class DetailPane(Vertical):
         self._sql_timer: Timer | None = None
         # A command's table shown (not sql): its title, text form and errors, for ``x``.
         self._command: tuple[str, list[str], list[str]] | None = None
+        self._sql_made = False  # the Output tab's widgets for sql and tables
 
     def compose(self) -> ComposeResult:
         yield Static(id="crumbs")
@@ -67,16 +70,34 @@ class DetailPane(Vertical):
             for tab, title in zip(TABS, ("v View", "x Text", "J JSON", "c Changes",
                                                  "O Output"),
                                   strict=True):
-                with TabPane(title, id=tab):
-                    with TextScroll(id=f"{tab}-scroll"):
-                        yield Static(Text(NO_OUTPUT, style="dim") if tab == "output" else "",
-                                     id=f"{tab}-body")
-                    if tab == "view":  # Topics, Brokers: a table (listview.py)
-                        yield ListTableView(self.engine)
-                    if tab == "output":  # sql: status line, progress, result table
-                        yield Static(id="sql-status")
-                        yield ProgressBar(id="sql-progress", show_eta=False)
-                        yield ResultTable(id="sql-table")
+                with TabPane(title, id=tab), TextScroll(id=f"{tab}-scroll"):
+                    yield Static(Text(NO_OUTPUT, style="dim") if tab == "output" else "",
+                                 id=f"{tab}-body")
+
+    def _body(self, tab: str) -> Static:
+        return self.query_one(f"#{tab}-body", Static)
+
+    def prepare_output(self) -> None:
+        """sql's status line, progress bar and result table in the Output tab, made if
+        they are not yet (the command bar opening: what it runs lands there)."""
+        if self._sql_made:
+            return
+        self._sql_made = True
+        self.query_one("#output", TabPane).mount(
+            Static(id="sql-status"), ProgressBar(id="sql-progress", show_eta=False),
+            ResultTable(id="sql-table"))
+
+    def _list_view(self, make: bool) -> ListTableView | None:
+        """The Topics and Brokers table of the View tab (made when ``make`` and not yet)."""
+        found = self.query(ListTableView)
+        if found:
+            return found.first()
+        if not make:
+            return None
+        view = ListTableView(self.engine)
+        self.query_one("#view", TabPane).mount(view)
+        view.attach()
+        return view
 
     @property
     def active(self) -> str:
@@ -95,6 +116,8 @@ class DetailPane(Vertical):
         self.path = path
         self.query_one("#crumbs", Static).update(crumbs(path))
         self._rendered.clear()
+        if is_list(path):
+            self._list_view(True)  # there from now on, as the View tab shows it
         if self.active == "output":
             self.active = "view"
         self.render_active()
@@ -112,12 +135,13 @@ class DetailPane(Vertical):
         if tab == "view":
             listed = is_list(self.path)
             self.query_one("#view-scroll").display = not listed
-            view = self.query_one(ListTableView)
-            view.display = listed
-            if listed:
+            view = self._list_view(listed)
+            if view is not None:
+                view.display = listed
+            if view is not None and listed:
                 view.show(self.path)
                 return
-        body = self.query_one(f"#{tab}-body", Static)
+        body = self._body(tab)
         shown = self._render_tab(tab, self.path)
         if tab == "view":
             self._natural_width(body, shown)
@@ -148,6 +172,7 @@ class DetailPane(Vertical):
     def _sql_mode(self, on: bool, table: bool = False, running: bool = False) -> None:
         """Output as text (off), or sql's status line with its progress (running) or its
         table; the progress timer runs only while a query does."""
+        self.prepare_output()
         self.query_one("#output-scroll").display = not on
         self.query_one("#sql-status").display = on
         self.query_one("#sql-progress").display = running
@@ -236,6 +261,8 @@ class DetailPane(Vertical):
 
     def focus_table(self) -> bool:
         """Focus the result table if one is on show (the command bar closing); False if not."""
+        if not self._sql_made:
+            return False
         dt = self.query_one("#sql-table", ResultTable)
         if self.active == "output" and dt.display:
             dt.focus()
@@ -263,7 +290,7 @@ class DetailPane(Vertical):
         self._command = None
         self._sql_mode(False)
         self._stop_running()
-        self._spinner = running.start(self.query_one("#output-body", Static), line,
+        self._spinner = running.start(self._body("output"), line,
                                       still_running)
         self.active = "output"
 
@@ -293,7 +320,7 @@ class DetailPane(Vertical):
             t.append("\n(cancelled)", style="bold yellow")
         if errors:
             t.append("\n" + "\n".join(errors), style="bold red")
-        self.query_one("#output-body", Static).update(t)
+        self._body("output").update(t)
         self.active = "output"
 
 

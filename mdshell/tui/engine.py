@@ -60,6 +60,9 @@ class Engine:
         self._list_cache: tuple[m.Image | None, dict[str, ListTable], list[str]] = (
             None, {}, [])
         self._list_lock = threading.Lock()
+        # Called every few topics while the tables are made, by whichever worker makes
+        # them: where it gives the UI thread its turn (the app's Background.pause).
+        self.courtesy: Callable[[], None] | None = None
 
     @classmethod
     def open(cls, directory: str | None, file: str | None,
@@ -335,11 +338,13 @@ class Engine:
     def list_tables(self, pause: Callable[[], None] | None = None
                     ) -> tuple[dict[str, ListTable], list[str]]:
         """The Topics and Brokers tables of the image shown (read every partition: call it
-        in a worker; ``pause`` is called every few topics, where a worker lets the UI
-        thread have its turn) and the problems reading them found (records that do not
-        decode: the image's notes, which its verdict counts). Made once per image."""
+        in a worker; ``pause`` (else :attr:`courtesy`) is called every few topics, where a
+        worker lets the UI thread have its turn) and the problems reading them found
+        (records that do not decode: the image's notes, which its verdict counts). Made
+        once per image."""
         from . import listrows
 
+        pause = pause or self.courtesy
         with self._list_lock:
             img = self.loaded.image
             if self._list_cache[0] is not img:

@@ -26,15 +26,32 @@ class KeyFooter(Footer):
     def __init__(self) -> None:
         super().__init__(show_command_palette=False, compact=True)
 
+    _composed: tuple[tuple[str, str, str, bool, str], ...] | None = None  # what shows
+
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
             return
-        rows, own = self._shown()
-        shown = fit(rows, self.app.size.width, self.app.get_key_display, own)
+        shown = self._keys()
+        self._composed = _signature(shown)
         for binding, enabled, tooltip in shown:
+            # Always compact, as FooterKey is by default, its class given at once (its
+            # watcher adding it after the mount restyled each key again).
             yield FooterKey(binding.key, self.app.get_key_display(binding),
                             binding.description, binding.action, disabled=not enabled,
-                            tooltip=tooltip).data_bind(compact=Footer.compact)
+                            tooltip=tooltip, classes="-compact")
+
+    async def recompose(self) -> None:
+        """Only when the keys shown change: Textual asks after every focus change and
+        bindings update (six times while the tree screen is first shown), and each time
+        every key widget was removed, made and styled again (60 ms of a 200 ms key)."""
+        if self._bindings_ready and self.is_attached and self._composed is not None \
+                and _signature(self._keys()) == self._composed:
+            return
+        await super().recompose()
+
+    def _keys(self) -> list[tuple[Binding, bool, str]]:
+        rows, own = self._shown()
+        return fit(rows, self.app.size.width, self.app.get_key_display, own)
 
     def _shown(self) -> tuple[list[tuple[Binding, bool, str]], set[str]]:
         """The keys to show, and the actions among them that are the screen's or a pane's
@@ -63,6 +80,12 @@ class KeyFooter(Footer):
     def on_resize(self, event: Resize) -> None:
         if self._bindings_ready:
             self.call_after_refresh(self.recompose)
+
+
+def _signature(shown: Iterable[tuple[Binding, bool, str]]
+               ) -> tuple[tuple[str, str, str, bool, str], ...]:
+    return tuple((b.key, b.description, b.action, enabled, tooltip)
+                 for b, enabled, tooltip in shown)
 
 
 def fit(bindings: Iterable[tuple[Binding, bool, str]], width: int, display: object,

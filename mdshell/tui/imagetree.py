@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.widgets import Tree
@@ -57,6 +58,16 @@ class ImageTree(Tree[str]):
         self.filter_key: str | None = None  # the list F narrows, by path
         self.filter_from: str | None = None  # the cursor's path when F was pressed
         self.faults: set[str] = set()  # paths holding a failing or warning health item
+
+    def get_label_width(self, node: TreeNode[str]) -> int:
+        """A label's width from its text (Textual's own renders every label to measure it,
+        which it does for every line listed whenever the tree's style changes: a focus
+        change, with 600 topics listed, cost 20 ms)."""
+        label = node.label
+        width = label.cell_len if isinstance(label, Text) else cell_len(str(label))
+        if node.allow_expand:
+            width += cell_len(self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE)
+        return width
 
     # ------------------------------------------------------------ listing
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
@@ -54,19 +53,23 @@ class ListTableView(Vertical):
         self.path: str | None = None  # the list asked for last
         self.list_path: str | None = None  # the list the table holds
         self.made: ListTable | None = None
+        self.status = Static(id="view-status", classes="status")
+        self._table = ResultTable(id="view-table")
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="view-status", classes="status")
-        yield ResultTable(id="view-table")
+    def attach(self) -> None:
+        """Mount the status line and the table (once this view is mounted): the pane makes
+        this view when a list is first shown and fills it at once, before a compose would
+        have run."""
+        self.mount(self.status, self._table)
 
     @property
     def table(self) -> ResultTable:
-        return self.query_one("#view-table", ResultTable)
+        return self._table
 
     def show(self, path: str) -> None:
         self.path = path
         if self.made is None or self.list_path != path:
-            self.query_one("#view-status", Static).update(Text(
+            self.status.update(Text(
                 f"{path}\nreading every partition…", style="dim"))
         self._make(path)
 
@@ -97,7 +100,7 @@ class ListTableView(Vertical):
         if len(rows) > SHOWN:
             t.append(f", the first {SHOWN} shown (F and s work on all)", style="bold")
         t.append("  (Enter opens · s or a header sorts · F filters · y/Y copy)", style="dim")
-        self.query_one("#view-status", Static).update(t)
+        self.status.update(t)
 
     @on(DataTable.RowSelected, "#view-table")
     def _row(self, event: DataTable.RowSelected) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual.events import ScreenResume
+from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 
@@ -39,6 +41,18 @@ class DataScreen(Screen[None]):
         self.engine = engine
         self._ready = False
         self._behind = False  # the image or the checks changed while not on show
+
+    _resume_due: ScreenResume | None = None  # posted, not handled yet
+
+    def post_message(self, message: Message) -> bool:
+        """A ScreenResume posted while another is still queued makes the first one's
+        restyle needless: Textual posts two when a mode is first shown, and each restyled
+        every widget of the screen (15 ms each on the tree screen)."""
+        if isinstance(message, ScreenResume):
+            if self._resume_due is not None and message.refresh_styles:
+                self._resume_due.refresh_styles = False
+            self._resume_due = message
+        return super().post_message(message)
 
     def on_mount(self) -> None:
         for name in BOUND:
@@ -82,6 +96,7 @@ class DataScreen(Screen[None]):
             self._behind = True
 
     def on_screen_resume(self) -> None:
+        self._resume_due = None
         if self._behind and self._ready:
             self._behind = False
             self.refresh_data()

@@ -1,0 +1,124 @@
+"""The work a key sets off, and what waits for keys: no needless redraws, restyles or
+tables while the user types (bench/tui.py measures how long each key takes; these tests
+pin what it does)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from rich.style import Style
+from textual.widgets import Input
+from textual.widgets._footer import FooterKey
+
+from mdshell.tui import listrows
+from mdshell.tui.detail import DetailPane
+from mdshell.tui.imagetree import ImageTree
+
+from .conftest import FIXTURES
+from .test_tui import SIZE, aio, app_for, browser_tree, ready, until
+from .test_tui_user import TOPICS, burst, tree_at
+
+
+@aio
+async def test_tree_label_widths_are_the_rendered_widths() -> None:
+    """The tree measures its labels from their text (Textual renders each one to measure
+    it, for every line listed, at every focus change): the same widths, sections, open
+    and closed nodes, brokers with their state, a filtered list's label."""
+    async with app_for(FIXTURES / "health-fenced").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await app.jump("/image/cluster/brokers/1")
+        tree = await browser_tree(pilot)
+        await app.jump(f"{TOPICS}/orders")
+        await until(pilot, lambda: tree_at(app) == f"{TOPICS}/orders", "the topic")
+        burst(app, "F", "o")
+        await until(pilot, lambda: tree.filters.get(TOPICS) == "o", "the filter")
+        nodes = list(tree.nodes.values())
+        assert len(nodes) > 10 and any(n.is_expanded for n in nodes)
+        assert any("[filter: o]" in str(n.label) for n in nodes)
+        assert any("fenced" in str(n.label) for n in nodes)
+        for node in nodes:
+            rendered = ImageTree.render_label(tree, node, Style(), Style()).cell_len
+            assert tree.get_label_width(node) == rendered, node.label
+
+
+@aio
+async def test_the_pane_stays_while_a_filter_is_typed() -> None:
+    """While the tree's filter is typed, the cursor sits on the list's node (Topics) and the
+    detail pane keeps the node it showed (it drew the Topics table at each key); Enter
+    puts the cursor on the first name kept and the pane follows; Esc back to the topic
+    finds it shown already."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        names = sorted(app.engine.loaded.image.topics_by_name)
+        topic = f"{TOPICS}/{names[-1]}"
+        await app.jump(topic)
+        tree = await browser_tree(pilot)
+        detail = app.screen.query_one(DetailPane)
+        await until(pilot, lambda: detail.path == topic, "the topic shown")
+        burst(app, "F", *names[0][:2])
+        await until(pilot, lambda: tree.filters.get(TOPICS) == names[0][:2], "the filter")
+        await pilot.pause(0.2)
+        assert tree_at(app) == TOPICS
+        assert detail.path == topic  # not the Topics table
+        burst(app, "enter")
+        first = f"{TOPICS}/{names[0]}"
+        await until(pilot, lambda: tree_at(app) == first and detail.path == first,
+                    "the pane on the first name kept")
+        burst(app, "F", "escape")
+        await until(pilot, lambda: not tree.filters and isinstance(app.screen.focused,
+                                                                    ImageTree),
+                    "the filter cleared")
+        await until(pilot, lambda: detail.path == tree_at(app), "the pane on the cursor")
+
+
+@aio
+async def test_the_footer_is_made_again_only_when_its_keys_change() -> None:
+    """Focus moves that leave the footer's keys as they were keep its key widgets (every
+    bindings update made them all again); a move that changes them makes them anew."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await app.jump(f"{TOPICS}/orders")
+        await browser_tree(pilot)
+        await pilot.pause(0.2)
+        keys = list(app.screen.query(FooterKey))
+        assert keys
+        app.screen.bindings_updated_signal.publish(app.screen)  # as a focus change does
+        await pilot.pause(0.2)
+        assert list(app.screen.query(FooterKey)) == keys
+        burst(app, "F")
+        await until(pilot, lambda: isinstance(app.screen.focused, Input), "the filter box")
+        await pilot.pause(0.2)
+        shown = list(app.screen.query(FooterKey))
+        assert shown and not set(shown) & set(keys)
+
+
+@aio
+async def test_a_table_made_for_the_view_tab_waits_for_keys() -> None:
+    """The Topics table made by the View tab's own worker (not only the judge's) gives the
+    UI thread its turn while keys are being answered: it made every table without a pause
+    when it came first."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        await until(pilot, lambda: app.engine._list_cache[0] is not None, "the tables")
+        engine = app.engine
+        engine._list_cache = (None, {}, [])  # the image's tables to make again
+        typing = threading.Event()
+        typing.set()
+
+        def keys() -> None:  # a user typing for 0.5 s
+            while typing.is_set():
+                app.last_key = time.monotonic()
+                time.sleep(0.01)
+
+        threading.Thread(target=keys, daemon=True).start()
+        made: list[Any] = []
+        worker = threading.Thread(target=lambda: made.append(engine.list_table(TOPICS)))
+        worker.start()
+        await pilot.pause(0.5)
+        waited = not made
+        typing.clear()
+        worker.join(10)
+        assert waited, "the table was made while keys were being answered"
+        assert made and made[0] is not None and made[0].columns == listrows.TOPIC_COLUMNS
