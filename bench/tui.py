@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -84,11 +85,14 @@ def first_paint(d: Path) -> float:
     return asyncio.run(run())
 
 
-def first_paint_tmux(d: Path, bytecode: bool = True) -> tuple[float, float, float] | None:
-    """(wall, CPU, shown) seconds from starting the program in tmux to the overview on
-    screen, ``shown``: to the first screen of the program (the loading screen, or the
-    overview when the load was done sooner); CPU is the process's user+system time at the
-    overview (less swayed by other jobs than wall time)."""
+def first_paint_tmux(d: Path, bytecode: bool = True) -> tuple[float, float, float, float,
+                                                                float] | None:
+    """(wall, CPU, shown, loading, loading CPU) seconds from starting the program in tmux:
+    to the overview on screen (its CPU: the process's user+system time then, less swayed by
+    other jobs than wall time); ``shown``: to the first screen of the program (the loading
+    screen's first frame, drawn before Textual is imported, or the overview when the load
+    was done sooner); ``loading``: to Textual's own loading screen (its seconds counter
+    shown), with the CPU then (NaN: none was seen)."""
     tmux = shutil.which("tmux")
     if tmux is None:
         return None
@@ -106,15 +110,20 @@ def first_paint_tmux(d: Path, bytecode: bool = True) -> tuple[float, float, floa
         shell_pid = subprocess.run([tmux, "-L", sock, "display", "-p", "#{pane_pid}"],
                                    capture_output=True, text=True, env=env).stdout.strip()
         shown = None
+        loading, loading_cpu = float("nan"), float("nan")
         while time.perf_counter() - start < 60:
             screen = subprocess.run([tmux, "-L", sock, "capture-pane", "-p"],
                                     capture_output=True, text=True, env=env).stdout
             if shown is None and ("Reading " in screen or "mdshell: reading" in screen
                                   or "Brokers (" in screen):
                 shown = time.perf_counter() - start
+            if loading != loading and "Reading " in screen \
+                    and re.search(r"\d\.\d s$", screen, re.MULTILINE):
+                loading = time.perf_counter() - start
+                loading_cpu = _cpu_of_child(shell_pid)
             if "Brokers (" in screen:
                 wall = time.perf_counter() - start
-                return wall, _cpu_of_child(shell_pid), shown or wall
+                return wall, _cpu_of_child(shell_pid), shown or wall, loading, loading_cpu
             time.sleep(0.01)
         raise SystemExit("tmux: the overview never showed")
     finally:
@@ -365,6 +374,9 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--only-keys", action="store_true", help="only the key-latency figure")
+    p.add_argument("--start", metavar="SIZE", help="only the start in tmux (bytecode cached) "
+                   "on a generated directory, e.g. 500k: first frame, Textual's loading "
+                   "screen, the overview, wall and CPU")
     p.add_argument("--at-scale", metavar="SIZE", help="issue 22's figures on a generated "
                    "directory: first paint, search open, key latency (e.g. 500k)")
     p.add_argument("--out", default=str(ROOT / "bench" / "out"))
@@ -395,6 +407,17 @@ def main() -> None:
                      f"{os.cpu_count()} cores | |")
         print("\n".join(lines))
         return
+    if ns.start:
+        big = generate(out, ns.start)
+        runs = [t for t in (first_paint_tmux(big) for _ in range(ns.runs)) if t]
+        names = ["overview", "CPU to the overview", "first frame", "Textual's loading screen",
+                 "CPU to Textual's loading screen"]
+        for i, name in enumerate(names):
+            values = sorted(t[i] * 1000 for t in runs)
+            print(f"{name:34s} " + " ".join(f"{v:4.0f}" for v in values) + " ms  (median "
+                  f"{statistics.median(values):.0f})")
+        print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+        return
     if ns.only_keys:
         keys = key_while_loading(generate(out, "100k"))
         print(f"median {statistics.median(keys) * 1000:.0f} ms, max {max(keys) * 1000:.0f} ms")
@@ -416,6 +439,12 @@ def main() -> None:
                        target)
                 report(f"  first screen (loading or overview), {label} ({how})",
                        [t[2] for t in tm if t], "0.2 s")
+                seen = [t for t in tm if t and t[3] == t[3]]
+                if seen:
+                    report(f"  Textual's loading screen, {label} ({how})",
+                           [t[3] for t in seen], "-")
+                    report(f"  CPU to Textual's loading screen, {label} ({how})",
+                           [t[4] for t in seen], "-")
     big = big_topic_dir(out)
     report("expand a 10k-partition topic", [expand(big) for _ in range(ns.runs)], "0.3 s")
     keys = key_while_loading(dirs[-2][1])

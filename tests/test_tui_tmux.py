@@ -188,3 +188,20 @@ def test_a_burst_of_keys_in_a_real_terminal(pane_factory: Callable[[str], Pane])
     pane.wait(lambda s: "filter checks:" not in s, "the filter closed")
     pane.send("q")
     assert "MDSHELL-EXIT=0" in pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the exit")
+
+
+def test_the_terminal_is_as_found_after_quitting_at_the_first_frame(
+        pane_factory: Callable[[str], Pane]) -> None:
+    """q typed at once, while the loading screen's first frame shows (drawn before Textual
+    is imported, keys not echoed over it): the program quits, the shell's screen is back
+    and keys are echoed again."""
+    pane = pane_factory("bash --norc")
+    pane.wait(lambda s: "$" in s or "#" in s, "the shell")
+    pane.send(f"cd {shlex.quote(str(ROOT))} && {shlex.quote(sys.executable)} -m mdshell -d "
+              f"{shlex.quote(str(FIXTURES / 'cluster-basic'))}; echo MDSHELL-EXIT=$?", "Enter")
+    pane.send("q")
+    pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the program to exit")
+    pane.send("stty -a | grep -o -- ' -*echo ' | head -1; echo typed-back", "Enter")
+    screen = pane.wait(lambda s: "\ntyped-back" in s, "the shell's answer")
+    assert " echo " in screen and " -echo " not in screen
+    assert "MDSHELL-EXIT=0" in screen

@@ -122,3 +122,79 @@ async def test_a_table_made_for_the_view_tab_waits_for_keys() -> None:
         worker.join(10)
         assert waited, "the table was made while keys were being answered"
         assert made and made[0] is not None and made[0].columns == listrows.TOPIC_COLUMNS
+
+
+# ---------------------------------------------------------------- the first frame
+
+
+def _pty(width: int, height: int) -> tuple[int, Any]:
+    """A real terminal pair of ``width`` x ``height``: (the master's fd, the slave as a
+    text file the splash writes to)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+    return master, os.fdopen(slave, "w")
+
+
+def _read(master: int) -> str:
+    import os
+    import select
+
+    out = b""
+    while select.select([master], [], [], 0.2)[0]:
+        out += os.read(master, 65536)
+    return out.decode()
+
+
+def test_the_first_frame_is_the_loading_screens_words_where_it_puts_them(
+        monkeypatch: Any) -> None:
+    """Before Textual is imported the terminal shows the loading screen's first frame: the
+    alternate screen, the words the loading screen starts with, centred as it centres them
+    (row 13, column 27 of a 100x30 terminal for this label, as Textual draws them), keys
+    not echoed over it; handed to Textual, the terminal's modes are as they were; never
+    handed over, the alternate screen is left."""
+    import termios
+
+    from mdshell.tui import splash
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    master, out = _pty(100, 30)
+    label = "bench/out/gen-500k/__cluster_metadata-0"
+    s = splash.Splash(out)
+    echo_before = termios.tcgetattr(out.fileno())[3] & termios.ECHO
+    assert echo_before and s.draw(label)
+    drawn = _read(master)
+    assert drawn.startswith(splash.ENTER)
+    assert f"\x1b[13;27H{splash.COLOURS['text']}Reading {label}" in drawn
+    assert "\x1b[14;27H" in drawn and "starting..." in drawn
+    assert "\x1b[15;27H" in drawn and "(q quits)" in drawn
+    assert not termios.tcgetattr(out.fileno())[3] & termios.ECHO
+    s.handed_over()
+    assert termios.tcgetattr(out.fileno())[3] & termios.ECHO
+    s.undo()  # what the program does when Textual never started
+    assert _read(master).endswith(splash.LEAVE)
+    assert not s.drawn
+
+
+def test_no_frame_on_a_small_terminal_or_not_a_terminal_and_none_in_colour_under_no_color(
+        monkeypatch: Any, tmp_path: Any) -> None:
+    """Below the app's 60x16 the app says the terminal is too small: no frame; nor on a
+    file; under NO_COLOR the frame has no colours; a live source is being connected to."""
+    from mdshell.tui import splash
+
+    master, out = _pty(50, 10)
+    assert not splash.Splash(out).draw("x") and _read(master) == ""
+    with (tmp_path / "out").open("w") as f:
+        assert not splash.Splash(f).draw("x")
+    monkeypatch.setenv("NO_COLOR", "1")
+    master, out = _pty(80, 24)
+    s = splash.Splash(out)
+    assert s.draw("live:localhost:9093")
+    drawn = _read(master)
+    assert "connecting..." in drawn and "\x1b[48;5;" not in drawn and "38;5;" not in drawn
+    s.undo()

@@ -13,6 +13,7 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
             nodes: list[str] | None = None, node: str | None = None) -> int:
     """Open the source, run the app until the user quits; the process exit code. ``nodes``:
     several nodes' directories (-d once per node), ``node`` the one to read (--node)."""
+    from .splash import Splash
     from .startup import started
 
     with started() as startup:  # GC, switch interval: undone on the way out
@@ -27,16 +28,24 @@ def run_tui(directory: str | None, file: str | None, *, show_secrets: bool = Fal
             print(f"mdshell: {e}", file=sys.stderr)
             return 1
         early = startup.start_load(engine)  # small: in a thread, while Textual is imported
-        if not early and sys.stdout.isatty():
-            # Textual's import and start take a while on a busy machine: say at once what is
-            # being read (the loading screen replaces this line as soon as it is up).
+        # Textual's import and start take 0.2-0.4 s before the app draws anything: the
+        # loading screen's first frame at once (splash.py; the overview replaces it when
+        # the load is done by then), else a line saying what is being read.
+        splash = Splash()
+        drawn = not startup.plain and splash.draw(engine.label)
+        if not early and not drawn and sys.stdout.isatty():
             print(f"mdshell: reading {engine.label}…", flush=True)
+        handed = False
         try:
             from .app import make_app
 
             app = make_app(engine, at=at, follow=follow, loading_at_once=not early)
+            splash.handed_over()
+            handed = True
             app.run()
         finally:
+            if not handed:
+                splash.undo()
             engine.close()  # live: stop following the quorum
     code: Any = app.return_code
     if app.fatal:

@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..commands.textform import epochs_cell, quorum_state_cell, snapshot_cell
-
 FAIL, WARN, OK, INFO = "fail", "warn", "ok", "info"
 
 
@@ -63,6 +61,8 @@ def nodes_view(report: Any) -> NodesView:
 
 
 def _line(row: Any, tail: Any, quorum: bool) -> NodeLine:
+    from ..commands.textform import epochs_cell, quorum_state_cell, snapshot_cell
+
     epoch = "-" if row.last_epoch is None else str(row.last_epoch) + (
         " (led it)" if row.led_last_epoch else "")
     offsets = "-" if row.start is None or row.end is None else (

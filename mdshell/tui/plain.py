@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..commands.base import Result
 from ..image import model as m
 from ..image.names import SECURITY_PROTOCOLS
+
+if TYPE_CHECKING:
+    from ..commands.base import Result
 
 __all__ = ["broker_state", "endpoint_texts", "quiet_gc", "run_lines", "sorted_names"]
 
