@@ -15,6 +15,7 @@ from mdshell.tui import run_tui, startup
 from mdshell.tui.app import make_app
 from mdshell.tui.engine import Engine
 from mdshell.tui.loading import ErrorScreen
+from mdshell.wire import decoding
 
 from .conftest import FIXTURES
 from .test_tui import SIZE, aio, until
@@ -28,9 +29,11 @@ def process_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(startup.PLAIN_START, raising=False)
     gc.enable()
     sys.setswitchinterval(DEFAULT)
+    assert decoding.SLICE == 0  # one-shot commands decode a batch in one call
     yield
     gc.enable()
     sys.setswitchinterval(DEFAULT)
+    assert decoding.SLICE == 0
 
 
 def test_a_source_that_cannot_be_opened_leaves_the_gc_on(
@@ -52,6 +55,7 @@ async def test_a_load_that_fails_leaves_the_gc_on_and_the_interval_restored() ->
             await until(pilot, lambda: isinstance(pilot.app.screen, ErrorScreen), "the error")
             assert sys.getswitchinterval() == startup.SWITCH_INTERVAL  # made while up
             assert not gc.isenabled()  # a failed load does not turn it back on
+            assert decoding.SLICE == 0  # nor bounds the loader
             await pilot.press("q")
         assert app.fatal is not None
     assert gc.isenabled()
@@ -65,9 +69,12 @@ async def test_a_load_that_works_turns_the_gc_back_on_at_once() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.loaded, "the load")
             assert gc.isenabled()
+            # Keys are answered from now on: the loader's compiled calls are bounded.
+            assert decoding.SLICE == startup.SLICE
             await pilot.press("q")
     assert gc.isenabled()
     assert sys.getswitchinterval() == DEFAULT
+    assert decoding.SLICE == 0
 
 
 def test_an_exception_undoes_the_changes() -> None:
@@ -95,3 +102,5 @@ def test_plain_start_makes_none_of_the_changes(monkeypatch: pytest.MonkeyPatch) 
         assert engine._early is None  # no loading thread either: the app loads in its worker
         st.ui_up()
         assert sys.getswitchinterval() == DEFAULT
+        st.loaded()
+        assert decoding.SLICE == 0

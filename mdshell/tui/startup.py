@@ -1,6 +1,6 @@
 """Everything the TUI changes in the process to start fast, in one place, each undone on exit.
 
-Three changes, each worth a measurable part of the start-up:
+Four changes, each worth a measurable part of the start-up or of a key's wait:
 
 - the cyclic GC is off from the start until the first load is done (imports and the load
   allocate millions of objects and keep them all: collections would only walk them again);
@@ -13,11 +13,16 @@ Three changes, each worth a measurable part of the start-up:
   forked (a fork of a process running threads can deadlock, and what a child finds never
   reaches the verdict);
 - once the UI is up, a short thread switch interval lets the UI thread take the GIL back from
-  a working thread quickly, so keys are answered during a load or a health check.
+  a working thread quickly, so keys are answered during a load or a health check;
+- once the first load is done (keys wait for it anyway), the loader's compiled decode
+  handles at most ``SLICE`` records a call (``wire.decoding.set_slice``): a snapshot batch
+  of 69,632 records was decoded in one call that held the interpreter 35 ms, which a key
+  pressed during a re-read, a time travel or a diff waited for. Each slice frames the batch
+  again (a 500k load: 327 -> 353 ms of CPU), so the first load keeps whole batches.
 
 :func:`started` makes them and restores the GC and the switch interval in ``finally``,
 whatever happened (a load that failed, an exception, Ctrl-C). ``MDSHELL_PLAIN_START=1``
-turns all three off: a plain start, to compare with or to rule them out when something is
+turns all four off: a plain start, to compare with or to rule them out when something is
 odd. The state is process-wide (as the GC and the switch interval are): one start-up at a
 time. No textual here.
 """
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
 PLAIN_START = "MDSHELL_PLAIN_START"
 EARLY_BYTES = 16_000_000  # up to this much to read (about 0.3 s of loading), load early
 SWITCH_INTERVAL = 0.001  # seconds (CPython's default is 0.005)
+SLICE = 16384  # records the loader's compiled decode handles a call, once loaded
 
 
 def plain() -> bool:
@@ -52,6 +58,7 @@ class Startup:
         self.gc_was_enabled = gc.isenabled()
         self.switch_interval = sys.getswitchinterval()
         self.gc_off = False
+        self.slice_was: int | None = None  # the loader's bound before ours (set: ours is on)
 
     def begin(self) -> None:
         if not self.plain:
@@ -72,14 +79,24 @@ class Startup:
             sys.setswitchinterval(SWITCH_INTERVAL)
 
     def loaded(self) -> None:
-        """The first load is done: freeze what exists, collections resume for what follows."""
+        """The first load is done: freeze what exists, collections resume for what follows;
+        the loader's compiled calls bounded from now on."""
         if self.gc_off:
             gc.freeze()
             self._restore_gc()
+        if not self.plain and self.slice_was is None:
+            from ..wire.decoding import set_slice
+
+            self.slice_was = set_slice(SLICE)
 
     def end(self) -> None:
         self._restore_gc()
         sys.setswitchinterval(self.switch_interval)
+        if self.slice_was is not None:
+            from ..wire.decoding import set_slice
+
+            set_slice(self.slice_was)
+            self.slice_was = None
 
     def _restore_gc(self) -> None:
         self.gc_off = False
