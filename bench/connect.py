@@ -1,24 +1,33 @@
-"""Benchmark: ``sql`` on a Spark Connect server against ``sql`` with its own local Spark.
+"""Benchmark: ``sql`` on a Spark Connect server, one-shot and in a line shell, against ``sql``
+with its own local Spark.
 
-Usage: python bench/connect.py [--dir DIR] [--runs N] [--query SQL] [--server sc://H:P]
+Usage: python bench/connect.py [--dir DIR] [--runs N] [--query SQL]
+                               [--server sc://H:P [--server-group PGID]]
+                               [--code DIR ...] [--skip local,shell,sent]
 
 Starts a Spark Connect server on 127.0.0.1 from the pyspark package
 (``sbin/start-connect-server.sh``, ``local[2]``; stopped at the end) unless ``--server`` names
-one, then alternates, ``--runs`` times each, in fresh processes as a user runs them:
+one, runs one query on it (its very first: Spark compiles its planner's code then, reported
+apart), then alternates, ``--runs`` times each, in fresh processes as a user runs them:
 
-- ``connect``: ``mdshell -d DIR --spark-remote URL`` running the query twice in one line
-  shell (``printf 'sql Q\\nsql Q\\n' | mdshell ...``): the first answer (client imports,
-  session, tables sent, query) and a later one, timed inside the process, and the whole
-  process's wall and CPU time. The first run is the server's very first query, reported
-  apart: Spark compiles its planner's code then.
+- ``one-shot, tables on the server``: ``mdshell -d DIR --spark-remote URL sql Q`` on an image
+  whose tables an earlier process sent (its session on the server holds them).
+- ``one-shot, tables sent``: the same on a fresh copy of DIR (a new image: its tables are
+  built, sent to a new session, then queried).
+- ``one-shot, CODE``: the first case with the mdshell of another checkout (``--code``, e.g. a
+  worktree of the commit before; its compiled pieces built in place), run as
+  ``python -m mdshell`` there.
+- ``shell``: the line shell's own loop asking twice in one process (the first answer and a
+  later one, timed inside the process), the code here.
 - ``local``: ``mdshell -d DIR sql Q``, one-shot with a local Spark (``local[*]``, the class
   archive already written): the whole process's wall and CPU (driver, JVM, Python workers,
   read from ``/proc`` every 0.1 s while they run: a lower bound by a tick or so each).
 
-CPU of a connect run is the client's (the process and its children) and the server's (its
-JVM and Python workers) apart.
-
-Figures are one JSON object a line. Bytecode is compiled first (a user's install has it).
+A one-shot's first answer is the time from the process's start to the first byte of its
+output; CPU is the client's (rusage of the process) and the server's (its JVM and Python
+workers, from ``/proc``; for a server started elsewhere, give its process group) apart.
+Figures are one JSON object a line; the load average is printed before each round. Bytecode
+is compiled first (a user's install has it); the runs use a cache directory of their own.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -76,7 +87,8 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def start_server(work: Path) -> tuple[subprocess.Popen[bytes], str, float]:
+def start_server(work: Path, settings: list[str] | None = None
+                 ) -> tuple[subprocess.Popen[bytes], str, float]:
     import pyspark
 
     home = Path(pyspark.__file__).parent
@@ -88,6 +100,8 @@ def start_server(work: Path) -> tuple[subprocess.Popen[bytes], str, float]:
            "--conf", f"spark.connect.grpc.binding.port={port}",
            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
            "--conf", "spark.ui.enabled=false"]
+    for setting in settings or []:
+        cmd += ["--conf", setting]
     start = time.perf_counter()
     with open(work / "server.log", "wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=work,
@@ -111,27 +125,62 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Wall and CPU seconds (the process and every child it waited for: rusage) of a
-    command, and its output."""
-    before = os.times()
+def _group_cpu(pgid: int | None) -> float:
+    """CPU seconds of the live processes of a process group (the server: JVM, workers)."""
+    if pgid is None:
+        return 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            total += sum(int(x) for x in fields[11:15]) / tick
+    return total
+
+
+def one_shot(cmd: list[str], env: dict[str, str], cwd: Path,
+             server: int | None) -> dict[str, Any]:
+    """A one-shot process: the time to the first byte of its output, to its end, its CPU
+    (rusage) and the server's CPU meanwhile."""
+    before = _group_cpu(server)
     start = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            cwd=cwd)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.read(1)
+    answered = time.perf_counter() - start
+    rest = proc.stdout.read()
+    errors = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    ended = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0 or not first:
+        raise SystemExit(f"{' '.join(cmd)} failed: {errors.decode()}{(first + rest).decode()}")
+    return dict(first_answer_s=round(answered, 3), process_s=round(ended, 3),
+                client_cpu_s=round(usage.ru_utime + usage.ru_stime, 3),
+                server_cpu_s=round(_group_cpu(server) - before, 3))
+
+
+def shell_run(url: str, directory: str, query: str, env: dict[str, str], script: Path,
+              server: int | None) -> dict[str, Any]:
+    before = _group_cpu(server)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, str(script), url, directory, query],
+                         capture_output=True, text=True, env=env, cwd=ROOT, check=True)
     wall = time.perf_counter() - start
-    after = os.times()
-    cpu = (after.children_user - before.children_user) + (
-        after.children_system - before.children_system)
-    return wall, cpu, out.stdout
-
-
-def connect_run(url: str, directory: str, query: str, env: dict[str, str]) -> dict[str, Any]:
-    server0 = tree()  # the server is this process's child
-    wall, cpu, out = _timed([sys.executable, "-c", TIMED_SHELL, url, directory, query], env)
-    server = _used(server0, tree())
-    _, first, later = map(float, out.split())
-    return dict(bench="connect", process_s=round(wall, 2), client_cpu_s=round(cpu, 2),
-                server_cpu_s=round(server, 2), first_answer_s=round(first, 3),
-                later_answer_s=round(later, 3))
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _, first, later = map(float, out.stdout.split())
+    return dict(bench="shell", process_s=round(wall, 2),
+                client_cpu_s=round(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, 2),
+                server_cpu_s=round(_group_cpu(server) - before, 2),
+                first_answer_s=round(first, 3), later_answer_s=round(later, 3))
 
 
 def _used(before: Snapshot, after: Snapshot) -> float:
@@ -151,8 +200,9 @@ def local_run(directory: str, query: str, env: dict[str, str]) -> dict[str, Any]
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.perf_counter()
+    local_env = {k: v for k, v in env.items() if k != "MDSHELL_CACHE"}  # the class archive
     subprocess.run([sys.executable, "-m", "mdshell", "-d", directory, "sql", query],
-                   capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+                   capture_output=True, text=True, env=local_env, cwd=ROOT, check=True)
     wall = time.perf_counter() - start
     done.set()
     sampler.join()
@@ -166,23 +216,53 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--query", default=QUERY)
     p.add_argument("--server", help="a running server's sc:// URL (else one is started)")
+    p.add_argument("--server-group", type=int,
+                   help="with --server: its process group, to read its CPU")
+    p.add_argument("--server-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of the server started here")
+    p.add_argument("--code", action="append", default=[],
+                   help="another checkout whose one-shot runs alternate with this one's")
+    p.add_argument("--skip", default="", help="parts left out: local, shell, sent")
     ns = p.parse_args()
+    skip = set(filter(None, ns.skip.split(",")))
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONDONTWRITEBYTECODE", "SPARK_REMOTE")}
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "mdshell")],
-                   check=True)
+           if k not in ("PYTHONDONTWRITEBYTECODE", "SPARK_REMOTE", "MDSHELL_NO_CACHE")}
+    for code in [ROOT, *map(Path, ns.code)]:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(code / "mdshell")],
+                       check=True)
     proc = None
-    with tempfile.TemporaryDirectory(prefix="mdshell-connect-bench-") as work:
+    with tempfile.TemporaryDirectory(prefix="mdshell-connect-bench-") as tmp:
+        work = Path(tmp)
+        env["MDSHELL_CACHE"] = str(work / "cache")
+        script = work / "timed_shell.py"
+        script.write_text(TIMED_SHELL)
         try:
             url = ns.server
+            pgid = ns.server_group
             if url is None:
-                proc, url, took = start_server(Path(work))
+                proc, url, took = start_server(work, ns.server_conf)
+                pgid = proc.pid
                 report(bench="server start", seconds=round(took, 1))
-                report(**{**connect_run(url, ns.dir, ns.query, env),
-                          "bench": "connect, the server's first query ever"})
-            for _ in range(ns.runs):
-                report(**connect_run(url, ns.dir, ns.query, env))
-                report(**local_run(ns.dir, ns.query, env))
+            directory = os.path.abspath(ns.dir)
+            mine = [sys.executable, "-m", "mdshell", "-d", directory, "--spark-remote", url,
+                    "sql", ns.query]
+            report(bench="one-shot, the server's first query ever" if proc else
+                   "one-shot, first of this image", **one_shot(mine, env, ROOT, pgid))
+            for run in range(ns.runs):
+                report(bench="load average", value=os.getloadavg()[0])
+                report(bench="one-shot, tables on the server", **one_shot(mine, env, ROOT, pgid))
+                if "sent" not in skip:
+                    fresh = work / f"fresh-{run}"
+                    shutil.copytree(directory, fresh)
+                    cmd = [*mine[:4], str(fresh), *mine[5:]]
+                    report(bench="one-shot, tables sent", **one_shot(cmd, env, ROOT, pgid))
+                for code in ns.code:
+                    report(bench=f"one-shot, {code}",
+                           **one_shot(mine, {**env, "PYTHONPATH": code}, Path(code), pgid))
+                if "shell" not in skip:
+                    report(**shell_run(url, directory, ns.query, env, script, pgid))
+                if "local" not in skip:
+                    report(**local_run(directory, ns.query, env))
         finally:
             if proc is not None:
                 stop_server(proc)

@@ -88,6 +88,16 @@ def test_spark_still_reads_the_daemon_setting_and_arrows_properties() -> None:
     assert null_check.encode() in nulls, f"Arrow no longer reads {null_check}"
 
 
+def test_spark_still_has_the_interpreted_settings() -> None:
+    """compat.INTERPRETED: Spark still declares its settings (an unknown spark.sql key would
+    be taken and ignored), and still has the mode named."""
+    conf = _class_text(_pyspark() / "jars", "spark-catalyst_2.13",
+                       "org/apache/spark/sql/internal/SQLConf$.class")
+    for key in compat.INTERPRETED:
+        assert key.encode() in conf, f"Spark no longer has {key}: fix compat.INTERPRETED"
+    assert b"NO_CODEGEN" in conf
+
+
 def test_arrow_to_spark_schema_keeps_its_keyword() -> None:
     _pyspark()
     import pyarrow as pa
@@ -126,3 +136,51 @@ def test_upper_bounds_where_internals_are_used() -> None:
     assert importlib.metadata.version("textual").split(".")[0] == "8"
     if importlib.util.find_spec("pyspark") is not None:
         assert importlib.metadata.version("pyspark").startswith(("4.0.", "4.1.", "4.2.", "4.3."))
+
+
+def test_spark_connect_fields_are_the_protocols() -> None:
+    """Every message, field and enum value mdshell's own Spark Connect client encodes by
+    hand (mdshell/spark/connectwire.py) has the number the protocol gives it, as pyspark's
+    generated classes declare it."""
+    _pyspark()
+    from pyspark.sql.connect.proto import base_pb2
+
+    from mdshell.spark import connectwire as w
+
+    pool = base_pb2.DESCRIPTOR.pool
+    wrong = []
+    for message, numbers in w.FIELDS.items():
+        descriptor = pool.FindMessageTypeByName(f"spark.connect.{message}")
+        for name, number in numbers.items():
+            field = descriptor.fields_by_name.get(name)
+            if field is None or field.number != number:
+                wrong.append(f"{message}.{name} = {number}: the protocol says "
+                             f"{field.number if field else 'no such field'}")
+    for enum, values in w.ENUMS.items():
+        message, _, name = enum.rpartition(".")
+        descriptor = pool.FindMessageTypeByName(f"spark.connect.{message}").enum_types_by_name[name]
+        for value, number in values.items():
+            if descriptor.values_by_name[value].number != number:
+                wrong.append(f"{enum}.{value} = {number}")
+    service = base_pb2.DESCRIPTOR.services_by_name["SparkConnectService"]
+    assert f"/{service.full_name}/" == w.SERVICE
+    assert not wrong, "fix mdshell/spark/connectwire.py:\n" + "\n".join(wrong)
+
+
+def test_arrow_converts_without_importing_pandas_once_told() -> None:
+    """compat.arrow_without_pandas: pyarrow still decides once per process whether pandas is
+    there; after it, building arrays imports no pandas, and to_pandas still works."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from mdshell.spark.compat import arrow_without_pandas\n"
+            "arrow_without_pandas()\n"
+            "import numpy as np, pyarrow as pa\n"
+            "pa.array([1, None]); pa.array(np.arange(3)); pa.Table.from_pydict({'a': [1]})\n"
+            "before = 'pandas' in sys.modules\n"
+            "frame = pa.table({'a': [1, 2]}).to_pandas()\n"
+            "print(before, type(frame).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.split() == ["False", "DataFrame"], out.stderr

@@ -47,7 +47,8 @@ IMPORTERS = {
 }
 # Third-party front-end libraries, and the only packages that may import them.
 HEAVY = {"textual": "mdshell.tui", "rich": "mdshell.tui", "prompt_toolkit": "mdshell.repl",
-         "pyspark": "mdshell.spark", "pyarrow": "mdshell.spark", "pandas": "mdshell.spark"}
+         "pyspark": "mdshell.spark", "pyarrow": "mdshell.spark", "pandas": "mdshell.spark",
+         "grpc": "mdshell.spark"}
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)

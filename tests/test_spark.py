@@ -372,7 +372,8 @@ def test_missing_java_or_pyspark_is_one_clear_line(tmp_path: Path) -> None:
                          timeout=60, cwd=ROOT)
     assert out.returncode == 1
     assert out.stderr.strip() == (
-        "mdshell: sql: sql runs on Spark, and pyspark is not installed: pip install "
+        "mdshell: sql: Spark queries need the spark extra, and pyspark is not installed: "
+        "pip install "
         "'mdshell[spark]' (in a clone of mdshell: pip install -e '.[spark]'); Spark also needs "
         "Java 17 or later")
 

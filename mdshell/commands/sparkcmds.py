@@ -11,8 +11,11 @@ from .shell import Shell
 SQL_USAGE = 'sql [--csv FILE] [--parquet DIR] "QUERY"'
 
 
-# What the spark extra brings that `sql` imports (pyspark[sql] brings pyarrow and pandas).
-SPARK_PACKAGES = ("pyspark", "pyarrow", "pandas", "numpy")
+# What the spark extra brings that `sql` imports (pyspark[sql] brings pyarrow and pandas);
+# on a Spark Connect server, mdshell's own client: no pyspark, no pandas. (module, package)
+SPARK_PACKAGES = (("pyspark", "pyspark"), ("pyarrow", "pyarrow"), ("pandas", "pandas"),
+                  ("numpy", "numpy"))
+CONNECT_PACKAGES = (("pyarrow", "pyarrow"), ("numpy", "numpy"), ("grpc", "grpcio"))
 SPARK_INSTALL = ("pip install 'mdshell[spark]' (in a clone of mdshell: pip install -e "
                  "'.[spark]'); Spark also needs Java 17 or later")
 
@@ -20,7 +23,10 @@ SPARK_INSTALL = ("pip install 'mdshell[spark]' (in a clone of mdshell: pip insta
 def _spark_modules() -> Any:
     """mdshell.spark.query, or one clear line naming every package of the spark extra that
     is missing and the one command that installs them."""
-    missing = [name for name in SPARK_PACKAGES if not _importable(name)]
+    from ..spark.settings import SETTINGS
+
+    needed = CONNECT_PACKAGES if SETTINGS.resolved_remote() else SPARK_PACKAGES
+    missing = [package for module, package in needed if not _importable(module)]
     if missing:
         raise CommandError(f"Spark queries need the spark extra, and {_listed(missing)} "
                            f"{'is' if len(missing) == 1 else 'are'} not installed: "
@@ -31,13 +37,14 @@ def _spark_modules() -> Any:
 
 
 def _importable(name: str) -> bool:
-    import importlib
+    """Whether the module is installed (found, not imported: pandas alone takes a third of
+    a second to import, and a query on a Spark Connect server never needs it)."""
+    from importlib.util import find_spec
 
     try:
-        importlib.import_module(name)
-    except ImportError:
+        return find_spec(name) is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 def _listed(names: list[str]) -> str:

@@ -10,10 +10,12 @@ one of them).
   ``NullCheckingForGet`` classes in the jars pyspark ships: a local session's JVM turns Arrow's
   checks off (see ``session.LOCAL_JVM``).
 - ``pyspark.sql.pandas.types.from_arrow_schema``: Spark's own Arrow-to-Spark type mapping.
-- Spark Connect: the client session class of ``pyspark.sql.connect.session`` and pyspark's
-  environment switch for a Connect client (``connect_session``).
 - The planning workers of a Python data source read (``filters_pushed``): which one calls
   ``DataSource.reader()``, and the pushdown setting the one without pushdown was given.
+- pyarrow's lazy pandas check (``arrow_without_pandas``): made once per process, on the
+  first conversion of Python or numpy values.
+- Spark's internal ``spark.sql.codegen.factoryMode`` (``INTERPRETED``): evaluate expressions
+  without generating code, for a Spark Connect session's small tables.
 
 No pyspark import at module level: the daemon imports this before it reorders the path.
 """
@@ -28,6 +30,12 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 DAEMON_KEY = "spark.python.daemon.module"
+# Spark compiles the code it generates for a query again in every Spark Connect session (each
+# has a class loader of its own): a session's first query over a small table spent half its
+# CPU in Janino. These settings evaluate the query as Spark does when generated code fails to
+# compile; factoryMode is Spark's internal setting for that (ignored if it goes away).
+INTERPRETED = {"spark.sql.codegen.factoryMode": "NO_CODEGEN",
+               "spark.sql.codegen.wholeStage": "false"}
 ARROW_UNSAFE = {"arrow.enable_unsafe_memory_access": "true",
                 "arrow.enable_null_check_for_get": "false"}
 ARROW_FAST_ACCESS = " ".join(f"-D{k}={v}" for k, v in ARROW_UNSAFE.items())
@@ -90,22 +98,29 @@ def filters_pushed() -> bool | None:
     return None
 
 
-# pyspark's switch for "this process is a Spark Connect client": its functions
-# (pyspark.sql.functions) build Spark Connect columns while it is set. PySpark's own builder
-# sets it when it makes a remote session.
-CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
+class _NoPandas:
+    """A finder that refuses pandas (only while pyarrow makes its one check)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
 
 
-def connect_session(url: str, conf: dict[str, Any]) -> Any:
-    """A Spark Connect client session of the server at ``url`` with these SQL settings, as
-    ``SparkSession.builder.remote(url)`` makes one, except that a classic session already in
-    this process (a test's) is left alone rather than returned."""
-    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+def arrow_without_pandas() -> None:
+    """Let pyarrow convert Python and numpy values without importing pandas (a third of a
+    second, more than the rest of a one-shot ``sql`` on Spark Connect imports). pyarrow asks
+    once per process, on its first such conversion, whether pandas can be imported (to
+    recognise pandas objects): asked now, while pandas is hidden, it says no and stops
+    looking. Its pandas features (``to_pandas``) still import pandas when called. Nothing
+    happens when pandas is imported already."""
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
 
-    os.environ[CONNECT_MODE_ENV] = "1"
-    return RemoteSparkSession.builder.remote(url).config(map=conf).getOrCreate()
-
-
-def end_connect_mode() -> None:
-    """This process is no Spark Connect client any more (its session stopped)."""
-    os.environ.pop(CONNECT_MODE_ENV, None)
+    finder = _NoPandas()
+    sys.meta_path.insert(0, finder)
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(finder)

@@ -4,10 +4,12 @@ Tables are built (through Arrow) only when a query names them, once per image: m
 another offset with ``at`` gives new tables on the next query. A query error is one line —
 Spark's own message, without the Java stack.
 
-On a Spark Connect server (``session.remote()``) the tables are sent to the server with the
-query's session (they are built here, from the image the shell shows), a query's jobs carry a
-tag instead of a job group, and ``--csv``/``--parquet`` are written here from the result
-(the server's files are not this machine's).
+On a Spark Connect server (``session.remote()``) the session is mdshell's own client of it
+(:mod:`.connectsessions`): a query is a :class:`~.connectsessions.Frame` instead of a
+DataFrame, the tables are sent to the server (built here, from the image the shell shows;
+once per image and server), a query's operations carry a tag instead of a job group, and
+``--csv``/``--parquet`` are written here from the result (the server's files are not this
+machine's).
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ from .session import get_session, remote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from .connectsessions import Frame, Remote
+
+    Spark = SparkSession | Remote
+    Query = DataFrame | Frame
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # name -> (the Loaded it was built from, show_secrets, the warnings of its reading, the
@@ -110,16 +117,30 @@ def error_line(e: BaseException) -> str:
     return type(e).__name__
 
 
-def run(view: tables.View, query: str) -> tuple[DataFrame, list[str]]:
-    """The DataFrame of a query and the warnings of the tables it reads; CommandError (one
-    line) when Spark refuses it."""
+def run(view: tables.View, query: str) -> tuple[Query, list[str]]:
+    """The DataFrame of a query (on a Spark Connect server, the query ready to run there)
+    and the warnings of the tables it reads; CommandError (one line) when Spark refuses
+    it."""
     spark = get_session()  # first: says what to install when pyspark is missing
+    if remote() is not None:
+        return _remote_frame(spark, view, query)
     from pyspark.errors import PySparkException
 
     warnings = register(spark, view, named_tables(query))
     try:
         return spark.sql(query), warnings
     except PySparkException as e:
+        raise CommandError(error_line(e)) from None
+
+
+def _remote_frame(spark: Any, view: tables.View, query: str) -> tuple[Frame, list[str]]:
+    from .connectclient import ConnectError
+
+    try:
+        frame: Frame
+        frame, warnings = spark.frame(view, query, named_tables(query))
+        return frame, warnings
+    except ConnectError as e:
         raise CommandError(error_line(e)) from None
 
 
@@ -175,35 +196,35 @@ def _cancelled_line(left: int) -> str:
             "loop join may run on): later queries wait for them")
 
 
-def set_group(spark: SparkSession, group: str, description: str) -> None:
+def set_group(spark: Any, group: str, description: str) -> None:
     """Mark the jobs this thread starts from now on as ``group``'s (a job group; on a Spark
     Connect server, a tag of the operations this thread runs), to cancel them together."""
     if remote() is not None:
-        spark.addTag(group)
+        spark.add_tag(group)
     else:
         spark.sparkContext.setJobGroup(group, description, interruptOnCancel=True)
 
 
-def clear_group(spark: SparkSession) -> None:
+def clear_group(spark: Any) -> None:
     """This thread's later jobs belong to no group."""
     try:
         if remote() is not None:
-            spark.clearTags()
+            spark.clear_tags()
         else:
             spark.sparkContext.setJobGroup("", "")
     except Exception:  # Spark went away: nothing to clear
         pass
 
 
-def cancel_group(spark: SparkSession, group: str) -> None:
+def cancel_group(spark: Any, group: str) -> None:
     """Cancel the group's running jobs (Spark cancels only the active ones)."""
     if remote() is not None:
-        spark.interruptTag(group)
+        spark.interrupt_tag(group)
     else:
         spark.sparkContext.cancelJobGroup(group)
 
 
-def group_progress(spark: SparkSession, group: str) -> tuple[int, int] | None:
+def group_progress(spark: Any, group: str) -> tuple[int, int] | None:
     """(tasks done, tasks) over the group's running stages; None before they start, and on
     a Spark Connect server, whose client is told no progress."""
     if remote() is not None:
@@ -220,7 +241,7 @@ def group_progress(spark: SparkSession, group: str) -> tuple[int, int] | None:
     return (done, total) if total else None
 
 
-def _cancel(spark: SparkSession, group: str, ended: threading.Event) -> int:
+def _cancel(spark: Any, group: str, ended: threading.Event) -> int:
     """Cancel the group until its thread has ended and none of its tasks runs (Spark
     cancels only the active jobs, and a task stops a little after its job fails); returns
     the tasks still running when the wait ends."""
@@ -240,7 +261,7 @@ def _cancel(spark: SparkSession, group: str, ended: threading.Event) -> int:
     return left
 
 
-def _running_tasks(spark: SparkSession, group: str) -> int:
+def _running_tasks(spark: Any, group: str) -> int:
     if remote() is not None:  # the interrupted operations have ended when the thread has
         return 0
     tracker = spark.sparkContext.statusTracker()
@@ -253,11 +274,14 @@ def _running_tasks(spark: SparkSession, group: str) -> int:
     return n
 
 
-def collect(df: DataFrame) -> pa.Table:
+def collect(df: Query) -> pa.Table:
+    if remote() is not None:
+        frame: Frame = df  # type: ignore[assignment]
+        return frame.collect()
     from pyspark.errors import PySparkException
 
     try:
-        return df.toArrow()
+        return df.toArrow()  # type: ignore[union-attr]
     except PySparkException as e:
         raise CommandError(error_line(e)) from None
 
@@ -265,10 +289,16 @@ def collect(df: DataFrame) -> pa.Table:
 SHOWN_ROWS = 10_000  # rows a result shows (collected to the driver); files hold them all
 
 
-def collect_limited(df: DataFrame, limit: int = SHOWN_ROWS) -> tuple[pa.Table, int]:
+def collect_limited(df: Query, limit: int = SHOWN_ROWS) -> tuple[pa.Table, int]:
     """At most ``limit`` rows, and how many the query gives (counted only when there are
     more): a million-row result never reaches the driver whole."""
-    table = collect(df.limit(limit + 1))
+    if remote() is not None:
+        frame: Frame = df  # type: ignore[assignment]
+        table = frame.collect(limit + 1)
+        if table.num_rows <= limit:
+            return table, table.num_rows
+        return table.slice(0, limit), frame.count()
+    table = collect(df.limit(limit + 1))  # type: ignore[union-attr]
     if table.num_rows <= limit:
         return table, table.num_rows
     from pyspark.errors import PySparkException
@@ -280,23 +310,25 @@ def collect_limited(df: DataFrame, limit: int = SHOWN_ROWS) -> tuple[pa.Table, i
     return table.slice(0, limit), total
 
 
-def write_csv(df: DataFrame, path: str) -> int:
+def write_csv(df: Query, path: str) -> int:
     """The result as one CSV file, written by Spark's own writer (in parallel, never whole on
     the driver) into a folder beside ``path``, then joined under one header line. Lists and
     structs become JSON text. Returns the rows written."""
-    from pyspark.errors import PySparkException
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, MapType, StructType
-
-    nested = (ArrayType, MapType, StructType)
-    flat = df.select([F.to_json(F.col(f"`{f.name}`")).alias(f.name)
-                      if isinstance(f.dataType, nested) else F.col(f"`{f.name}`")
-                      for f in df.schema.fields])
     where = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(where):
         raise CommandError(f"--csv {path}: cannot write (no folder {where})")
     if remote() is not None:
-        return _csv_here(flat, path)
+        frame: Frame = df  # type: ignore[assignment]
+        return _csv_here(frame.flat(), path)
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    data: DataFrame = df  # type: ignore[assignment]
+    nested = (ArrayType, MapType, StructType)
+    flat = data.select([F.to_json(F.col(f"`{f.name}`")).alias(f.name)
+                        if isinstance(f.dataType, nested) else F.col(f"`{f.name}`")
+                        for f in data.schema.fields])
     parts = tempfile.mkdtemp(prefix=".mdshell-csv-", dir=where)
     try:
         try:
@@ -310,7 +342,7 @@ def write_csv(df: DataFrame, path: str) -> int:
         shutil.rmtree(parts, ignore_errors=True)
 
 
-def _csv_here(df: DataFrame, path: str) -> int:
+def _csv_here(df: Frame, path: str) -> int:
     """A Spark Connect server's result written here as CSV (its own writer would write on the
     server's disks): collected through Arrow, so it must fit in memory."""
     import pyarrow.csv as pcsv
@@ -342,9 +374,7 @@ def _join_parts(parts: str, path: str, columns: list[str]) -> int:
     return rows
 
 
-def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> int:
-    from pyspark.errors import PySparkException
-
+def write_parquet(spark: Spark, df: Query, path: str) -> int:
     if os.path.exists(path):
         raise CommandError(f"--parquet {path}: already exists; give a new directory")
     if remote() is not None:  # the server's writer would write on the server's disks
@@ -357,11 +387,13 @@ def write_parquet(spark: SparkSession, df: DataFrame, path: str) -> int:
         except OSError as e:
             raise CommandError(f"--parquet {path}: cannot write ({e.strerror or e})") from None
         return table.num_rows
+    from pyspark.errors import PySparkException
+
     try:
-        df.write.parquet(path)
+        df.write.parquet(path)  # type: ignore[union-attr]
     except PySparkException as e:
         raise CommandError(error_line(e)) from None
-    return int(spark.read.parquet(path).count())  # from the files' footers
+    return int(spark.read.parquet(path).count())  # type: ignore[union-attr]
 
 
 # ------------------------------------------------------------------ rendering

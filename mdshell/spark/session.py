@@ -1,5 +1,6 @@
 """Start the Spark session on first use: one per process, quiet, with the ``kraft`` source;
-or, with ``--spark-remote``/``$SPARK_REMOTE``, connect to a Spark Connect server (no JVM here).
+or, with ``--spark-remote``/``$SPARK_REMOTE``, be a client of a Spark Connect server (no JVM
+here, no pyspark either: :mod:`.connectsessions`).
 
 The worker Python is the running interpreter (workers would otherwise start whatever
 ``python3`` is on PATH), the JVM's output goes to a log file (never the terminal: it would
@@ -17,14 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..problems import CommandError
 from . import classarchive
-from .compat import ARROW_FAST_ACCESS, DAEMON_KEY, connect_session, end_connect_mode
+from .compat import ARROW_FAST_ACCESS, DAEMON_KEY
 from .settings import LOG_ENV, SETTINGS, SparkSettings, log_path, prune_logs, remote_address
 
 if TYPE_CHECKING:
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-_SESSION: SparkSession | None = None
+    from .connectsessions import Remote
+
+_SESSION: SparkSession | Remote | None = None
 _REMOTE: str | None = None  # the Spark Connect server _SESSION is a client of
 
 # PySpark 4.1+: Python data sources may take filters (the kraft source's readers do when asked).
@@ -74,10 +77,9 @@ def _check_pyspark() -> None:
                                "pip install 'mdshell[spark]'") from None
 
 
-# What PySpark's Spark Connect client imports besides pyspark, pandas and pyarrow: (module,
-# the package that brings it).
-CONNECT_CLIENT = (("grpc", "grpcio"), ("grpc_status", "grpcio-status"),
-                  ("google.rpc", "googleapis-common-protos"), ("zstandard", "zstandard"))
+# What mdshell's Spark Connect client imports besides pyarrow: (module, the package that
+# brings it).
+CONNECT_CLIENT = (("grpc", "grpcio"),)
 
 
 def _check_connect_client() -> None:
@@ -103,8 +105,9 @@ def prepare_environment() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def get_session(settings: SparkSettings | None = None) -> SparkSession:
-    """The process's Spark session, started now if needed (6-9 s the first time)."""
+def get_session(settings: SparkSettings | None = None) -> Any:
+    """The process's Spark session, started now if needed (6-9 s the first time); on a
+    Spark Connect server, mdshell's client of it (a :class:`.connectsessions.Remote`)."""
     global _SESSION
     if _SESSION is not None:
         _activate(_SESSION)
@@ -145,15 +148,17 @@ def get_session(settings: SparkSettings | None = None) -> SparkSession:
     return spark
 
 
-def _connect(url: str, settings: SparkSettings) -> SparkSession:
-    """A client session of the Spark Connect server at ``url``: our SQL settings, then the
-    user's ``spark.sql.*`` ones (the server's own settings are its own). The server must
-    accept a connection within seconds (PySpark's client would retry for minutes)."""
+def _connect(url: str, settings: SparkSettings) -> Remote:
+    """mdshell's client of the Spark Connect server at ``url``: its sessions get our SQL
+    settings, then the user's ``spark.sql.*`` ones (the server's own settings are its
+    own). The server must accept a connection within seconds."""
     global _REMOTE
-    _check_pyspark()
     _check_connect_client()
     try:
         host, port = remote_address(url)
+        from .connectclient import ConnectURL
+
+        ConnectURL.parse(url).session_id  # noqa: B018  (checked now: one line if bad)
     except ValueError as e:
         raise SparkUnavailable(f"--spark-remote / $SPARK_REMOTE: {e}") from None
     try:
@@ -162,18 +167,13 @@ def _connect(url: str, settings: SparkSettings) -> SparkSession:
         raise SparkUnavailable(f"no Spark Connect server answered at {url}: start one "
                                "(pyspark's sbin/start-connect-server.sh, docs/spark.md), or "
                                "unset SPARK_REMOTE / give another --spark-remote") from None
-    from pyspark.errors import PySparkException
+    from .connectsessions import Remote
 
-    conf: dict[str, Any] = {k: DEFAULT_CONF[k] for k in CONNECT_CONF}
-    conf.update((k, v) for k, v in settings.conf.items() if k.startswith("spark.sql."))
-    try:
-        spark = connect_session(url, conf)
-    except PySparkException as e:
-        end_connect_mode()
-        raise SparkUnavailable(f"Spark Connect at {url}: {_first_line(str(e))}") from None
-    _python_logs_to(_log_file())
+    conf = {k: DEFAULT_CONF[k] for k in CONNECT_CONF}
+    users = {k: v for k, v in settings.conf.items() if k.startswith("spark.sql.")}
+    client = Remote(url, {**conf, **users}, frozenset(users))
     _REMOTE = url
-    return spark
+    return client
 
 
 def remote() -> str | None:
@@ -190,7 +190,7 @@ def _log_file() -> str:
     return path
 
 
-def _activate(spark: SparkSession) -> None:
+def _activate(spark: Any) -> None:
     """Make the session the active one of this thread's JVM side. Spark keeps the active
     session per JVM thread, and with pyspark's pinned threads a Python thread's JVM thread
     can change (a new py4j connection is a new thread: seen after the TUI's sql workers
@@ -269,12 +269,11 @@ def running() -> bool:
 
 
 def stop() -> None:
-    """Stop the session (a Spark Connect client only closes its own session)."""
+    """Stop the session (a Spark Connect client releases only its process's own session:
+    :meth:`.connectsessions.Remote.stop`)."""
     global _SESSION, _REMOTE
     if _SESSION is not None:
         _SESSION.stop()
-        if _REMOTE is not None:
-            end_connect_mode()
         _SESSION = _REMOTE = None
 
 
