@@ -198,3 +198,28 @@ def test_no_frame_on_a_small_terminal_or_not_a_terminal_and_none_in_colour_under
     drawn = _read(master)
     assert "connecting..." in drawn and "\x1b[48;5;" not in drawn and "38;5;" not in drawn
     s.undo()
+
+
+@aio
+async def test_a_screen_first_shown_is_styled_as_a_full_restyle_styles_it() -> None:
+    """A screen shown for the first time is not restyled whole when it resumes (its widgets
+    were styled as they mounted; Textual restyled every one of them twice more): what it
+    shows is what a full restyle gives, for every screen."""
+    async with app_for(FIXTURES / "health-offline").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        for key in ("t", "h", "l", "o"):
+            burst(app, key)
+            await until(pilot, lambda: not app.keys.busy and app.screen.is_current, key)
+            await pilot.pause(0.3)
+            shown = _svg(app)
+            app.screen.update_node_styles(animate=False)
+            app.screen.refresh(layout=True)
+            await pilot.pause(0.3)
+            assert _svg(app) == shown, key
+
+
+def _svg(app: Any) -> str:
+    """The screen as an SVG, without the id Textual makes anew for each export."""
+    import re
+
+    return re.sub(r"terminal-\d+", "terminal", app.export_screenshot())

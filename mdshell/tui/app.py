@@ -55,6 +55,7 @@ LOADING_DELAY = 0.15  # a load done sooner goes straight to the overview (no loa
 TICK = 0.5  # seconds between polls of a live quorum or a followed directory
 LIVE_REFRESH = 1.0  # at most one redraw of the data per this many seconds while records flow
 QUIET_AFTER_KEY = 0.3  # seconds after a key during which background work stays courteous
+AHEAD = ("filterbar", "search", "helpscreen")  # boxes keys open, imported once loaded
 
 
 class MdshellApp(App[int]):
@@ -173,8 +174,11 @@ class MdshellApp(App[int]):
         await self.switch_mode(HOME)
         self._modes_added = True
         self._fit_now()
-        # Health reads every partition: once the first screen is on show.
+        # Health reads every partition: once the first screen is on show; the modules of
+        # the other screens and boxes are imported meanwhile.
         self.set_timer(HEALTH_DELAY, lambda: self.background.judge(self.generation))
+        self.set_timer(HEALTH_DELAY, lambda: self.background.warm(
+            [s.module for s in SCREENS if s.mode != HOME] + list(AHEAD)))
         self.set_interval(TICK, self._tick)
         if self.engine.live:
             self.background.listen()

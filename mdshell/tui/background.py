@@ -11,6 +11,7 @@ so that a key never waits for them.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from collections.abc import Callable
@@ -72,6 +73,19 @@ class Background:
             return
         self.verdict = self.engine.verdict_words()
         self._post(LoadDone(time.perf_counter() - start))
+
+    # ------------------------------------------------------------ modules, ahead
+
+    def warm(self, modules: list[str]) -> None:
+        """Import ``modules`` (of this package) in a worker: the screens not shown yet and
+        the boxes keys open, so that the first ``t`` or ``F`` does not import them (the
+        tree screen's: 25 ms of its first showing). Importing runs no app code."""
+        self.app.run_worker(partial(self._warm, modules), thread=True, group="warm",
+                            name="warm")
+
+    def _warm(self, modules: list[str]) -> None:
+        for name in modules:
+            importlib.import_module(f".{name}", __package__)
 
     # ------------------------------------------------------------ judging an image
 

@@ -43,15 +43,20 @@ class DataScreen(Screen[None]):
         self._behind = False  # the image or the checks changed while not on show
 
     _resume_due: ScreenResume | None = None  # posted, not handled yet
+    _shown = False  # resumed once (shown)
 
     def post_message(self, message: Message) -> bool:
-        """A ScreenResume posted while another is still queued makes the first one's
-        restyle needless: Textual posts two when a mode is first shown, and each restyled
-        every widget of the screen (15 ms each on the tree screen)."""
+        """Textual restyles every widget of a screen each time it resumes (it posts two
+        resumes when a mode is first shown: 15 ms each on the tree screen). Needless when
+        the screen was never shown (its widgets were styled as they mounted, with the
+        app's CSS: tests/test_tui_work.py compares with a full restyle), and for a resume
+        posted while another is still queued (the later one restyles)."""
         if isinstance(message, ScreenResume):
             if self._resume_due is not None and message.refresh_styles:
                 self._resume_due.refresh_styles = False
             self._resume_due = message
+            if not self._shown:
+                message.refresh_styles = False
         return super().post_message(message)
 
     def on_mount(self) -> None:
@@ -97,6 +102,7 @@ class DataScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self._resume_due = None
+        self._shown = True
         if self._behind and self._ready:
             self._behind = False
             self.refresh_data()
