@@ -9,8 +9,6 @@ import time
 from typing import Any
 
 from rich.style import Style
-from textual.widgets import Input
-from textual.widgets._footer import FooterKey
 
 from mdshell.tui import listrows
 from mdshell.tui.detail import DetailPane
@@ -18,7 +16,7 @@ from mdshell.tui.imagetree import ImageTree
 
 from .conftest import FIXTURES
 from .test_tui import SIZE, aio, app_for, browser_tree, ready, until
-from .test_tui_user import TOPICS, burst, tree_at
+from .test_tui_user import TOPICS, burst, lines, tree_at
 
 
 @aio
@@ -74,24 +72,31 @@ async def test_the_pane_stays_while_a_filter_is_typed() -> None:
 
 
 @aio
-async def test_the_footer_is_made_again_only_when_its_keys_change() -> None:
-    """Focus moves that leave the footer's keys as they were keep its key widgets (every
-    bindings update made them all again); a move that changes them makes them anew."""
+async def test_the_footer_follows_the_focus_and_a_click_on_a_key_is_that_key() -> None:
+    """The footer (one widget drawing the keys as Textual's Footer drew a widget per key)
+    shows the keys of what has the focus: the filter bar's own while it is open, the
+    screen's again after; a click on "? Help" opens the help, as the key does."""
+    from mdshell.tui.footer import KeyFooter
+    from mdshell.tui.helpscreen import HelpScreen
+
     async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
         app = await ready(pilot)
         await app.jump(f"{TOPICS}/orders")
         await browser_tree(pilot)
         await pilot.pause(0.2)
-        keys = list(app.screen.query(FooterKey))
-        assert keys
-        app.screen.bindings_updated_signal.publish(app.screen)  # as a focus change does
-        await pilot.pause(0.2)
-        assert list(app.screen.query(FooterKey)) == keys
+
+        def footer() -> str:
+            return lines(app, SIZE[1])[-1].rstrip()
+
+        keys = footer()
+        assert keys.endswith("F Filter ? Help q Quit") and keys.startswith("o Overview"), keys
         burst(app, "F")
-        await until(pilot, lambda: isinstance(app.screen.focused, Input), "the filter box")
-        await pilot.pause(0.2)
-        shown = list(app.screen.query(FooterKey))
-        assert shown and not set(shown) & set(keys)
+        await until(pilot, lambda: footer() == "esc Clear filter", "the filter bar's keys")
+        burst(app, "escape")
+        await until(pilot, lambda: footer() == keys, "the screen's keys again")
+        at = keys.index("? Help")
+        await pilot.click(KeyFooter, offset=(at + 2, 0))
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
 
 
 @aio

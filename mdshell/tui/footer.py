@@ -10,50 +10,118 @@ the chosen keep their order."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from typing import ClassVar
 
-from textual.app import ComposeResult
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
 from textual.binding import Binding
-from textual.events import Resize
+from textual.events import Click, Resize
 from textual.keys import key_to_character
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+from textual.strip import Strip
+from textual.widget import Widget
 
 ALWAYS = ("help", "quit")  # actions shown at any width
 NEXT = ("filter",)  # the app's keys ranked right after the pane's own (where they show)
 
 
-class KeyFooter(Footer):
+class KeyFooter(Widget):
+    """The keys as one line of text in one widget, drawn as Textual's compact Footer draws
+    its key widgets (one widget per key, each mounted and styled, made again at every
+    bindings update: a fifth of the tree screen's first showing); a click on a key is
+    that key."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"footer-key--key", "footer-key--description",
+                                             "footer-key--item"}
+    # Textual's Footer and FooterKey rules, as they apply to a compact footer.
+    DEFAULT_CSS = """
+    KeyFooter {
+        dock: bottom; height: 1; text-wrap: nowrap;
+        color: $footer-foreground; background: $footer-background;
+        .footer-key--item { background: $footer-item-background; }
+        .footer-key--key {
+            color: $footer-key-foreground; background: $footer-key-background;
+            text-style: bold;
+        }
+        .footer-key--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+    }
+    """
+
     def __init__(self) -> None:
-        super().__init__(show_command_palette=False, compact=True)
+        super().__init__()
+        self._shown: tuple[tuple[str, str, str, bool, str], ...] = ()  # what is drawn
+        self._spans: list[tuple[int, int, str, bool]] = []  # (from, to, key, enabled)
 
-    _composed: tuple[tuple[str, str, str, bool, str], ...] | None = None  # what shows
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self._update()
 
-    def compose(self) -> ComposeResult:
-        if not self._bindings_ready:
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _bindings_changed(self, screen: object) -> None:
+        if self.is_attached and screen is self.screen and self.app.app_focus:
+            self.call_after_refresh(self._update)
+
+    def on_resize(self, event: Resize) -> None:
+        self.call_after_refresh(self._update)
+
+    def _update(self) -> None:
+        """Draw again only when the keys shown change (Textual asks after every focus
+        change and bindings update)."""
+        if not self.is_attached:
             return
-        shown = self._keys()
-        self._composed = _signature(shown)
-        for binding, enabled, tooltip in shown:
-            # Always compact, as FooterKey is by default, its class given at once (its
-            # watcher adding it after the mount restyled each key again).
-            yield FooterKey(binding.key, self.app.get_key_display(binding),
-                            binding.description, binding.action, disabled=not enabled,
-                            tooltip=tooltip, classes="-compact")
-
-    async def recompose(self) -> None:
-        """Only when the keys shown change: Textual asks after every focus change and
-        bindings update (six times while the tree screen is first shown), and each time
-        every key widget was removed, made and styled again (60 ms of a 200 ms key)."""
-        if self._bindings_ready and self.is_attached and self._composed is not None \
-                and _signature(self._keys()) == self._composed:
-            return
-        await super().recompose()
+        display = self.app.get_key_display
+        shown = tuple((b.key, b.description, b.action, enabled, display(b))
+                      for b, enabled, _tooltip in self._keys())
+        if shown != self._shown:
+            self._shown = shown
+            self.refresh()
 
     def _keys(self) -> list[tuple[Binding, bool, str]]:
-        rows, own = self._shown()
+        rows, own = self._rows()
         return fit(rows, self.app.size.width, self.app.get_key_display, own)
 
-    def _shown(self) -> tuple[list[tuple[Binding, bool, str]], set[str]]:
+    def render_line(self, y: int) -> Strip:
+        """The keys as Footer draws them: each key's label on its item background, a
+        cell of the footer's background after each (Footer's margin), the rest blank."""
+        base = self.rich_style
+        gap = Style(bgcolor=base.bgcolor)
+        width = self.size.width
+        if y:
+            return Strip.blank(width, gap)
+        key_style = self.get_component_rich_style("footer-key--key")
+        description_style = self.get_component_rich_style("footer-key--description")
+        item = base + self.get_component_rich_style("footer-key--item")
+        console = self.app.console
+        segments: list[Segment] = []
+        self._spans = []
+        at = 0
+        for key, description, _action, enabled, display in self._shown:
+            label = Text.assemble((display, key_style),
+                                  (f" {description}" if description else "",
+                                   description_style))
+            label.stylize_before(item + Style(dim=True) if not enabled else item)
+            segments += label.render(console, end="")
+            self._spans.append((at, at + label.cell_len, key, enabled))
+            at += label.cell_len + 1
+            segments.append(Segment(" ", gap))
+        return Strip(segments).adjust_cell_length(width, gap).crop(0, width)
+
+    def on_click(self, event: Click) -> None:
+        for start, end, key, enabled in self._spans:
+            if start <= event.x < end:
+                if enabled:
+                    self.app.simulate_key(key)
+                else:
+                    self.app.bell()
+                return
+
+    def _rows(self) -> tuple[list[tuple[Binding, bool, str]], set[str]]:
         """The keys to show, and the actions among them that are the screen's or a pane's
         (not the app's)."""
         seen: set[str] = set()
@@ -76,16 +144,6 @@ class KeyFooter(Footer):
         shown = self.app.get_key_display(binding)
         char = key_to_character(binding.key) or (shown if len(shown) == 1 else None)
         return focused.check_consume_key(binding.key, char)
-
-    def on_resize(self, event: Resize) -> None:
-        if self._bindings_ready:
-            self.call_after_refresh(self.recompose)
-
-
-def _signature(shown: Iterable[tuple[Binding, bool, str]]
-               ) -> tuple[tuple[str, str, str, bool, str], ...]:
-    return tuple((b.key, b.description, b.action, enabled, tooltip)
-                 for b, enabled, tooltip in shown)
 
 
 def fit(bindings: Iterable[tuple[Binding, bool, str]], width: int, display: object,
