@@ -324,15 +324,22 @@ def at_scale(d: Path, presses: int = 20) -> dict[str, list[float]]:
             await timed(pilot, "Esc: the filter cleared, the cursor back on topic-4242",
                         "escape", lambda: cursor() == target and not tree().filters)
             await pilot.pause(0.3)
+            began = time.perf_counter()
+            await app.jump(topics)
+            await _until(pilot, lambda: bool(app.screen.query("#view-table"))
+                         and app.screen.query_one("#view-table").row_count > 0, limit=300)
+            note("Topics node: its table shown (made already)", time.perf_counter() - began)
+            await app.jump(target)
+            await pilot.pause(0.3)
             said = len(app._notifications)
+            # (A re-read publishes a new image even when nothing is new: the tables are
+            # made again for it when next shown.)
             await timed(pilot, "r with nothing new (notification shown)", "r",
                         lambda: len(app._notifications) > said)
             await pilot.pause(0.3)
-            began = time.perf_counter()
             await app.jump(topics)
             await _until(pilot, lambda: app.screen.query_one("#view-table").row_count > 0,
                          limit=300)
-            note("Topics node: its table shown (made already)", time.perf_counter() - began)
             building = {"on": True}
 
             def busy() -> None:  # the tables' work as the background does it, again

@@ -290,12 +290,13 @@ async def test_history_footer_at_120_columns_keeps_F() -> None:
 @aio
 async def test_footer_leaves_out_keys_typed_into_a_box() -> None:
     """In the command bar and the filter bar / is typed, not a search: the footer does not
-    offer it (it said "/ Search")."""
+    offer it (it said "/ Search"); the filter bar takes the footer's line while open (its
+    box says Enter keeps the filter, Esc clears it)."""
     async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
         app = await ready(pilot)
         await pilot.press("t")
         await browser_tree(pilot)
-        for opener, box in (("colon", "Cancel/close"), ("F", "Clear filter")):
+        for opener, box in (("colon", "Cancel/close"), ("F", "Esc clears")):
             await pilot.press(opener)
             await until(pilot, lambda b=box: b in _line(app, 23), box)
             await pilot.pause(0.1)
