@@ -232,3 +232,19 @@ def _svg(app: Any) -> str:
     import re
 
     return re.sub(r"terminal-\d+", "terminal", app.export_screenshot())
+
+
+@aio
+async def test_the_topics_table_says_what_it_holds_on_screen() -> None:
+    """The Topics node's table has its status line on screen (how many topics, what Enter,
+    s and F do): a rule for the pane's status lines hid it."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        n = len(app.engine.loaded.image.topics_by_name)
+        await app.jump(TOPICS)
+        await browser_tree(pilot)
+        await until(pilot, lambda: bool(app.screen.query("#view-table"))
+                    and app.screen.query_one("#view-table").row_count == n, "the table")
+        await pilot.pause(0.2)
+        shown = "\n".join(lines(app, SIZE[1]))
+        assert f"{n} topics" in shown and "s or a header sorts" in shown, shown

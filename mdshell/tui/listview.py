@@ -36,7 +36,7 @@ class ListTableView(Vertical):
 
     DEFAULT_CSS = """
     ListTableView { height: 1fr; display: none; }
-    ListTableView #view-status { height: auto; }
+    ListTableView #view-status { height: auto; display: block; }
     ListTableView #view-table { height: 1fr; }
     """
 
