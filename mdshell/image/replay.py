@@ -206,7 +206,7 @@ class ImageBuilder:
         reg = self.image.brokers.get(bid)
         if reg is None or id(reg) in self._owned:
             return reg
-        new = replace(reg)
+        new = reg.copy()
         self._owned.add(id(new))
         self.put("brokers", bid, new)
         return new

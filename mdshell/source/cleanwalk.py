@@ -224,7 +224,8 @@ def check_frames(data: bytes, h: Heads, upto: int = -1, crc: CrcCheck = crcs_rig
     if h.magic.count(2) != len(h) or max(h.length, default=0) > MAX_BATCH_LENGTH:
         raise Unclean
     if len(h) and (min(h.base) < 0 or min(h.last_delta) < 0 or min(h.count) < 0
-                   or max(map(add, h.base, h.last_delta)) > INT64_MAX):
+                   or (max(h.base) + max(h.last_delta) > INT64_MAX  # a bound, then exactly
+                       and max(map(add, h.base, h.last_delta)) > INT64_MAX)):
         raise Unclean  # the walker says what is out of range
     if h.good >= 0:
         if h.good < n:
