@@ -74,7 +74,6 @@ _FLOODS = {
                       "more records name controllers that are not registered"),
     "no-acl": ("more record removes an ACL that does not exist",
                "more records remove ACLs that do not exist"),
-    "null-value": ("more record has no value", "more records have no value"),
     "txn": ("more transaction marker is out of place",
             "more transaction markers are out of place"),
     "bad-value": ("more record has an unknown value", "more records have unknown values"),

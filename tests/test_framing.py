@@ -41,16 +41,16 @@ def _compiled(*args: object) -> object:
     return DecodeError if got is None else got
 
 
-def _agree(buf: bytes, pos: int, end: int, count: int, base: int = 0,
-           base_ts: int = 0) -> object:
+def _agree(buf: bytes, pos: int, end: int, count: int, base: int = 0, base_ts: int = 0,
+           control: bool = False, batch_size: int = framing.NO_LIMIT) -> object:
     """The outcome (records, or DecodeError) of both framings in both shapes, which must
     be the same; the METADATA one is returned."""
     out = None
     for shape in (framing.METADATA, framing.FULL):
-        want = _python(buf, pos, end, count, base, base_ts, shape)
+        args = (buf, pos, end, count, base, base_ts, shape, control, batch_size)
+        want = _python(*args)
         if _cwalk is not None:
-            assert _compiled(buf, pos, end, count, base, base_ts, shape) == want, (
-                buf.hex(), pos, end, count, base, base_ts, shape)
+            assert _compiled(*args) == want, (buf.hex(), args[1:])
         if shape == framing.METADATA:
             out = want
     return out
@@ -63,15 +63,21 @@ def _value(key: int = 20, version: int = 0, body: bytes = b"\x00") -> bytes:
 def _raw(attrs: bytes = b"\x00", ts: bytes = b"\x00", off: bytes = b"\x00",
          key: bytes = b"\x01", value: bytes | None = None, headers: bytes = b"\x00",
          length: bytes | None = None) -> bytes:
-    """A record from the bytes of each field (``length`` None: the right one)."""
+    """A record from the bytes of each field (``length`` None: the right one; ``key``
+    ``b"\\x01"``: the varint -1, no key)."""
     v = _value() if value is None else value
     body = attrs + ts + off + key + varint_bytes(len(v)) + v + headers
     return (varint_bytes(len(body)) if length is None else length) + body
 
 
-def _batches() -> list[tuple[bytes, int, int, int, int, int]]:
-    """(buffer, records start, end, count, base, base timestamp) of every uncompressed batch
-    of the fixtures."""
+def _body(body: bytes) -> bytes:
+    """A record of these bytes after its length."""
+    return varint_bytes(len(body)) + body
+
+
+def _batches() -> list[tuple[bytes, int, int, int, int, int, bool, int]]:
+    """(buffer, records start, end, count, base, base timestamp, control, size) of every
+    uncompressed batch of the fixtures."""
     out = []
     for path in sorted(FIXTURES.rglob("*")):
         if path.suffix not in (".log", ".checkpoint"):
@@ -84,7 +90,7 @@ def _batches() -> list[tuple[bytes, int, int, int, int, int]]:
                 break
             if not b.compression:
                 out.append((data, pos + HEADER_SIZE, pos + b.size, b.count, b.base_offset,
-                            b.base_timestamp))
+                            b.base_timestamp, b.is_control, b.size))
             pos += b.size
     return out
 
@@ -100,39 +106,45 @@ def test_every_fixture_batch_frames_the_same() -> None:
 
 
 # The rules, each at its edge: (what, record bytes, accepted?)
+_NULL_VALUE = b"\x00\x00\x00\x01\x01\x00"  # attributes, deltas, no key, value length -1, headers
 EDGES: list[tuple[str, bytes, bool]] = [
     ("a plain record", _raw(), True),
     ("length 0", b"\x00" + _raw()[1:], False),
     ("length -1", varint_bytes(-1) + _raw()[1:], False),
     ("length -2 (steps back onto itself)", varint_bytes(-2) + _raw()[1:], False),
     ("length past the section", varint_bytes(1000) + _raw()[1:], False),
-    ("length one short", _raw(length=varint_bytes(len(_raw()) - 2)), False),
-    ("a 10-byte timestamp delta", _raw(ts=b"\x80" * 9 + b"\x00"), True),
+    ("length one short: the value's last byte read as the header count",
+     _raw(length=varint_bytes(len(_raw()) - 2)), False),
+    ("length 1: the header count alone", b"\x02\x00", False),
+    ("a timestamp delta of 1", _raw(ts=varint_bytes(1)), False),
+    ("a timestamp delta of -1", _raw(ts=varint_bytes(-1)), False),
+    ("a 10-byte timestamp delta of 0", _raw(ts=b"\x80" * 9 + b"\x00"), True),
     ("an 11-byte timestamp delta", _raw(ts=b"\x80" * 10 + b"\x00"), False),
     ("a 5-byte offset delta", _raw(off=b"\x80" * 4 + b"\x00"), True),
     ("a 6-byte offset delta", _raw(off=b"\x80" * 5 + b"\x00"), False),
-    ("offset delta past 32 bits (Kafka keeps the low 32)", _raw(off=b"\xff" * 4 + b"\x7f"),
+    ("an offset delta of 1000 (read, not used)", _raw(off=varint_bytes(1000)), True),
+    ("an offset delta past 32 bits (Kafka keeps the low 32)", _raw(off=b"\xff" * 4 + b"\x7f"),
      True),
-    ("key length -1: null", _raw(key=varint_bytes(-1)), True),
-    ("key length -2: null (Kafka: any negative)", _raw(key=varint_bytes(-2)), True),
-    ("a 3-byte key", _raw(key=varint_bytes(3) + b"abc"), True),
+    ("key length -2: no key (Kafka: any negative)", _raw(key=varint_bytes(-2)), True),
+    ("an empty key", _raw(key=varint_bytes(0)), False),
+    ("a 3-byte key", _raw(key=varint_bytes(3) + b"abc"), False),
     ("key length past the record", _raw(key=varint_bytes(100) + b"abc"), False),
-    ("value length -1: null", b"\x0c\x00\x00\x00\x01\x01\x00", True),
-    ("value length -5: null (Kafka: any negative)", b"\x0c\x00\x00\x00\x01\x09\x00", True),
+    ("value length -1: no value", _body(_NULL_VALUE), False),
+    ("an empty value", _raw(value=b""), False),
+    ("a one-byte value", _raw(value=b"\x07"), True),
+    ("value length past the record", _body(b"\x00\x00\x00\x01" + varint_bytes(50) + _value()
+                                           + b"\x00"), False),
+    ("the value running into the header count", _body(
+        b"\x00\x00\x00\x01" + varint_bytes(len(_value()) + 1) + _value() + b"\x00"), False),
+    ("header count 1", _raw(headers=varint_bytes(1)), False),
     ("header count -1", _raw(headers=varint_bytes(-1)), False),
-    ("header count past the record", _raw(headers=varint_bytes(1000)), False),
     ("one header", _raw(headers=varint_bytes(1) + varint_bytes(1) + b"k"
-                        + varint_bytes(2) + b"vv"), True),
-    ("a header with a null value", _raw(headers=varint_bytes(1) + varint_bytes(1) + b"k"
-                                        + varint_bytes(-1)), True),
-    ("header key length -1", _raw(headers=varint_bytes(1) + varint_bytes(-1)
-                                  + varint_bytes(0)), False),
-    ("header key length -2 (steps back)", _raw(headers=varint_bytes(1) + varint_bytes(-2)
-                                               + varint_bytes(0)), False),
-    ("header value length past the record", _raw(headers=varint_bytes(1) + varint_bytes(1)
-                                                 + b"k" + varint_bytes(50)), False),
-    ("2^31 headers", _raw(headers=varint_bytes(2**31 - 1)), False),
-    ("a byte past the fields", _raw(headers=b"\x00\x00"), False),
+                        + varint_bytes(2) + b"vv"), False),
+    ("a byte between the value and the header count (passed over, as Kafka does)",
+     _raw(headers=b"\x05\x00"), True),
+    ("a header count of 0 as two bytes (Kafka reads the last byte alone)",
+     _raw(headers=b"\x80\x00"), True),
+    ("a header count of 1 as two bytes", _raw(headers=b"\x81\x00"[::-1]), False),
     ("a 6-byte record length", b"\x80" * 5 + b"\x00" + _raw()[1:], False),
 ]
 
@@ -144,19 +156,37 @@ def test_each_rule_at_its_edge(what: str, raw: bytes, ok: bool) -> None:
     assert (got is not DecodeError) is ok, (what, got)
 
 
-def test_offsets_and_timestamps_stay_in_64_bits() -> None:
-    raw = _raw(off=varint_bytes(1))
-    assert _agree(raw, 0, len(raw), 1, INT64_MAX - 1) != DecodeError
-    assert _agree(raw, 0, len(raw), 1, INT64_MAX) is DecodeError
-    raw = _raw(ts=varint_bytes(-1))
-    assert _agree(raw, 0, len(raw), 1, 0, -(1 << 63) + 1) != DecodeError
-    assert _agree(raw, 0, len(raw), 1, 0, -(1 << 63)) is DecodeError
+def test_control_records_need_a_key_and_a_value() -> None:
+    key = varint_bytes(4) + b"\x00\x00\x00\x02"
+    assert _agree(_raw(key=key), 0, len(_raw(key=key)), 1, control=True) != DecodeError
+    for raw in (_raw(), _raw(key=varint_bytes(0)), _raw(key=key, value=b"")):
+        assert _agree(raw, 0, len(raw), 1, control=True) is DecodeError
+    raw = _raw(key=key)
+    assert _agree(raw, 0, len(raw), 1) is DecodeError  # a key on a metadata record
 
 
-def test_the_count_must_match_the_records() -> None:
+def test_no_record_longer_than_its_batch() -> None:
+    """Kafka's reader refuses a record longer than its batch on disk (a compressed batch's
+    records may be longer than the batch)."""
+    raw = _raw()
+    n = len(raw) - 1  # the record's length field is one byte
+    assert _agree(raw, 0, len(raw), 1, batch_size=n) != DecodeError
+    assert _agree(raw, 0, len(raw), 1, batch_size=n - 1) is DecodeError
+
+
+def test_offsets_are_numbered_by_place_in_64_bits() -> None:
+    raw = _raw(off=varint_bytes(7)) + _raw(off=varint_bytes(3))
+    assert [r[0] for r in _agree(raw, 0, len(raw), 2, 40)] == [40, 41]  # type: ignore[union-attr]
+    assert _agree(raw, 0, len(raw), 2, INT64_MAX - 1) != DecodeError
+    assert _agree(raw, 0, len(raw), 2, INT64_MAX) is DecodeError
+    assert _agree(raw, 0, len(raw), 1, INT64_MAX) != DecodeError
+
+
+def test_the_count_of_records_is_read() -> None:
     two = _raw() + _raw(off=varint_bytes(1))
     assert len(_agree(two, 0, len(two), 2)) == 2  # type: ignore[arg-type]
-    assert _agree(two, 0, len(two), 1) is DecodeError  # a record left over
+    # bytes after the count's records are passed over, as Kafka's reader passes them over
+    assert len(_agree(two, 0, len(two), 1)) == 1  # type: ignore[arg-type]
     assert _agree(two, 0, len(two), 3) is DecodeError  # one missing
     assert _agree(two, 0, len(two), -1) is DecodeError
     assert _agree(b"", 0, 0, 0) == []
@@ -164,16 +194,16 @@ def test_the_count_must_match_the_records() -> None:
 
 def test_what_comes_out() -> None:
     value = _value(5, 1, b"xyz")
-    raw = (encode_record(RecordSpec(2, 7, value))
-           + encode_record(RecordSpec(3, 9, None, key=b"kk", headers=(("h", b"v"),))))
-    recs = framing.frame(raw, 0, len(raw), 2, 40, 1000)
+    raw = encode_record(RecordSpec(2, 0, value))
+    recs = framing.frame(raw, 0, len(raw), 1, 40, 1000)
     vpos = raw.index(value)
-    assert recs[0] == (42, vpos, vpos + len(value), 5, 1, vpos + 3)
-    assert recs[1][0] == 43 and recs[1][2] == -1
-    full = framing.frame(raw, 0, len(raw), 2, 40, 1000, framing.FULL)
-    off, ts, attrs, kpos, kend, _vpos, vend, hpos = full[1]
-    assert (off, ts, attrs, raw[kpos:kend], vend) == (43, 1009, 0, b"kk", -1)
-    assert framing.headers(raw, hpos, len(raw)) == [("h", b"v")]
+    assert recs == [(40, vpos, vpos + len(value), 5, 1, vpos + 3)]
+    raw = (encode_record(RecordSpec(0, 0, b"\x01", key=b"k"))
+           + encode_record(RecordSpec(3, 0, b"\x09", key=b"kk")))
+    full = framing.frame(raw, 0, len(raw), 2, 40, 1000, framing.FULL, True)
+    off, ts, attrs, kpos, kend, vpos, vend, hpos = full[1]
+    assert (off, ts, attrs, raw[kpos:kend], raw[vpos:vend]) == (41, 1000, 0, b"kk", b"\x09")
+    assert hpos == len(raw) - 1 and raw[hpos] == 0
     # a frame header in its long form is left to the general reader
     long_form = uvarint_bytes(1) + uvarint_bytes(200) + uvarint_bytes(0) + b"\x00"
     raw = encode_record(RecordSpec(0, 0, long_form))
@@ -184,9 +214,11 @@ def test_random_damage_frames_the_same() -> None:
     """Bytes changed, flipped, inserted, cut and counts off by one, in fixture batches and
     in records with keys and headers: both framings give the same records or refuse."""
     rng = random.Random(31)
-    sections = [(bytes(d[p:e]), c, b, t) for d, p, e, c, b, t in rng.sample(_batches(), 80)]
+    sections = [(bytes(d[p:e]), c, b, t) for d, p, e, c, b, t, _c, _s
+                in rng.sample(_batches(), 80)]
     for _ in range(40):
-        specs = [RecordSpec(i, rng.randrange(-5, 5), rng.choice([None, rng.randbytes(9)]),
+        specs = [RecordSpec(i, rng.choice([0, 0, 0, 1, -1]),
+                            rng.choice([None, b"", rng.randbytes(9)]),
                             key=rng.choice([None, b"", rng.randbytes(3)]),
                             headers=tuple(("h" * rng.randrange(3), rng.choice([None, b"x"]))
                                           for _ in range(rng.randrange(3))))
@@ -206,7 +238,9 @@ def test_random_damage_frames_the_same() -> None:
             elif how == 3:
                 del b[rng.randrange(len(b) + 1):]
             c = count + (rng.choice([-1, 1]) if how == 4 else 0)
-            refused += _agree(bytes(b), 0, len(b), c, base, base_ts) is DecodeError
+            control = rng.random() < 0.3
+            refused += _agree(bytes(b), 0, len(b), c, base, base_ts, control,
+                              rng.choice([framing.NO_LIMIT, len(b)])) is DecodeError
     assert refused > 500
 
 

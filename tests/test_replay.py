@@ -23,7 +23,7 @@ def replay(*batches: list[bytes]) -> ImageBuilder:
     b = ImageBuilder()
     offset = 0
     for values in batches:
-        raw = encode_batch(offset, [RecordSpec(i, i, v) for i, v in enumerate(values)],
+        raw = encode_batch(offset, [RecordSpec(i, 0, v) for i, v in enumerate(values)],
                            base_timestamp=1000 + offset, epoch=3)
         b.apply_batch(parse_header(raw, 0))
         offset += len(values)
@@ -181,7 +181,7 @@ def test_unknown_records_and_tags_are_reported_once() -> None:
 def test_provenance_follows_metadata_batches() -> None:
     b = replay([topic()], [rec("NoOpRecord"), rec("NoOpRecord")])
     prov = b.image.provenance
-    assert (prov.offset, prov.epoch, prov.time_ms) == (2, 3, 1002)
+    assert (prov.offset, prov.epoch, prov.time_ms) == (2, 3, 1001)
 
 
 def test_a_batch_of_one_noop_moves_the_provenance_within_the_bounds() -> None:

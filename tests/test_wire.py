@@ -15,7 +15,7 @@ from mdshell.wire.batch import (
     frame_metadata_value,
     iter_records,
     parse_header,
-    value_ranges,
+    metadata_ranges,
 )
 from mdshell.wire.primitives import (
     DecodeError,
@@ -157,16 +157,16 @@ def test_control_records_decode_at_their_own_version() -> None:
 def test_compressed_batches_round_trip(codec_id: int) -> None:
     values = [frame_metadata_value(2, 0, codec.encode(METADATA[2], 0, _topic(f"t{i}")))
               for i in range(50)]
-    raw = encode_batch(100, [RecordSpec(i, i, v) for i, v in enumerate(values)],
+    raw = encode_batch(100, [RecordSpec(i, 0, v) for i, v in enumerate(values)],
                        attributes=codec_id, base_timestamp=1000)
     b = parse_header(raw, 0)
     assert b.crc_ok() and b.compression == codec_id
-    assert b.last_offset == 149 and b.max_timestamp == 1049
-    buf, ranges = value_ranges(b)
-    assert [o for o, _, _ in ranges] == list(range(100, 150))
-    assert [bytes(buf[p:e]) for _, p, e in ranges] == values
+    assert b.last_offset == 149 and b.max_timestamp == 1000
+    buf, ranges = metadata_ranges(b)
+    assert [r[0] for r in ranges] == list(range(100, 150))
+    assert [bytes(buf[r[1]:r[2]]) for r in ranges] == values
     recs = list(iter_records(b))
-    assert [r.timestamp for r in recs] == list(range(1000, 1050))
+    assert [r.timestamp for r in recs] == [1000] * 50
 
 
 def test_raw_snappy_without_xerial_framing_is_read() -> None:

@@ -208,7 +208,8 @@ class Replayer:
             pos = starts[i]
             try:
                 recs = framing.frame(data, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length[i],
-                                     count[i], base[i], base_ts[i])
+                                     count[i], base[i], base_ts[i],
+                                     batch_size=LOG_OVERHEAD + length[i])
                 decoded, last = decode_records(data, recs, skip_below, upto, lazy)
             except UNDECODABLE:
                 return k  # apply_batch frames it again, and says what

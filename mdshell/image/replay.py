@@ -226,7 +226,7 @@ class ImageBuilder:
             buf, pos, end = batch.payload()
             decoded, last = frame_and_decode(buf, pos, end, batch.count, batch.base_offset,
                                              batch.base_timestamp, skip_below, stop,
-                                             not self.eager)
+                                             not self.eager, batch.size)
         self.batch = batch
         if self.index is not None and decoded:
             self._ordinal = self.index.add_batch(batch, buf, decoded[0][4])
@@ -271,9 +271,6 @@ class ImageBuilder:
                         self._put_lazy_partition(value, off)
                 elif kind is dict:
                     self._dispatch(key, ver, value, off)
-                elif value is None:
-                    self._warn("null-value", f"record at offset {off} has no value; skipped",
-                               off)
                 else:
                     self._unknown(value, off)
             i += 1

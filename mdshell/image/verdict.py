@@ -34,7 +34,6 @@ CAUSES = {
     "epoch": "a leader epoch going backwards", "overlap": "batches repeating offsets",
     "unknown-record": "an unknown record type or version (not applied)",
     "unknown-tag": "unknown tagged fields", "bad-value": "an invalid value",
-    "null-value": "a record without a value",
     "bad-partition": "a partition record that does not decode",
     "txn": "a broken metadata transaction", "broker-epoch": _NOT_HELD,
     "no-topic": _NOT_HELD, "no-partition": _NOT_HELD, "no-broker": _NOT_HELD,

@@ -79,7 +79,7 @@ def replay_sieved(session: Session, observer: Observer, wants: Wants, sieve: Sie
 
 
 # Replay problems about the record itself, whatever image it is applied to.
-_RECORD_ITSELF = frozenset({"unknown-record", "unknown-tag", "bad-value", "null-value"})
+_RECORD_ITSELF = frozenset({"unknown-record", "unknown-tag", "bad-value"})
 
 
 def _NOTHING(batch: Batch) -> tuple[bytes, list[tuple[int, int, int, int, int, int]]]:

@@ -3,7 +3,9 @@
 "unsupported frame version" warnings. Three signs, checked before anything is loaded:
 
 - the records of the first data batch do not frame as metadata records (a metadata record
-  has no key and a value that starts with frame version 0 or 1);
+  has no key and a value that starts with frame version 0 or 1), and its first record has
+  the key a producer gives (framed as a control record would be: a key and a value, no
+  headers, timestamp delta 0, as a batch's first record has it);
 - ``partition.metadata`` gives a topic id other than the metadata log's
   (``AAAAAAAAAAAAAAAAAAAAAQ``, Uuid.METADATA_TOPIC_ID);
 - the directory is named for a partition of another topic.
@@ -20,7 +22,15 @@ import re
 import struct
 
 from ..problems import SourceError
-from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, iter_records, parse_header
+from ..wire import framing
+from ..wire.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    Batch,
+    iter_records,
+    parse_header,
+)
 from ..wire.compression import CompressionError
 from ..wire.primitives import DecodeError
 
@@ -69,10 +79,21 @@ def records_frame_as_metadata(data: bytes) -> bool | None:
             try:
                 records = list(iter_records(batch))
             except (DecodeError, CompressionError, IndexError, struct.error, ValueError):
-                return None
+                return False if _first_record_keyed(batch) else None
             return any(_frames(r.key, r.value) for r in records)
         pos += batch.size
     return None
+
+
+def _first_record_keyed(batch: Batch) -> bool:
+    """Whether the first record of a batch the metadata framing refuses has a key (read by
+    the one framing as a control record's: a key, a value, no headers)."""
+    try:
+        buf, start, end = batch.payload()
+        framing.frame(buf, start, end, 1, batch.base_offset, 0, framing.FULL, True)
+    except (DecodeError, CompressionError, IndexError, struct.error, ValueError):
+        return False
+    return True
 
 
 def _frames(key: bytes | None, value: bytes | None) -> bool:

@@ -75,32 +75,26 @@ def batch_records(batch: Batch, name: str, first: int | None = None,
                   last: int | None = None) -> list[LogRecord]:
     """The records of one batch with ``first <= offset <= last``, decoded as replay decodes
     them (:func:`~mdshell.wire.decoding.decode_records`, every PartitionRecord decoded,
-    NoOps kept, records with a null value left out), all before any is handed out: a
+    NoOps kept), all before any is handed out: a
     batch that does not decode raises, as it stops the load."""
     buf, pos, end = batch.payload()
-    full = framing.frame(buf, pos, end, batch.count, batch.base_offset, batch.base_timestamp,
-                         framing.FULL)
+    shape = framing.FULL if batch.is_control else framing.METADATA
+    framed = framing.frame(buf, pos, end, batch.count, batch.base_offset,
+                           batch.base_timestamp, shape, batch.is_control, batch.size)
     lo = first if first is not None else INT64_MIN
     hi = last if last is not None else INT64_MAX
-    out: list[LogRecord] = []
     if batch.is_control:
-        for off, ts, _a, kpos, kend, vpos, vend, _h in full:
-            ctype = frames.control_type(None if kend < 0 else bytes(buf[kpos:kend]))
+        out: list[LogRecord] = []
+        for off, ts, _a, kpos, kend, vpos, vend, _h in framed:
+            ctype = frames.control_type(bytes(buf[kpos:kend]))
             if lo <= off <= hi:
-                value = None if vend < 0 else bytes(buf[vpos:vend])
                 out.append(LogRecord(off, batch.epoch, ts, name, True, ctype, 0,
-                                     frames.decode_control(ctype, value)))
+                                     frames.decode_control(ctype, bytes(buf[vpos:vend]))))
         return out
-    stamps = {}
-    meta = []
-    for off, ts, _a, _kp, _ke, vpos, vend, _h in full:
-        stamps[vpos] = ts
-        meta.append(framing.metadata_view(buf, off, vpos, vend))
-    decoded, _ = decode_records(buf, meta, lo, hi, lazy=False, noops=True)
-    for off, key, ver, value, vpos in decoded:
-        if value is not None:
-            out.append(LogRecord(off, batch.epoch, stamps[vpos], name, False, key, ver, value))
-    return out
+    decoded, _ = decode_records(buf, framed, lo, hi, lazy=False, noops=True)
+    ts = batch.base_timestamp  # every record's: the framing takes timestamp deltas of 0 only
+    return [LogRecord(off, batch.epoch, ts, name, False, key, ver, value)
+            for off, key, ver, value, _vpos in decoded]
 
 
 def schema_of(r: LogRecord) -> Any:

@@ -243,10 +243,11 @@ def readable(b: Batch) -> bool:
     try:
         buf, start, end = b.payload()
         if b.is_control:
-            for r in records_in(buf, start, end, b.count, b.base_offset, b.base_timestamp):
+            for r in records_in(buf, start, end, b.count, b.base_offset, b.base_timestamp,
+                                True, b.size):
                 control_type(r.key)
         else:
-            verify(buf, start, end, b.count, b.base_offset, b.base_timestamp)
+            verify(buf, start, end, b.count, b.base_offset, b.base_timestamp, b.size)
     except UNDECODABLE:
         return False
     return True

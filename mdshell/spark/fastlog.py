@@ -55,9 +55,9 @@ class _Columns:
         self.epochs = array("i")
         self.index = array("i")
         self.keys: dict[Any, int] = {}
-        self.distinct: list[LogRecord | None] = []  # None: a null metadata value (no row)
+        self.distinct: list[LogRecord] = []
 
-    def value(self, control: bool, rkey: bytes | None, raw: bytes | None) -> int:
+    def value(self, control: bool, rkey: bytes | None, raw: bytes) -> int:
         """The index of a distinct value, decoding it the first time."""
         key: Any = (rkey, raw) if control else raw
         i = self.keys.get(key)
@@ -67,13 +67,11 @@ class _Columns:
         return i
 
 
-def _decode(control: bool, rkey: bytes | None, raw: bytes | None) -> LogRecord | None:
+def _decode(control: bool, rkey: bytes | None, raw: bytes) -> LogRecord:
     """A LogRecord carrying only what the value columns need (as logscan decodes it)."""
     if control:
         ctype = frames.control_type(rkey)
         return LogRecord(0, 0, 0, "", True, ctype, 0, frames.decode_control(ctype, raw))
-    if raw is None:
-        return None
     try:
         key, ver, value = frames.decode_metadata(raw, 0, len(raw))
     except UNDECODABLE as e:
@@ -82,14 +80,12 @@ def _decode(control: bool, rkey: bytes | None, raw: bytes | None) -> LogRecord |
 
 
 def _records(cols: _Columns, buf: bytes, pos: int, end: int, count: int, base: int,
-             base_ts: int, epoch: int, control: bool, order: int) -> None:
+             base_ts: int, epoch: int, control: bool, order: int, batch_size: int) -> None:
     """The records of one batch, framed by the wire layer's one loop (it raises on damage)."""
     value = cols.value
-    for i, r in enumerate(records_in(buf, pos, end, count, base, base_ts)):
-        raw = None if r.value_end < 0 else bytes(buf[r.value_pos:r.value_end])
-        ix = value(control, r.key, raw)
-        if not control and raw is None:
-            continue  # a null metadata value: the reader skips it
+    for i, r in enumerate(records_in(buf, pos, end, count, base, base_ts, control,
+                                     batch_size)):
+        ix = value(control, r.key, r.value)
         cols.order.append(order + i)
         cols.offsets.append(r.offset)
         cols.timestamps.append(r.timestamp)
@@ -193,42 +189,36 @@ def _batch(cols: _Columns, data: bytes, view: memoryview, pos: int, end: int, at
     try:
         if codec == compression.NONE:
             _records(cols, data, pos + HEADER_SIZE, end, count, base, base_ts, epoch,
-                     bool(attrs & _CONTROL), pos << _ORDER)
+                     bool(attrs & _CONTROL), pos << _ORDER, end - pos)
         else:
             raw = compression.decompress(codec, bytes(view[pos + HEADER_SIZE:end]))
             _records(cols, raw, 0, len(raw), count, base, base_ts, epoch,
-                     bool(attrs & _CONTROL), pos << _ORDER)
+                     bool(attrs & _CONTROL), pos << _ORDER, end - pos)
     except UNDECODABLE as e:
         raise _Unclean from e
 
 
 class _Distinct:
     """The distinct record sections of simple batches, each framed once by the wire
-    layer's loop: its offset and timestamp deltas and its value's index (-1: a null
-    metadata value, which gives no row)."""
+    layer's loop (which refuses one whose record it does not take): its value's index."""
 
     def __init__(self, cols: _Columns) -> None:
         self.cols = cols
-        self.offset_delta, self.ts_delta, self.value = array("q"), array("q"), array("i")
+        self.value = array("i")
 
     def add(self, section: bytes) -> None:
         try:
             (r,) = records_in(section, 0, len(section), 1, 0, 0)
         except UNDECODABLE as e:
             raise _Unclean from e
-        raw = None if r.value_end < 0 else section[r.value_pos:r.value_end]
-        ix = self.cols.value(False, r.key, raw)
-        self.offset_delta.append(r.offset)
-        self.ts_delta.append(r.timestamp)
-        self.value.append(-1 if raw is None else ix)
+        self.value.append(self.cols.value(False, r.key, r.value))
 
 
 def _simple(data: bytes, cols: _Columns, heads: _Heads) -> tuple[np.ndarray, ...]:
     """The simple batches all at once: their record sections (the bytes after the header)
     are grouped by length, each group's distinct sections found with Arrow's hashing and
-    framed once (a quiet log repeats a few sections millions of times; their deltas are
-    usually 0), then spread back with numpy. ``(order, offsets, timestamps, epochs,
-    index)``."""
+    framed once (a quiet log repeats a few sections millions of times), then spread back
+    with numpy. ``(order, offsets, timestamps, epochs, index)``."""
     a = np.frombuffer(data, np.uint8)
     starts = heads.pos + HEADER_SIZE
     lens = heads.end - starts
@@ -258,23 +248,9 @@ def _simple(data: bytes, cols: _Columns, heads: _Heads) -> tuple[np.ndarray, ...
             distinct.add(section)
         which[rows] = known + enc.indices.to_numpy(zero_copy_only=False)
     value = np.frombuffer(distinct.value, np.int32)[which] if n else np.zeros(0, np.int32)
-    off_d = np.frombuffer(distinct.offset_delta, np.int64)[which] if n else which
-    ts_d = np.frombuffer(distinct.ts_delta, np.int64)[which] if n else which
-    offsets, stamps = _sum(heads.base, off_d), _sum(heads.base_ts, ts_d)
-    out: tuple[np.ndarray, ...] = (heads.pos << _ORDER, offsets, stamps, heads.epoch, value)
-    if n and (value < 0).any():
-        keep = value >= 0
-        out = tuple(x[keep] for x in out)
-    return out
-
-
-def _sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a + b`` in int64, :class:`Unclean` where it would leave the 64-bit range (records
-    whose offset or timestamp the one framing refuses: the shell's reader says so)."""
-    out = a + b
-    if len(out) and ((a ^ out) & (b ^ out) < 0).any():
-        raise _Unclean
-    return out
+    # one record at the batch's base offset and timestamp: the framing numbers records by
+    # their place and takes timestamp deltas of 0 only
+    return heads.pos << _ORDER, heads.base, heads.base_ts, heads.epoch, value
 
 
 def read_file(directory: str, path: str, role: str, first: int, last: int | None,

@@ -9,7 +9,7 @@
  *   scan(data, pos, limit)        the batches from pos on, their headers as columns, how
  *                                 many lead with a right CRC-32C and how many with offsets
  *                                 that follow on
- *   frame(buf, pos, end, count, base, base_ts, shape)
+ *   frame(buf, pos, end, count, base, base_ts, shape, control, batch_size)
  *                                 a batch's records framed: wire.framing.frame, the one
  *                                 definition (parse_record; run uses it too)
  *   run(...)                      Replayer.apply_run's loop: batches framed and decoded,
@@ -255,42 +255,37 @@ static inline int field_bytes(const uint8_t *buf, Py_ssize_t *p, Py_ssize_t rec_
     return 1;
 }
 
-/* The record whose length starts at *at inside [*at, end), *at moved past it; 0 for
- * anything the rules refuse (framing.py's Python then reads it and says what). */
-static int parse_record(const uint8_t *buf, Py_ssize_t *at, Py_ssize_t end, int64_t base,
-                        int64_t base_ts, Rec *r)
+/* The record whose length starts at *at inside [*at, end), at offset `off` (its batch's
+ * base offset + its place), *at moved past it; `control`: of a control batch; `most`: the
+ * longest record length taken (the batch's size on disk). 0 for anything the rules refuse
+ * (framing.py's Python then reads it and says what). */
+static int parse_record(const uint8_t *buf, Py_ssize_t *at, Py_ssize_t end, int64_t off,
+                        int64_t base_ts, int control, int64_t most, Rec *r)
 {
     Py_ssize_t p = *at;
     int64_t length, n;
-    if (!varint(buf, &p, end, 5, &length) || length <= 0 || length > end - p)
+    if (!varint(buf, &p, end, 5, &length) || length <= 0 || length > end - p || length > most)
         return 0;
-    Py_ssize_t rec_end = p + (Py_ssize_t)length;
+    Py_ssize_t rec_end = p + (Py_ssize_t)length, last = rec_end - 1;
+    if (buf[last] != 0 || p >= last)
+        return 0;  /* the header count (the last byte) must be 0, the fields before it */
     r->attrs = buf[p++];
-    if (!varint(buf, &p, rec_end, 10, &n) || __builtin_add_overflow(base_ts, n, &r->ts))
+    if (!varint(buf, &p, last, 10, &n) || n != 0)
+        return 0;  /* the timestamp delta must be 0 */
+    if (!varint(buf, &p, last, 5, &n))
+        return 0;  /* the offset delta: read, not used */
+    if (!field_bytes(buf, &p, last, &r->kpos, &r->kend) ||
+            !field_bytes(buf, &p, last, &r->vpos, &r->vend))
         return 0;
-    if (!varint(buf, &p, rec_end, 5, &n) || __builtin_add_overflow(base, n, &r->off))
-        return 0;
-    if (!field_bytes(buf, &p, rec_end, &r->kpos, &r->kend) ||
-            !field_bytes(buf, &p, rec_end, &r->vpos, &r->vend))
-        return 0;
-    r->hpos = p;
-    int64_t count;
-    if (!varint(buf, &p, rec_end, 5, &count) || count < 0 || count > rec_end - p)
-        return 0;
-    for (int64_t i = 0; i < count; i++) {
-        if (!varint(buf, &p, rec_end, 5, &n) || n < 0 || n > rec_end - p)
-            return 0;
-        p += (Py_ssize_t)n;
-        if (!varint(buf, &p, rec_end, 5, &n) || n > rec_end - p)
-            return 0;
-        if (n > 0)
-            p += (Py_ssize_t)n;
-    }
-    if (p != rec_end)
-        return 0;
+    if (control ? r->kend <= r->kpos : r->kend >= 0)
+        return 0;  /* a control record has a key, a metadata record none */
+    if (r->vend <= r->vpos)
+        return 0;  /* a value of at least one byte */
+    r->off = off;
+    r->ts = base_ts;
+    r->hpos = last;
     Py_ssize_t v = r->vpos;
-    if (r->vend >= 0 && r->vend - v >= 3 && buf[v] == 1 && buf[v + 1] < 0x80 &&
-            buf[v + 2] < 0x80) {
+    if (r->vend - v >= 3 && buf[v] == 1 && buf[v + 1] < 0x80 && buf[v + 2] < 0x80) {
         r->key = buf[v + 1];
         r->ver = buf[v + 2];
         r->body = v + 3;
@@ -300,6 +295,16 @@ static int parse_record(const uint8_t *buf, Py_ssize_t *at, Py_ssize_t end, int6
     }
     *at = rec_end;
     return 1;
+}
+
+/* Whether a batch of `count` records from `base` has offsets inside the 64-bit range (and
+ * `count` is one the section of [pos, end) may hold). */
+static inline int section_ok(Py_ssize_t pos, Py_ssize_t end, Py_ssize_t len, long long count,
+                             int64_t base)
+{
+    int64_t last;
+    return pos >= 0 && end <= len && pos <= end && count >= 0 && count <= end - pos &&
+           (count == 0 || !__builtin_add_overflow(base, (int64_t)(count - 1), &last));
 }
 
 /* A tuple of `n` new references (stolen, also on failure); NULL when one is NULL or on no
@@ -342,17 +347,17 @@ static PyObject *record_tuple(int shape, const Rec *r)
  * argument is out of range), NULL on no memory. */
 static PyObject *frame_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t pos,
                                Py_ssize_t end, Py_ssize_t count, int64_t base, int64_t base_ts,
-                               int shape)
+                               int shape, int control, int64_t most)
 {
     PyObject *out = NULL;
-    if (pos < 0 || end > len || pos > end || count < 0 || count > end - pos)
+    if (!section_ok(pos, end, len, count, base))
         goto give_up;
     out = PyList_New(count);
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         Rec r;
-        if (!parse_record(buf, &pos, end, base, base_ts, &r))
+        if (!parse_record(buf, &pos, end, base + i, base_ts, control, most, &r))
             goto give_up;
         PyObject *t = record_tuple(shape, &r);
         if (t == NULL) {
@@ -361,26 +366,30 @@ static PyObject *frame_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t po
         }
         PyList_SET_ITEM(out, i, t);
     }
-    if (pos != end)
-        goto give_up;
     return out;
 give_up:
     Py_XDECREF(out);
     Py_RETURN_NONE;
 }
 
-/* frame(buf, pos, end, count, base, base_ts, shape): framing.frame; called once a batch,
- * so its arguments are taken without PyArg_ParseTuple's format parsing. */
+/* frame(buf, pos, end, count, base, base_ts, shape, control, batch_size): framing.frame;
+ * called once a batch, so its arguments are taken without PyArg_ParseTuple's format
+ * parsing. */
 static PyObject *frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "frame(buf, pos, end, count, base, base_ts, shape)");
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError,
+                        "frame(buf, pos, end, count, base, base_ts, shape, control, batch_size)");
         return NULL;
     }
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
     Py_ssize_t count = PyLong_AsSsize_t(args[3]);
     long long base = PyLong_AsLongLong(args[4]), base_ts = PyLong_AsLongLong(args[5]);
     long shape = PyLong_AsLong(args[6]);
+    long long most = PyLong_AsLongLong(args[8]);
+    int control = PyObject_IsTrue(args[7]);
+    if (control < 0)
+        return NULL;
     if (PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError))
             return NULL;  /* not integers: a caller's mistake */
@@ -394,12 +403,12 @@ static PyObject *frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (PyBytes_CheckExact(args[0]))
         return frame_records((const uint8_t *)PyBytes_AS_STRING(args[0]),
                              PyBytes_GET_SIZE(args[0]), pos, end, count, base, base_ts,
-                             (int)shape);
+                             (int)shape, control, most);
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
     PyObject *out = frame_records(view.buf, view.len, pos, end, count, base, base_ts,
-                                  (int)shape);
+                                  (int)shape, control, most);
     PyBuffer_Release(&view);
     return out;
 }
@@ -479,80 +488,75 @@ static PyObject *decode_batch(PyObject *data, const Rec *recs, Py_ssize_t n, int
         if (r->key == noop_key)
             continue;
         PyObject *value = NULL;
-        if (r->vend < 0) {
-            value = Py_None;
-            Py_INCREF(value);
-        } else {
-            if (r->key < 0)
-                goto python;  /* the frame header's long form */
-            if (dec == NULL || r->key != dec_key || r->ver != dec_ver) {
-                Py_XDECREF(dec);
-                dec = decoder_of(decoders, decoder_fn, r->key, r->ver);
-                if (dec == NULL)
-                    goto fail;
-                dec_key = r->key;
-                dec_ver = r->ver;
-            }
-            if (dec == Py_None)
-                goto python;  /* an unknown kind: kept raw by the reference */
-            PyObject *args[4] = {data, PyLong_FromSsize_t(r->body), PyLong_FromSsize_t(r->vend),
-                                 Py_True};
-            if (args[1] == NULL || args[2] == NULL) {
-                Py_XDECREF(args[1]);
-                Py_XDECREF(args[2]);
+        if (r->key < 0)
+            goto python;  /* the frame header's long form */
+        if (dec == NULL || r->key != dec_key || r->ver != dec_ver) {
+            Py_XDECREF(dec);
+            dec = decoder_of(decoders, decoder_fn, r->key, r->ver);
+            if (dec == NULL)
                 goto fail;
-            }
-            if (lazy && r->key == partition_key && r->ver <= 2) {
-                int clean = check == NULL ? -1 :
-                    check(dec, (const unsigned char *)PyBytes_AS_STRING(data), r->body, r->vend);
-                if (clean < 0) {  /* not a compiled decoder: its own check mode */
-                    PyObject *ok = PyObject_Vectorcall(dec, args, 4, NULL);
-                    if (ok == NULL) {
-                        Py_DECREF(args[1]);
-                        Py_DECREF(args[2]);
-                        goto fail;
-                    }
-                    clean = ok == Py_True;
-                    Py_DECREF(ok);
-                }
-                if (clean) {
-                    Py_INCREF(data);
-                    Py_INCREF(args[1]);
-                    Py_INCREF(args[2]);
-                    PyObject *items[4] = {data, args[1], args[2], PyLong_FromLong(r->ver)};
-                    value = tuple_of(4, items);
-                }
-            }
-            if (value == NULL && !PyErr_Occurred()) {
-                PyObject *res = PyObject_Vectorcall(dec, args, 3, NULL);
-                if (res == NULL) {
-                    if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
-                        Py_DECREF(args[1]);
-                        Py_DECREF(args[2]);
-                        goto fail;
-                    }
-                    PyErr_Clear();
-                } else {
-                    Py_ssize_t got = -1;
-                    if (PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 2 &&
-                            PyDict_Check(PyTuple_GET_ITEM(res, 0)))
-                        got = PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1));
-                    if (PyErr_Occurred())
-                        PyErr_Clear();
-                    if (got == r->vend) {
-                        value = PyTuple_GET_ITEM(res, 0);
-                        Py_INCREF(value);
-                    }
-                    Py_DECREF(res);
-                }
-            }
-            Py_DECREF(args[1]);
-            Py_DECREF(args[2]);
-            if (value == NULL) {
-                if (PyErr_Occurred())
+            dec_key = r->key;
+            dec_ver = r->ver;
+        }
+        if (dec == Py_None)
+            goto python;  /* an unknown kind: kept raw by the reference */
+        PyObject *args[4] = {data, PyLong_FromSsize_t(r->body), PyLong_FromSsize_t(r->vend),
+                             Py_True};
+        if (args[1] == NULL || args[2] == NULL) {
+            Py_XDECREF(args[1]);
+            Py_XDECREF(args[2]);
+            goto fail;
+        }
+        if (lazy && r->key == partition_key && r->ver <= 2) {
+            int clean = check == NULL ? -1 :
+                check(dec, (const unsigned char *)PyBytes_AS_STRING(data), r->body, r->vend);
+            if (clean < 0) {  /* not a compiled decoder: its own check mode */
+                PyObject *ok = PyObject_Vectorcall(dec, args, 4, NULL);
+                if (ok == NULL) {
+                    Py_DECREF(args[1]);
+                    Py_DECREF(args[2]);
                     goto fail;
-                goto python;  /* bytes the decoder refuses: the reference says what */
+                }
+                clean = ok == Py_True;
+                Py_DECREF(ok);
             }
+            if (clean) {
+                Py_INCREF(data);
+                Py_INCREF(args[1]);
+                Py_INCREF(args[2]);
+                PyObject *items[4] = {data, args[1], args[2], PyLong_FromLong(r->ver)};
+                value = tuple_of(4, items);
+            }
+        }
+        if (value == NULL && !PyErr_Occurred()) {
+            PyObject *res = PyObject_Vectorcall(dec, args, 3, NULL);
+            if (res == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+                    Py_DECREF(args[1]);
+                    Py_DECREF(args[2]);
+                    goto fail;
+                }
+                PyErr_Clear();
+            } else {
+                Py_ssize_t got = -1;
+                if (PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 2 &&
+                        PyDict_Check(PyTuple_GET_ITEM(res, 0)))
+                    got = PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1));
+                if (PyErr_Occurred())
+                    PyErr_Clear();
+                if (got == r->vend) {
+                    value = PyTuple_GET_ITEM(res, 0);
+                    Py_INCREF(value);
+                }
+                Py_DECREF(res);
+            }
+        }
+        Py_DECREF(args[1]);
+        Py_DECREF(args[2]);
+        if (value == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            goto python;  /* bytes the decoder refuses: the reference says what */
         }
         PyObject *items[5] = {PyLong_FromLongLong(r->off), PyLong_FromLong(r->key),
                               PyLong_FromLong(r->ver), value, PyLong_FromSsize_t(r->vpos)};
@@ -579,10 +583,10 @@ fail:
 /* Frame the `count` records of data[pos:end] into a buffer of Recs (grown as needed);
  * 1 when they frame, 0 when the reference must read them (it says what), -1 no memory. */
 static int frame_into(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssize_t end,
-                      long long count, int64_t base, int64_t base_ts, Rec **recs,
+                      long long count, int64_t base, int64_t base_ts, int64_t most, Rec **recs,
                       Py_ssize_t *held)
 {
-    if (at < 0 || end > size || at > end || count < 0 || count > end - at)
+    if (!section_ok(at, end, size, count, base))
         return 0;
     if (count > *held) {
         Rec *more = PyMem_Realloc(*recs, (size_t)count * sizeof(Rec));
@@ -594,12 +598,14 @@ static int frame_into(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssi
         *held = (Py_ssize_t)count;
     }
     Py_ssize_t got = 0;
-    while (got < count && parse_record(buf, &at, end, base, base_ts, &(*recs)[got]))
+    while (got < count && parse_record(buf, &at, end, base + got, base_ts, 0, most,
+                                       &(*recs)[got]))
         got++;
-    return got == count && at == end;
+    return got == count;
 }
 
-/* decode(data, pos, end, count, base, base_ts, lo, hi, ctx) -> (decoded, last) or None
+/* decode(data, pos, end, count, base, base_ts, lo, hi, batch_size, ctx) -> (decoded, last)
+ * or None
  *
  * decoding.frame_and_decode for bytes data: the records of data[pos:end] framed by
  * parse_record and decoded as decoding.decode_records decodes them (lo < 0, hi None: no
@@ -607,10 +613,10 @@ static int frame_into(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssi
  * reference must read them (it decodes them, or says what is wrong). */
 static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 9 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[8]) ||
-            PyTuple_GET_SIZE(args[8]) != 5)
+    if (nargs != 10 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[9]) ||
+            PyTuple_GET_SIZE(args[9]) != 5)
         Py_RETURN_NONE;
-    PyObject *data = args[0], *ctx = args[8];
+    PyObject *data = args[0], *ctx = args[9];
     PyObject *decoders = PyTuple_GET_ITEM(ctx, 0), *decoder_fn = PyTuple_GET_ITEM(ctx, 1);
     if (!PyDict_Check(decoders))
         Py_RETURN_NONE;
@@ -619,6 +625,7 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long base = PyLong_AsLongLong(args[4]), base_ts = PyLong_AsLongLong(args[5]);
     long long lo = PyLong_AsLongLong(args[6]);
     long long hi = args[7] == Py_None ? INT64_MAX : PyLong_AsLongLong(args[7]);
+    long long most = PyLong_AsLongLong(args[8]);
     int lazy = PyObject_IsTrue(PyTuple_GET_ITEM(ctx, 2));
     long noop_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 3));
     long partition_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 4));
@@ -629,7 +636,7 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Rec *recs = NULL;
     Py_ssize_t held = 0;
     int framed = frame_into((const uint8_t *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
-                            pos, end, count, base, base_ts, &recs, &held);
+                            pos, end, count, base, base_ts, most, &recs, &held);
     if (framed <= 0) {
         PyMem_Free(recs);
         if (framed < 0)
@@ -663,7 +670,7 @@ static int records_clean(PyObject *data, const Rec *recs, Py_ssize_t n, PyObject
     int ok = 1;
     for (Py_ssize_t j = 0; j < n && ok; j++) {
         const Rec *r = &recs[j];
-        if (r->key == noop_key || r->vend < 0)
+        if (r->key == noop_key)
             continue;
         if (r->key < 0) {
             ok = 0;
@@ -692,22 +699,23 @@ static int records_clean(PyObject *data, const Rec *recs, Py_ssize_t n, PyObject
     return ok;
 }
 
-/* check_section(data, pos, end, count, base, base_ts, ctx) -> bool
+/* check_section(data, pos, end, count, base, base_ts, batch_size, ctx) -> bool
  *
  * check's test for one records section data[pos:end] (uncompressed, of a metadata batch):
  * True when its records frame and all decode cleanly, False when the reference must read
  * it (decoding.verify). ctx: (decoders, decoder_fn, noop_key). */
 static PyObject *check_section(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[6]) ||
-            PyTuple_GET_SIZE(args[6]) != 3)
+    if (nargs != 8 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[7]) ||
+            PyTuple_GET_SIZE(args[7]) != 3)
         Py_RETURN_FALSE;
-    PyObject *data = args[0], *ctx = args[6];
+    PyObject *data = args[0], *ctx = args[7];
     PyObject *decoders = PyTuple_GET_ITEM(ctx, 0), *decoder_fn = PyTuple_GET_ITEM(ctx, 1);
     long noop_key = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 2));
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
     long long count = PyLong_AsLongLong(args[3]);
     long long base = PyLong_AsLongLong(args[4]), base_ts = PyLong_AsLongLong(args[5]);
+    long long most = PyLong_AsLongLong(args[6]);
     if (PyErr_Occurred() || !PyDict_Check(decoders)) {
         PyErr_Clear();
         Py_RETURN_FALSE;
@@ -715,7 +723,7 @@ static PyObject *check_section(PyObject *self, PyObject *const *args, Py_ssize_t
     Rec *recs = NULL;
     Py_ssize_t held = 0;
     int framed = frame_into((const uint8_t *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
-                            pos, end, count, base, base_ts, &recs, &held);
+                            pos, end, count, base, base_ts, most, &recs, &held);
     int clean = framed;
     if (framed > 0) {
         DecoderCache cache = {NULL, -1, -1};
@@ -788,7 +796,8 @@ static PyObject *check_batches(PyObject *self, PyObject *const *args, Py_ssize_t
             break;
         int framed = frame_into(buf, size, (Py_ssize_t)starts[k] + HEADER_SIZE,
                                 (Py_ssize_t)(starts[k] + LOG_OVERHEAD + length[k]), count[k],
-                                base[k], base_ts[k], &recs, &held);
+                                base[k], base_ts[k], LOG_OVERHEAD + (int64_t)length[k], &recs,
+                                &held);
         if (framed < 0) {
             bad = 1;
             break;
@@ -971,7 +980,8 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         int64_t b0 = h.base[i], end_off = h.base[i] + h.delta[i];
         int framed = frame_into(buf, size, (Py_ssize_t)h.starts[i] + HEADER_SIZE,
                                 (Py_ssize_t)(h.starts[i] + LOG_OVERHEAD + h.length[i]),
-                                h.count[i], b0, h.base_ts[i], &recs, &held);
+                                h.count[i], b0, h.base_ts[i],
+                                LOG_OVERHEAD + (int64_t)h.length[i], &recs, &held);
         if (framed < 0)
             goto fail;
         if (!framed)
@@ -1493,15 +1503,18 @@ static PyMethodDef methods[] = {
      "scan(data, pos, limit) -> (starts, base, length, epoch, crc, attrs, last_delta, "
      "base_ts, max_ts, count, magic, good, follows) as native columns, or None (unclean)"},
     {"frame", (PyCFunction)(void (*)(void))frame, METH_FASTCALL,
-     "frame(buf, pos, end, count, base, base_ts, shape) -> the records (framing.frame), "
+     "frame(buf, pos, end, count, base, base_ts, shape, control, batch_size) -> the records "
+     "(framing.frame), "
      "or None"},
     {"crc32c", crc, METH_VARARGS, "crc32c(data, start, end) -> int"},
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
-     "decode(data, pos, end, count, base, base_ts, lo, hi, ctx) -> (decoded, last) or None"},
+     "decode(data, pos, end, count, base, base_ts, lo, hi, batch_size, ctx) -> (decoded, "
+     "last) or None"},
     {"check", (PyCFunction)(void (*)(void))check_batches, METH_FASTCALL,
      "check(data, heads, lo, hi, ctx) -> the first batch of lo..hi-1 the reference must read"},
     {"check_section", (PyCFunction)(void (*)(void))check_section, METH_FASTCALL,
-     "check_section(data, pos, end, count, base, base_ts, ctx) -> decodes cleanly?"},
+     "check_section(data, pos, end, count, base, base_ts, batch_size, ctx) -> decodes "
+     "cleanly?"},
     {"setup_partitions", setup_partitions, METH_VARARGS,
      "setup_partitions(Partition, field_names, MIGRATING_DIR): the class changes make"},
     {"partition_change", (PyCFunction)(void (*)(void))partition_change, METH_FASTCALL,

@@ -91,7 +91,9 @@ class Batch:
 
 @dataclass(slots=True)
 class Record:
-    """One record of a batch. The value is ``buf[value_pos:value_end]`` (None when null)."""
+    """One record of a batch, as the KRaft reader takes it (no headers; a key only in a
+    control batch; a value of at least one byte): its value is
+    ``buf[value_pos:value_end]``."""
 
     offset: int
     timestamp: int
@@ -99,13 +101,10 @@ class Record:
     key: bytes | None
     buf: bytes
     value_pos: int
-    value_end: int  # -1 for a null value
-    headers: list[tuple[str, bytes | None]]
+    value_end: int
 
     @property
-    def value(self) -> bytes | None:
-        if self.value_end < 0:
-            return None
+    def value(self) -> bytes:
         return bytes(self.buf[self.value_pos:self.value_end])
 
 
@@ -122,56 +121,42 @@ def iter_records(batch: Batch) -> Iterator[Record]:
     a batch whose records it refuses, before any record is handed out."""
     buf, pos, end = batch.payload()
     return iter(records_in(buf, pos, end, batch.count, batch.base_offset,
-                           batch.base_timestamp))
+                           batch.base_timestamp, batch.is_control, batch.size))
 
 
-def records_in(buf: bytes, pos: int, end: int, count: int, base_offset: int,
-               base_ts: int) -> list[Record]:
-    """The records framed in ``buf[pos:end]`` (a batch's decompressed payload) as
-    :class:`Record` objects: :func:`.framing.frame`, with keys and headers read out."""
+def records_in(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
+               control: bool = False, batch_size: int = framing.NO_LIMIT) -> list[Record]:
+    """The records framed in ``buf[pos:end]`` (a batch's decompressed payload; ``control``:
+    of a control batch) as :class:`Record` objects: :func:`.framing.frame`, with keys read
+    out."""
     out = []
-    for off, ts, attrs, kpos, kend, vpos, vend, hpos in framing.frame(
-            buf, pos, end, count, base_offset, base_ts, framing.FULL):
+    for off, ts, attrs, kpos, kend, vpos, vend, _h in framing.frame(
+            buf, pos, end, count, base_offset, base_ts, framing.FULL, control, batch_size):
         key = None if kend < 0 else bytes(buf[kpos:kend])
-        heads = [] if buf[hpos] == 0 else framing.headers(buf, hpos, len(buf))
-        out.append(Record(off, ts, attrs, key, buf, vpos, vend, heads))
+        out.append(Record(off, ts, attrs, key, buf, vpos, vend))
     return out
-
-
-def value_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int]]]:
-    """``(buffer, [(offset, value_pos, value_end)])`` of a batch's records."""
-    buf, recs = metadata_ranges(batch)
-    return buf, [(r[0], r[1], r[2]) for r in recs]
 
 
 def metadata_ranges(batch: Batch) -> tuple[bytes, list[tuple[int, int, int, int, int, int]]]:
     """``(buffer, [(offset, value_pos, value_end, api_key, version, body_pos)])``: the
-    batch's records framed in :data:`.framing.METADATA` shape (a null value has
-    ``value_end`` -1)."""
+    records of a metadata batch framed in :data:`.framing.METADATA` shape."""
     buf, pos, end = batch.payload()
-    recs = framing.frame(buf, pos, end, batch.count, batch.base_offset, batch.base_timestamp)
+    recs = framing.frame(buf, pos, end, batch.count, batch.base_offset, batch.base_timestamp,
+                         batch_size=batch.size)
     return buf, recs  # type: ignore[return-value]
 
 
-def ranges_in(buf: bytes, pos: int, end: int, count: int, base: int,
-              frame: bool = True) -> list[tuple[int, ...]]:
-    """:func:`.framing.frame` of ``count`` records in ``buf[pos:end]`` with offsets from
-    ``base`` (timestamps from 0: only their range is checked)."""
-    recs = framing.frame(buf, pos, end, count, base)
-    return recs if frame else [r[:3] for r in recs]
-
-
 def noop_section(section: bytes) -> bool:
-    """Whether a batch's records section (uncompressed) holds exactly one record, a
-    NoOpRecord at offset and timestamp delta 0 (as Kafka writes every record), by the one
-    framing: such a batch frames the same at any base offset and timestamp, so a reader may
-    pass it over knowing only its header."""
+    """Whether a metadata batch's records section (uncompressed), read as holding one
+    record, holds a NoOpRecord by the one framing: such a batch frames the same at any base
+    offset and timestamp (the framing numbers records by their place and takes timestamp
+    deltas of 0 only), so a reader may pass it over knowing only its header."""
     try:
-        ((off, ts, _a, _kp, _ke, vpos, vend, _hp),) = framing.frame(
-            section, 0, len(section), 1, 0, 0, framing.FULL)
+        ((_off, _vpos, _vend, key, _ver, _body),) = framing.frame(section, 0, len(section), 1,
+                                                                   0, 0)
     except UNDECODABLE:
         return False
-    return off == 0 and ts == 0 and framing.metadata_view(section, 0, vpos, vend)[3] == NO_OP_KEY
+    return key == NO_OP_KEY
 
 
 def is_noop_batch(buf: bytes, pos: int) -> bool:

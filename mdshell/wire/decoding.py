@@ -11,8 +11,7 @@ value, value_pos)``, its value one of:
   Kafka), kept raw and never applied;
 - a :data:`Lazy` tuple ``(buffer, body_pos, value_end, version)``: a PartitionRecord whose
   bytes decode cleanly, left undecoded (``lazy``: a million-partition snapshot is read without
-  making a million dicts; the image decodes it when it is read, always with success);
-- None: a null value (replay warns and skips it).
+  making a million dicts; the image decodes it when it is read, always with success).
 
 A record of a known type and version whose bytes do not decode raises
 :class:`~.primitives.DecodeError`: the batch is damaged (CRC-valid bytes that are not a
@@ -99,11 +98,8 @@ def decode_records(buf: bytes, framed: Sequence[tuple[int, ...]], lo: int = -1,
             break
         last = off
         if key == _NO_OP:
-            if noops and vend >= 0:  # shown, never judged: replay does not read its body
+            if noops:  # shown, never judged: replay does not read its body
                 append((off, key, ver, _noop(buf, vpos, vend, ver), vpos))
-            continue
-        if vend < 0:
-            append((off, key, ver, None, vpos))
             continue
         if key < 0:  # the frame header in its long form: the general reader
             key, ver, value = frames.decode_metadata(buf, vpos, vend)
@@ -133,20 +129,21 @@ def _noop(buf: bytes, vpos: int, vend: int, ver: int) -> dict[str, Any] | frames
 
 
 def frame_and_decode(buf: bytes, pos: int, end: int, count: int, base_offset: int,
-                     base_ts: int, lo: int = -1, hi: int | None = None,
-                     lazy: bool = True) -> tuple[list[Decoded], int]:
-    """:func:`.framing.frame` of a records section, then :func:`decode_records`: in one
-    compiled call when it is built (``_cwalk.decode``, which gives the same, or leaves to
-    this reference what it does not decode itself)."""
+                     base_ts: int, lo: int = -1, hi: int | None = None, lazy: bool = True,
+                     batch_size: int = framing.NO_LIMIT) -> tuple[list[Decoded], int]:
+    """:func:`.framing.frame` of a metadata batch's records section, then
+    :func:`decode_records`: in one compiled call when it is built (``_cwalk.decode``, which
+    gives the same, or leaves to this reference what it does not decode itself)."""
     if _cdecode_batch is not None:
         ctx = (_DECODERS, decoder, lazy, _NO_OP, _PARTITION)
-        got = _sliced(buf, pos, end, count, base_offset, base_ts, lo, hi, ctx) \
+        got = _sliced(buf, pos, end, count, base_offset, base_ts, lo, hi, batch_size, ctx) \
             if SLICE and count > SLICE else None
         if got is None:
-            got = _cdecode_batch(buf, pos, end, count, base_offset, base_ts, lo, hi, ctx)
+            got = _cdecode_batch(buf, pos, end, count, base_offset, base_ts, lo, hi,
+                                 batch_size, ctx)
         if got is not None:
             return got
-    recs = framing.frame(buf, pos, end, count, base_offset, base_ts)
+    recs = framing.frame(buf, pos, end, count, base_offset, base_ts, batch_size=batch_size)
     return decode_records(buf, recs, lo, hi, lazy)
 
 
@@ -158,7 +155,8 @@ def set_slice(records: int) -> int:
 
 
 def _sliced(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
-            lo: int, hi: int | None, ctx: tuple[Any, ...]) -> tuple[list[Decoded], int] | None:
+            lo: int, hi: int | None, batch_size: int,
+            ctx: tuple[Any, ...]) -> tuple[list[Decoded], int] | None:
     """The compiled decode of a whole batch in calls of :data:`SLICE` offsets each (each
     frames the batch again: 0.6 ms for 69,632 records), taken only when every record came
     out once: then every record was in its slice's offsets, in the order of the batch, and
@@ -175,7 +173,8 @@ def _sliced(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_t
         try:
             got = _cdecode_batch(buf, pos, end, count, base_offset, base_ts,
                                  lo if k == 0 else first,
-                                 hi if k == len(edges) - 1 else first + SLICE - 1, ctx)
+                                 hi if k == len(edges) - 1 else first + SLICE - 1, batch_size,
+                                 ctx)
         except Exception:  # the one call raises it again, or what comes first
             return None
         if got is None:
@@ -187,15 +186,16 @@ def _sliced(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_t
 
 
 def verify(buf: bytes, pos: int, end: int, count: int, base_offset: int,
-           base_ts: int) -> None:
+           base_ts: int, batch_size: int = framing.NO_LIMIT) -> None:
     """Raise what replay would raise for the records section ``buf[pos:end]`` of a metadata
     batch (:func:`frame_and_decode`), without applying anything: for a reader that applies
     only some records (``changes``' sieve), so that it refuses the batches replay refuses.
     The compiled check vouches for most batches without decoding them."""
     if _ccheck_section is not None and _ccheck_section(
-            buf, pos, end, count, base_offset, base_ts, (_DECODERS, decoder, _NO_OP)):
+            buf, pos, end, count, base_offset, base_ts, batch_size,
+            (_DECODERS, decoder, _NO_OP)):
         return
-    frame_and_decode(buf, pos, end, count, base_offset, base_ts)
+    frame_and_decode(buf, pos, end, count, base_offset, base_ts, batch_size=batch_size)
 
 
 def first_to_read(data: bytes, heads: CheckColumns, lo: int, hi: int) -> int:

@@ -7,31 +7,36 @@ compiled replay loop, which calls the same C function) implements exactly these 
 it meets bytes it refuses, this Python code reads them again and says what is wrong, so
 there is one verdict and one message for any bytes.
 
-The rules are Kafka's for record format v2 (``DefaultRecord.readFrom`` and
-``DefaultRecordBatch``'s record iterator):
+The rules are those of the KRaft reader (raft's ``RecordsIterator``, which every controller
+and broker replays a metadata log with; record format v2):
 
-- A record is its length (a varint), then exactly that many bytes: attributes (1 byte), the
-  timestamp delta (a varlong), the offset delta (a varint), the key length (a varint; a
-  negative length is a null key) and the key, the value length (likewise) and the value, the
-  header count (a varint, not negative), and per header the key length (a varint, not
-  negative), the key, the value length (negative: null) and the value.
-- Every length and count is checked against the bytes left in the record before it is used:
-  nothing is read outside the record, and its fields end exactly where its length says.
+- A record is its length (a varint, at least 1, at most the bytes left in the section and
+  the batch's size on disk), then that many bytes. Its last byte is the header count, which
+  must be 0. Before it: attributes (1 byte, not used), the timestamp delta (a varlong, which
+  must be 0), the offset delta (a varint, read but not used: records are numbered from the
+  batch's base offset by their place), the key length (a varint) and the key, the value
+  length and the value. Bytes between the value and the last byte are passed over, as
+  Kafka's reader passes them over.
+- A metadata record has no key (a negative length) and a value of at least one byte; a
+  control record (in a control batch) a key and a value of at least one byte each.
+- Every length is checked against the bytes left before its field is read: nothing is read
+  outside the record.
 - A varint takes at most 5 bytes and a varlong at most 10 (Kafka's ``ByteUtils`` refuses
   longer ones); their value is the low 32 (64) bits, zig-zag decoded, as Kafka reads them.
-- The section holds exactly ``count`` records (``count`` at least 0) and nothing after them.
-- A record's offset (base offset + offset delta) and timestamp (base timestamp + timestamp
-  delta) must be 64-bit values: a Java reader would wrap them around.
+- The section holds ``count`` records (``count`` at least 0, at most its size in bytes);
+  bytes after them are passed over, as Kafka's reader passes them over.
+- A record's offset (base offset + its place) must be a 64-bit value: a Java reader would
+  wrap it around.
 
 Records come out as tuples of positions into the buffer (no bytes copied):
 
 - ``METADATA``: ``(offset, value_pos, value_end, api_key, version, body_pos)``. The metadata
   frame header (frame version 1, api key, version) is peeked when it has its common 3-byte
   form; otherwise ``api_key`` and ``version`` are -1 and ``body_pos`` is ``value_pos``
-  (``frames.decode_metadata`` reads the whole value). A null value has ``value_end`` -1.
+  (``frames.decode_metadata`` reads the whole value).
 - ``FULL``: ``(offset, timestamp, attributes, key_pos, key_end, value_pos, value_end,
-  headers_pos)`` (``key_end`` / ``value_end`` -1 for null; the headers section, already
-  checked, starts at ``headers_pos`` and ends where the record does: :func:`headers`).
+  headers_pos)`` (``key_end`` -1 for a metadata record's null key; ``timestamp`` is the
+  batch's base timestamp; the header count, 0, is the byte at ``headers_pos``).
 
 Anything else raises :class:`~.primitives.DecodeError` naming what is wrong.
 """
@@ -43,6 +48,7 @@ from .primitives import DecodeError
 
 METADATA, FULL = 0, 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+NO_LIMIT = (1 << 63) - 1  # batch_size when a record's length has no bound but the section's
 _M32, _M64 = (1 << 32) - 1, (1 << 64) - 1
 
 Framed = tuple[int, ...]
@@ -52,20 +58,25 @@ _cframe = _cwalk.frame if _cwalk is not None else None
 
 
 def frame(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int = 0,
-          shape: int = METADATA) -> list[Framed]:
+          shape: int = METADATA, control: bool = False,
+          batch_size: int = NO_LIMIT) -> list[Framed]:
     """The ``count`` records framed in ``buf[pos:end]`` (a batch's records section, already
-    decompressed), their offsets from ``base_offset`` and timestamps from ``base_ts``, as
-    tuples of ``shape``. Raises :class:`DecodeError` for bytes the rules above refuse."""
+    decompressed; ``control``: of a control batch; ``batch_size``: the batch's size on disk,
+    which no record's length may pass), their offsets from ``base_offset`` and timestamps
+    ``base_ts``, as tuples of ``shape``. Raises :class:`DecodeError` for bytes the rules
+    above refuse."""
     if _cframe is not None:
         framed: list[Framed] | None = _cframe(buf, pos, end, count, base_offset, base_ts,
-                                              shape)
+                                              shape, control, batch_size)
         if framed is not None:
             return framed
-    return frame_python(buf, pos, end, count, base_offset, base_ts, shape)
+    return frame_python(buf, pos, end, count, base_offset, base_ts, shape, control,
+                        batch_size)
 
 
 def frame_python(buf: bytes, pos: int, end: int, count: int, base_offset: int,
-                 base_ts: int = 0, shape: int = METADATA) -> list[Framed]:
+                 base_ts: int = 0, shape: int = METADATA, control: bool = False,
+                 batch_size: int = NO_LIMIT) -> list[Framed]:
     """:func:`frame` in Python: the reference the compiled framing is tested against, and
     what says why bytes are refused."""
     if not 0 <= pos <= end <= len(buf):
@@ -75,6 +86,9 @@ def frame_python(buf: bytes, pos: int, end: int, count: int, base_offset: int,
     if count > end - pos:  # every record takes several bytes: checked before any list is made
         raise DecodeError(f"record count {count} is more than the {end - pos} bytes of the "
                           "records section can hold")
+    if count and base_offset + count - 1 > INT64_MAX:
+        raise DecodeError(f"the offsets of {count} records from {base_offset} pass the 64-bit "
+                          "range")
     out: list[Framed] = []
     append = out.append
     for i in range(count):
@@ -84,35 +98,43 @@ def frame_python(buf: bytes, pos: int, end: int, count: int, base_offset: int,
         if length <= 0 or length > end - pos:
             raise DecodeError(f"record {i} has length {length}, but {end - pos} bytes are "
                               "left in the batch")
-        append(_record(buf, pos, pos + length, base_offset, base_ts, shape))
+        if length > batch_size:
+            raise DecodeError(f"record {i} has length {length}, more than the batch's "
+                              f"{batch_size} bytes (Kafka's reader refuses it)")
+        append(_record(buf, pos, pos + length, base_offset + i, base_ts, shape, control))
         pos += length
-    if pos != end:
-        raise DecodeError(f"{end - pos} bytes are left after the last of the {count} records "
-                          "of the batch")
     return out
 
 
-def _record(buf: bytes, pos: int, rec_end: int, base_offset: int, base_ts: int,
-            shape: int) -> Framed:
-    """One record occupying ``buf[pos:rec_end]`` (after its length)."""
+def _record(buf: bytes, pos: int, rec_end: int, offset: int, base_ts: int, shape: int,
+            control: bool) -> Framed:
+    """One record occupying ``buf[pos:rec_end]`` (after its length), at ``offset``."""
+    last = rec_end - 1  # the header count; the fields end before it
+    if buf[last] != 0:
+        raise DecodeError(f"the record at offset {offset} has headers (its last byte, the "
+                          f"header count, is {buf[last]}; the KRaft reader takes 0 only)")
+    if pos >= last:
+        raise DecodeError(f"the record at offset {offset} has length {rec_end - pos}: no room "
+                          "for its fields before its header count")
     attributes = buf[pos]
-    p = pos + 1
-    ts_delta, p = _varint(buf, p, rec_end, 10, "timestamp delta")
-    off_delta, p = _varint(buf, p, rec_end, 5, "offset delta")
-    offset, timestamp = base_offset + off_delta, base_ts + ts_delta
-    if not (INT64_MIN <= offset <= INT64_MAX and INT64_MIN <= timestamp <= INT64_MAX):
-        raise DecodeError(f"record offset {offset} or timestamp {timestamp} is outside the "
-                          "64-bit range")
-    key_pos, key_end, p = _bytes(buf, p, rec_end, "key")
-    value_pos, value_end, p = _bytes(buf, p, rec_end, "value")
-    headers_pos = p
-    p = _skip_headers(buf, p, rec_end)
-    if p != rec_end:
-        raise DecodeError(f"the record at offset {offset} has {rec_end - p} bytes past its "
-                          "fields")
+    ts_delta, p = _varint(buf, pos + 1, last, 10, "timestamp delta")
+    if ts_delta != 0:
+        raise DecodeError(f"the record at offset {offset} has timestamp delta {ts_delta} (the "
+                          "KRaft reader takes 0 only)")
+    _off_delta, p = _varint(buf, p, last, 5, "offset delta")
+    key_pos, key_end, p = _bytes(buf, p, last, "key")
+    value_pos, value_end, p = _bytes(buf, p, last, "value")
+    if control and key_end <= key_pos:
+        raise DecodeError(f"the control record at offset {offset} has "
+                          f"{'no' if key_end < 0 else 'an empty'} key")
+    if not control and key_end >= 0:
+        raise DecodeError(f"the metadata record at offset {offset} has a key (the KRaft "
+                          "reader takes none)")
+    if value_end <= value_pos:
+        raise DecodeError(f"the record at offset {offset} has "
+                          f"{'no' if value_end < 0 else 'an empty'} value")
     if shape == FULL:
-        return (offset, timestamp, attributes, key_pos, key_end, value_pos, value_end,
-                headers_pos)
+        return (offset, base_ts, attributes, key_pos, key_end, value_pos, value_end, last)
     return metadata_view(buf, offset, value_pos, value_end)
 
 
@@ -122,29 +144,9 @@ def _bytes(buf: bytes, p: int, rec_end: int, what: str) -> tuple[int, int, int]:
     if n < 0:
         return p, -1, p
     if n > rec_end - p:
-        raise DecodeError(f"{what} length {n} runs past the record ({rec_end - p} bytes left)")
+        raise DecodeError(f"{what} length {n} runs past the record ({rec_end - p} bytes left "
+                          "before its header count)")
     return p, p + n, p + n
-
-
-def _skip_headers(buf: bytes, p: int, rec_end: int) -> int:
-    """Past the headers section that starts at ``p``, every length checked."""
-    count, p = _varint(buf, p, rec_end, 5, "header count")
-    if count < 0 or count > rec_end - p:
-        raise DecodeError(f"header count {count} does not fit the record "
-                          f"({rec_end - p} bytes left)")
-    for _ in range(count):
-        n, p = _varint(buf, p, rec_end, 5, "header key length")
-        if n < 0 or n > rec_end - p:
-            raise DecodeError(f"header key length {n} does not fit the record "
-                              f"({rec_end - p} bytes left)")
-        p += n
-        n, p = _varint(buf, p, rec_end, 5, "header value length")
-        if n > rec_end - p:
-            raise DecodeError(f"header value length {n} runs past the record "
-                              f"({rec_end - p} bytes left)")
-        if n > 0:
-            p += n
-    return p
 
 
 def _varint(buf: bytes, p: int, limit: int, most: int, what: str) -> tuple[int, int]:
@@ -173,21 +175,3 @@ def metadata_view(buf: bytes, offset: int, value_pos: int, value_end: int) -> Fr
         return (offset, value_pos, value_end, buf[value_pos + 1], buf[value_pos + 2],
                 value_pos + 3)
     return (offset, value_pos, value_end, -1, -1, value_pos)
-
-
-def headers(buf: bytes, pos: int, rec_end: int) -> list[tuple[str, bytes | None]]:
-    """The headers of a framed record (``FULL``'s ``headers_pos`` to the record's end):
-    keys as UTF-8 text (bad bytes replaced, as Kafka does), values as bytes or None."""
-    count, p = _varint(buf, pos, rec_end, 5, "header count")
-    out: list[tuple[str, bytes | None]] = []
-    for _ in range(count):
-        n, p = _varint(buf, p, rec_end, 5, "header key length")
-        key = bytes(buf[p:p + n]).decode("utf-8", "replace")
-        p += n
-        n, p = _varint(buf, p, rec_end, 5, "header value length")
-        value = None
-        if n >= 0:
-            value = bytes(buf[p:p + n])
-            p += n
-        out.append((key, value))
-    return out

@@ -17,13 +17,11 @@ from .records import METADATA
 
 def spec_of(batch: Batch, r: Record, value: bytes | None) -> RecordSpec:
     return RecordSpec(r.offset - batch.base_offset, r.timestamp - batch.base_timestamp, value,
-                      r.key, tuple(r.headers), r.attributes)
+                      r.key, (), r.attributes)
 
 
 def reencoded_value(batch: Batch, r: Record) -> bytes | None:
     """The record's value decoded and encoded again (raw when mdshell cannot decode it)."""
-    if r.value_end < 0:
-        return None
     if batch.is_control:
         ctype = frames.control_type(r.key)
         d = frames.decode_control(ctype, r.value)

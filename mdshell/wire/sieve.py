@@ -54,12 +54,14 @@ class Sieve:
         refuse (records that do not frame or decode) raises as replay would, picked records
         or not (:func:`.decoding.verify`)."""
         buf, start, end = batch.payload()
-        decoding.verify(buf, start, end, batch.count, batch.base_offset, batch.base_timestamp)
+        decoding.verify(buf, start, end, batch.count, batch.base_offset, batch.base_timestamp,
+                        batch.size)
         hits = self._hits(buf, start, end)
         if not hits:
             return buf, []
-        recs: list[Framed] = framing.frame(buf, start, end, batch.count,  # type: ignore[assignment]
-                                           batch.base_offset, batch.base_timestamp)
+        recs: list[Framed] = framing.frame(  # type: ignore[assignment]
+            buf, start, end, batch.count, batch.base_offset, batch.base_timestamp,
+            batch_size=batch.size)
         hits = sorted(set(hits))
         out: list[Framed] = []
         i = 0

@@ -4,7 +4,7 @@ Raft's log matching: two logs holding an offset in the same leader epoch hold th
 records up to it. So the first offset where the epochs differ (or one log ends) bounds the
 common prefix; batch boundaries play no part (nodes may batch differently). Below that
 offset the records are checked too: batches with the same offsets are compared by their
-CRC (it covers every record byte), others record by record (key, value and headers), so a
+CRC (it covers every record byte), others record by record (key and value), so a
 disagreement inside one epoch (which Raft says never happens: a damaged or doctored copy) is
 found and said.
 """
@@ -163,7 +163,7 @@ def _alike(a: LogScan, i: int, b: LogScan, j: int) -> int:
     return done
 
 
-Rec = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+Rec = tuple[bytes | None, bytes]  # (key, value)
 
 
 def _records_split(a: LogScan, i0: int, i1: int, b: LogScan, j0: int, j1: int, lo: int,
@@ -178,7 +178,7 @@ def _records_split(a: LogScan, i0: int, i1: int, b: LogScan, j0: int, j1: int, l
             if x is None or y is None:
                 return offset, "one log's batch does not decode there" if (
                     bad_a or bad_b) else "one log has no record at this offset"
-            what = "keys" if x[0] != y[0] else "values" if x[1] != y[1] else "headers"
+            what = "keys" if x[0] != y[0] else "values"
             return offset, f"the records' {what} differ"
     for bad in (bad_a, bad_b):
         if bad is not None and lo <= bad <= hi:
@@ -188,14 +188,14 @@ def _records_split(a: LogScan, i0: int, i1: int, b: LogScan, j0: int, j1: int, l
 
 def _records(scan: LogScan, first: int, last: int, lo: int,
              hi: int) -> tuple[dict[int, Rec], int | None]:
-    """Offset -> (key, value, headers) of the records of batches ``first..last`` within
+    """Offset -> (key, value) of the records of batches ``first..last`` within
     ``lo..hi``, and the first offset of a batch that does not decode (None: all did)."""
     out: dict[int, Rec] = {}
     for k in range(first, last + 1):
         try:
             for r in iter_records(scan.batch(k)):
                 if lo <= r.offset <= hi:
-                    out[r.offset] = (r.key, r.value, tuple(r.headers))
+                    out[r.offset] = (r.key, r.value)
         except (*UNDECODABLE, SourceError):
             return out, scan.bases[k]
     return out, None
