@@ -14,8 +14,8 @@ from mdshell.wire.batch import (
     encode_batch,
     frame_metadata_value,
     iter_records,
-    parse_header,
     metadata_ranges,
+    parse_header,
 )
 from mdshell.wire.primitives import (
     DecodeError,

@@ -133,6 +133,16 @@ def in_range(b: Batch) -> bool:
             and b.last_offset <= INT64_MAX)
 
 
+def _not_offsets(b: Batch) -> str:
+    """What is wrong with the offsets of a batch :func:`in_range` refuses."""
+    if b.base_offset < 0:
+        return "has a negative base offset"
+    if b.last_offset_delta < 0 or b.count < 0:
+        return "has a negative " + ("last offset delta" if b.last_offset_delta < 0
+                                    else "record count")
+    return "holds offsets past the 64-bit range"
+
+
 def header_damage(before: Before, b: Batch, after: tuple[int, int] | None) -> str | None:
     """Which header field outside the CRC of ``b`` is damaged ("base offset", "leader
     epoch"), judged from its neighbours; None when nothing says so. ``after`` is the base
@@ -377,8 +387,8 @@ def _odd(path: str, name: str, data: bytes, pos: int, before: Before, check_crc:
     if field is None and not in_range(batch):
         return Problem(
             "corrupt",
-            f"{name}: the batch at byte {pos} ({_after(last)}) holds offsets outside the "
-            f"64-bit range (base offset {batch.base_offset}, last offset delta "
+            f"{name}: the batch at byte {pos} ({_after(last)}) {_not_offsets(batch)} "
+            f"(base offset {batch.base_offset}, last offset delta "
             f"{batch.last_offset_delta}, {batch.count} records); reading of this file stops "
             "there (the file is damaged: copy it again from a healthy node)",
             path, _next(last, max(0, batch.base_offset)), pos)
