@@ -7,6 +7,7 @@ tmux must be installed (CI installs it): without it this test fails rather than 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -200,7 +201,8 @@ def test_the_terminal_is_as_found_after_quitting_at_the_first_frame(
     pane.send(f"cd {shlex.quote(str(ROOT))} && {shlex.quote(sys.executable)} -m mdshell -d "
               f"{shlex.quote(str(FIXTURES / 'cluster-basic'))}; echo MDSHELL-EXIT=$?", "Enter")
     pane.send("q")
-    pane.wait(lambda s: "MDSHELL-EXIT=" in s, "the program to exit")
+    # the typed command line holds "MDSHELL-EXIT=$?": wait for the number
+    pane.wait(lambda s: re.search(r"MDSHELL-EXIT=\d", s) is not None, "the program to exit")
     pane.send("stty -a | grep -o -- ' -*echo ' | head -1; echo typed-back", "Enter")
     screen = pane.wait(lambda s: "\ntyped-back" in s, "the shell's answer")
     assert " echo " in screen and " -echo " not in screen
