@@ -4,10 +4,14 @@ pin what it does)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.style import Style
 
 from mdshell.tui import listrows
@@ -15,7 +19,7 @@ from mdshell.tui.detail import DetailPane
 from mdshell.tui.imagetree import ImageTree
 
 from .conftest import FIXTURES
-from .test_tui import SIZE, aio, app_for, browser_tree, ready, until
+from .test_tui import SIZE, aio, app_for, browser_tree, health_lines, ready, until
 from .test_tui_user import TOPICS, burst, lines, tree_at
 
 
@@ -248,3 +252,44 @@ async def test_the_topics_table_says_what_it_holds_on_screen() -> None:
         await pilot.pause(0.2)
         shown = "\n".join(lines(app, SIZE[1]))
         assert f"{n} topics" in shown and "s or a header sorts" in shown, shown
+
+
+@pytest.fixture(scope="module")
+def under_replicated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log whose changes shrink ISRs: some 80 under-replicated partitions."""
+    out = tmp_path_factory.mktemp("urp") / "d"
+    subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(out), "--topics", "60",
+                    "--partitions-per-topic", "25", "--brokers", "5", "--rf", "3",
+                    "--history-changes", "1500", "--mix", "isr-shrink=1", "--seed", "3"],
+                   check=True, capture_output=True, timeout=120)
+    return out / "__cluster_metadata-0"
+
+
+@aio
+async def test_health_lists_the_first_items_of_a_check_and_F_finds_the_others(
+        under_replicated: Path) -> None:
+    """A check's first MAX_ITEMS items are listed, then how many more (each item is drawn
+    and measured when the screen first shows: 408 of them took 270 ms at 500k); F narrows
+    over all of them, so an item past the first ones is found."""
+    from mdshell.tui import health
+    from mdshell.tui.health import HealthScreen
+
+    async with app_for(under_replicated).run_test(size=SIZE) as pilot:
+        app = await ready(pilot)
+        burst(app, "h")
+        await until(pilot, lambda: isinstance(app.screen, HealthScreen), "health")
+        await until(pilot, lambda: app.checks is not None and bool(health_lines(app)),
+                    "the checks")
+        check = next(c for c in app.checks or [] if c.name == "under-replicated partitions")
+        assert len(check.items) > health.MAX_ITEMS
+        shown = health_lines(app)
+        listed = [ln for ln in shown if "isr [" in ln and " of replicas " in ln]
+        assert len(listed) == health.MAX_ITEMS
+        more = len(check.items) - health.MAX_ITEMS
+        assert any(f"... {more:,} more" in ln for ln in shown), shown
+        last = check.items[-1].text  # past the first ones
+        assert not any(last in ln for ln in shown)
+        name = last.split(":")[0]
+        burst(app, "F", *name)
+        await until(pilot, lambda: any(last in ln for ln in health_lines(app)),
+                    "the item found by F")
