@@ -85,7 +85,10 @@ class Background:
 
     def _warm(self, modules: list[str]) -> None:
         for name in modules:
-            importlib.import_module(f".{name}", __package__)
+            try:
+                importlib.import_module(f".{name}", __package__)
+            except Exception:  # the screen imports it again when shown, and says what
+                continue
 
     # ------------------------------------------------------------ judging an image
 
