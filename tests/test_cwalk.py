@@ -2,7 +2,7 @@
 of a segment's batches (starts, header columns, where the first wrong CRC is and where
 offsets first fail to follow on) against ``batch_starts`` + ``heads`` + the CRC package,
 on every fixture and corpus file, at every limit a reader asks for, and on damaged copies
-(bytes flipped or cut anywhere). Its framing is compared in ``test_framerun.py``, and whole
+(bytes flipped or cut anywhere). Its framing is compared in ``test_framing.py``, and whole
 loads both ways in ``test_cleanwalk.py``."""
 
 from __future__ import annotations
