@@ -62,7 +62,7 @@ ENUMS: dict[str, dict[str, int]] = {
 }
 SERVICE = "/spark.connect.SparkConnectService/"  # + the method: ExecutePlan, Config...
 
-_VARINT, _BYTES = 0, 2
+_VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5  # protobuf wire types
 Value = str | bytes | int | bool | list[str] | list[bytes] | None
 
 
@@ -121,8 +121,8 @@ def fields(buf: bytes | memoryview) -> Iterator[tuple[int, int | memoryview]]:
             size, i = _read_varint(view, i)
             yield key >> 3, view[i:i + size]
             i += size
-        elif kind in (1, 5):  # fixed 64 / 32 bits
-            width = 8 if kind == 1 else 4
+        elif kind in (_FIXED64, _FIXED32):
+            width = 8 if kind == _FIXED64 else 4
             yield key >> 3, view[i:i + width]
             i += width
         else:
