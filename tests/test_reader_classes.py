@@ -242,6 +242,17 @@ scenario("4-first-batch-misnamed-negative-length", "4",
                                       crc=False) + b.values_batch(1, [b.noop()])},
          target=b.segment_name(10), changes=None)
 
+# A sound segment named for offset 10 whose batches start at 0 (renamed, or joined from
+# another node): -d and -s both read it from its batches' offsets, and nothing is damaged.
+scenario("4-segment-misnamed", "4",
+         {b.segment_name(10): GOOD + b.values_batch(3, [b.noop()])},
+         target=b.segment_name(10), damaged=False, checks=("sound",))
+
+# A second segment misnamed (named 10, holds 3-): it follows on from the first, no gap.
+scenario("4-second-segment-misnamed", "4",
+         {SEG0: GOOD, b.segment_name(10): b.values_batch(3, [b.noop()])},
+         damaged=False, checks=("sound",))
+
 # A ClientQuotaRecord whose entity has two parts of one type, one of them the default (null).
 scenario("4-quota-entity-twice-one-null", "4",
          {SEG0: GOOD + b.values_batch(3, [b.quota([("client-id", None), ("client-id", "app")]),

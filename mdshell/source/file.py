@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 from collections.abc import Callable, Iterator
 
 from ..problems import Problem, SourceError, add
@@ -14,9 +13,7 @@ from .continuity import Continuity
 from .identity import check_metadata_log
 from .info import LogInfo
 from .layout import Checkpoint
-from .walker import Skip, first_damaged, iter_batches, read_bytes
-
-_BASE = struct.Struct(">q")
+from .walker import Skip, iter_batches, misnamed_first, read_bytes
 
 _PRODUCER_SNAPSHOT = re.compile(r"^\d{20}\.snapshot$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
@@ -78,17 +75,18 @@ class FileSource(Source):
         # batch is elsewhere, not by damage, is misnamed: said, and read from its batches); a
         # snapshot's are offsets inside the file (Kafka 3.7 could write them overlapping).
         check = Continuity(stream.problems, -1) if self.dense else None
+        first = self.first
         if check is not None:
-            check.expected = self.first
-            first = _BASE.unpack_from(self._data, 0)[0] if len(self._data) >= 8 else None
-            if (self.first is not None and first is not None and first != self.first
-                    and not first_damaged(self._data, self.first)):
+            check.expected = first
+            real = misnamed_first(self._data, first) if first is not None else None
+            if real is not None:
                 check.expected = None
                 add(stream.problems, Problem(
                     "misnamed", f"{os.path.basename(self.path)}: named for offset "
-                    f"{self.first} but its first batch is at offset {first} (a renamed or "
-                    "joined file?); its offsets are read from its batches", self.path, first))
-        for batch in iter_batches(self.path, self._data, damage, first=self.first,
+                    f"{first} but its first batch is at offset {real} (a renamed or "
+                    "joined file?); its offsets are read from its batches", self.path, real))
+                first = real
+        for batch in iter_batches(self.path, self._data, damage, first=first,
                                   dense=self.dense,
                                   on_skip=self._skipped(stream.problems, check)):
             if upto is not None and batch.base_offset > upto:

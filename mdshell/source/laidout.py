@@ -10,7 +10,6 @@ the offsets.
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable, Generator, Iterator, Sequence
 
 from ..problems import Problem, SourceError, add
@@ -19,10 +18,8 @@ from . import cleanwalk
 from .base import BatchStream, FileRead, Located, Stretch, count, file_read, stamp_of
 from .continuity import Continuity
 from .info import LogInfo, SegmentInfo, SnapshotInfo
-from .layout import Checkpoint, Layout
-from .walker import Skip, first_damaged, iter_batches, skip_to
-
-_BASE = struct.Struct(">q")
+from .layout import Checkpoint, Layout, Segment
+from .walker import Skip, iter_batches, misnamed_first, skip_to
 
 
 class LaidOut:
@@ -66,19 +63,20 @@ class LaidOut:
         segments = self.layout.segments
         problems = stream.problems
         check = Continuity(problems, cp.epoch if cp is not None else -1)
+        check.expected = start
         if segments and segments[0].base_offset > start and (upto is None or upto >= start):
-            what = (f"snapshot {cp.name} ends at offset {cp.end_offset - 1}" if cp
-                    else "there is no snapshot" if start == 0 else f"offset {start - 1} is "
-                    "the last one before")
-            problems.append(Problem(
-                "incomplete",
-                f"the log starts at offset {segments[0].base_offset} but {what}: offsets "
-                f"{start}-{segments[0].base_offset - 1} are missing, so the image is incomplete "
-                "(copy the whole __cluster_metadata-0 directory, snapshots included)",
-                segments[0].path, start))
-            check.expected = segments[0].base_offset
-        else:
-            check.expected = start
+            begins = self._begins(segments[0])
+            if begins is not None and begins > start:
+                what = (f"snapshot {cp.name} ends at offset {cp.end_offset - 1}" if cp
+                        else "there is no snapshot" if start == 0 else f"offset {start - 1} "
+                        "is the last one before")
+                problems.append(Problem(
+                    "incomplete",
+                    f"the log starts at offset {begins} but {what}: offsets "
+                    f"{start}-{begins - 1} are missing, so the image is incomplete "
+                    "(copy the whole __cluster_metadata-0 directory, snapshots included)",
+                    segments[0].path, start))
+                check.expected = begins
         for i, seg in enumerate(segments):
             later = segments[i + 1] if i + 1 < len(segments) else None
             if later is not None and later.base_offset <= start:
@@ -98,14 +96,15 @@ class LaidOut:
                     problems.append(Problem("empty", f"{os.path.basename(seg.path)}: empty "
                                             "segment (nothing written yet); skipped", seg.path))
                 continue
-            first = _BASE.unpack_from(data, 0)[0] if len(data) >= 8 else None
-            if (first is not None and first != seg.base_offset
-                    and not first_damaged(data, seg.base_offset)):
+            named = seg.base_offset
+            real = misnamed_first(data, named)
+            if real is not None:
                 problems.append(Problem(
                     "misnamed", f"{os.path.basename(seg.path)}: named for offset "
-                    f"{seg.base_offset} but its first batch is at offset {first} (a renamed "
-                    "or misplaced file?)", seg.path, first))
-            status = yield from self._segment(stream, seg.path, seg.base_offset, data, start,
+                    f"{named} but its first batch is at offset {real} (a renamed or "
+                    "misplaced file?); its offsets are read from its batches", seg.path, real))
+                named = real
+            status = yield from self._segment(stream, seg.path, named, data, start,
                                               upto, check, pass_noops, stamp)
             if status == _PASSED or stream._stop:
                 return
@@ -115,6 +114,17 @@ class LaidOut:
                                             f"{os.path.basename(seg.path)} are not applied "
                                             "because of the damage above", seg.path))
                 return
+
+    def _begins(self, seg: Segment) -> int | None:
+        """The offset the log's first segment starts at: its name's, or its first batch's
+        when it is misnamed (:func:`misnamed_first`); None when it cannot be read (the
+        walk says why)."""
+        try:
+            data = self.data(seg.path)
+        except SourceError:
+            return None
+        real = misnamed_first(data, seg.base_offset) if data else None
+        return seg.base_offset if real is None else real
 
     def _stamp(self, path: str) -> tuple[int, int] | None:
         """A file's size and time before it is read (None: not on disk)."""

@@ -263,15 +263,26 @@ def readable(b: Batch) -> bool:
     return True
 
 
-def first_damaged(data: bytes, named: int) -> bool:
-    """Whether the first batch of a segment named for offset ``named`` has a damaged base
-    offset (the batch after it follows on from the name): then the file is not misnamed."""
-    if len(data) < HEADER_SIZE:
-        return False
-    b = parse_header(data, 0)
-    if not MIN_BATCH_LENGTH <= b.length <= MAX_BATCH_LENGTH or b.size > len(data):
-        return False  # no batch after it to tell: the walker says what is wrong
-    return header_damage(Before(named - 1), b, peek(data, b.size)) == "base offset"
+def misnamed_first(data: bytes, named: int) -> int | None:
+    """The offset a segment named for offset ``named`` really starts at, when its first
+    batch says another and that is not damage; None when the name holds (or there is no
+    batch to tell). A misnamed segment (renamed, or joined from another node's files) is
+    read from its batches' own offsets, by ``-d`` and ``-s`` alike, as Kafka reads any
+    file: the name only orders a directory's segments.
+
+    A first base offset that is damaged (the batch after it follows on from the name) does
+    not make a file misnamed."""
+    if len(data) < 8:
+        return None
+    first: int = int.from_bytes(data[:8], "big", signed=True)
+    if first == named:
+        return None
+    if len(data) >= HEADER_SIZE:
+        b = parse_header(data, 0)
+        if (MIN_BATCH_LENGTH <= b.length <= MAX_BATCH_LENGTH and b.size <= len(data)
+                and header_damage(Before(named - 1), b, peek(data, b.size)) == "base offset"):
+            return None
+    return first
 
 
 # ---------------------------------------------------------------- the walk
