@@ -368,13 +368,14 @@ def test_a_principal_without_cluster_action_gets_an_incomplete_verdict(
         assert "Traceback" not in out.stderr
 
 
-def test_a_short_seeded_soak_finds_no_divergence(quorum: KraftCluster) -> None:
+def test_a_short_seeded_soak_finds_no_divergence(quorum: KraftCluster, tmp_path: Path) -> None:
     """The soak (tests/kafka/soak.py; bench/live_soak.py runs hundreds of steps), short:
     seed 60 creates a topic, freezes the leader, alters a config, removes and re-adds a voter
     and kills a node; after each step the followed image equals -d on a copy of the leader's
     directory and the session's quorum equals kafka-metadata-quorum's. Last in the module: it
     leaves the quorum with three voters, stable, but with other leaders and epochs."""
     soak = Soak(quorum, seed=60)
+    soak.keep = tmp_path  # a divergence's directory copy and both trees, to diff
     try:
         soak.run(6, 60.0, print)
     finally:

@@ -207,24 +207,36 @@ class Soak:
     # -- checks ----------------------------------------------------------------------------
 
     def check_voters(self) -> None:
-        """The session's controllers view and quorum against Kafka's tool."""
+        """The session's controllers view and quorum against Kafka's tool. The two ask at
+        different moments, and a voter can change in between (a restarted voter updates its
+        endpoints): what differs is asked again, three times at most, a second apart."""
+        for attempt in range(3):
+            found: list[str] = []
+            self._compare_voters(found)
+            if not found or attempt == 2:
+                self.divergences.extend(found)
+                return
+            time.sleep(1)
+            self.shell.session.poll_source()
+
+    def _compare_voters(self, divergences: list[str]) -> None:
         kafka = self.cluster.quorum_tool("describe", "--status")
         theirs = {k.strip(): v.strip() for k, _, v in
                   (line.partition(":") for line in kafka.splitlines())}
         result = self.shell.run(["quorum"])
         ours_lines = "\n".join(result.lines)
         if result.errors:
-            self.divergences.append("quorum: " + " / ".join(result.errors))
+            divergences.append("quorum: " + " / ".join(result.errors))
         ours = {k.strip(): v.strip() for k, _, v in
                 (line.partition(":") for line in ours_lines.splitlines())}
         for key in ("LeaderId", "LeaderEpoch", "CurrentVoters"):
             if ours.get(key) != theirs.get(key):
-                self.divergences.append(f"quorum {key}: {ours.get(key)} vs {theirs.get(key)}")
+                divergences.append(f"quorum {key}: {ours.get(key)} vs {theirs.get(key)}")
         ids = sorted(int(x.split(",")[0]) for x in theirs["CurrentVoters"].split('"id": ')[1:])
         rows = [r.split() for r in list(self.shell.run(["controllers"]).lines)[1:]]
         voting = sorted(int(r[0]) for r in rows if len(r) > 1 and r[1] == "true")
         if voting != ids:
-            self.divergences.append(f"controllers says voters {voting}, Kafka {ids}")
+            divergences.append(f"controllers says voters {voting}, Kafka {ids}")
 
     def check_image(self, q: QuorumView) -> None:
         deadline = time.monotonic() + 30
@@ -239,18 +251,51 @@ class Soak:
             time.sleep(0.2)
         offset = session.latest.next_offset - 1
         tree = "\n".join(self.shell.run(["tree", "/image"]).lines) + "\n"
-        leader = self.cluster.node(self.stable().leader_id)
         with tempfile.TemporaryDirectory() as tmp:
             copy = Path(tmp) / "__cluster_metadata-0"
+            leader, disk = self._leader_copy(copy, offset)
+            if disk.returncode != 0 or disk.stdout != tree:
+                self.divergences.append(f"image at {offset} differs from -d on node "
+                                        f"{leader.node_id}'s copy")
+                print(_first_difference(tree, disk.stdout + disk.stderr))
+                self._keep(copy, tree, disk.stdout + disk.stderr)
+
+    def _leader_copy(self, copy: Path, offset: int) -> tuple[Node, Any]:
+        """A copy of the leader's directory at ``copy``, and ``-d --at offset tree /image``
+        on it. The leader is the one of the highest epoch any node names: a deposed leader
+        just resumed (SIGCONT) still answers DescribeQuorum as the leader, with its own log
+        that ends before the committed offset, until it hears of the new epoch. So a copy
+        that does not reach ``offset`` is taken again (10 s at most): a true leader holds
+        every committed offset, so one that still does not is a divergence."""
+        for attempt in range(10):
+            leader = self.cluster.node(self._newest_leader())
+            shutil.rmtree(copy, ignore_errors=True)
             # Kafka writes snapshots as .part files and renames them: skip those, and any
             # file deleted while copying (an old segment or snapshot cleaned meanwhile).
             shutil.copytree(leader.metadata_dir, copy, copy_function=_copy_if_there,
                             ignore=shutil.ignore_patterns("*.part", "*.deleted"))
             disk = run_cli("-d", str(copy), "--at", str(offset), "tree", "/image")
-            if disk.returncode != 0 or disk.stdout != tree:
-                self.divergences.append(f"image at {offset} differs from -d on node "
-                                        f"{leader.node_id}'s copy")
-                self._keep(copy, tree, disk.stdout + disk.stderr)
+            if "after the end of the log" not in disk.stderr or attempt == 9:
+                return leader, disk
+            time.sleep(1)
+        raise AssertionError("unreachable")
+
+    def _newest_leader(self) -> int:
+        """The leader of the highest epoch among each controller's own DescribeQuorum."""
+        best: QuorumView | None = None
+        for node in self.cluster.controllers:
+            if node.proc is None:
+                continue
+            client = Client(node.endpoint, ClientConfig())
+            try:
+                q = describe_quorum(client)
+            except LiveError:
+                continue
+            finally:
+                client.close()
+            if q.leader_id >= 0 and (best is None or q.leader_epoch > best.leader_epoch):
+                best = q
+        return best.leader_id if best is not None else self.stable().leader_id
 
     def _keep(self, copy: Path, ours: str, disk: str) -> None:
         """A divergence's evidence: the directory copy and both trees, for a diff later."""
@@ -312,3 +357,13 @@ def _at_metadata_batch(session) -> bool:  # type: ignore[no-untyped-def]
 def _copy_if_there(src: str, dst: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         shutil.copy2(src, dst)
+
+
+def _first_difference(ours: str, disk: str) -> str:
+    """Where the followed image and -d's first differ: a few lines of each, for the log."""
+    a, b = ours.splitlines(), disk.splitlines()
+    i = next((n for n, (x, y) in enumerate(zip(a, b, strict=False))
+              if x != y), min(len(a), len(b)))
+    return (f"       first difference at line {i + 1}:\n       followed: "
+            + " | ".join(a[max(0, i - 2):i + 3]) + "\n       -d:       "
+            + " | ".join(b[max(0, i - 2):i + 3]))
