@@ -434,3 +434,19 @@ async def test_filter_keeps_narrowing_the_list_chosen_when_F_was_pressed() -> No
         await until(pilot, lambda: len(topics.children) == 4, "every topic back")
         await until(pilot, lambda: tree.cursor_node is not None
                     and tree.cursor_node.data == "/image/topics/byName/topic-2", "on topic-2")
+
+
+def test_the_sql_screen_says_what_its_first_wait_is(monkeypatch: Any) -> None:
+    """The first phase of a TUI query names what it waits for: Spark of mdshell's own
+    starting (10-20 s), or the Spark Connect server it connects to (it said 'starting
+    Spark' for both)."""
+    from mdshell.spark.settings import SETTINGS
+    from mdshell.tui.sqlrun import SqlRun
+
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    monkeypatch.setattr(SETTINGS, "master", None)
+    monkeypatch.setattr(SETTINGS, "remote", None)
+    assert SqlRun(None, "select 1").phase.startswith("starting Spark")  # type: ignore[arg-type]
+    monkeypatch.setattr(SETTINGS, "remote", "sc://127.0.0.1:15002")
+    assert SqlRun(None, "select 1").phase == \
+        "connecting to Spark Connect at sc://127.0.0.1:15002"  # type: ignore[arg-type]

@@ -36,6 +36,14 @@ def _spark_modules() -> Any:
     return query
 
 
+def spark_remote() -> str | None:
+    """The Spark Connect server queries go to (``--spark-remote``, ``$SPARK_REMOTE``);
+    None when mdshell starts Spark of its own."""
+    from ..spark.settings import SETTINGS
+
+    return SETTINGS.resolved_remote()
+
+
 def _importable(name: str) -> bool:
     """Whether the module is installed (found, not imported: pandas alone takes a third of
     a second to import, and a query on a Spark Connect server never needs it)."""

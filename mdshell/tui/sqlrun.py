@@ -46,6 +46,15 @@ def wants_table(words: list[str]) -> bool:
             and not any(w.split("=")[0] in ("--csv", "--parquet", "--help") for w in words))
 
 
+def _starting() -> str:
+    """What the first phase is: Spark of our own starting, or a Connect server reached."""
+    from ..commands.sparkcmds import spark_remote  # the one door to mdshell.spark
+
+    remote = spark_remote()
+    return (f"connecting to Spark Connect at {remote}" if remote
+            else "starting Spark (the first query takes 10-20 s)")
+
+
 class SqlRun:
     """One query: ``run`` in a worker thread; ``progress`` and ``cancel`` from the UI."""
 
@@ -55,7 +64,7 @@ class SqlRun:
         self.line = line or f"sql {query}"
         self.started = clock()
         self.group = f"mdshell-tui-sql-{next(_IDS)}"
-        self.phase = "starting Spark (the first query takes 10-20 s)"
+        self.phase = _starting()
         self.cancelled = False
         self._spark: Any = None
         self._q: Any = None  # mdshell.spark.query, once a query runs
