@@ -130,3 +130,26 @@ def test_follow_keeps_reading_and_says_a_change(tmp_path: Path) -> None:
     log.write_bytes(data[:ends[2]])
     assert follow.advance(session)
     assert follow.last is not None and follow.last.reloaded is not None
+
+
+def test_a_reread_that_finds_nothing_new_keeps_the_image(tmp_path: Path) -> None:
+    """``r`` with nothing new on disk keeps the image object, so what was made of it (the
+    TUI's Topics and Brokers tables, a second of CPU at 500k) is not made again; new bytes
+    give a new one, and damage appended without a batch is said about the same image."""
+    d, log, data = _copy(tmp_path)
+    ends = _batch_ends(data)
+    log.write_bytes(data[:ends[-2]])
+    session = Session.open(directory=str(d))
+    first = session.latest.image
+    assert not reread(session).advanced
+    assert session.latest.image is first
+    log.write_bytes(data)
+    _touch_later(log)
+    assert reread(session).advanced
+    second = session.latest.image
+    assert second is not first
+    with open(log, "ab") as f:
+        f.write(b"\xff" * 100)
+    reread(session)
+    assert session.latest.image is second
+    assert "corrupt" in _codes(session)

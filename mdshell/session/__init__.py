@@ -392,6 +392,7 @@ class Session:
         following = latest.next_offset
         controls = list(latest.controls)  # voter changes, leader changes: every view's quorum
         fresh = list(problems)
+        applied = False
         for item in batches:
             loc = item if isinstance(item, Located) else Located(
                 item, self.source.describe(), item.pos, "segment")
@@ -401,12 +402,15 @@ class Session:
                     control_entries(batch, loc.file, controls)
                 else:
                     replayer.apply(batch)
+                    applied = True
             except UNDECODABLE as e:
                 fresh.append(undecodable(loc, e))
                 break
             last = batch.last_offset if last is None else max(last, batch.last_offset)
             following = max(following, batch.last_offset + 1)
-        image = replayer.checkpoint()
+        # Nothing applied (a re-read that found nothing new, control batches only): the
+        # image is the one published last, kept (what was made of it stays valid).
+        image = replayer.checkpoint() if applied else latest.image
         found = [*replayer.builder.problems, *fresh]
         if rejudge:
             kept = [p for p in latest.problems if p.code not in _TAIL]
