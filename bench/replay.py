@@ -11,6 +11,11 @@ Directories (written once by ``mdshell.synth`` into ``--out``, default bench/out
   (``--snapshot-batch-bytes 100000``) and of 8 MiB (Kafka's): memory must not depend on it.
 - ``1M-log``: 1M partitions made by the log from offset 0 (no snapshot; a batch per topic,
   101 records): history marks every 1,000 records all along.
+- ``mixed``: a tail as large as ``tail``'s with every kind of change (issue 33); ``snap-100k``
+  its snapshot alone.
+- ``kafka-1M-small`` / ``kafka-1M-big``: a 1M-partition snapshot written by Kafka's own code
+  (``bench/KafkaSnapshot.java`` on Kafka 4.4.0's jars: needs Java and Maven, as the tests),
+  in batches of at most 100 kB and of 8 MiB: an encoder other than mdshell's.
 
 Each is loaded by ``python -m mdshell -d DIR cat /image/provenance`` in a fresh process (start-up
 included), ``--runs`` times, alternating between the ``--code`` checkouts given (PYTHONPATH;
@@ -60,6 +65,12 @@ DIRS = {
     "snap-100k": [*CLUSTER, "--topics", "1000", "--history-changes", "1", "--snapshot-at",
                   "setup", "--log-from", "snapshot"],
 }
+# Written by Kafka's own code (bench/KafkaSnapshot.java: RecordsSnapshotWriter with Kafka
+# 4.4.0's jars, fetched by Maven as the tests fetch them), not by mdshell's writer: 1M
+# partitions (10,000 topics of 100, 30 brokers) in batches of at most 100 kB and of 8 MiB
+# (Kafka's own size), records at the latest production metadata.version's versions.
+KAFKA_DIRS = {"kafka-1M-small": ["10000", "100", "30", "100000"],
+              "kafka-1M-big": ["10000", "100", "30", str(8 * 1024 * 1024)]}
 
 AT_CODE = """
 import sys, time
@@ -85,8 +96,16 @@ def generate(out: Path, name: str) -> Path:
     target = out / f"replay-{name}"
     if not (target / "__cluster_metadata-0").is_dir():
         print(f"generating {target} ...", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(target),
-                        *DIRS[name]], check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        if name in KAFKA_DIRS:
+            sys.path.insert(0, str(ROOT))
+            from tests.kafka import jars
+
+            subprocess.run([jars.java(), "-Xmx2g", "-cp", jars.classpath(jars.KAFKA_44),
+                            str(ROOT / "bench" / "KafkaSnapshot.java"), str(target),
+                            *KAFKA_DIRS[name]], check=True, stderr=subprocess.DEVNULL)
+        else:
+            subprocess.run([sys.executable, "-m", "mdshell.synth", "--out", str(target),
+                            *DIRS[name]], check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     return target
 
 
@@ -145,7 +164,8 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--code", nargs="*", default=[str(ROOT)],
                    help="checkouts to compare (PYTHONPATH of each run)")
-    p.add_argument("--only", default=",".join(DIRS), help="directories to measure")
+    p.add_argument("--only", default=",".join([*DIRS, *KAFKA_DIRS]),
+                   help="directories to measure")
     p.add_argument("--instructions", action="store_true",
                    help="count the instructions of one load of each (valgrind; ~50x slower)")
     p.add_argument("--views", action="store_true",
