@@ -343,6 +343,16 @@ for _name, _value in {"partition-record-cut": b.partition(1, b.OTHER_ID)[:12],
 
 # ---------------------------------------------------------------- class 7: readers disagree
 
+# A snapshot (header, footer) whose metadata batch is there twice (offsets inside a snapshot
+# may overlap: Kafka 3.7 wrote such): `changes` after a whole load lists what the image
+# keeps of the snapshot's records, which holds one of each partition; a one-shot `changes`
+# lists both copies. They must list the same records.
+_header = b.control_batch(0, 3, {"version": 0, "lastContainedLogTimestamp": 0})
+_body = b.values_batch(1, [b.feature(), b.topic("orders"), b.partition(0), b.partition(1)])
+scenario("7-snapshot-batch-repeated", "7",
+         {b.snapshot_name(5): _header + _body + _body + b.control_batch(5, 4, {"version": 0})},
+         target=b.snapshot_name(5), damaged=False)
+
 # A headers section with a header whose value overruns the record (record length right):
 # replay skips the headers, `records` reads them.
 scenario("7-header-value-overruns", "7",

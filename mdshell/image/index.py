@@ -21,6 +21,10 @@ class SnapshotIndex:
 
     records: list[Entry] = field(default_factory=list)
     batches: list[Batch] = field(default_factory=list)
+    # the records the snapshot's replay applied (decoded ones, and PartitionRecords kept
+    # undecoded): when the image holds fewer partitions than it stored, one was stored
+    # twice (a batch repeated) or dropped, and the image cannot stand for its records
+    applied: int = 0
     _starts: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
     def add_batch(self, batch: Batch, buf: bytes, first: int) -> int:

@@ -92,6 +92,12 @@ def _snapshot_records(base: Image, latest: Loaded, observer: Observer, wants: Wa
     image partition cannot be placed (decoded at load, or from elsewhere)."""
     index = latest.index
     assert index is not None and latest.snapshot is not None
+    # Each record applied is in the index or is a partition of the image, unless one was
+    # stored twice (a batch repeated) or dropped: then its records are not all here.
+    kept = sum(len(t.partitions) for t in base.topics_by_id.values())
+    decoded = sum(1 for e in index.records if e[2] == RecordKind.PARTITION)
+    if len(index.records) - decoded + kept != index.applied:
+        return False
     builder = ImageBuilder(base, observer=observer, wants=wants)
     builder.origin = latest.snapshot.name
     found: list[tuple[int, int, int, int, dict[str, Any], int]] = [

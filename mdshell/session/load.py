@@ -197,6 +197,8 @@ class _Make:
         run.files = list(stream.files)
         # The snapshot's batches use offsets inside the file: the log's are up to its end.
         run.end_offset = cp.end_offset - 1
+        if builder.index is not None:
+            builder.index.applied = builder.records_applied  # the builder began here
         run.index, builder.index = builder.index, None
         run.replayer.every = self._every()
         run.replayer.checkpoint()

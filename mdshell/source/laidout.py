@@ -64,7 +64,10 @@ class LaidOut:
         problems = stream.problems
         check = Continuity(problems, cp.epoch if cp is not None else -1)
         check.expected = start
-        if segments and segments[0].base_offset > start and (upto is None or upto >= start):
+        # The first segment is read when no later one starts at or before ``start``: then the
+        # log begins where it does (its name's offset, or its first batch's if misnamed).
+        if segments and (len(segments) == 1 or segments[1].base_offset > start) and (
+                upto is None or upto >= start):
             begins = self._begins(segments[0])
             if begins is not None and begins > start:
                 what = (f"snapshot {cp.name} ends at offset {cp.end_offset - 1}" if cp
