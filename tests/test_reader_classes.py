@@ -405,6 +405,12 @@ scenario("7-offset-delta-past-the-batch", "7",
 # A TopicRecord cut inside its name: every reader says the same of it.
 scenario("7-value-cut-inside-name", "7",
          {SEG0: GOOD + b.values_batch(3, [b.topic("payments", b.OTHER_ID)[:9]])})
+# A value of two bytes, the frame header's first two, the record's other bytes passed over
+# (a value length cut): Kafka's serde fails (its reader is bounded by the value); the shell
+# read the header on past the value, Spark's reader kept the record raw as unknown.
+_files, _prefix = damaged_segment(b.batch(3, [b.record(b.topic("payments", b.OTHER_ID),
+                                                       valueLength=varint(2))]))
+scenario("7-frame-header-past-value", "7", _files, prefix=_prefix)
 # A PartitionRecord whose body does not decode: `health` must say so before anything else
 # has read the partition.
 scenario("7-health-before-partition-read", "7",

@@ -35,18 +35,28 @@ class Unknown:
     reason: str
 
 
-def peek_frame(buf: bytes, pos: int) -> tuple[int, int, int]:
-    """``(api_key, version, body_pos)`` of a metadata record value at ``pos``."""
-    b0 = buf[pos]
-    if b0 != 1:
-        frame, _ = read_uvarint(buf, pos)
-        raise DecodeError(f"unsupported metadata frame version {frame}")
-    b1 = buf[pos + 1]
-    b2 = buf[pos + 2]
-    if b1 < 0x80 and b2 < 0x80:
-        return b1, b2, pos + 3
-    api_key, p = read_uvarint(buf, pos + 1)
-    version, p = read_uvarint(buf, p)
+class FrameVersion(DecodeError):
+    """A metadata frame version other than 1: a format this mdshell does not know."""
+
+
+def peek_frame(buf: bytes, pos: int, end: int | None = None) -> tuple[int, int, int]:
+    """``(api_key, version, body_pos)`` of a metadata record value ``buf[pos:end]`` (default:
+    to the end of ``buf``). Raises :class:`FrameVersion` for a frame version other than 1,
+    and :class:`DecodeError` for a header that runs past ``end`` or a varint longer than
+    Kafka reads (Kafka's serde fails on both: damage)."""
+    end = len(buf) if end is None else min(end, len(buf))
+    if pos >= end:
+        raise DecodeError("an empty value (no metadata frame header)")
+    if buf[pos] != 1:
+        frame, _ = read_uvarint(buf, pos, end)
+        raise FrameVersion(f"unsupported metadata frame version {frame}")
+    if pos + 2 < end and buf[pos + 1] < 0x80 and buf[pos + 2] < 0x80:
+        return buf[pos + 1], buf[pos + 2], pos + 3
+    try:
+        api_key, p = read_uvarint(buf, pos + 1, end)
+        version, p = read_uvarint(buf, p, end)
+    except DecodeError as e:
+        raise DecodeError(f"the value's metadata frame header does not read ({e})") from None
     return api_key, version, p
 
 
@@ -60,11 +70,12 @@ PARTITION_PREFIX_SIZE = _PARTITION_PREFIX.size
 def decode_metadata(buf: bytes, pos: int, end: int) -> tuple[int, int, dict[str, Any] | Unknown]:
     """Decode one metadata record value occupying ``buf[pos:end]``: a dict, or
     :class:`Unknown` for a frame, type or version this mdshell does not know (newer Kafka).
-    Raises :class:`DecodeError` when the type and version are known but the bytes are not
-    such a record (damage: the caller refuses the batch)."""
+    Raises :class:`DecodeError` when the frame header does not read inside the value, or
+    the type and version are known but the bytes are not such a record (damage: the caller
+    refuses the batch)."""
     try:
-        api_key, version, body = peek_frame(buf, pos)
-    except (DecodeError, IndexError) as e:
+        api_key, version, body = peek_frame(buf, pos, end)
+    except FrameVersion as e:
         return -1, -1, Unknown(-1, -1, bytes(buf[pos:end]), f"bad record frame: {e}")
     msg = METADATA.get(api_key)
     if msg is None or not msg.valid.contains(version):

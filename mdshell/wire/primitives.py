@@ -17,11 +17,12 @@ class DecodeError(ValueError):
 ZERO_UUID = bytes(16)
 
 
-def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Unsigned LEB128 varint (Kafka's ``UNSIGNED_VARINT``): at most 5 bytes, as Kafka's
-    ``ByteUtils.readUnsignedVarint`` reads it (a longer one is refused)."""
+def read_uvarint(buf: bytes, pos: int, end: int | None = None) -> tuple[int, int]:
+    """Unsigned LEB128 varint (Kafka's ``UNSIGNED_VARINT``) inside ``buf[pos:end]`` (default:
+    to the end of ``buf``): at most 5 bytes, as Kafka's ``ByteUtils.readUnsignedVarint``
+    reads it (a longer one is refused)."""
     result = 0
-    end = len(buf)
+    end = len(buf) if end is None else min(end, len(buf))
     for shift in (0, 7, 14, 21, 28):
         if pos >= end:
             raise DecodeError("truncated varint")
