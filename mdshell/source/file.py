@@ -12,6 +12,7 @@ from .base import BatchStream, Located, Source, count, file_read, stamp_of
 from .continuity import Continuity
 from .identity import check_metadata_log
 from .info import LogInfo
+from .laidout import read_segment
 from .layout import Checkpoint
 from .walker import Skip, iter_batches, misnamed_first, read_bytes
 
@@ -64,43 +65,53 @@ class FileSource(Source):
                    snapshot: Checkpoint | None = None, *,
                    pass_noops: bool = False) -> BatchStream:
         stream = BatchStream()
-        stream.batches = self._walk(stream, start, upto)
+        stream.batches = self._walk(stream, start, upto, pass_noops)
         return stream
 
-    def _walk(self, stream: BatchStream, start: int, upto: int | None) -> Iterator[Located]:
+    def _walk(self, stream: BatchStream, start: int, upto: int | None,
+              pass_noops: bool = False) -> Iterator[Located]:
+        if self.dense:
+            yield from self._segment(stream, start, upto, pass_noops)
+            return
+        # A snapshot's offsets are offsets inside the file (Kafka 3.7 could write them
+        # overlapping): no continuity, the walker's damage rules only.
         read = file_read(self.path, "file", self._data, self._stamp)
         stream.files.append(read)
         damage: list[Problem] = []
-        # A segment's offsets follow on from its name, as in a directory (a file whose first
-        # batch is elsewhere, not by damage, is misnamed: said, and read from its batches); a
-        # snapshot's are offsets inside the file (Kafka 3.7 could write them overlapping).
-        check = Continuity(stream.problems, -1) if self.dense else None
-        first = self.first
-        if check is not None:
-            check.expected = first
-            real = misnamed_first(self._data, first) if first is not None else None
-            if real is not None:
-                check.expected = None
-                add(stream.problems, Problem(
-                    "misnamed", f"{os.path.basename(self.path)}: named for offset "
-                    f"{first} but its first batch is at offset {real} (a renamed or "
-                    "joined file?); its offsets are read from its batches", self.path, real))
-                first = real
-        for batch in iter_batches(self.path, self._data, damage, first=first,
-                                  dense=self.dense,
-                                  on_skip=self._skipped(stream.problems, check)):
+        for batch in iter_batches(self.path, self._data, damage,
+                                  on_skip=self._skipped(stream.problems, None)):
             if upto is not None and batch.base_offset > upto:
                 return
             count(read, batch)
             stream.end_offset = batch.last_offset
-            if check is not None and not check.follows(batch, self.path):
-                continue
             if batch.last_offset < start:
                 continue
             yield Located(batch, self.path, batch.pos, "file")
             if stream._stop or stream._stop_file:
                 return
         stream.problems.extend(damage)
+
+    def _segment(self, stream: BatchStream, start: int, upto: int | None,
+                 pass_noops: bool) -> Iterator[Located]:
+        """A log segment alone, read as a directory reads each of its segments
+        (:func:`.laidout.read_segment`: the fast walk of clean stretches, the walker's rules
+        elsewhere). Its offsets follow on from its name; a file whose first batch is
+        elsewhere, not by damage, is misnamed (said), and one whose name gives no offset,
+        is read from its batches' offsets."""
+        check = Continuity(stream.problems, -1)
+        first = check.expected = self.first
+        real = misnamed_first(self._data, first) if first is not None else None
+        if real is not None:
+            add(stream.problems, Problem(
+                "misnamed", f"{os.path.basename(self.path)}: named for offset "
+                f"{first} but its first batch is at offset {real} (a renamed or "
+                "joined file?); its offsets are read from its batches", self.path, real))
+        if first is None or real is not None:
+            check.expected = None
+            first = int.from_bytes(self._data[:8], "big", signed=True) \
+                if len(self._data) >= 8 else 0
+        yield from read_segment(stream, self.path, first, self._data, start, upto, check,
+                                pass_noops, self._stamp, role="file")
 
     @staticmethod
     def _skipped(problems: list[Problem],

@@ -107,7 +107,7 @@ class LaidOut:
                     f"{named} but its first batch is at offset {real} (a renamed or "
                     "misplaced file?); its offsets are read from its batches", seg.path, real))
                 named = real
-            status = yield from self._segment(stream, seg.path, named, data, start,
+            status = yield from read_segment(stream, seg.path, named, data, start,
                                               upto, check, pass_noops, stamp)
             if status == _PASSED or stream._stop:
                 return
@@ -132,67 +132,6 @@ class LaidOut:
     def _stamp(self, path: str) -> tuple[int, int] | None:
         """A file's size and time before it is read (None: not on disk)."""
         return None if self.layout.virtual else stamp_of(path)
-
-    def _segment(self, stream: BatchStream, path: str, named: int, data: bytes, start: int,
-                 upto: int | None, check: Continuity, pass_noops: bool = False,
-                 stamp: tuple[int, int] | None = None) -> Generator[Located, None, str]:
-        read = file_read(path, "segment", data, stamp)
-        stream.files.append(read)
-        pos, after, epoch = 0, None, check.last_epoch
-        if start > 0:
-            pos, controls, after, skipped_epoch = skip_to(data, start, named)
-            epoch = skipped_epoch if skipped_epoch is not None else epoch
-            stream.below.extend(Located(parse_header(data, p), path, p, "segment")
-                                for p in controls)
-        stream._stop_file = False
-        # Clean stretches by the fast walk, the rest by the walker. Stretches grow from a
-        # few hundred batches: time travel replays a thousand records or so from a mark.
-        most = cleanwalk.FIRST
-        while pos < len(data):
-            fast = _Fast.of(data, pos, named if after is None else after + 1, epoch, check,
-                            start, upto, pass_noops, min(most, cleanwalk.CHUNK))
-            if fast is None:
-                break
-            status = yield from fast.batches(stream, read, path, data, check)
-            if status != _DONE:
-                return status
-            pos, after, epoch = fast.end, fast.last, check.last_epoch
-            most *= 4
-        else:
-            if pos > 0:
-                return _DONE
-        damage: list[Problem] = []
-
-        def skipped(s: Skip) -> None:
-            """A batch with a damaged header: said when it holds offsets the stream
-            covers; its offsets count as read either way."""
-            if s.last >= start and (upto is None or s.first <= upto):
-                add(stream.problems, s.problem)
-            check.passed(s.first, s.last)
-            if stream.end_offset is None or s.last > stream.end_offset:
-                stream.end_offset = s.last
-
-        for batch in iter_batches(path, data, damage, start=pos, after=after, epoch=epoch,
-                                  first=named, dense=True, on_skip=skipped):
-            if upto is not None and batch.base_offset > upto:
-                return _PASSED
-            last = read.last_offset = stream.end_offset = batch.last_offset  # count(), inline
-            read.batches += 1
-            if read.first_offset is None:
-                read.first_offset = batch.base_offset
-            if last < start:
-                if batch.is_control:  # below the start, walked when the skip gave up
-                    stream.below.append(Located(batch, path, batch.pos, "segment"))
-                continue
-            if not check.follows(batch, path):
-                continue
-            yield Located(batch, path, batch.pos, "segment")
-            if stream._stop_file:
-                return _DAMAGED
-            if stream._stop:
-                return _PASSED
-        stream.problems.extend(damage)
-        return _DAMAGED if damage else _DONE
 
     def offset_range(self, scanned: list[SegmentInfo] | None = None,
                      ) -> tuple[int | None, int | None]:
@@ -255,6 +194,76 @@ class LaidOut:
         return info
 
 
+def read_segment(stream: BatchStream, path: str, named: int, data: bytes, start: int,
+                 upto: int | None, check: Continuity, pass_noops: bool = False,
+                 stamp: tuple[int, int] | None = None, role: str = "segment",
+                 ) -> Generator[Located, None, str]:
+    """The batches of one log segment (``data``, the bytes of ``path``, whose first batch
+    should be at offset ``named``) from offset ``start`` up to ``upto``, judged by ``check``
+    (the log's continuity) and the walker's damage rules: clean stretches by the fast walk,
+    the rest by the walker. Returns how it ended (done, passed ``upto``, damaged). A
+    directory reads each of its segments so; ``-s`` reads one segment alone so (``role``
+    "file")."""
+    read = file_read(path, role, data, stamp)
+    stream.files.append(read)
+    pos, after, epoch = 0, None, check.last_epoch
+    if start > 0:
+        pos, controls, after, skipped_epoch = skip_to(data, start, named)
+        epoch = skipped_epoch if skipped_epoch is not None else epoch
+        stream.below.extend(Located(parse_header(data, p), path, p, role)
+                            for p in controls)
+    stream._stop_file = False
+    # Clean stretches by the fast walk, the rest by the walker. Stretches grow from a
+    # few hundred batches: time travel replays a thousand records or so from a mark.
+    most = cleanwalk.FIRST
+    while pos < len(data):
+        fast = _Fast.of(data, pos, named if after is None else after + 1, epoch, check,
+                        start, upto, pass_noops, min(most, cleanwalk.CHUNK))
+        if fast is None:
+            break
+        status = yield from fast.batches(stream, read, path, data, check, role)
+        if status != _DONE:
+            return status
+        pos, after, epoch = fast.end, fast.last, check.last_epoch
+        most *= 4
+    else:
+        if pos > 0:
+            return _DONE
+    damage: list[Problem] = []
+
+    def skipped(s: Skip) -> None:
+        """A batch with a damaged header: said when it holds offsets the stream
+        covers; its offsets count as read either way."""
+        if s.last >= start and (upto is None or s.first <= upto):
+            add(stream.problems, s.problem)
+        check.passed(s.first, s.last)
+        if stream.end_offset is None or s.last > stream.end_offset:
+            stream.end_offset = s.last
+
+    for batch in iter_batches(path, data, damage, start=pos, after=after, epoch=epoch,
+                              first=named, dense=True, on_skip=skipped):
+        if upto is not None and batch.base_offset > upto:
+            return _PASSED
+        last = read.last_offset = stream.end_offset = batch.last_offset  # count(), inline
+        read.batches += 1
+        if read.first_offset is None:
+            read.first_offset = batch.base_offset
+        if last < start:
+            if batch.is_control:  # below the start, walked when the skip gave up
+                stream.below.append(Located(batch, path, batch.pos, role))
+            continue
+        if not check.follows(batch, path):
+            continue
+        yield Located(batch, path, batch.pos, role)
+        if stream._stop_file:
+            return _DAMAGED
+        if stream._stop:
+            return _PASSED
+    stream.problems.extend(damage)
+    return _DAMAGED if damage else _DONE
+
+
+
 _DONE, _PASSED, _DAMAGED = "done", "passed upto", "damaged"
 
 
@@ -289,13 +298,13 @@ class _Fast:
         return h.base[-1] + h.last_delta[-1]
 
     def batches(self, stream: BatchStream, read: FileRead, path: str, data: bytes,
-                check: Continuity) -> Generator[Located, None, str]:
+                check: Continuity, role: str = "segment") -> Generator[Located, None, str]:
         h = self.heads
         if self.read and read.first_offset is None:
             read.first_offset = h.base[0]
         counted = read.batches
         if stream.stretches and self.plan:
-            return (yield from self._whole(stream, read, path, data, check, counted))
+            return (yield from self._whole(stream, read, path, data, check, counted, role))
         before = -1
         starts, base, epoch, max_ts = h.starts, h.base, h.epoch, h.max_ts
         for i in self.plan:
@@ -303,7 +312,7 @@ class _Fast:
             read.batches = counted + i + 1
             read.last_offset = stream.end_offset = batch.last_offset
             # cleanwalk.quiet, inline: the one-NoOp batches passed over before this one
-            yield Located(batch, path, batch.pos, "segment", None if i - before < 2 else
+            yield Located(batch, path, batch.pos, role, None if i - before < 2 else
                           (i - before - 1, base[i - 1], epoch[i - 1], max_ts[i - 1]))
             if stream._stop_file:
                 return _DAMAGED
@@ -322,12 +331,13 @@ class _Fast:
         return _PASSED if self.read < len(h) else _DONE
 
     def _whole(self, stream: BatchStream, read: FileRead, path: str, data: bytes,
-               check: Continuity, counted: int) -> Generator[Located, None, str]:
+               check: Continuity, counted: int, role: str = "segment",
+               ) -> Generator[Located, None, str]:
         """The stretch as one :class:`Stretch`; then what the reader took of it is counted
         as read, as :meth:`batches` counts each batch it hands out."""
         h, plan = self.heads, self.plan
         batch = parse_header(data, h.starts[plan[-1]])
-        stretch = Stretch(batch, path, batch.pos, "segment", None, data, h, plan)
+        stretch = Stretch(batch, path, batch.pos, role, None, data, h, plan)
         yield stretch
         if stretch.taken:
             i = plan[stretch.taken - 1]
