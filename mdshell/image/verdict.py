@@ -29,7 +29,7 @@ TIME_TRAVEL, LIVE_STALE = "TIME TRAVEL", "LIVE STALE"
 _NOT_HELD = "a record naming what the image does not hold"
 CAUSES = {
     "crc": "a CRC mismatch", "truncated": "a file cut short",
-    "corrupt": "records that do not decode", "unreadable": "a file that cannot be read",
+    "corrupt": "a batch that cannot be read", "unreadable": "a file that cannot be read",
     "stopped": "segments not applied after damage", "gap": "offsets missing",
     "epoch": "a leader epoch going backwards", "overlap": "batches repeating offsets",
     "unknown-record": "an unknown record type or version (not applied)",
