@@ -4,7 +4,8 @@ bytes are: a directory on disk (``-d``) or what live mode fetched (``-q``).
 The log is checked as it is read: offsets must follow on from batch to batch and segment to
 segment, leader epochs must not go down, and damage stops the stream (later segments are not
 applied: the image would skip records). Every break is a :class:`Problem` naming the file and
-the offsets.
+the offsets. :func:`read_segment` reads one segment so; ``-s`` reads its one segment with it
+too.
 """
 
 from __future__ import annotations
