@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cputime import Snapshot, tree
+from cputime import Snapshot, group_cpu, tree
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = "select leader, count(*) as n from partitions group by leader order by leader"
@@ -126,22 +126,8 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _group_cpu(pgid: int | None) -> float:
-    """CPU seconds of the live processes of a process group (the server: JVM, workers)."""
-    if pgid is None:
-        return 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:
-            total += sum(int(x) for x in fields[11:15]) / tick
-    return total
+    """CPU seconds of the server's process group (its JVM, workers); 0 without one."""
+    return 0.0 if pgid is None else group_cpu(pgid)
 
 
 def one_shot(cmd: list[str], env: dict[str, str], cwd: Path,

@@ -8,11 +8,11 @@ import os
 Snapshot = dict[int, float]
 
 
-def tree() -> Snapshot:
-    """CPU seconds (user + system, children waited for included) of this process and of every
-    live descendant (the JVM and its Python worker daemon), per process id."""
+def processes() -> dict[int, tuple[int, int, float]]:
+    """Every live process: its parent, its process group and its CPU seconds (user + system,
+    children waited for included), by process id."""
     tick = os.sysconf("SC_CLK_TCK")
-    stats: dict[int, tuple[int, int]] = {}
+    out: dict[int, tuple[int, int, float]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -21,14 +21,27 @@ def tree() -> Snapshot:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        stats[int(name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+        out[int(name)] = (int(fields[1]), int(fields[2]),
+                          sum(int(x) for x in fields[11:15]) / tick)
+    return out
+
+
+def group_cpu(pgid: int) -> float:
+    """CPU seconds of the live processes of a process group (a server: its JVM, workers)."""
+    return sum(cpu for _, group, cpu in processes().values() if group == pgid)
+
+
+def tree() -> Snapshot:
+    """CPU seconds (user + system, children waited for included) of this process and of every
+    live descendant (the JVM and its Python worker daemon), per process id."""
+    stats = {pid: (ppid, cpu) for pid, (ppid, _, cpu) in processes().items()}
     out: Snapshot = {}
     todo = [os.getpid()]
     while todo:
         pid = todo.pop()
         if pid in out:
             continue
-        out[pid] = stats.get(pid, (0, 0))[1] / tick
+        out[pid] = stats.get(pid, (0, 0.0))[1]
         todo += [p for p, (ppid, _) in stats.items() if ppid == pid]
     return out
 

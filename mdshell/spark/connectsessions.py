@@ -49,6 +49,7 @@ from . import tables
 from .catalog import CATALOG
 from .compat import INTERPRETED, arrow_without_pandas
 from .connectclient import ConnectClient, ConnectError, ConnectURL
+from .errorline import worker_exception
 
 # Session settings of mdshell's own: "mdshell.table.NAME" (the session holds that table: its
 # rows and its reading's warnings, JSON), "mdshell.image" (the session's settings were made:
@@ -479,13 +480,7 @@ def _arrow(streams: list[bytes]) -> pa.Table:
 
 def _line(e: ConnectError) -> str:
     """Spark's message in one line (a Python worker's traceback: its last exception)."""
-    text = str(e).strip()
-    if "Traceback (most recent call last)" in text:
-        raised = [ln.strip() for ln in text.splitlines()
-                  if re.match(r"^\s*[\w.]+(Error|Exception)\b", ln)]
-        if raised:
-            return raised[-1]
-    return e.line
+    return worker_exception(str(e).strip()) or e.line
 
 
 def _unique(items: Any) -> list[str]:

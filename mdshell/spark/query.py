@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ..problems import CommandError
 from . import tables
+from .errorline import worker_exception
 from .session import get_session, remote
 
 if TYPE_CHECKING:
@@ -106,11 +107,9 @@ def error_line(e: BaseException) -> str:
     """Spark's message in one line: the first line of an analysis or parse error, the last
     exception line of a Python worker's traceback."""
     text = str(e).strip()
-    if "Traceback (most recent call last)" in text:
-        raised = [ln.strip() for ln in text.splitlines()
-                  if re.match(r"^\s*[\w.]+(Error|Exception)\b", ln)]
-        if raised:
-            return raised[-1]
+    raised = worker_exception(text)
+    if raised:
+        return raised
     for line in text.splitlines():
         if line.strip():
             return line.strip()
