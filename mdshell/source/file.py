@@ -14,7 +14,7 @@ from .identity import check_metadata_log
 from .info import LogInfo
 from .laidout import read_segment
 from .layout import Checkpoint
-from .walker import Skip, iter_batches, misnamed_first, read_bytes
+from .walker import Skip, iter_batches, misnamed, misnamed_first, read_bytes
 
 _PRODUCER_SNAPSHOT = re.compile(r"^\d{20}\.snapshot$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
@@ -99,15 +99,13 @@ class FileSource(Source):
         elsewhere, not by damage, is misnamed (said), and one whose name gives no offset,
         is read from its batches' offsets."""
         check = Continuity(stream.problems, -1)
-        first = check.expected = self.first
-        real = misnamed_first(self._data, first) if first is not None else None
-        if real is not None:
-            add(stream.problems, Problem(
-                "misnamed", f"{os.path.basename(self.path)}: named for offset "
-                f"{first} but its first batch is at offset {real} (a renamed or "
-                "joined file?); its offsets are read from its batches", self.path, real))
-        if first is None or real is not None:
-            check.expected = None
+        named = self.first
+        real = misnamed_first(self._data, named) if named is not None else None
+        if named is not None and real is None:
+            first = check.expected = named
+        else:  # misnamed, or a name that gives no offset: the first batch's
+            if named is not None and real is not None:
+                add(stream.problems, misnamed(self.path, named, real))
             first = int.from_bytes(self._data[:8], "big", signed=True) \
                 if len(self._data) >= 8 else 0
         yield from read_segment(stream, self.path, first, self._data, start, upto, check,

@@ -20,7 +20,7 @@ from .base import BatchStream, FileRead, Located, Stretch, count, file_read, sta
 from .continuity import Continuity
 from .info import LogInfo, SegmentInfo, SnapshotInfo
 from .layout import Checkpoint, Layout, Segment
-from .walker import Skip, iter_batches, misnamed_first, skip_to
+from .walker import Skip, iter_batches, misnamed, misnamed_first, skip_to
 
 
 class LaidOut:
@@ -103,10 +103,7 @@ class LaidOut:
             named = seg.base_offset
             real = misnamed_first(data, named)
             if real is not None:
-                problems.append(Problem(
-                    "misnamed", f"{os.path.basename(seg.path)}: named for offset "
-                    f"{named} but its first batch is at offset {real} (a renamed or "
-                    "misplaced file?); its offsets are read from its batches", seg.path, real))
+                problems.append(misnamed(seg.path, named, real))
                 named = real
             status = yield from read_segment(stream, seg.path, named, data, start,
                                               upto, check, pass_noops, stamp)

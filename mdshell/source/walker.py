@@ -285,6 +285,14 @@ def misnamed_first(data: bytes, named: int) -> int | None:
     return first
 
 
+def misnamed(path: str, named: int, real: int) -> Problem:
+    """The notice for a segment named for ``named`` whose batches start at ``real``
+    (:func:`misnamed_first`)."""
+    return Problem("misnamed", f"{os.path.basename(path)}: named for offset {named} but its "
+                   f"first batch is at offset {real} (a renamed, misplaced or joined file?); "
+                   "its offsets are read from its batches", path, real)
+
+
 # ---------------------------------------------------------------- the walk
 
 
