@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import random
+from array import array
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,75 @@ def test_crc32c_as_the_package_computes_it() -> None:
             assert _cwalk.crc32c(data, start, end) == crc32c(data[start:end])
     with pytest.raises(ValueError):
         _cwalk.crc32c(b"abc", 2, 5)
+
+
+def _noops_agree(data: bytes, h: cleanwalk.Heads, n: int) -> list[int]:
+    got = cleanwalk.noops(data, h, n)
+    assert got == sorted(cleanwalk.noops_python(data, h, n)), n
+    return got
+
+
+@compiled
+def test_one_noop_batches_found_as_python_finds_them() -> None:
+    """The compiled ``noop_batches`` against cleanwalk's Python on every file, on damaged
+    copies, and on header columns that point anywhere in random bytes holding NoOp-like
+    records (a long frame header, another key, a record that does not frame)."""
+    found = 0
+    for f in _files():
+        data = f.read_bytes()
+        h = _outcome(cleanwalk.scan, data, 0, -1)
+        if h != "unclean":
+            found += len(_noops_agree(data, h, len(h)))
+            _noops_agree(data, h, len(h) // 2)
+    assert found > (10_000 if corpus_dirs() else 50), found
+    rng = random.Random(23)
+    noop = bytes.fromhex("1400000001080114000000")  # a NoOpRecord v0, framed
+    hits = 0
+    for _ in range(3000):
+        data = bytearray(rng.randbytes(rng.randrange(80, 400)))
+        placed = []
+        for _put in range(rng.randrange(4)):  # a NoOp record, perhaps altered, somewhere
+            rec = bytearray(noop)
+            if rng.random() < 0.5:
+                rec[rng.randrange(len(rec))] = rng.choice((0, 1, 0x14, 0x7F, 0x80, 0xFF))
+            at = rng.randrange(61, len(data) - len(rec))
+            data[at:at + len(rec)] = rec
+            placed.append(at - 61)
+        n = rng.randrange(1, 12)
+        starts = [rng.choice(placed) if placed and rng.random() < 0.7 else
+                  max(0, rng.randrange(len(data) + 40) - 61) for _ in range(n)]
+        h = cleanwalk.Heads(
+            starts=array("q", starts), base=array("q", [0] * n),
+            length=array("i", [rng.choice((49, 60, 61, 72, 73, 74, 1000, -3)) for _ in starts]),
+            epoch=array("i", [0] * n), crc=array("I", [0] * n),
+            attrs=array("h", [rng.choice((0, 0, 0x10, 1, 0x20)) for _ in starts]),
+            last_delta=array("i", [rng.choice((0, 0, 1)) for _ in starts]),
+            base_ts=array("q", [0] * n), max_ts=array("q", [0] * n),
+            count=array("i", [rng.choice((1, 1, 0, 2)) for _ in starts]), magic=b"\2" * n)
+        hits += len(_noops_agree(bytes(data), h, n))
+    assert hits > 20, hits
+
+
+@compiled
+def test_column_bounds_and_order_as_python_computes_them() -> None:
+    """``bounds`` and ``ascending`` (the checks of a stretch's header columns) against
+    min, max and the pairwise comparison, on columns of each width, extremes included;
+    what they do not take (unsigned, bytes, empty) is left to Python (None)."""
+    assert _cwalk is not None
+    rng = random.Random(29)
+    for code, bits in (("h", 16), ("i", 32), ("q", 64)):
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        for _ in range(300):
+            n = rng.choice((1, 2, 3, 17, 200))
+            pool = (lo, hi, 0, -1, 1, rng.randint(lo, hi))
+            items = sorted(rng.choice(pool) for _ in range(n)) if rng.random() < 0.4 else \
+                [rng.choice(pool) if rng.random() < 0.5 else rng.randint(lo, hi)
+                 for _ in range(n)]
+            column = array(code, items)
+            assert _cwalk.bounds(column) == (min(items), max(items))
+            assert cleanwalk.bounds(column) == (min(items), max(items))
+            want = all(a <= b for a, b in pairwise(items))
+            assert _cwalk.ascending(column) is want is cleanwalk.ascending(column)
+    assert _cwalk.bounds(array("q")) is None
+    assert _cwalk.bounds(array("I", [1])) is None and _cwalk.ascending(b"\1\0") is None
+    assert _cwalk.ascending(array("i")) is True

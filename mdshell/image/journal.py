@@ -19,7 +19,6 @@ from typing import Any
 from . import model as m
 
 TOMB: Any = object()  # a key removed since the mark
-_ABSENT: Any = object()
 
 # Image maps whose values replay may change in place while it owns them (a broker's
 # registration, the inner dicts of configs and quotas): frozen at a mark.
@@ -39,7 +38,7 @@ class MapLog:
 
     def put(self, key: Any, value: Any) -> None:
         values = self.values
-        if values.get(key, _ABSENT) is TOMB:
+        if values.get(key) is TOMB:
             del values[key]  # set again after a removal: at the end of the map now
         values[key] = value
 

@@ -48,7 +48,9 @@ Observer = Callable[["ImageBuilder", int, int, dict[str, Any], int], None]
 Wants = Callable[["ImageBuilder", bytes, int], bool]
 # Picks the records of a batch to apply: (buffer, framed records) as metadata_ranges.
 Sieve = Callable[[Batch], "tuple[bytes, list[tuple[int, int, int, int, int, int]]]"]
-Pending = tuple[int, int, "dict[str, Any] | m.LazyPartition", int]
+# A record of a metadata transaction, applied at its end: as decoded (offset, key, version,
+# value, value position), a PartitionRecord's observed value decoded.
+Pending = Decoded
 
 
 def _shallow(img: m.Image) -> m.Image:
@@ -130,9 +132,14 @@ class ImageBuilder:
 
     def put(self, name: str, key: Any, value: Any) -> None:
         """``image.<name>[key] = value``, copied first if shared, and journaled."""
-        self.writable(name)[key] = value
-        if self.journal is not None:
-            self.journal.log(name).put(key, value)
+        d = getattr(self.image, name)
+        if id(d) not in self._owned:
+            d = self.writable(name)
+        d[key] = value
+        journal = self.journal
+        if journal is not None:
+            log = journal.maps.get(name)
+            (journal.log(name) if log is None else log).put(key, value)
 
     def drop(self, name: str, key: Any) -> Any:
         """Remove ``image.<name>[key]`` (journaled); its value, None when there was none."""
@@ -266,7 +273,7 @@ class ImageBuilder:
                             self.wants is None or self.wants(self, *_topic_partition(value))):
                         self._dispatch(key, ver, m.record_of(value), off)
                     elif self.txn is not None:
-                        self.txn.append((key, ver, value, off))
+                        self.txn.append(decoded[i])
                     else:
                         self._put_lazy_partition(value, off)
                 elif kind is dict:
@@ -348,11 +355,14 @@ class ImageBuilder:
                            "BeginTransactionRecord; ignored", off)
                 return
             pending, self.txn = self.txn, None
-            for k, v, val, o in pending:
-                if isinstance(val, tuple):
-                    self._put_lazy_partition(val, o)
+            i, n = 0, len(pending)
+            while i < n:
+                o, k, v, val, _vpos = pending[i]
+                if type(val) is tuple:  # a run of undecoded PartitionRecords (a new topic's)
+                    i = self._put_partitions(pending, i)
                 else:
                     self._apply(k, v, val, o)
+                    i += 1
             return
         if key == K.ABORT_TRANSACTION:
             if self.txn is None:
@@ -361,7 +371,7 @@ class ImageBuilder:
             self.txn = None
             return
         if self.txn is not None:
-            self.txn.append((key, ver, value, off))
+            self.txn.append((off, key, ver, value, self._pos))
         else:
             self._apply(key, ver, value, off)
 
@@ -486,9 +496,12 @@ def _unfence(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _broker_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    reg = _broker_for(b, d["brokerId"], d["brokerEpoch"], "BrokerRegistrationChangeRecord", off)
-    if reg is None:
-        return
+    bid, epoch = d["brokerId"], d["brokerEpoch"]
+    reg = b.image.brokers.get(bid)
+    if reg is None or reg.epoch != epoch or id(reg) not in b._owned:  # b.broker() inline
+        reg = _broker_for(b, bid, epoch, "BrokerRegistrationChangeRecord", off)
+        if reg is None:
+            return
     fenced, shutdown = d["fenced"], d["inControlledShutdown"]
     if fenced not in (-1, 0, 1) or shutdown not in (0, 1):
         # Kafka refuses the whole record when a value is unknown: so do we.
@@ -598,7 +611,7 @@ def _clear_elr(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     for topic in topics:
         writable: m.Topic | None = None
         for pid in list(topic.partitions):
-            p = topic.partition(pid)
+            p = topic.shared(pid)  # read only: a record's bytes decoded once for all
             if p is not None and (p.elr or p.last_known_elr):
                 writable = writable or b.topic(topic.id)
                 if writable is not None:
@@ -619,16 +632,20 @@ def _remove_topic(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 def _config(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     resource = (d["resourceType"], d["resourceName"])
-    if d["value"] is None:
+    value = d["value"]
+    if value is None:
         values = b.inner("configs", resource)
         if values is not None:
             values.pop(d["name"], None)
             if not values:
                 b.drop("configs", resource)
         return
-    values = b.inner("configs", resource, create=True)
-    assert values is not None
-    values[d["name"]] = d["value"]
+    configs, owned = b.image.configs, b._owned
+    values = configs.get(resource) if id(configs) in owned else None
+    if values is None or id(values) not in owned:  # b.inner() inline when both are writable
+        values = b.inner("configs", resource, create=True)
+        assert values is not None
+    values[d["name"]] = value
 
 
 def _feature_level(b: ImageBuilder, d: dict[str, Any], off: int) -> None:

@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from itertools import compress, pairwise, repeat
 from operator import add, le, ne
 
-from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, noop_section, parse_header
+from ..wire.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    NO_OP_KEY,
+    noop_section,
+    parse_header,
+)
 from ..wire.crc import crc32c
 from ..wire.framing import INT64_MAX
 from ..wire.native import piece
@@ -216,16 +223,38 @@ class Follows:
     bound: int | None = None
 
 
+def bounds(column: array[int]) -> tuple[int, int]:
+    """``(min(column), max(column))`` of a column that is not empty, in one compiled pass
+    when built (a stretch's columns are read so several times)."""
+    if _cwalk is not None:
+        got: tuple[int, int] | None = _cwalk.bounds(column)
+        if got is not None:
+            return got
+    return min(column), max(column)
+
+
+def ascending(column: array[int]) -> bool:
+    """Whether no item of ``column`` is less than the one before."""
+    if _cwalk is not None:
+        got: bool | None = _cwalk.ascending(column)
+        if got is not None:
+            return got
+    return all(map(le, column, column[1:]))
+
+
 def check_frames(data: bytes, h: Heads, upto: int = -1, crc: CrcCheck = crcs_right) -> None:
     """Raise :class:`Unclean` unless every batch (the first ``upto``; -1: all) has magic 2,
     a length the walker accepts, offsets in the 64-bit range (``walker.in_range``) and a
     right CRC."""
     n = len(h) if upto < 0 else upto
-    if h.magic.count(2) != len(h) or max(h.length, default=0) > MAX_BATCH_LENGTH:
+    if not len(h):
+        return
+    if h.magic.count(2) != len(h) or bounds(h.length)[1] > MAX_BATCH_LENGTH:
         raise Unclean
-    if len(h) and (min(h.base) < 0 or min(h.last_delta) < 0 or min(h.count) < 0
-                   or (max(h.base) + max(h.last_delta) > INT64_MAX  # a bound, then exactly
-                       and max(map(add, h.base, h.last_delta)) > INT64_MAX)):
+    (low_base, high_base), (low_delta, high_delta) = bounds(h.base), bounds(h.last_delta)
+    if (low_base < 0 or low_delta < 0 or bounds(h.count)[0] < 0
+            or (high_base + high_delta > INT64_MAX  # a bound, then exactly
+                and max(map(add, h.base, h.last_delta)) > INT64_MAX)):
         raise Unclean  # the walker says what is out of range
     if h.good >= 0:
         if h.good < n:
@@ -259,7 +288,7 @@ def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCh
     if not (h.follows == n if h.follows >= 0 else follow_on(base, last_delta)):
         raise Unclean  # offsets that do not follow on (a gap, an overlap, damage)
     first_end, last_end = base[0] + last_delta[0], base[-1] + last_delta[-1]
-    if base[0] < 0 or last_end > INT64_MAX or min(h.count, default=0) < 0:
+    if base[0] < 0 or last_end > INT64_MAX or bounds(h.count)[0] < 0:
         raise Unclean  # offsets outside the 64-bit range: the walker says so
     if first_end < follows.start:
         raise Unclean
@@ -270,7 +299,7 @@ def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCh
         raise Unclean
     raw = epoch.tobytes()
     if epoch[0] < follows.floor or (raw != raw[:epoch.itemsize] * n
-                                    and not all(map(le, epoch, epoch[1:]))):
+                                    and not ascending(epoch)):
         raise Unclean  # an epoch going down: the continuity check says so
     _epoch_changes(data, h, follows.prior)
     read = n if upto is None else bisect_right(base, upto)
@@ -321,10 +350,23 @@ def _epoch_changes(data: bytes, h: Heads, prior: int | None) -> None:
 
 def noops(data: bytes, h: Heads, n: int) -> list[int]:
     """Which of the first ``n`` batches hold one NoOpRecord and nothing else (their
-    indices, in no order): only batches short enough are looked at, and each distinct
+    indices, in no order). Replay only moves the provenance on for them. The compiled
+    ``noop_batches`` looks at each batch short enough (a few nanoseconds a batch: a third
+    to two thirds of a busy log are NoOps); :func:`noops_python` is its reference."""
+    if COMPILED:
+        assert _cwalk is not None
+        got: list[int] | None = _cwalk.noop_batches(data, h.starts, h.length, h.attrs,
+                                                     h.count, h.last_delta, n, NO_OP_KEY)
+        if got is not None:
+            return got
+    return noops_python(data, h, n)
+
+
+def noops_python(data: bytes, h: Heads, n: int) -> list[int]:
+    """:func:`noops` in Python: only batches short enough are looked at, and each distinct
     records section is framed once by the wire layer's loop. A run of batches of one length
     (a quiet log) whose attributes, count and records section are the same byte for byte
-    (strided slices) is judged by its first. Replay only moves the provenance on for them."""
+    (strided slices) is judged by its first."""
     length, limit = h.length, _NOOP_SECTION + MIN_BATCH_LENGTH
     cuts = [0, *compress(range(1, n), map(ne, length[1:n], length[:n - 1])), n]
     out: list[int] = []

@@ -1230,7 +1230,7 @@ static const char *change_keys[D_FIELDS] = {
     "lastKnownElr"};
 static PyObject *change_key[D_FIELDS];
 static PyObject *s_image, *s_topics_by_id, *s_owned, *s_partitions_attr, *s_parts, *s_id,
-    *s_topic_fn, *s_decoded, *s_partition_fn, *s_no_partition, *s_what;
+    *s_topic_fn, *s_decoded, *s_partition_fn, *s_no_partition, *s_what, *s_decoded_cache;
 
 #define SLOT(obj, i) (*(PyObject **)((char *)(obj) + partition_at[i]))
 
@@ -1264,10 +1264,11 @@ static PyObject *setup_partitions(PyObject *self, PyObject *args)
                 (change_key[i] = PyUnicode_InternFromString(change_keys[i])) == NULL)
             return NULL;
     const char *attrs[] = {"image", "topics_by_id", "_owned", "partitions", "parts", "id",
-                           "_topic", "decoded", "partition", "_no_partition"};
+                           "_topic", "decoded", "partition", "_no_partition", "_decoded"};
     PyObject **slots[] = {&s_image, &s_topics_by_id, &s_owned, &s_partitions_attr, &s_parts,
-                          &s_id, &s_topic_fn, &s_decoded, &s_partition_fn, &s_no_partition};
-    for (int i = 0; i < 10; i++)
+                          &s_id, &s_topic_fn, &s_decoded, &s_partition_fn, &s_no_partition,
+                          &s_decoded_cache};
+    for (int i = 0; i < 11; i++)
         if (*slots[i] == NULL && (*slots[i] = PyUnicode_InternFromString(attrs[i])) == NULL)
             return NULL;
     if (s_what == NULL && (s_what = PyUnicode_FromString("PartitionChangeRecord")) == NULL)
@@ -1377,6 +1378,44 @@ fail:
     return NULL;
 }
 
+/* b.decoded(raw)'s cache read without calling it: b._decoded[(version, the record's bytes
+ * past the partition and topic ids)] for raw an undecoded PartitionRecord (bytes, body, end,
+ * version); a new reference, NULL when not there (b.decoded then decodes it) or on error. */
+#define PARTITION_PREFIX 20  /* frames.PARTITION_PREFIX_SIZE: partition id, topic id */
+static PyObject *decoded_before(PyObject *b, PyObject *raw)
+{
+    if (PyTuple_GET_SIZE(raw) != 4 || !PyBytes_CheckExact(PyTuple_GET_ITEM(raw, 0)))
+        return NULL;
+    PyObject *buf = PyTuple_GET_ITEM(raw, 0), *version = PyTuple_GET_ITEM(raw, 3);
+    Py_ssize_t body = PyLong_AsSsize_t(PyTuple_GET_ITEM(raw, 1));
+    Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(raw, 2));
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (!PyLong_CheckExact(version) || body < 0 || end > PyBytes_GET_SIZE(buf) ||
+            body > end - PARTITION_PREFIX)
+        return NULL;
+    PyObject *cache = PyObject_GetAttr(b, s_decoded_cache);
+    if (cache == NULL || !PyDict_CheckExact(cache)) {
+        Py_XDECREF(cache);
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *key = NULL, *rest = PyBytes_FromStringAndSize(
+        PyBytes_AS_STRING(buf) + body + PARTITION_PREFIX, end - body - PARTITION_PREFIX);
+    if (rest != NULL) {
+        Py_INCREF(version);
+        PyObject *items[2] = {version, rest};
+        key = tuple_of(2, items);
+    }
+    PyObject *p = key == NULL ? NULL : PyDict_GetItemWithError(cache, key);  /* borrowed */
+    Py_XINCREF(p);
+    Py_XDECREF(key);
+    Py_DECREF(cache);
+    return p;
+}
+
 /* partition_change(builder, record, offset): image.replay._partition_change (the
  * reference), as a handler: the partition changed, its new value set in its topic's map
  * and journaled; an unknown topic or partition said by the builder's own methods. */
@@ -1428,7 +1467,9 @@ static PyObject *partition_change(PyObject *self, PyObject *const *args, Py_ssiz
     if (raw == NULL && PyErr_Occurred())
         goto done;
     if (raw != NULL && PyTuple_CheckExact(raw)) {  /* undecoded: decoded once per record */
-        p = PyObject_CallMethodOneArg(b, s_decoded, raw);
+        p = decoded_before(b, raw);
+        if (p == NULL && !PyErr_Occurred())
+            p = PyObject_CallMethodOneArg(b, s_decoded, raw);
         if (p == Py_None) {
             Py_DECREF(p);
             p = PyObject_CallMethodOneArg(topic, s_partition_fn, pid);
@@ -1480,6 +1521,147 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ column facts */
+
+/* The signed integer at items[i] of a buffer of `width` bytes an item (2, 4 or 8). */
+static inline int64_t item_at(const void *items, Py_ssize_t width, Py_ssize_t i)
+{
+    const char *at = (const char *)items + i * width;  /* memcpy: any alignment */
+    if (width == 8) {
+        int64_t x;
+        memcpy(&x, at, 8);
+        return x;
+    }
+    if (width == 4) {
+        int32_t x;
+        memcpy(&x, at, 4);
+        return x;
+    }
+    int16_t x;
+    memcpy(&x, at, 2);
+    return x;
+}
+
+/* A header column (an array of signed integers: h, i, l or q) taken as a buffer; 0 (no
+ * error set) when it is not one. */
+static int signed_column(PyObject *col, Py_buffer *view)
+{
+    if (PyObject_GetBuffer(col, view, PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *f = view->format;
+    int ok = f != NULL && f[0] != '\0' && f[1] == '\0' && strchr("hilq", f[0]) != NULL &&
+             (view->itemsize == 2 || view->itemsize == 4 || view->itemsize == 8);
+    if (!ok)
+        PyBuffer_Release(view);
+    return ok;
+}
+
+/* bounds(column) -> (min, max), None for an empty column or one it does not take (an array
+ * of signed integers: h, i, l or q): min() and max() of it, in one pass and without an int
+ * object an item. */
+static PyObject *bounds(PyObject *self, PyObject *col)
+{
+    Py_buffer v;
+    if (!signed_column(col, &v))
+        Py_RETURN_NONE;
+    Py_ssize_t n = v.len / v.itemsize;
+    if (n == 0) {
+        PyBuffer_Release(&v);
+        Py_RETURN_NONE;
+    }
+    int64_t lo = item_at(v.buf, v.itemsize, 0), hi = lo;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int64_t x = item_at(v.buf, v.itemsize, i);
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    }
+    PyBuffer_Release(&v);
+    return Py_BuildValue("(LL)", (long long)lo, (long long)hi);
+}
+
+/* ascending(column) -> whether no item is less than the one before; None for a column it
+ * does not take (as bounds). */
+static PyObject *ascending(PyObject *self, PyObject *col)
+{
+    Py_buffer v;
+    if (!signed_column(col, &v))
+        Py_RETURN_NONE;
+    Py_ssize_t n = v.len / v.itemsize;
+    int up = 1;
+    for (Py_ssize_t i = 1; i < n && up; i++)
+        up = item_at(v.buf, v.itemsize, i - 1) <= item_at(v.buf, v.itemsize, i);
+    PyBuffer_Release(&v);
+    return PyBool_FromLong(up);
+}
+
+/* ------------------------------------------------------------------ one-NoOp batches */
+
+/* noop_batches(data, starts, length, attrs, count, last_delta, n, noop_key) -> [index]
+ *
+ * cleanwalk._noops_one_by_one over range(n) (the reference): the indices, ascending, of the
+ * first n batches (header columns as the fast walk's arrays: q, i, h, i, i) that are plain
+ * (no codec, not control), hold one record with last offset delta 0, have a records section
+ * of at most NOOP_SECTION bytes inside `data`, and whose one record frames (parse_record:
+ * offset 0, timestamp 0, no length limit) as a NoOpRecord (key `noop_key` in the frame
+ * header's 3-byte form). None for arguments it does not take (the reference runs). */
+#define NOOP_SECTION 24
+static PyObject *noop_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const Py_ssize_t width[5] = {8, 4, 2, 4, 4};
+    if (nargs != 8 || !PyBytes_CheckExact(args[0]))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyLong_AsSsize_t(args[6]);
+    long noop_key = PyLong_AsLong(args[7]);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_buffer v[5];
+    int held = 0, fits = n >= 0;
+    for (; held < 5 && fits; held++) {
+        if (PyObject_GetBuffer(args[1 + held], &v[held], PyBUF_FORMAT) < 0) {
+            PyErr_Clear();
+            break;
+        }
+        fits = v[held].itemsize == width[held] && v[held].len / width[held] >= n;
+    }
+    PyObject *out = NULL;
+    if (held == 5 && fits) {
+        const uint8_t *buf = (const uint8_t *)PyBytes_AS_STRING(args[0]);
+        Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+        const int64_t *starts = v[0].buf;
+        const int32_t *length = v[1].buf, *count = v[3].buf, *delta = v[4].buf;
+        const int16_t *attrs = v[2].buf;
+        out = PyList_New(0);
+        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+            if (length[i] > NOOP_SECTION + MIN_BATCH_LENGTH || (attrs[i] & 0x27) ||
+                    count[i] != 1 || delta[i] != 0)
+                continue;
+            int64_t pos = starts[i] + HEADER_SIZE, end = starts[i] + LOG_OVERHEAD + length[i];
+            if (end > size)
+                end = size;  /* as the reference's slice is cut */
+            if (starts[i] < 0 || pos > end)
+                continue;  /* an empty section: no record */
+            Py_ssize_t at = (Py_ssize_t)pos;
+            Rec r;
+            if (!parse_record(buf, &at, (Py_ssize_t)end, 0, 0, 0, INT64_MAX, &r) ||
+                    r.key != noop_key)
+                continue;
+            PyObject *index = PyLong_FromSsize_t(i);
+            if (index == NULL || PyList_Append(out, index) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(index);
+        }
+    }
+    for (int c = 0; c < held; c++)
+        PyBuffer_Release(&v[c]);
+    if (out == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return out;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyObject *crc(PyObject *self, PyObject *args)
@@ -1521,6 +1703,13 @@ static PyMethodDef methods[] = {
      "partition_change(builder, record, offset): a PartitionChangeRecord applied"},
     {"put_partitions", (PyCFunction)(void (*)(void))put_partitions, METH_FASTCALL,
      "put_partitions(decoded, i, topic_fn, noted, unknown_fn) -> (next, stored)"},
+    {"bounds", bounds, METH_O, "bounds(column) -> (min, max) of an array of signed integers, "
+     "or None"},
+    {"ascending", ascending, METH_O, "ascending(column) -> no item below the one before? "
+     "(or None)"},
+    {"noop_batches", (PyCFunction)(void (*)(void))noop_batches, METH_FASTCALL,
+     "noop_batches(data, starts, length, attrs, count, last_delta, n, noop_key) -> indices "
+     "of the one-NoOp batches among the first n, or None"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(data, cols, plan, k, upto, skip_below, ctx) -> (k, since, applied, why) or None"},
     {NULL, NULL, 0, NULL},

@@ -11,6 +11,7 @@ Without the extension (no C compiler at install, or ``MDSHELL_PURE=1``: ``native
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,9 @@ PyDecoder = Callable[[bytes, int, int], tuple[dict[str, Any], int]]
 def _field(f: Field, version: int) -> tuple[Any, ...]:
     kind = _KINDS.get(f.type, _STRUCT)
     sub = spec(f.fields, version) if kind == _STRUCT else None
-    return (f.key, kind, f.is_array, f.nullable, sub)
+    # interned: a record's dict then holds the very key objects handlers look up (a
+    # constant in Python code, a name interned in C), found by identity
+    return (sys.intern(f.key), kind, f.is_array, f.nullable, sub)
 
 
 def spec(fields: list[Field], version: int) -> tuple[Any, ...]:
@@ -40,7 +43,7 @@ def spec(fields: list[Field], version: int) -> tuple[Any, ...]:
     plain = tuple(_field(f, version) for f in present if f.tag is None)
     tagged = tuple((f.tag, f.default_value(), *_field(f, version))
                    for f in present if f.tag is not None)
-    absent = tuple((f.key, f.default_value()) for f in fields
+    absent = tuple((sys.intern(f.key), f.default_value()) for f in fields
                    if not f.versions.contains(version))
     return plain, tagged, absent
 
