@@ -6,6 +6,7 @@ removed, transactions, unknown topics and partitions) and on corpus directories.
 from __future__ import annotations
 
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from .conftest import FIXTURES, corpus_dirs
 
 MIX = {"leader-election": 40, "isr-shrink": 20, "isr-expand": 20, "topic-config": 10,
        "broker-restart": 10, "create-topic": 5, "delete-topic": 5, "reassign": 10, "elr": 10,
-       "acl": 5, "scram": 5, "quota": 5}
+       "acl": 5, "scram": 5, "quota": 5, "token": 5, "producer-ids": 5, "broker-config": 5}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def _facts(directory: Path) -> list[object]:
         for at in (first + (last - first) // 3, (first + last) // 2, last - 1):
             session.set_loaded(session.load_at(at))
             text = io.StringIO()
-            emit(shell.run(["tree", "/image/topics"]), text, io.StringIO())
+            emit(shell.run(["tree", "/image"]), text, io.StringIO())
             out.append((at, text.getvalue()))
     return out
 
@@ -114,3 +115,72 @@ def replay_record(topic_id: bytes) -> object:
     from mdshell.synth.records import meta
 
     return meta("PartitionChangeRecord", 0, partitionId=0, topicId=topic_id, leader=1)
+
+
+def test_other_kinds_the_image_cannot_take(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled handlers of broker changes, configs, ACLs, SCRAM users, tokens and
+    producer ids on what they leave to their Python handler (a broker not registered or of
+    another epoch, unknown values, log dirs given; removals of what is not there; a config
+    removed, set again and set on a resource new since the mark; a record stored twice),
+    before and after a snapshot: the same warnings, image and history both ways."""
+    from mdshell.synth import ClusterBuilder
+    from mdshell.synth.records import meta
+
+    b = ClusterBuilder(str(tmp_path / "logs"), seed=6, metadata_version=21)
+    b.elect_controller_leader()
+    b.bootstrap()
+    for i in range(3):
+        b.register_broker(i)
+        b.unfence_broker(i)
+    b.create_topic("t", 2, 3)
+    acl = b.add_acl("TOPIC", "t", "User:alice", "READ")
+    b.upsert_scram("alice")
+    token = b.create_token("alice")
+    b.set_config("TOPIC", "t", "retention.ms", "1000")
+    b.snapshot()
+
+    def change(**fields: object) -> None:
+        b.append([meta("BrokerRegistrationChangeRecord", 2, **fields)])
+
+    epoch = b._broker_epoch(1)
+    for _ in range(2):  # the second time round, everything is owned since the first
+        change(brokerId=1, brokerEpoch=epoch, fenced=1)
+        change(brokerId=1, brokerEpoch=epoch, fenced=-1, inControlledShutdown=1)
+        change(brokerId=1, brokerEpoch=epoch + 1, fenced=1)  # another epoch
+        change(brokerId=9, brokerEpoch=epoch, fenced=1)  # not registered
+        change(brokerId=1, brokerEpoch=epoch, fenced=2)  # an unknown value
+        change(brokerId=1, brokerEpoch=epoch, inControlledShutdown=3)
+        change(brokerId=2, brokerEpoch=b._broker_epoch(2), logDirs=[bytes(range(16))])
+        b.set_config("TOPIC", "t", "retention.ms", None)  # the resource's last key
+        b.set_config("TOPIC", "t", "cleanup.policy", "compact")
+        b.set_config("TOPIC", "t", "cleanup.policy", "delete")
+        b.set_config("BROKER", "", "log.retention.ms", "5")
+        b.set_config("TOPIC", "gone", "x", None)
+        b.remove_acl(acl)
+        b.remove_acl(acl)  # unknown now: said
+        b.remove_scram("alice")
+        b.remove_scram("nobody")
+        b.remove_token(token)
+        b.remove_token("nothing")
+        acl = b.add_acl("TOPIC", "t", "User:bob", "WRITE")
+        b.add_acl("TOPIC", "t", "User:bob", "WRITE")
+        b.upsert_scram("alice")
+        token = b.create_token("bob", renewers=["carol"])
+        b.allocate_producer_ids(1)
+        # registrations: two log dirs (their order is Kafka's Uuid order), cordoned log
+        # dirs, a listener named twice, none; then changes of the new epoch
+        b.register_broker(3, log_dir_ids=[b"\xff" * 16, bytes(16), b"\x7f" * 16])
+        b.register_broker(4, listeners=[("A", "h1", 1, 0), ("B", "h2", 2, 1), ("A", "h3", 3, 2)])
+        b.register_broker(5, listeners=[], log_dirs=0)
+        b.append([meta("RegisterBrokerRecord", 4, brokerId=6, brokerEpoch=7,
+                       incarnationId=bytes(16), endPoints=[], features=[], rack=None,
+                       fenced=False, logDirs=[bytes(16)],
+                       cordonedLogDirs=[b"\x80" + bytes(15), bytes(16)])])
+        change(brokerId=6, brokerEpoch=7, fenced=-1, cordonedLogDirs=[])
+        epoch = b.register_broker(1, log_dir_ids=[bytes(range(16))])
+        change(brokerId=1, brokerEpoch=epoch, fenced=-1)
+    b.finish()
+    load = sys.modules["mdshell.session.load"]  # the module (the package exports load())
+    monkeypatch.setattr(load, "CHECKPOINT_RECORDS", 3)  # history marks all along
+    _both(tmp_path / "logs", monkeypatch)

@@ -26,7 +26,7 @@ from ..wire.primitives import uuid_sort_key, uuid_str
 from ..wire.records import record_name
 from . import model as m
 from .index import SnapshotIndex
-from .journal import MUTABLE_VALUES, Journal
+from .journal import MUTABLE_VALUES, TOMB, Journal
 from .names import METADATA_VERSION_FEATURE, TOPIC_CONFIG
 
 DECODED_MAX = 16_384  # distinct partition records kept decoded by a builder
@@ -743,7 +743,50 @@ HANDLERS: dict[int, Handler | None] = {
 TRANSACTION_MARKERS = frozenset({K.BEGIN_TRANSACTION, K.END_TRANSACTION, K.ABORT_TRANSACTION})
 # The Python handlers: the reference the compiled ones (below) are tested against.
 PYTHON_HANDLERS = dict(HANDLERS)
+# What the compiled put handlers make: for a kind, (map, key fields, class, its record
+# fields in the class's field order), as the Python handler above makes it.
+_PUTS: dict[int, tuple[str, tuple[str, ...], type, tuple[str, ...]]] = {
+    K.ACCESS_CONTROL_ENTRY: ("acls", ("id",), m.Acl, (
+        "resourceType", "resourceName", "patternType", "principal", "host", "operation",
+        "permissionType")),
+    K.DELEGATION_TOKEN: ("delegation_tokens", ("tokenId",), m.DelegationToken, (
+        "tokenId", "owner", "requester", "renewers", "issueTimestamp", "maxTimestamp",
+        "expirationTimestamp")),
+    K.USER_SCRAM_CREDENTIAL: ("scram", ("mechanism", "name"), m.ScramCredential, (
+        "salt", "storedKey", "serverKey", "iterations")),
+}
+# The compiled drop handlers: (map, key fields, whether an absent key is said).
+_DROPS: dict[int, tuple[str, tuple[str, ...], bool]] = {
+    K.REMOVE_ACCESS_CONTROL_ENTRY: ("acls", ("id",), True),
+    K.REMOVE_DELEGATION_TOKEN: ("delegation_tokens", ("tokenId",), False),
+    K.REMOVE_USER_SCRAM_CREDENTIAL: ("scram", ("mechanism", "name"), False),
+}
+
+
+def _compiled_handlers(cwalk: Any) -> dict[int, Any]:
+    """The compiled handlers (``_cwalk``), each handing its Python handler (its reference)
+    what it does not take."""
+    cwalk.setup_partitions(m.Partition, tuple(f.name for f in fields(m.Partition)),
+                           MIGRATING_DIR)
+    cwalk.setup_handlers(TOMB, m.BrokerRegistration,
+                         tuple(f.name for f in fields(m.BrokerRegistration)))
+    py = PYTHON_HANDLERS
+    out: dict[int, Any] = {K.PARTITION_CHANGE: cwalk.partition_change}
+    for key, (name, keys, cls, values) in _PUTS.items():
+        out[key] = cwalk.handler("put", (name, keys, cls, tuple(f.name for f in fields(cls)),
+                                         values, py[key]))
+    for key, (name, keys, said) in _DROPS.items():
+        out[key] = cwalk.handler("drop", (name, keys, said, py[key]))
+    out[K.PRODUCER_IDS] = cwalk.handler("scalar", ("next_producer_id", "nextProducerId",
+                                                   py[K.PRODUCER_IDS]))
+    out[K.BROKER_REGISTRATION_CHANGE] = cwalk.handler("broker_change",
+                                                      (py[K.BROKER_REGISTRATION_CHANGE],))
+    out[K.REGISTER_BROKER] = cwalk.handler("register_broker", (
+        py[K.REGISTER_BROKER], m.Endpoint, tuple(f.name for f in fields(m.Endpoint)),
+        ("name", "host", "port", "securityProtocol")))
+    out[K.CONFIG] = cwalk.handler("config", (py[K.CONFIG],))
+    return out
+
+
 if _cwalk is not None:
-    _cwalk.setup_partitions(m.Partition, tuple(f.name for f in fields(m.Partition)),
-                            MIGRATING_DIR)
-    HANDLERS[K.PARTITION_CHANGE] = _cwalk.partition_change
+    HANDLERS.update(_compiled_handlers(_cwalk))

@@ -1521,6 +1521,752 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ other handlers */
+
+/* Handlers of the other hot record kinds (image/replay.py's Python handlers are the
+ * reference; tests/test_handlers.py compares the two): each does the common case in C and
+ * hands everything else to its Python handler (`fallback`), before changing anything, so
+ * that what it does not take is done, and said, by the reference. The builder's own
+ * copy-on-write rules are followed: a map or value is changed in place only when the
+ * builder owns it (`_owned` holds its id), else its Python method copies it first
+ * (`writable`, `broker`); the journal of history gets what ImageBuilder.put and MapLog.put
+ * give it. */
+
+static PyObject *tomb = NULL;  /* journal.TOMB: a key removed since the mark */
+static PyTypeObject *broker_type = NULL;  /* model.BrokerRegistration */
+static PyObject *broker_offsets = NULL;  /* its slots' offsets, in field order */
+static PyObject *s_writable, *s_broker_fn, *s_maps, *s_log_fn, *s_values, *s_resets, *s_epoch_attr,
+    *s_fenced, *s_shutdown, *s_brokers, *s_configs, *f_broker_id, *f_broker_epoch, *f_fenced,
+    *f_shutdown, *f_log_dirs, *f_cordoned, *f_resource_type, *f_resource_name, *f_name,
+    *f_value, *f_incarnation, *f_endpoints, *f_features, *f_rack, *f_migrating, *f_feature_name,
+    *f_min_version, *f_max_version;
+
+/* Whether the builder owns `obj` (id(obj) in b._owned); -1 on error. */
+static int owns(PyObject *owned, PyObject *obj)
+{
+    PyObject *key = PyLong_FromVoidPtr(obj);
+    if (key == NULL)
+        return -1;
+    int in = PySet_Contains(owned, key);
+    Py_DECREF(key);
+    return in;
+}
+
+/* b._owned.add(id(obj)); -1 on error. */
+static int own(PyObject *owned, PyObject *obj)
+{
+    PyObject *key = PyLong_FromVoidPtr(obj);
+    if (key == NULL)
+        return -1;
+    int bad = PySet_Add(owned, key);
+    Py_DECREF(key);
+    return bad;
+}
+
+/* The image map `name`, writable: b.image.<name> when owned, else b.writable(name) (which
+ * copies it). A new reference, NULL on error. */
+static PyObject *writable_map(PyObject *b, PyObject *image, PyObject *owned, PyObject *name)
+{
+    PyObject *d = PyObject_GetAttr(image, name);
+    if (d == NULL)
+        return NULL;
+    int mine = owns(owned, d);
+    if (mine > 0 && PyDict_CheckExact(d))
+        return d;
+    Py_DECREF(d);
+    if (mine < 0)
+        return NULL;
+    d = PyObject_CallMethodOneArg(b, s_writable, name);
+    if (d != NULL && !PyDict_CheckExact(d)) {
+        Py_DECREF(d);
+        PyErr_SetString(PyExc_TypeError, "an image map is a dict");
+        return NULL;
+    }
+    return d;
+}
+
+/* The journal's log of map `name` (b.journal.log(name)), a new reference; Py_None when no
+ * journal is kept; NULL on error. */
+static PyObject *journal_log(PyObject *b, PyObject *name)
+{
+    PyObject *journal = PyObject_GetAttr(b, s_journal);
+    if (journal == NULL || journal == Py_None)
+        return journal;
+    PyObject *maps = PyObject_GetAttr(journal, s_maps), *log = NULL;
+    if (maps != NULL && PyDict_CheckExact(maps)) {
+        log = PyDict_GetItemWithError(maps, name);
+        Py_XINCREF(log);
+        if (log == NULL && !PyErr_Occurred())
+            log = PyObject_CallMethodOneArg(journal, s_log_fn, name);
+    } else if (maps != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a journal's maps are a dict");
+    }
+    Py_XDECREF(maps);
+    Py_DECREF(journal);
+    return log;
+}
+
+/* MapLog.put(key, value) (a key set again after a removal moves to the end) on the journal
+ * of map `name`, when one is kept; -1 on error. */
+static int journal_put(PyObject *b, PyObject *name, PyObject *key, PyObject *value)
+{
+    PyObject *log = journal_log(b, name);
+    if (log == NULL || log == Py_None) {
+        Py_XDECREF(log);
+        return log == NULL ? -1 : 0;
+    }
+    PyObject *values = PyObject_GetAttr(log, s_values);
+    Py_DECREF(log);
+    if (values == NULL || !PyDict_CheckExact(values)) {
+        if (values != NULL)
+            PyErr_SetString(PyExc_TypeError, "a map log's values are a dict");
+        Py_XDECREF(values);
+        return -1;
+    }
+    PyObject *was = PyDict_GetItemWithError(values, key);
+    int bad = (was == NULL && PyErr_Occurred()) ||
+              (was == tomb && PyDict_DelItem(values, key) < 0) ||
+              PyDict_SetItem(values, key, value) < 0;
+    Py_DECREF(values);
+    return bad ? -1 : 0;
+}
+
+/* MapLog.drop(key) on the journal of map `name`, when one is kept; -1 on error. */
+static int journal_drop(PyObject *b, PyObject *name, PyObject *key)
+{
+    PyObject *log = journal_log(b, name);
+    if (log == NULL || log == Py_None) {
+        Py_XDECREF(log);
+        return log == NULL ? -1 : 0;
+    }
+    PyObject *values = PyObject_GetAttr(log, s_values), *resets = PyObject_GetAttr(log, s_resets);
+    Py_DECREF(log);
+    int bad = values == NULL || resets == NULL || !PyDict_CheckExact(values) ||
+              !PySet_Check(resets) || PyDict_SetItem(values, key, tomb) < 0 ||
+              PySet_Add(resets, key) < 0;
+    if (bad && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "a map log holds a dict and a set");
+    Py_XDECREF(values);
+    Py_XDECREF(resets);
+    return bad ? -1 : 0;
+}
+
+/* The record's key: d[f] for one field name, (d[f1], d[f2]) for two. A new reference; NULL
+ * with no error set when a field is missing (the reference then says so). */
+static PyObject *record_key(PyObject *d, PyObject *fields)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    PyObject *parts[2] = {NULL, NULL};
+    for (Py_ssize_t i = 0; i < n && i < 2; i++) {
+        parts[i] = PyDict_GetItemWithError(d, PyTuple_GET_ITEM(fields, i));
+        if (parts[i] == NULL)
+            return NULL;
+    }
+    if (n == 1) {
+        Py_INCREF(parts[0]);
+        return parts[0];
+    }
+    Py_INCREF(parts[0]);
+    Py_INCREF(parts[1]);
+    return tuple_of(2, parts);
+}
+
+/* The handler's spec (its bound `self`): a tuple whose last item is the Python handler. */
+static PyObject *fall_back(PyObject *spec, PyObject *const *args)
+{
+    PyObject *fallback = PyTuple_GET_ITEM(spec, PyTuple_GET_SIZE(spec) - 1);
+    return PyObject_Vectorcall(fallback, args, 3, NULL);
+}
+
+static int handler_args(PyObject *spec, Py_ssize_t nargs, PyObject *const *args, Py_ssize_t size)
+{
+    if (nargs != 3 || !PyDict_Check(args[1]) || !PyTuple_Check(spec) ||
+            PyTuple_GET_SIZE(spec) != size) {
+        PyErr_SetString(PyExc_TypeError, "a handler takes (builder, record, offset)");
+        return 0;
+    }
+    return 1;
+}
+
+/* A value of a slots class made from the record's fields, in the class's field order
+ * (spec: cls, field names, slot offsets as bytes of Py_ssize_t); NULL with no error set when
+ * a field is missing. */
+static PyObject *slots_value(PyObject *d, PyObject *cls, PyObject *names, PyObject *offsets)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(offsets);
+    PyObject *items[16];
+    if (n > 16 || PyBytes_GET_SIZE(offsets) != n * (Py_ssize_t)sizeof(Py_ssize_t)) {
+        PyErr_SetString(PyExc_ValueError, "a value spec of more than 16 fields");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((items[i] = PyDict_GetItemWithError(d, PyTuple_GET_ITEM(names, i))) == NULL)
+            return NULL;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    PyObject *made = type->tp_alloc(type, 0);
+    if (made == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(items[i]);
+        *(PyObject **)((char *)made + at[i]) = items[i];
+    }
+    return made;
+}
+
+/* put handler: spec (map name, key fields, cls, value fields, offsets, fallback):
+ * b.put(map, key, cls(*values)) (ImageBuilder.put: the map copied first when shared, the
+ * journal told). */
+static PyObject *put_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!handler_args(spec, nargs, args, 6))
+        return NULL;
+    PyObject *b = args[0], *d = args[1], *name = PyTuple_GET_ITEM(spec, 0);
+    PyObject *key = record_key(d, PyTuple_GET_ITEM(spec, 1)), *value = NULL, *image = NULL;
+    PyObject *owned = NULL, *map = NULL, *result = NULL;
+    if (key == NULL || (value = slots_value(d, PyTuple_GET_ITEM(spec, 2),
+                                            PyTuple_GET_ITEM(spec, 3),
+                                            PyTuple_GET_ITEM(spec, 4))) == NULL) {
+        if (!PyErr_Occurred())
+            result = fall_back(spec, args);  /* a field missing: the reference raises */
+        goto done;
+    }
+    if ((image = PyObject_GetAttr(b, s_image)) == NULL ||
+            (owned = PyObject_GetAttr(b, s_owned)) == NULL || !PySet_Check(owned) ||
+            (map = writable_map(b, image, owned, name)) == NULL)
+        goto done;
+    if (PyDict_SetItem(map, key, value) < 0 || journal_put(b, name, key, value) < 0)
+        goto done;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (result == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    Py_XDECREF(image);
+    Py_XDECREF(owned);
+    Py_XDECREF(map);
+    return result;
+}
+
+/* drop handler: spec (map name, key fields, said, fallback): b.drop(map, key); a key not
+ * in the map is the reference's to say when `said` is true (nothing happens otherwise). */
+static PyObject *drop_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!handler_args(spec, nargs, args, 4))
+        return NULL;
+    PyObject *b = args[0], *d = args[1], *name = PyTuple_GET_ITEM(spec, 0);
+    PyObject *key = record_key(d, PyTuple_GET_ITEM(spec, 1)), *image = NULL, *owned = NULL;
+    PyObject *now = NULL, *map = NULL, *result = NULL;
+    if (key == NULL) {
+        if (!PyErr_Occurred())
+            result = fall_back(spec, args);
+        goto done;
+    }
+    if ((image = PyObject_GetAttr(b, s_image)) == NULL || (now = PyObject_GetAttr(image, name)) == NULL)
+        goto done;
+    int in = PyDict_CheckExact(now) ? PyDict_Contains(now, key) : -2;
+    if (in == -2)
+        PyErr_SetString(PyExc_TypeError, "an image map is a dict");
+    if (in < 0)
+        goto done;
+    if (!in) {  /* nothing to remove: said by the reference, or nothing happens */
+        if (PyTuple_GET_ITEM(spec, 2) == Py_True) {
+            result = fall_back(spec, args);
+        } else {
+            result = Py_None;
+            Py_INCREF(result);
+        }
+        goto done;
+    }
+    if ((owned = PyObject_GetAttr(b, s_owned)) == NULL || !PySet_Check(owned) ||
+            (map = writable_map(b, image, owned, name)) == NULL)
+        goto done;
+    if (PyDict_DelItem(map, key) < 0 || journal_drop(b, name, key) < 0)
+        goto done;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (result == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
+    Py_XDECREF(key);
+    Py_XDECREF(image);
+    Py_XDECREF(owned);
+    Py_XDECREF(now);
+    Py_XDECREF(map);
+    return result;
+}
+
+/* scalar handler: spec (image attribute, field, fallback): b.image.<attribute> = d[field]. */
+static PyObject *scalar_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!handler_args(spec, nargs, args, 3))
+        return NULL;
+    PyObject *v = PyDict_GetItemWithError(args[1], PyTuple_GET_ITEM(spec, 1));
+    if (v == NULL)
+        return PyErr_Occurred() ? NULL : fall_back(spec, args);
+    PyObject *image = PyObject_GetAttr(args[0], s_image);
+    if (image == NULL)
+        return NULL;
+    int bad = PyObject_SetAttr(image, PyTuple_GET_ITEM(spec, 0), v);
+    Py_DECREF(image);
+    if (bad < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The slot offsets of cls's fields `names` (each a slot holding an object) as bytes of
+ * Py_ssize_t; NULL with an error when one is not such a slot or there are more than 16. */
+static PyObject *class_offsets(PyObject *cls, PyObject *names)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    if (!PyType_Check(cls) || n > 16) {
+        PyErr_SetString(PyExc_ValueError, "a slots class of 16 fields at most");
+        return NULL;
+    }
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(Py_ssize_t));
+    if (offsets == NULL)
+        return NULL;
+    Py_ssize_t *at = (Py_ssize_t *)PyBytes_AS_STRING(offsets);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *descr = PyObject_GetAttr(cls, PyTuple_GET_ITEM(names, j));
+        int ok = descr != NULL && Py_TYPE(descr) == &PyMemberDescr_Type &&
+                 ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
+        if (ok)
+            at[j] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        Py_XDECREF(descr);
+        if (!ok) {
+            Py_DECREF(offsets);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "a field that is not a slot");
+            return NULL;
+        }
+    }
+    return offsets;
+}
+
+/* A shallow copy of `obj`, an instance of the slots class whose slot offsets are `offsets`
+ * (every slot of it); NULL on error. */
+static PyObject *slots_copy(PyObject *obj, PyObject *offsets)
+{
+    Py_ssize_t n = PyBytes_GET_SIZE(offsets) / (Py_ssize_t)sizeof(Py_ssize_t);
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(offsets);
+    PyTypeObject *type = Py_TYPE(obj);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (*(PyObject **)((char *)obj + at[i]) == NULL) {
+            PyErr_SetString(PyExc_AttributeError, "a slot not set");
+            return NULL;
+        }
+    PyObject *made = type->tp_alloc(type, 0);
+    if (made == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = *(PyObject **)((char *)obj + at[i]);
+        Py_INCREF(v);
+        *(PyObject **)((char *)made + at[i]) = v;
+    }
+    return made;
+}
+
+/* b.broker(bid) for a registration `reg` the builder does not own: a copy, owned, put in
+ * the brokers map (copied first when shared) and journaled. A new reference; NULL on error. */
+static PyObject *broker_copy(PyObject *b, PyObject *image, PyObject *owned, PyObject *bid,
+                             PyObject *reg, PyObject *offsets)
+{
+    if (Py_TYPE(reg) != broker_type) {
+        PyErr_SetString(PyExc_TypeError, "a registration that is not a BrokerRegistration");
+        return NULL;
+    }
+    PyObject *made = slots_copy(reg, offsets), *brokers = NULL;
+    int bad = made == NULL || own(owned, made) < 0 ||
+              (brokers = writable_map(b, image, owned, s_brokers)) == NULL ||
+              PyDict_SetItem(brokers, bid, made) < 0 || journal_put(b, s_brokers, bid, made) < 0;
+    Py_XDECREF(brokers);
+    if (bad)
+        Py_CLEAR(made);
+    return made;
+}
+
+/* An exact int's value in [lo, hi], or `none` (also for anything else). */
+static long small_int(PyObject *v, long lo, long hi, long none)
+{
+    if (v == NULL || !PyLong_CheckExact(v))
+        return none;
+    int overflow;
+    long x = PyLong_AsLongAndOverflow(v, &overflow);
+    if (overflow || x < lo || x > hi) {
+        PyErr_Clear();
+        return none;
+    }
+    return x;
+}
+
+/* BrokerRegistrationChangeRecord (spec: (fallback,)): its fenced and controlled-shutdown
+ * states set on the broker's registration (copied first when shared: b.broker). The
+ * reference does everything else: a broker not registered or of another epoch, an unknown
+ * value, log dirs or cordoned log dirs given. */
+static PyObject *broker_change_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!handler_args(spec, nargs, args, 2))
+        return NULL;
+    PyObject *b = args[0], *d = args[1];
+    PyObject *bid = PyDict_GetItemWithError(d, f_broker_id);
+    PyObject *epoch = bid == NULL ? NULL : PyDict_GetItemWithError(d, f_broker_epoch);
+    PyObject *dirs = epoch == NULL ? NULL : PyDict_GetItemWithError(d, f_log_dirs);
+    PyObject *cordoned = dirs == NULL ? NULL : PyDict_GetItemWithError(d, f_cordoned);
+    if (PyErr_Occurred())
+        return NULL;
+    long fenced = small_int(PyDict_GetItemWithError(d, f_fenced), -1, 1, 9);
+    long shutdown = small_int(PyDict_GetItemWithError(d, f_shutdown), 0, 1, 9);
+    if (PyErr_Occurred())
+        return NULL;
+    if (cordoned != Py_None || !PyList_CheckExact(dirs) || PyList_GET_SIZE(dirs) != 0 ||
+            fenced == 9 || shutdown == 9)
+        return fall_back(spec, args);
+    PyObject *image = PyObject_GetAttr(b, s_image), *brokers = NULL, *owned = NULL, *reg = NULL;
+    PyObject *now = NULL, *result = NULL;
+    if (image == NULL || (brokers = PyObject_GetAttr(image, s_brokers)) == NULL ||
+            (owned = PyObject_GetAttr(b, s_owned)) == NULL)
+        goto done;
+    if (!PyDict_CheckExact(brokers) || !PySet_Check(owned)) {
+        PyErr_SetString(PyExc_TypeError, "the brokers map is a dict, _owned a set");
+        goto done;
+    }
+    reg = PyDict_GetItemWithError(brokers, bid);
+    Py_XINCREF(reg);
+    if (reg == NULL) {
+        if (!PyErr_Occurred())
+            result = fall_back(spec, args);  /* not registered: the reference says so */
+        goto done;
+    }
+    if ((now = PyObject_GetAttr(reg, s_epoch_attr)) == NULL)
+        goto done;
+    int same = PyObject_RichCompareBool(now, epoch, Py_EQ);
+    if (same <= 0) {
+        if (same == 0)
+            result = fall_back(spec, args);  /* another epoch: the reference says so */
+        goto done;
+    }
+    int mine = owns(owned, reg);
+    if (mine < 0)
+        goto done;
+    if (!mine) {  /* b.broker(bid): a copy, owned and put (journaled) */
+        Py_SETREF(reg, broker_copy(b, image, owned, bid, reg, PyTuple_GET_ITEM(spec, 0)));
+        if (reg == NULL)
+            goto done;
+    }
+    if (fenced != 0 && PyObject_SetAttr(reg, s_fenced, fenced == 1 ? Py_True : Py_False) < 0)
+        goto done;
+    if (shutdown == 1 && PyObject_SetAttr(reg, s_shutdown, Py_True) < 0)
+        goto done;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(image);
+    Py_XDECREF(brokers);
+    Py_XDECREF(owned);
+    Py_XDECREF(reg);
+    Py_XDECREF(now);
+    return result;
+}
+
+/* ConfigRecord (spec: (fallback,)): a value set (ImageBuilder.inner(create=True): the map
+ * and the resource's dict copied first when shared, a new or copied dict journaled). A
+ * value removed (None) is the reference's. */
+static PyObject *config_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!handler_args(spec, nargs, args, 1))
+        return NULL;
+    PyObject *b = args[0], *d = args[1];
+    PyObject *type = PyDict_GetItemWithError(d, f_resource_type);
+    PyObject *rname = type == NULL ? NULL : PyDict_GetItemWithError(d, f_resource_name);
+    PyObject *name = rname == NULL ? NULL : PyDict_GetItemWithError(d, f_name);
+    PyObject *value = name == NULL ? NULL : PyDict_GetItemWithError(d, f_value);
+    if (value == NULL || value == Py_None)
+        return PyErr_Occurred() ? NULL : fall_back(spec, args);
+    Py_INCREF(type);
+    Py_INCREF(rname);
+    PyObject *items[2] = {type, rname};
+    PyObject *resource = tuple_of(2, items), *image = NULL, *owned = NULL, *configs = NULL;
+    PyObject *values = NULL, *result = NULL;
+    if (resource == NULL || (image = PyObject_GetAttr(b, s_image)) == NULL ||
+            (owned = PyObject_GetAttr(b, s_owned)) == NULL)
+        goto done;
+    if (!PySet_Check(owned)) {
+        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
+        goto done;
+    }
+    if ((configs = writable_map(b, image, owned, s_configs)) == NULL)
+        goto done;
+    values = PyDict_GetItemWithError(configs, resource);
+    Py_XINCREF(values);
+    if (values == NULL && PyErr_Occurred())
+        goto done;
+    int mine = values == NULL ? 0 : owns(owned, values);
+    if (mine < 0)
+        goto done;
+    if (!mine) {  /* a new dict, or a copy of the shared one: owned, put, journaled */
+        Py_XSETREF(values, values == NULL ? PyDict_New() : PyDict_Copy(values));
+        if (values == NULL || PyDict_SetItem(configs, resource, values) < 0 ||
+                own(owned, values) < 0 || journal_put(b, s_configs, resource, values) < 0)
+            goto done;
+    }
+    if (!PyDict_CheckExact(values)) {
+        PyErr_SetString(PyExc_TypeError, "a resource's configs are a dict");
+        goto done;
+    }
+    if (PyDict_SetItem(values, name, value) < 0)
+        goto done;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(resource);
+    Py_XDECREF(image);
+    Py_XDECREF(owned);
+    Py_XDECREF(configs);
+    Py_XDECREF(values);
+    return result;
+}
+
+/* The listeners of a registration: {name: Endpoint(name, host, port, securityProtocol)} of
+ * the record's endPoints (a later one of a name replaces an earlier); NULL with no error
+ * when an item is not such a struct. */
+static PyObject *endpoints(PyObject *items, PyObject *cls, PyObject *fields, PyObject *offsets)
+{
+    if (!PyList_CheckExact(items))
+        return NULL;
+    PyObject *out = PyDict_New();
+    for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(items); i++) {
+        PyObject *e = PyList_GET_ITEM(items, i);
+        PyObject *ep = PyDict_CheckExact(e) ? slots_value(e, cls, fields, offsets) : NULL;
+        /* keyed by its name, the first field (slots_value found it) */
+        PyObject *name = ep == NULL ? NULL : PyDict_GetItemWithError(e, PyTuple_GET_ITEM(fields, 0));
+        if (name == NULL || PyDict_SetItem(out, name, ep) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(ep);
+    }
+    return out;
+}
+
+/* The supported features of a registration: {name: (min, max)} of the record's features;
+ * NULL with no error when an item is not such a struct. */
+static PyObject *features(PyObject *items)
+{
+    if (!PyList_CheckExact(items))
+        return NULL;
+    PyObject *out = PyDict_New();
+    for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(items); i++) {
+        PyObject *f = PyList_GET_ITEM(items, i);
+        PyObject *name = NULL, *lo = NULL, *hi = NULL, *range = NULL;
+        if (PyDict_CheckExact(f)) {
+            name = PyDict_GetItemWithError(f, f_feature_name);
+            lo = name == NULL ? NULL : PyDict_GetItemWithError(f, f_min_version);
+            hi = lo == NULL ? NULL : PyDict_GetItemWithError(f, f_max_version);
+        }
+        if (hi != NULL) {
+            Py_INCREF(lo);
+            Py_INCREF(hi);
+            PyObject *pair[2] = {lo, hi};
+            range = tuple_of(2, pair);
+        }
+        if (range == NULL || PyDict_SetItem(out, name, range) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(range);
+    }
+    return out;
+}
+
+/* RegisterBrokerRecord (spec: (BrokerRegistration, its field offsets, Endpoint, the
+ * endpoint fields, their offsets, fallback)): b.put("brokers", id, BrokerRegistration(...))
+ * for a registration of at most one log dir and no cordoned ones (their order is the
+ * reference's: Kafka's Uuid order). */
+static PyObject *register_broker_handler(PyObject *spec, PyObject *const *args,
+                                         Py_ssize_t nargs)
+{
+    if (!handler_args(spec, nargs, args, 6))
+        return NULL;
+    PyObject *b = args[0], *d = args[1];
+    PyObject *v[11];  /* the record's values, in BrokerRegistration's field order */
+    PyObject *const keys[11] = {f_broker_id, f_broker_epoch, f_incarnation, f_endpoints,
+                                f_features, f_rack, f_fenced, f_shutdown, f_migrating,
+                                f_log_dirs, f_cordoned};
+    for (int i = 0; i < 11; i++)
+        if ((v[i] = PyDict_GetItemWithError(d, keys[i])) == NULL)
+            return PyErr_Occurred() ? NULL : fall_back(spec, args);
+    if (v[10] != Py_None || !PyList_CheckExact(v[9]) || PyList_GET_SIZE(v[9]) > 1)
+        return fall_back(spec, args);
+    PyObject *listeners = endpoints(v[3], PyTuple_GET_ITEM(spec, 2), PyTuple_GET_ITEM(spec, 3),
+                                    PyTuple_GET_ITEM(spec, 4));
+    PyObject *supported = listeners == NULL ? NULL : features(v[4]);
+    PyObject *dirs = supported == NULL ? NULL : PyList_GetSlice(v[9], 0, 1);
+    if (dirs == NULL) {
+        Py_XDECREF(listeners);
+        Py_XDECREF(supported);
+        return PyErr_Occurred() ? NULL : fall_back(spec, args);
+    }
+    PyObject *offsets = PyTuple_GET_ITEM(spec, 1);
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(offsets);
+    PyTypeObject *type = (PyTypeObject *)PyTuple_GET_ITEM(spec, 0);
+    PyObject *reg = PyBytes_GET_SIZE(offsets) == 11 * (Py_ssize_t)sizeof(Py_ssize_t) ?
+                    type->tp_alloc(type, 0) : NULL;
+    if (reg == NULL) {
+        Py_DECREF(listeners);
+        Py_DECREF(supported);
+        Py_DECREF(dirs);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "BrokerRegistration has 11 fields");
+        return NULL;
+    }
+    v[3] = listeners;
+    v[4] = supported;
+    v[9] = dirs;
+    for (int i = 0; i < 11; i++) {
+        if (i != 3 && i != 4 && i != 9)
+            Py_INCREF(v[i]);  /* the three made here move in */
+        *(PyObject **)((char *)reg + at[i]) = v[i];
+    }
+    PyObject *image = PyObject_GetAttr(b, s_image), *owned = NULL, *brokers = NULL;
+    PyObject *result = NULL;
+    if (image != NULL && (owned = PyObject_GetAttr(b, s_owned)) != NULL && PySet_Check(owned) &&
+            (brokers = writable_map(b, image, owned, s_brokers)) != NULL &&
+            PyDict_SetItem(brokers, v[0], reg) == 0 && journal_put(b, s_brokers, v[0], reg) == 0) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
+    }
+    Py_DECREF(reg);
+    Py_XDECREF(image);
+    Py_XDECREF(owned);
+    Py_XDECREF(brokers);
+    return result;
+}
+
+static PyMethodDef handler_defs[] = {
+    {"put", (PyCFunction)(void (*)(void))put_handler, METH_FASTCALL, NULL},
+    {"drop", (PyCFunction)(void (*)(void))drop_handler, METH_FASTCALL, NULL},
+    {"scalar", (PyCFunction)(void (*)(void))scalar_handler, METH_FASTCALL, NULL},
+    {"broker_change", (PyCFunction)(void (*)(void))broker_change_handler, METH_FASTCALL, NULL},
+    {"config", (PyCFunction)(void (*)(void))config_handler, METH_FASTCALL, NULL},
+    {"register_broker", (PyCFunction)(void (*)(void))register_broker_handler, METH_FASTCALL,
+     NULL},
+};
+
+/* handler(kind, spec) -> a handler (builder, record, offset) for image.replay.HANDLERS.
+ *
+ * kind "put": spec (map name, key fields, cls, cls's field names, value fields, fallback),
+ * cls a slots class whose fields are made of the value fields in order; "drop": (map name,
+ * key fields, said, fallback); "scalar": (image attribute, field, fallback);
+ * "broker_change", "config": (fallback,). Key fields: a tuple of one or two record field
+ * names. `fallback`: the Python handler, which gets what the compiled one does not take. */
+static PyObject *make_handler(PyObject *self, PyObject *args)
+{
+    const char *kind;
+    PyObject *spec;
+    if (!PyArg_ParseTuple(args, "sO!", &kind, &PyTuple_Type, &spec))
+        return NULL;
+    if (tomb == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "setup_handlers first");
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof handler_defs / sizeof handler_defs[0]; i++) {
+        if (strcmp(kind, handler_defs[i].ml_name) != 0)
+            continue;
+        PyObject *bound = NULL;
+        if (i == 0) {  /* put: the slot offsets of cls's fields, one a value field */
+            PyObject *cls, *names, *values, *keys, *map, *fallback, *offsets;
+            if (!PyArg_ParseTuple(spec, "UO!O!O!O!O", &map, &PyTuple_Type, &keys, &PyType_Type,
+                                  &cls, &PyTuple_Type, &names, &PyTuple_Type, &values,
+                                  &fallback))
+                return NULL;
+            if (PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(values) ||
+                    PyTuple_GET_SIZE(keys) < 1 || PyTuple_GET_SIZE(keys) > 2) {
+                PyErr_SetString(PyExc_ValueError, "put: a value field for each slot, one or "
+                                "two key fields");
+                return NULL;
+            }
+            if ((offsets = class_offsets(cls, names)) == NULL)
+                return NULL;
+            bound = Py_BuildValue("(OOOOOO)", map, keys, cls, values, offsets, fallback);
+            Py_DECREF(offsets);
+        } else if (i == 3 || i == 5) {
+            /* broker_change: (fallback,); register_broker: (fallback, Endpoint, its names,
+             * the record's endpoint fields), with setup_handlers' BrokerRegistration */
+            PyObject *fallback, *cls = NULL, *names = NULL, *values = NULL, *offsets = NULL;
+            if (!PyArg_ParseTuple(spec, i == 3 ? "O" : "OO!O!O!", &fallback, &PyType_Type, &cls,
+                                  &PyTuple_Type, &names, &PyTuple_Type, &values))
+                return NULL;
+            if (broker_offsets == NULL) {
+                PyErr_SetString(PyExc_RuntimeError, "setup_handlers first");
+                return NULL;
+            }
+            if (i == 3) {
+                bound = Py_BuildValue("(OO)", broker_offsets, fallback);
+            } else if (PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(values) ||
+                       PyTuple_GET_SIZE(values) < 1) {
+                PyErr_SetString(PyExc_ValueError, "register_broker: a field for each slot");
+            } else if ((offsets = class_offsets(cls, names)) != NULL) {
+                bound = Py_BuildValue("(OOOOOO)", broker_type, broker_offsets, cls, values,
+                                      offsets, fallback);
+                Py_DECREF(offsets);
+            }
+        } else {
+            bound = spec;
+            Py_INCREF(bound);
+        }
+        if (bound == NULL)
+            return NULL;
+        PyObject *fn = PyCFunction_New(&handler_defs[i], bound);
+        Py_DECREF(bound);
+        return fn;
+    }
+    PyErr_Format(PyExc_ValueError, "no handler kind %s", kind);
+    return NULL;
+}
+
+/* setup_handlers(TOMB, BrokerRegistration, its field names): the journal's removal mark,
+ * the registrations' class, and the names the handlers use. */
+static PyObject *setup_handlers(PyObject *self, PyObject *args)
+{
+    PyObject *marker, *cls, *fields;
+    if (!PyArg_ParseTuple(args, "OO!O!", &marker, &PyType_Type, &cls, &PyTuple_Type, &fields))
+        return NULL;
+    if (PyTuple_GET_SIZE(fields) != 11) {
+        PyErr_SetString(PyExc_ValueError, "BrokerRegistration has 11 fields");
+        return NULL;
+    }
+    PyObject *offsets = class_offsets(cls, fields);
+    if (offsets == NULL)
+        return NULL;
+    Py_XSETREF(broker_offsets, offsets);
+    Py_INCREF(cls);
+    Py_XSETREF(broker_type, (PyTypeObject *)cls);
+    const char *names[] = {"writable", "broker", "maps", "log", "values", "resets", "epoch",
+                           "fenced", "in_controlled_shutdown", "brokers", "configs",
+                           "brokerId", "brokerEpoch", "fenced", "inControlledShutdown",
+                           "logDirs", "cordonedLogDirs", "resourceType", "resourceName",
+                           "name", "value", "incarnationId", "endPoints", "features", "rack",
+                           "isMigratingZkBroker", "name", "minSupportedVersion",
+                           "maxSupportedVersion"};
+    PyObject **slots[] = {&s_writable, &s_broker_fn, &s_maps, &s_log_fn, &s_values, &s_resets,
+                          &s_epoch_attr, &s_fenced, &s_shutdown, &s_brokers, &s_configs,
+                          &f_broker_id, &f_broker_epoch, &f_fenced, &f_shutdown, &f_log_dirs,
+                          &f_cordoned, &f_resource_type, &f_resource_name, &f_name, &f_value,
+                          &f_incarnation, &f_endpoints, &f_features, &f_rack, &f_migrating,
+                          &f_feature_name, &f_min_version, &f_max_version};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (*slots[i] == NULL && (*slots[i] = PyUnicode_InternFromString(names[i])) == NULL)
+            return NULL;
+    if (s_image == NULL && (s_image = PyUnicode_InternFromString("image")) == NULL)
+        return NULL;
+    if (s_owned == NULL && (s_owned = PyUnicode_InternFromString("_owned")) == NULL)
+        return NULL;
+    Py_INCREF(marker);
+    Py_XSETREF(tomb, marker);
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ column facts */
 
 /* The signed integer at items[i] of a buffer of `width` bytes an item (2, 4 or 8). */
@@ -1703,6 +2449,11 @@ static PyMethodDef methods[] = {
      "partition_change(builder, record, offset): a PartitionChangeRecord applied"},
     {"put_partitions", (PyCFunction)(void (*)(void))put_partitions, METH_FASTCALL,
      "put_partitions(decoded, i, topic_fn, noted, unknown_fn) -> (next, stored)"},
+    {"setup_handlers", setup_handlers, METH_VARARGS,
+     "setup_handlers(TOMB, BrokerRegistration, its field names): before handler()"},
+    {"handler", make_handler, METH_VARARGS,
+     "handler(kind, spec) -> a compiled record handler (put, drop, scalar, broker_change, "
+     "config) falling back to spec's last item"},
     {"bounds", bounds, METH_O, "bounds(column) -> (min, max) of an array of signed integers, "
      "or None"},
     {"ascending", ascending, METH_O, "ascending(column) -> no item below the one before? "
