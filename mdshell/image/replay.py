@@ -132,14 +132,9 @@ class ImageBuilder:
 
     def put(self, name: str, key: Any, value: Any) -> None:
         """``image.<name>[key] = value``, copied first if shared, and journaled."""
-        d = getattr(self.image, name)
-        if id(d) not in self._owned:
-            d = self.writable(name)
-        d[key] = value
-        journal = self.journal
-        if journal is not None:
-            log = journal.maps.get(name)
-            (journal.log(name) if log is None else log).put(key, value)
+        self.writable(name)[key] = value
+        if self.journal is not None:
+            self.journal.log(name).put(key, value)
 
     def drop(self, name: str, key: Any) -> Any:
         """Remove ``image.<name>[key]`` (journaled); its value, None when there was none."""
@@ -496,12 +491,9 @@ def _unfence(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 
 def _broker_change(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
-    bid, epoch = d["brokerId"], d["brokerEpoch"]
-    reg = b.image.brokers.get(bid)
-    if reg is None or reg.epoch != epoch or id(reg) not in b._owned:  # b.broker() inline
-        reg = _broker_for(b, bid, epoch, "BrokerRegistrationChangeRecord", off)
-        if reg is None:
-            return
+    reg = _broker_for(b, d["brokerId"], d["brokerEpoch"], "BrokerRegistrationChangeRecord", off)
+    if reg is None:
+        return
     fenced, shutdown = d["fenced"], d["inControlledShutdown"]
     if fenced not in (-1, 0, 1) or shutdown not in (0, 1):
         # Kafka refuses the whole record when a value is unknown: so do we.
@@ -632,20 +624,16 @@ def _remove_topic(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
 
 def _config(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
     resource = (d["resourceType"], d["resourceName"])
-    value = d["value"]
-    if value is None:
+    if d["value"] is None:
         values = b.inner("configs", resource)
         if values is not None:
             values.pop(d["name"], None)
             if not values:
                 b.drop("configs", resource)
         return
-    configs, owned = b.image.configs, b._owned
-    values = configs.get(resource) if id(configs) in owned else None
-    if values is None or id(values) not in owned:  # b.inner() inline when both are writable
-        values = b.inner("configs", resource, create=True)
-        assert values is not None
-    values[d["name"]] = value
+    values = b.inner("configs", resource, create=True)
+    assert values is not None
+    values[d["name"]] = d["value"]
 
 
 def _feature_level(b: ImageBuilder, d: dict[str, Any], off: int) -> None:

@@ -261,7 +261,6 @@ def read_segment(stream: BatchStream, path: str, named: int, data: bytes, start:
     return _DAMAGED if damage else _DONE
 
 
-
 _DONE, _PASSED, _DAMAGED = "done", "passed upto", "damaged"
 
 

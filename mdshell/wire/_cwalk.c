@@ -1563,26 +1563,65 @@ static int own(PyObject *owned, PyObject *obj)
     return bad;
 }
 
-/* The image map `name`, writable: b.image.<name> when owned, else b.writable(name) (which
- * copies it). A new reference, NULL on error. */
-static PyObject *writable_map(PyObject *b, PyObject *image, PyObject *owned, PyObject *name)
+/* What a handler reads of the builder `b`: its image and `_owned` (the ids of what it made
+ * since the last publish or mark, which it changes in place), new references. */
+typedef struct {
+    PyObject *b, *image, *owned;
+} Builder;
+
+static void builder_release(Builder *s)
 {
-    PyObject *d = PyObject_GetAttr(image, name);
+    Py_CLEAR(s->image);
+    Py_CLEAR(s->owned);
+}
+
+/* The builder's image and _owned taken into *s; -1 on error (nothing held then). */
+static int builder_of(PyObject *b, Builder *s)
+{
+    s->b = b;
+    s->image = PyObject_GetAttr(b, s_image);
+    s->owned = s->image == NULL ? NULL : PyObject_GetAttr(b, s_owned);
+    if (s->owned != NULL && PySet_Check(s->owned))
+        return 0;
+    if (s->owned != NULL)
+        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
+    builder_release(s);
+    return -1;
+}
+
+/* The image map `name`, writable: image.<name> when owned, else b.writable(name) (which
+ * copies it). A new reference, NULL on error. */
+static PyObject *writable_map(const Builder *s, PyObject *name)
+{
+    PyObject *d = PyObject_GetAttr(s->image, name);
     if (d == NULL)
         return NULL;
-    int mine = owns(owned, d);
+    int mine = owns(s->owned, d);
     if (mine > 0 && PyDict_CheckExact(d))
         return d;
     Py_DECREF(d);
     if (mine < 0)
         return NULL;
-    d = PyObject_CallMethodOneArg(b, s_writable, name);
+    d = PyObject_CallMethodOneArg(s->b, s_writable, name);
     if (d != NULL && !PyDict_CheckExact(d)) {
         Py_DECREF(d);
         PyErr_SetString(PyExc_TypeError, "an image map is a dict");
         return NULL;
     }
     return d;
+}
+
+static int journal_put(PyObject *b, PyObject *name, PyObject *key, PyObject *value);
+
+/* ImageBuilder.put(name, key, value): image.<name>[key] = value, the map copied first when
+ * shared, and journaled; -1 on error. */
+static int builder_put(const Builder *s, PyObject *name, PyObject *key, PyObject *value)
+{
+    PyObject *map = writable_map(s, name);
+    int bad = map == NULL || PyDict_SetItem(map, key, value) < 0 ||
+              journal_put(s->b, name, key, value) < 0;
+    Py_XDECREF(map);
+    return bad ? -1 : 0;
 }
 
 /* The journal's log of map `name` (b.journal.log(name)), a new reference; Py_None when no
@@ -1715,38 +1754,27 @@ static PyObject *slots_value(PyObject *d, PyObject *cls, PyObject *names, PyObje
 }
 
 /* put handler: spec (map name, key fields, cls, value fields, offsets, fallback):
- * b.put(map, key, cls(*values)) (ImageBuilder.put: the map copied first when shared, the
- * journal told). */
+ * b.put(map, key, cls(*values)). */
 static PyObject *put_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
 {
     if (!handler_args(spec, nargs, args, 6))
         return NULL;
-    PyObject *b = args[0], *d = args[1], *name = PyTuple_GET_ITEM(spec, 0);
-    PyObject *key = record_key(d, PyTuple_GET_ITEM(spec, 1)), *value = NULL, *image = NULL;
-    PyObject *owned = NULL, *map = NULL, *result = NULL;
+    PyObject *d = args[1], *key = record_key(d, PyTuple_GET_ITEM(spec, 1)), *value = NULL;
+    PyObject *result = NULL;
+    Builder s = {NULL, NULL, NULL};
     if (key == NULL || (value = slots_value(d, PyTuple_GET_ITEM(spec, 2),
                                             PyTuple_GET_ITEM(spec, 3),
                                             PyTuple_GET_ITEM(spec, 4))) == NULL) {
         if (!PyErr_Occurred())
             result = fall_back(spec, args);  /* a field missing: the reference raises */
-        goto done;
+    } else if (builder_of(args[0], &s) == 0 &&
+               builder_put(&s, PyTuple_GET_ITEM(spec, 0), key, value) == 0) {
+        result = Py_None;
+        Py_INCREF(result);
     }
-    if ((image = PyObject_GetAttr(b, s_image)) == NULL ||
-            (owned = PyObject_GetAttr(b, s_owned)) == NULL || !PySet_Check(owned) ||
-            (map = writable_map(b, image, owned, name)) == NULL)
-        goto done;
-    if (PyDict_SetItem(map, key, value) < 0 || journal_put(b, name, key, value) < 0)
-        goto done;
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    if (result == NULL && !PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
+    builder_release(&s);
     Py_XDECREF(key);
     Py_XDECREF(value);
-    Py_XDECREF(image);
-    Py_XDECREF(owned);
-    Py_XDECREF(map);
     return result;
 }
 
@@ -1756,15 +1784,13 @@ static PyObject *drop_handler(PyObject *spec, PyObject *const *args, Py_ssize_t 
 {
     if (!handler_args(spec, nargs, args, 4))
         return NULL;
-    PyObject *b = args[0], *d = args[1], *name = PyTuple_GET_ITEM(spec, 0);
-    PyObject *key = record_key(d, PyTuple_GET_ITEM(spec, 1)), *image = NULL, *owned = NULL;
+    PyObject *b = args[0], *name = PyTuple_GET_ITEM(spec, 0);
+    PyObject *key = record_key(args[1], PyTuple_GET_ITEM(spec, 1));
+    if (key == NULL)
+        return PyErr_Occurred() ? NULL : fall_back(spec, args);
     PyObject *now = NULL, *map = NULL, *result = NULL;
-    if (key == NULL) {
-        if (!PyErr_Occurred())
-            result = fall_back(spec, args);
-        goto done;
-    }
-    if ((image = PyObject_GetAttr(b, s_image)) == NULL || (now = PyObject_GetAttr(image, name)) == NULL)
+    Builder s = {NULL, NULL, NULL};
+    if (builder_of(b, &s) < 0 || (now = PyObject_GetAttr(s.image, name)) == NULL)
         goto done;
     int in = PyDict_CheckExact(now) ? PyDict_Contains(now, key) : -2;
     if (in == -2)
@@ -1780,19 +1806,14 @@ static PyObject *drop_handler(PyObject *spec, PyObject *const *args, Py_ssize_t 
         }
         goto done;
     }
-    if ((owned = PyObject_GetAttr(b, s_owned)) == NULL || !PySet_Check(owned) ||
-            (map = writable_map(b, image, owned, name)) == NULL)
-        goto done;
-    if (PyDict_DelItem(map, key) < 0 || journal_drop(b, name, key) < 0)
+    if ((map = writable_map(&s, name)) == NULL || PyDict_DelItem(map, key) < 0 ||
+            journal_drop(b, name, key) < 0)
         goto done;
     result = Py_None;
     Py_INCREF(result);
 done:
-    if (result == NULL && !PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
-    Py_XDECREF(key);
-    Py_XDECREF(image);
-    Py_XDECREF(owned);
+    builder_release(&s);
+    Py_DECREF(key);
     Py_XDECREF(now);
     Py_XDECREF(map);
     return result;
@@ -1871,19 +1892,14 @@ static PyObject *slots_copy(PyObject *obj, PyObject *offsets)
 
 /* b.broker(bid) for a registration `reg` the builder does not own: a copy, owned, put in
  * the brokers map (copied first when shared) and journaled. A new reference; NULL on error. */
-static PyObject *broker_copy(PyObject *b, PyObject *image, PyObject *owned, PyObject *bid,
-                             PyObject *reg, PyObject *offsets)
+static PyObject *broker_copy(const Builder *s, PyObject *bid, PyObject *reg, PyObject *offsets)
 {
     if (Py_TYPE(reg) != broker_type) {
         PyErr_SetString(PyExc_TypeError, "a registration that is not a BrokerRegistration");
         return NULL;
     }
-    PyObject *made = slots_copy(reg, offsets), *brokers = NULL;
-    int bad = made == NULL || own(owned, made) < 0 ||
-              (brokers = writable_map(b, image, owned, s_brokers)) == NULL ||
-              PyDict_SetItem(brokers, bid, made) < 0 || journal_put(b, s_brokers, bid, made) < 0;
-    Py_XDECREF(brokers);
-    if (bad)
+    PyObject *made = slots_copy(reg, offsets);
+    if (made != NULL && (own(s->owned, made) < 0 || builder_put(s, s_brokers, bid, made) < 0))
         Py_CLEAR(made);
     return made;
 }
@@ -1924,13 +1940,12 @@ static PyObject *broker_change_handler(PyObject *spec, PyObject *const *args, Py
     if (cordoned != Py_None || !PyList_CheckExact(dirs) || PyList_GET_SIZE(dirs) != 0 ||
             fenced == 9 || shutdown == 9)
         return fall_back(spec, args);
-    PyObject *image = PyObject_GetAttr(b, s_image), *brokers = NULL, *owned = NULL, *reg = NULL;
-    PyObject *now = NULL, *result = NULL;
-    if (image == NULL || (brokers = PyObject_GetAttr(image, s_brokers)) == NULL ||
-            (owned = PyObject_GetAttr(b, s_owned)) == NULL)
+    PyObject *brokers = NULL, *reg = NULL, *now = NULL, *result = NULL;
+    Builder s = {NULL, NULL, NULL};
+    if (builder_of(b, &s) < 0 || (brokers = PyObject_GetAttr(s.image, s_brokers)) == NULL)
         goto done;
-    if (!PyDict_CheckExact(brokers) || !PySet_Check(owned)) {
-        PyErr_SetString(PyExc_TypeError, "the brokers map is a dict, _owned a set");
+    if (!PyDict_CheckExact(brokers)) {
+        PyErr_SetString(PyExc_TypeError, "the brokers map is a dict");
         goto done;
     }
     reg = PyDict_GetItemWithError(brokers, bid);
@@ -1948,11 +1963,11 @@ static PyObject *broker_change_handler(PyObject *spec, PyObject *const *args, Py
             result = fall_back(spec, args);  /* another epoch: the reference says so */
         goto done;
     }
-    int mine = owns(owned, reg);
+    int mine = owns(s.owned, reg);
     if (mine < 0)
         goto done;
     if (!mine) {  /* b.broker(bid): a copy, owned and put (journaled) */
-        Py_SETREF(reg, broker_copy(b, image, owned, bid, reg, PyTuple_GET_ITEM(spec, 0)));
+        Py_SETREF(reg, broker_copy(&s, bid, reg, PyTuple_GET_ITEM(spec, 0)));
         if (reg == NULL)
             goto done;
     }
@@ -1963,9 +1978,8 @@ static PyObject *broker_change_handler(PyObject *spec, PyObject *const *args, Py
     result = Py_None;
     Py_INCREF(result);
 done:
-    Py_XDECREF(image);
+    builder_release(&s);
     Py_XDECREF(brokers);
-    Py_XDECREF(owned);
     Py_XDECREF(reg);
     Py_XDECREF(now);
     return result;
@@ -1978,7 +1992,7 @@ static PyObject *config_handler(PyObject *spec, PyObject *const *args, Py_ssize_
 {
     if (!handler_args(spec, nargs, args, 1))
         return NULL;
-    PyObject *b = args[0], *d = args[1];
+    PyObject *d = args[1];
     PyObject *type = PyDict_GetItemWithError(d, f_resource_type);
     PyObject *rname = type == NULL ? NULL : PyDict_GetItemWithError(d, f_resource_name);
     PyObject *name = rname == NULL ? NULL : PyDict_GetItemWithError(d, f_name);
@@ -1988,28 +2002,22 @@ static PyObject *config_handler(PyObject *spec, PyObject *const *args, Py_ssize_
     Py_INCREF(type);
     Py_INCREF(rname);
     PyObject *items[2] = {type, rname};
-    PyObject *resource = tuple_of(2, items), *image = NULL, *owned = NULL, *configs = NULL;
-    PyObject *values = NULL, *result = NULL;
-    if (resource == NULL || (image = PyObject_GetAttr(b, s_image)) == NULL ||
-            (owned = PyObject_GetAttr(b, s_owned)) == NULL)
-        goto done;
-    if (!PySet_Check(owned)) {
-        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
-        goto done;
-    }
-    if ((configs = writable_map(b, image, owned, s_configs)) == NULL)
+    PyObject *resource = tuple_of(2, items), *configs = NULL, *values = NULL, *result = NULL;
+    Builder s = {NULL, NULL, NULL};
+    if (resource == NULL || builder_of(args[0], &s) < 0 ||
+            (configs = writable_map(&s, s_configs)) == NULL)
         goto done;
     values = PyDict_GetItemWithError(configs, resource);
     Py_XINCREF(values);
     if (values == NULL && PyErr_Occurred())
         goto done;
-    int mine = values == NULL ? 0 : owns(owned, values);
+    int mine = values == NULL ? 0 : owns(s.owned, values);
     if (mine < 0)
         goto done;
     if (!mine) {  /* a new dict, or a copy of the shared one: owned, put, journaled */
         Py_XSETREF(values, values == NULL ? PyDict_New() : PyDict_Copy(values));
-        if (values == NULL || PyDict_SetItem(configs, resource, values) < 0 ||
-                own(owned, values) < 0 || journal_put(b, s_configs, resource, values) < 0)
+        if (values == NULL || own(s.owned, values) < 0 ||
+                builder_put(&s, s_configs, resource, values) < 0)
             goto done;
     }
     if (!PyDict_CheckExact(values)) {
@@ -2021,9 +2029,8 @@ static PyObject *config_handler(PyObject *spec, PyObject *const *args, Py_ssize_
     result = Py_None;
     Py_INCREF(result);
 done:
+    builder_release(&s);
     Py_XDECREF(resource);
-    Py_XDECREF(image);
-    Py_XDECREF(owned);
     Py_XDECREF(configs);
     Py_XDECREF(values);
     return result;
@@ -2086,7 +2093,7 @@ static PyObject *register_broker_handler(PyObject *spec, PyObject *const *args,
 {
     if (!handler_args(spec, nargs, args, 6))
         return NULL;
-    PyObject *b = args[0], *d = args[1];
+    PyObject *d = args[1];
     PyObject *v[11];  /* the record's values, in BrokerRegistration's field order */
     PyObject *const keys[11] = {f_broker_id, f_broker_epoch, f_incarnation, f_endpoints,
                                 f_features, f_rack, f_fenced, f_shutdown, f_migrating,
@@ -2126,20 +2133,14 @@ static PyObject *register_broker_handler(PyObject *spec, PyObject *const *args,
             Py_INCREF(v[i]);  /* the three made here move in */
         *(PyObject **)((char *)reg + at[i]) = v[i];
     }
-    PyObject *image = PyObject_GetAttr(b, s_image), *owned = NULL, *brokers = NULL;
     PyObject *result = NULL;
-    if (image != NULL && (owned = PyObject_GetAttr(b, s_owned)) != NULL && PySet_Check(owned) &&
-            (brokers = writable_map(b, image, owned, s_brokers)) != NULL &&
-            PyDict_SetItem(brokers, v[0], reg) == 0 && journal_put(b, s_brokers, v[0], reg) == 0) {
+    Builder s = {NULL, NULL, NULL};
+    if (builder_of(args[0], &s) == 0 && builder_put(&s, s_brokers, v[0], reg) == 0) {
         result = Py_None;
         Py_INCREF(result);
-    } else if (!PyErr_Occurred()) {
-        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
     }
+    builder_release(&s);
     Py_DECREF(reg);
-    Py_XDECREF(image);
-    Py_XDECREF(owned);
-    Py_XDECREF(brokers);
     return result;
 }
 
