@@ -16,7 +16,7 @@ from mdshell.source.live import LiveSource
 from mdshell.tree.node import RenderOptions
 from tests.kafka import jars
 from tests.kafka.cluster import KraftCluster, Node
-from tests.test_live_failover import _fields, _parse_controllers
+from tests.test_live_failover import _controllers_until, _fields
 
 pytestmark = pytest.mark.live
 
@@ -52,16 +52,14 @@ def test_standalone_then_add_controller_is_followed(standalone: KraftCluster) ->
     shell = Shell(source, opts=RenderOptions())
     try:
         source.follow()
-        flags = _parse_controllers(list(shell.run(["controllers"]).lines))
+        # A controller writes its registration after the quorum elects it, so the fixture
+        # (ready once a leader has a high watermark) can be ahead of it: wait for it.
+        flags = _controllers_until(shell, lambda f: f.get(1) == "true")
         assert flags[1] == "true" and flags.get(2) != "true" and flags.get(3) != "true", flags
         for added in (2, 3):
             _add_controller(standalone, standalone.node(added))
             t0 = time.monotonic()
-            while time.monotonic() - t0 < 20:
-                flags = _parse_controllers(list(shell.run(["controllers"]).lines))
-                if flags.get(added) == "true":
-                    break
-                time.sleep(0.2)
+            flags = _controllers_until(shell, lambda f: f.get(added) == "true")  # noqa: B023
             print(f"voter {added} added: seen by controllers after {time.monotonic() - t0:.1f} s")
             assert flags.get(added) == "true", flags
             kafka = _fields(standalone.quorum_tool("describe", "--status"))
