@@ -138,11 +138,28 @@ def test_crc32c_as_the_package_computes_it() -> None:
     rng = random.Random(5)
     for n in [*range(0, 40), 1000, 4097, 65_536]:
         data = rng.randbytes(n + 9)
-        for start in (0, 1, 7):
+        for start in range(9):  # every alignment of the 8-byte steps
             end = start + n
-            assert _cwalk.crc32c(data, start, end) == crc32c(data[start:end])
-    with pytest.raises(ValueError):
-        _cwalk.crc32c(b"abc", 2, 5)
+            want = crc32c(data[start:end])
+            # the dispatching one (the CPU's instruction where it has one) and the tables
+            assert _cwalk.crc32c(data, start, end) == want
+            assert _cwalk.crc32c_portable(data, start, end) == want
+    for f in (_cwalk.crc32c, _cwalk.crc32c_portable):
+        with pytest.raises(ValueError):
+            f(b"abc", 2, 5)
+
+
+@compiled
+def test_crc32c_takes_the_instruction_on_a_cpu_with_sse42() -> None:
+    """Where /proc/cpuinfo lists sse4_2 the instruction is used, or the speed is lost."""
+    assert _cwalk is not None
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        pytest.skip("no /proc/cpuinfo")
+    if " sse4_2" not in flags or os.uname().machine != "x86_64":
+        pytest.skip("not an x86-64 CPU with SSE 4.2")
+    assert _cwalk.crc32c_hardware()
 
 
 def _noops_agree(data: bytes, h: cleanwalk.Heads, n: int) -> list[int]:

@@ -184,3 +184,44 @@ def test_other_kinds_the_image_cannot_take(tmp_path: Path,
     load = sys.modules["mdshell.session.load"]  # the module (the package exports load())
     monkeypatch.setattr(load, "CHECKPOINT_RECORDS", 3)  # history marks all along
     _both(tmp_path / "logs", monkeypatch)
+
+
+@pytest.mark.parametrize("handlers", ["compiled", "python"])
+def test_a_re_registration_shares_the_dicts_it_repeats(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handlers: str) -> None:
+    """A broker registered again with the same listeners and features takes its earlier
+    registration's dicts (a busy log re-registers thousands of times: memory); a changed
+    one keeps its own. Both handler sets, with history marks at every record."""
+    from mdshell.synth import ClusterBuilder
+
+    if handlers == "compiled" and replay.HANDLERS == replay.PYTHON_HANDLERS:
+        pytest.skip("no compiled handlers (MDSHELL_PURE=1, or no C compiler)")
+    if handlers == "python":
+        monkeypatch.setattr(replay, "HANDLERS", dict(replay.PYTHON_HANDLERS))
+    b = ClusterBuilder(str(tmp_path / "logs"), seed=7, metadata_version=21)
+    b.elect_controller_leader()
+    b.bootstrap()
+    for _ in range(3):
+        b.register_broker(0, log_dir_ids=[bytes(16)])
+    b.register_broker(0, log_dir_ids=[bytes(16)], listeners=[("PLAINTEXT", "moved", 9092, 0)])
+    b.register_broker(0, log_dir_ids=[bytes(16)], features={"metadata.version": (1, 21)})
+    b.finish()
+    load = sys.modules["mdshell.session.load"]
+    monkeypatch.setattr(load, "CHECKPOINT_RECORDS", 1)
+    session = Session.open(str(tmp_path / "logs"))
+    regs = []
+    for at in session.latest.replayer.history.offsets:  # type: ignore[union-attr]
+        reg = session.load_at(at).image.brokers.get(0)
+        if reg is not None and all(reg is not r for r in regs):
+            regs.append(reg)
+    assert len(regs) == 5, regs
+    first, second, third, moved, older = regs
+    for same in (second, third):
+        assert same.listeners is first.listeners
+        assert same.supported_features is first.supported_features
+    assert moved.listeners["PLAINTEXT"].host == "moved"
+    assert moved.listeners is not first.listeners
+    assert moved.supported_features is first.supported_features
+    # shared with the registration it replaces only: the one before moved, so its own
+    assert older.listeners == first.listeners and older.listeners is not first.listeners
+    assert older.supported_features == {"metadata.version": (1, 21)}

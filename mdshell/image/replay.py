@@ -449,9 +449,14 @@ def _features(items: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
 
 
 def _register_broker(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
+    listeners, features = _endpoints(d["endPoints"]), _features(d["features"])
+    old = b.image.brokers.get(d["brokerId"])
+    if old is not None:  # a re-registration: its dicts shared when unchanged (never changed)
+        listeners = old.listeners if old.listeners == listeners else listeners
+        features = old.supported_features if old.supported_features == features else features
     b.put("brokers", d["brokerId"], m.BrokerRegistration(
         id=d["brokerId"], epoch=d["brokerEpoch"], incarnation_id=d["incarnationId"],
-        listeners=_endpoints(d["endPoints"]), supported_features=_features(d["features"]),
+        listeners=listeners, supported_features=features,
         rack=d["rack"], fenced=d["fenced"], in_controlled_shutdown=d["inControlledShutdown"],
         is_migrating_zk_broker=d["isMigratingZkBroker"],
         directories=sorted(d["logDirs"], key=uuid_sort_key),
