@@ -994,6 +994,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t held = 0;  /* how many Recs `recs` has room for */
     int why = 0;
     long long applied_here = 0;  /* records applied by the handler calls below */
+    int64_t plan_at = -1;  /* after an error: the batch it happened in (replayer.at) */
     Prov pv = {0, 0, 0, 0};
     Py_ssize_t before = k > 0 && k <= n ? (Py_ssize_t)plan[k - 1] : -1;
 
@@ -1031,13 +1032,6 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (decoded == Py_None) {
             Py_DECREF(decoded);
             break;  /* a record the reference decodes, or refuses */
-        }
-        PyObject *at = PyLong_FromSsize_t(i);
-        int bad = at == NULL || PyObject_SetAttr(replayer, s_at, at) < 0;
-        Py_XDECREF(at);
-        if (bad) {
-            Py_DECREF(decoded);
-            goto fail;
         }
         /* apply_decoded's plain branch (a dict outside a transaction, not a transaction
          * marker: its handler), then apply_decoded itself for the rest of the batch */
@@ -1138,17 +1132,23 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto state;
     return Py_BuildValue("(nLLi)", k, since, applied_here, why);
 fail:
+    plan_at = k < n ? plan[k] : -1;
     PyMem_Free(recs);
     PyBuffer_Release(&planv);
     columns_release(&h);
 state:
-    {
+    {  /* what the caller reads after an error: the run's counts, the batch it was at */
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
         PyObject *state = Py_BuildValue("(LL)", since, applied_here);
         if (state != NULL) {
             PyObject_SetAttrString(replayer, "_run_state", state);
             Py_DECREF(state);
+        }
+        PyObject *at = plan_at >= 0 ? PyLong_FromLongLong(plan_at) : NULL;
+        if (at != NULL) {
+            PyObject_SetAttr(replayer, s_at, at);
+            Py_DECREF(at);
         }
         PyErr_Clear();
         PyErr_Restore(type, value, tb);
@@ -2121,12 +2121,46 @@ static PyObject *features(PyObject *items)
     return out;
 }
 
+/* Whether the dicts a and b hold the same keys with values equal slot by slot: each value of
+ * a an instance of `cls` (exactly) with the slots at `at[0..n-1]`, compared by
+ * PyObject_RichCompareBool (a dataclass's __eq__ is Python code); any other value by
+ * ==. 1, 0, or -1 on error. */
+static int same_slots(PyObject *a, PyObject *b, PyTypeObject *cls, const Py_ssize_t *at,
+                      Py_ssize_t n)
+{
+    if (!PyDict_CheckExact(a) || !PyDict_CheckExact(b) || PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b))
+        return a == b ? 1 : PyObject_RichCompareBool(a, b, Py_EQ);
+    Py_ssize_t pos = 0;
+    PyObject *key, *x;
+    while (PyDict_Next(a, &pos, &key, &x)) {
+        PyObject *y = PyDict_GetItemWithError(b, key);
+        if (y == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        if (x == y)
+            continue;
+        if (Py_TYPE(x) != cls || Py_TYPE(y) != cls) {
+            int eq = PyObject_RichCompareBool(x, y, Py_EQ);
+            if (eq <= 0)
+                return eq;
+            continue;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *u = *(PyObject **)((char *)x + at[i]), *v = *(PyObject **)((char *)y + at[i]);
+            int eq = u == NULL || v == NULL ? u == v : PyObject_RichCompareBool(u, v, Py_EQ);
+            if (eq <= 0)
+                return eq;
+        }
+    }
+    return 1;
+}
+
 /* A re-registration's listeners and supported features (slots 3 and 4 of `reg`) replaced by
  * those of the broker's registration in the image when equal: one dict for every
  * registration of the same endpoints and features, as copies of a registration share them
- * already (a registration's dicts are never changed in place). 0, or -1 on error. */
+ * already (a registration's dicts are never changed in place). `endpoint` and `ep_offsets`:
+ * the Endpoint class and its slots' offsets. 0, or -1 on error. */
 static int share_unchanged(const Builder *s, PyObject *bid, PyObject *reg, PyTypeObject *type,
-                           const Py_ssize_t *at)
+                           const Py_ssize_t *at, PyTypeObject *endpoint, PyObject *ep_offsets)
 {
     PyObject *brokers = PyObject_GetAttr(s->image, s_brokers);
     if (brokers == NULL)
@@ -2137,7 +2171,10 @@ static int share_unchanged(const Builder *s, PyObject *bid, PyObject *reg, PyTyp
         for (int i = 3; i <= 4 && !bad; i++) {
             PyObject **mine = (PyObject **)((char *)reg + at[i]);
             PyObject *theirs = *(PyObject **)((char *)old + at[i]);
-            int eq = theirs == NULL ? 0 : PyObject_RichCompareBool(*mine, theirs, Py_EQ);
+            int eq = theirs == NULL ? 0 : i == 4 ?
+                PyObject_RichCompareBool(*mine, theirs, Py_EQ) :
+                same_slots(*mine, theirs, endpoint, (const Py_ssize_t *)PyBytes_AS_STRING(ep_offsets),
+                           PyBytes_GET_SIZE(ep_offsets) / (Py_ssize_t)sizeof(Py_ssize_t));
             bad = eq < 0;
             if (eq > 0) {
                 Py_INCREF(theirs);
@@ -2200,7 +2237,8 @@ static PyObject *register_broker_handler(PyObject *spec, PyObject *const *args,
     }
     PyObject *result = NULL;
     Builder s = {NULL, NULL, NULL};
-    if (builder_of(args[0], &s) == 0 && share_unchanged(&s, v[0], reg, type, at) == 0 &&
+    if (builder_of(args[0], &s) == 0 && share_unchanged(&s, v[0], reg, type, at, (PyTypeObject *)PyTuple_GET_ITEM(spec, 2),
+                                    PyTuple_GET_ITEM(spec, 4)) == 0 &&
             builder_put(&s, s_brokers, v[0], reg) == 0) {
         result = Py_None;
         Py_INCREF(result);
