@@ -947,6 +947,11 @@ static int prov_flush(PyObject *prov, Prov *p)
     return bad ? -1 : 0;
 }
 
+#define PARTITION_CHANGE 5  /* PartitionChangeRecord's api key */
+static int compiled_change(PyObject *handlers, PyObject *decoders, PyObject *decoder_fn,
+                           int *fast);
+static int apply_change_bytes(PyObject *b, const uint8_t *buf, const Rec *r);
+
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[6]) ||
@@ -997,6 +1002,9 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t plan_at = -1;  /* after an error: the batch it happened in (replayer.at) */
     Prov pv = {0, 0, 0, 0};
     Py_ssize_t before = k > 0 && k <= n ? (Py_ssize_t)plan[k - 1] : -1;
+    int change_fast[3];  /* by version: its partition changes read from their bytes */
+    if (compiled_change(handlers, decoders, decoder_fn, change_fast) < 0)
+        goto fail;
 
     for (; k < n; k++) {
         Py_ssize_t i = (Py_ssize_t)plan[k];
@@ -1024,6 +1032,22 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         if (!framed)
             break;  /* the reference frames it, and says what */
+        if (free_of_txn && h.count[i] == 1 && recs[0].key == PARTITION_CHANGE &&
+                recs[0].ver >= 0 && recs[0].ver <= 2 && change_fast[recs[0].ver] &&
+                recs[0].off >= lo && recs[0].off <= hi) {
+            /* a one-record batch of a partition change (most of a busy log's tail): read
+             * from its bytes and applied by the handler's own code, no dict made */
+            int got = apply_change_bytes(b, buf, &recs[0]);
+            if (got < 0)
+                goto fail;
+            if (got) {
+                applied_here++;
+                since++;
+                pv = (Prov){1, !has_upto || upto >= end_off ? end_off : recs[0].off,
+                            h.epoch[i], h.max_ts[i]};
+                goto counted;
+            }
+        }
         int64_t last;
         PyObject *decoded = decode_batch(data, recs, (Py_ssize_t)h.count[i], lo, hi, decoders,
                                          decoder_fn, lazy, noop_key, partition_key, &last);
@@ -1110,6 +1134,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                             h.max_ts[i]};
         }
         since += applied;
+    counted:
         if (since >= every) {  /* a mark due, if journaled and outside a transaction */
             PyObject *journal = PyObject_GetAttr(b, s_journal);
             if (journal == NULL)
@@ -1271,6 +1296,16 @@ static PyObject *s_image, *s_topics_by_id, *s_owned, *s_partitions_attr, *s_part
 
 #define SLOT(obj, i) (*(PyObject **)((char *)(obj) + partition_at[i]))
 
+/* change_key[] made (interned: the decoders' keys are); 0, or -1 on error. */
+static int change_keys_ready(void)
+{
+    for (int i = 0; i < D_FIELDS; i++)
+        if (change_key[i] == NULL &&
+                (change_key[i] = PyUnicode_InternFromString(change_keys[i])) == NULL)
+            return -1;
+    return 0;
+}
+
 /* setup_partitions(Partition, field_names, MIGRATING_DIR) */
 static PyObject *setup_partitions(PyObject *self, PyObject *args)
 {
@@ -1296,10 +1331,8 @@ static PyObject *setup_partitions(PyObject *self, PyObject *args)
             return NULL;
         }
     }
-    for (int i = 0; i < D_FIELDS; i++)
-        if (change_key[i] == NULL &&
-                (change_key[i] = PyUnicode_InternFromString(change_keys[i])) == NULL)
-            return NULL;
+    if (change_keys_ready() < 0)
+        return NULL;
     const char *attrs[] = {"image", "topics_by_id", "_owned", "partitions", "parts", "id",
                            "_topic", "decoded", "partition", "_no_partition", "_decoded"};
     PyObject **slots[] = {&s_image, &s_topics_by_id, &s_owned, &s_partitions_attr, &s_parts,
@@ -1341,13 +1374,10 @@ static int all_migrating(PyObject *dirs)
     return 1;
 }
 
-/* image.replay.merge_partition (the reference): a new Partition; NULL on error. */
-static PyObject *merge(PyObject *p, PyObject *d)
+/* image.replay.merge_partition (the reference): a new Partition of `p` changed by the
+ * record's values `v` (by enum D_..., borrowed); NULL on error. */
+static PyObject *merge(PyObject *p, PyObject *const *v)
 {
-    PyObject *v[D_FIELDS];
-    for (int i = D_REPLICAS; i < D_FIELDS; i++)
-        if ((v[i] = field(d, i)) == NULL)
-            return NULL;
     PyObject *out[P_FIELDS] = {NULL};
     PyObject *replicas = v[D_REPLICAS], *dirs = v[D_DIRS];
     if (replicas == Py_None && dirs == Py_None) {
@@ -1453,6 +1483,126 @@ static PyObject *decoded_before(PyObject *b, PyObject *raw)
     return p;
 }
 
+static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off);
+
+/* An unsigned varint of at most 5 bytes in its shortest form inside [*p, end), *p moved
+ * past it; 0 for anything else (a longer form, past `end`, above 32 bits). */
+static inline int uvarint_short(const uint8_t *buf, Py_ssize_t *p, Py_ssize_t end,
+                                uint32_t *out)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 5 && *p < end; i++) {
+        uint8_t byte = buf[(*p)++];
+        v |= (uint64_t)(byte & 0x7F) << (7 * i);
+        if (byte < 0x80) {
+            if ((i > 0 && byte == 0) || v > UINT32_MAX)
+                return 0;  /* a longer form than needed, or too large */
+            *out = (uint32_t)v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A compact nullable array of int32 (width 4) or uuid (width 16) filling buf[pos:end]
+ * exactly: a new list (Py_None for null); NULL with no error when it does not. */
+static PyObject *compact_array(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, int width)
+{
+    uint32_t n;
+    if (!uvarint_short(buf, &pos, end, &n))
+        return NULL;
+    if (n == 0) {
+        if (pos != end)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t count = (Py_ssize_t)n - 1;
+    if (count > (end - pos) / width || pos + count * width != end)
+        return NULL;
+    PyObject *list = PyList_New(count);
+    for (Py_ssize_t i = 0; list != NULL && i < count; i++, pos += width) {
+        PyObject *item = width == 4 ? PyLong_FromLong(be32(buf + pos)) :
+            PyBytes_FromStringAndSize((const char *)buf + pos, width);
+        if (item == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+/* A PartitionChangeRecord of version `ver` (0-2) read from its body buf[pos:end] into `v`
+ * (by enum D_..., new references), giving what the schema-driven decoder gives, for the
+ * encoding Kafka writes: its tagged fields known at `ver`, in ascending order, each once,
+ * every varint in its shortest form, each field's size its value's, nothing after them. 1
+ * when read; 0 when the decoder must read it (anything else: it decodes or refuses it, and
+ * says what), nothing held then; -1 on error. */
+static int read_change(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long ver,
+                       PyObject **v)
+{
+    static const int tag_field[9] = {D_ISR, D_LEADER, D_REPLICAS, D_REMOVING, D_ADDING, D_LRS,
+                                     D_ELR, D_LAST_ELR, D_DIRS};
+    static const long tag_since[9] = {0, 0, 0, 0, 0, 0, 2, 2, 1};
+    for (int i = 0; i < D_FIELDS; i++)
+        v[i] = NULL;
+    uint32_t count;
+    if (ver < 0 || ver > 2 || end - pos < 20)
+        return 0;
+    v[D_PARTITION_ID] = PyLong_FromLong(be32(buf + pos));
+    v[D_TOPIC_ID] = PyBytes_FromStringAndSize((const char *)buf + pos + 4, 16);
+    pos += 20;
+    if (v[D_PARTITION_ID] == NULL || v[D_TOPIC_ID] == NULL)
+        goto error;
+    if (!uvarint_short(buf, &pos, end, &count) || count > 9)
+        goto refuse;
+    long last = -1;
+    for (uint32_t k = 0; k < count; k++) {
+        uint32_t tag, size;
+        if (!uvarint_short(buf, &pos, end, &tag) || tag > 8 || (long)tag <= last ||
+                tag_since[tag] > ver || !uvarint_short(buf, &pos, end, &size) ||
+                size > (uint64_t)(end - pos))
+            goto refuse;
+        last = tag;
+        Py_ssize_t stop = pos + (Py_ssize_t)size;
+        int f = tag_field[tag];
+        if (f == D_LEADER) {
+            if (size != 4)
+                goto refuse;
+            v[f] = PyLong_FromLong(be32(buf + pos));
+        } else if (f == D_LRS) {
+            if (size != 1)
+                goto refuse;
+            v[f] = PyLong_FromLong((int8_t)buf[pos]);
+        } else {
+            v[f] = compact_array(buf, pos, stop, f == D_DIRS ? 16 : 4);
+            if (v[f] == NULL && !PyErr_Occurred())
+                goto refuse;
+        }
+        if (v[f] == NULL)
+            goto error;
+        pos = stop;
+    }
+    if (pos != end)
+        goto refuse;
+    for (int i = 0; i < D_FIELDS; i++) {  /* the defaults of the fields not given */
+        if (v[i] == NULL) {
+            v[i] = i == D_LEADER ? PyLong_FromLong(-2) : i == D_LRS ? PyLong_FromLong(-1) :
+                   Py_NewRef(Py_None);
+            if (v[i] == NULL)
+                goto error;
+        }
+    }
+    return 1;
+refuse:
+    for (int i = 0; i < D_FIELDS; i++)
+        Py_CLEAR(v[i]);
+    return 0;
+error:
+    for (int i = 0; i < D_FIELDS; i++)
+        Py_CLEAR(v[i]);
+    return -1;
+}
+
 /* partition_change(builder, record, offset): image.replay._partition_change (the
  * reference), as a handler: the partition changed, its new value set in its topic's map
  * and journaled; an unknown topic or partition said by the builder's own methods. */
@@ -1462,10 +1612,51 @@ static PyObject *partition_change(PyObject *self, PyObject *const *args, Py_ssiz
         PyErr_SetString(PyExc_TypeError, "partition_change(builder, record, offset)");
         return NULL;
     }
-    PyObject *b = args[0], *d = args[1], *off = args[2];
-    PyObject *tid = field(d, D_TOPIC_ID), *pid = field(d, D_PARTITION_ID);
-    if (tid == NULL || pid == NULL)
+    PyObject *v[D_FIELDS];
+    for (int i = 0; i < D_FIELDS; i++)
+        if ((v[i] = field(args[1], i)) == NULL)
+            return NULL;
+    return change_partition(args[0], v, args[2]);
+}
+
+/* change_values(buf, pos, end, ver) -> {field: value} as read_change reads the body
+ * buf[pos:end] (the keys are the decoder's), or None where it leaves the record to the
+ * decoder: for tests, which compare it with the decoder. */
+static PyObject *change_values(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    long ver;
+    if (!PyArg_ParseTuple(args, "y*nnl", &view, &pos, &end, &ver))
         return NULL;
+    if (pos < 0 || end > view.len || pos > end || change_keys_ready() < 0) {
+        PyBuffer_Release(&view);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "range outside the buffer");
+        return NULL;
+    }
+    PyObject *v[D_FIELDS];
+    int got = read_change((const uint8_t *)view.buf, pos, end, ver, v);
+    PyBuffer_Release(&view);
+    if (got <= 0) {
+        if (got < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *out = PyDict_New();
+    for (int i = 0; i < D_FIELDS; i++) {
+        if (out != NULL && PyDict_SetItem(out, change_key[i], v[i]) < 0)
+            Py_CLEAR(out);
+        Py_DECREF(v[i]);
+    }
+    return out;
+}
+
+/* partition_change's work on the record's values `v` (by enum D_..., borrowed), read from
+ * its decoded dict or from its bytes (read_change); None, NULL on error. */
+static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off)
+{
+    PyObject *tid = v[D_TOPIC_ID], *pid = v[D_PARTITION_ID];
     PyObject *image = NULL, *topics = NULL, *owned = NULL, *topic = NULL, *parts = NULL;
     PyObject *p = NULL, *made = NULL, *journal = NULL, *result = NULL;
     if ((image = PyObject_GetAttr(b, s_image)) == NULL ||
@@ -1528,7 +1719,7 @@ static PyObject *partition_change(PyObject *self, PyObject *const *args, Py_ssiz
         PyErr_SetString(PyExc_TypeError, "a partition that is not the image's Partition");
         goto done;
     }
-    if ((made = merge(p, d)) == NULL || PyDict_SetItem(parts, pid, made) < 0)
+    if ((made = merge(p, v)) == NULL || PyDict_SetItem(parts, pid, made) < 0)
         goto done;
     if ((journal = PyObject_GetAttr(b, s_journal)) == NULL)
         goto done;
@@ -1556,6 +1747,52 @@ done:
     Py_XDECREF(made);
     Py_XDECREF(journal);
     return result;
+}
+
+/* fast[v]: whether run reads partition changes of version v (0-2) from their bytes: when
+ * their handler in `handlers` is partition_change and their decoder a compiled one, as
+ * read_change stands for both (a test that puts the Python reference or a decoder of its
+ * own there has them called as for any other record). 0, or -1 on error. */
+static int compiled_change(PyObject *handlers, PyObject *decoders, PyObject *decoder_fn,
+                           int *fast)
+{
+    fast[0] = fast[1] = fast[2] = 0;
+    PyObject *key = PyLong_FromLong(PARTITION_CHANGE);
+    PyObject *h = key == NULL ? NULL : PyDict_GetItemWithError(handlers, key);
+    Py_XDECREF(key);
+    if (h == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyCFunction_Check(h) || partition_type == NULL || check == NULL ||
+            PyCFunction_GET_FUNCTION(h) != (PyCFunction)(void (*)(void))partition_change)
+        return 0;
+    for (long ver = 0; ver <= 2; ver++) {
+        PyObject *dec = decoder_of(decoders, decoder_fn, PARTITION_CHANGE, ver);
+        if (dec == NULL)
+            return -1;
+        fast[ver] = check(dec, (const unsigned char *)"", 0, 0) >= 0;  /* -1: not compiled */
+        Py_DECREF(dec);
+    }
+    return 0;
+}
+
+/* The partition change framed as `r` applied from its bytes (read_change, then
+ * partition_change's own work): 1 when applied, 0 when its bytes are the decoder's to read
+ * (nothing done), -1 on error. */
+static int apply_change_bytes(PyObject *b, const uint8_t *buf, const Rec *r)
+{
+    PyObject *v[D_FIELDS];
+    int got = read_change(buf, r->body, r->vend, r->ver, v);
+    if (got <= 0)
+        return got;
+    PyObject *off = PyLong_FromLongLong(r->off);
+    PyObject *out = off == NULL ? NULL : change_partition(b, v, off);
+    Py_XDECREF(off);
+    for (int i = 0; i < D_FIELDS; i++)
+        Py_DECREF(v[i]);
+    if (out == NULL)
+        return -1;
+    Py_DECREF(out);
+    return 1;
 }
 
 /* ------------------------------------------------------------------ other handlers */
@@ -2572,6 +2809,9 @@ static PyMethodDef methods[] = {
      "setup_partitions(Partition, field_names, MIGRATING_DIR): the class changes make"},
     {"partition_change", (PyCFunction)(void (*)(void))partition_change, METH_FASTCALL,
      "partition_change(builder, record, offset): a PartitionChangeRecord applied"},
+    {"change_values", change_values, METH_VARARGS,
+     "change_values(buf, pos, end, ver) -> a PartitionChangeRecord's fields as read from its "
+     "bytes by the run loop, or None where the decoder reads it (for tests)"},
     {"put_partitions", (PyCFunction)(void (*)(void))put_partitions, METH_FASTCALL,
      "put_partitions(decoded, i, topic_fn, noted, unknown_fn) -> (next, stored)"},
     {"setup_handlers", setup_handlers, METH_VARARGS,
