@@ -747,6 +747,25 @@ check_c(PyObject *dec, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end)
     return check_struct(((Decoder *)dec)->prog, &c, 1) && c.pos == end;
 }
 
+/* The decoding for C callers (_cwalk's replay loop, through the capsule below): the dict
+ * of buf[pos:end] when `dec` is a Decoder and it decodes those bytes exactly, as calling it
+ * gives; NULL with no error set otherwise (the caller then calls the decoder, whose
+ * fallback says what is wrong), with an error only for a MemoryError. */
+static PyObject *
+decode_c(PyObject *dec, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end)
+{
+    if (Py_TYPE(dec) != &DecoderType || pos < 0 || pos > end)
+        return NULL;
+    Cur c = {buf, pos, end};
+    PyObject *d = decode_struct(((Decoder *)dec)->prog, &c);
+    if (d != NULL && c.pos == end)
+        return d;
+    Py_XDECREF(d);
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError))
+        PyErr_Clear();
+    return NULL;
+}
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_cdecode",
@@ -771,6 +790,12 @@ PyInit__cdecode(void)
     /* check_c for _cwalk's replay loop: a call without Python's calling convention */
     PyObject *api = PyCapsule_New((void *)check_c, "mdshell.wire._cdecode._check", NULL);
     if (api == NULL || PyModule_AddObject(m, "_check", api) < 0) {
+        Py_XDECREF(api);
+        Py_DECREF(m);
+        return NULL;
+    }
+    api = PyCapsule_New((void *)decode_c, "mdshell.wire._cdecode._decode", NULL);
+    if (api == NULL || PyModule_AddObject(m, "_decode", api) < 0) {
         Py_XDECREF(api);
         Py_DECREF(m);
         return NULL;

@@ -482,6 +482,9 @@ static int set_prov(PyObject *prov, PyObject *offset, PyObject *epoch, PyObject 
  * import; NULL when _cdecode is not built): -1 for a decoder that is not a compiled one. */
 typedef int (*CheckFn)(PyObject *, const unsigned char *, Py_ssize_t, Py_ssize_t);
 static CheckFn check = NULL;
+/* _cdecode's decode_c: a Decoder's dict of buf[pos:end] when it decodes exactly, else NULL */
+typedef PyObject *(*DecodeFn)(PyObject *, const unsigned char *, Py_ssize_t, Py_ssize_t);
+static DecodeFn decode_c = NULL;
 
 /* The decoder of (key, ver): decoders[key << 7 | ver], asked of decoder_fn when missing.
  * New reference; Py_None for a kind this mdshell does not know; NULL on error. */
@@ -947,6 +950,83 @@ static int prov_flush(PyObject *prov, Prov *p)
     return bad ? -1 : 0;
 }
 
+/* What a run hands apply_one: the builder, the handler table and decoders, how unknown
+ * tagged fields are said, and the decoders found so far by kind and version (cache[key * 8
+ * + version], new references, for keys below 128 and versions below 8). */
+typedef struct {
+    PyObject *b, *handlers, *decoders, *decoder_fn, *unknown_key, *unknown_tags;
+    PyObject **cache;
+} Plain;
+#define CACHE_KEYS 128
+#define CACHE_VERSIONS 8
+
+/* A decoder cache of apply_one freed (NULL: none). */
+static void cache_release(PyObject **cache)
+{
+    if (cache == NULL)
+        return;
+    for (int i = 0; i < CACHE_KEYS * CACHE_VERSIONS; i++)
+        Py_XDECREF(cache[i]);
+    PyMem_Free(cache);
+}
+
+/* The record `r` of a one-record batch outside a metadata transaction applied as run's
+ * plain branch applies a decoded record (its unknown tagged fields said, then its
+ * handler), decoded by its compiled decoder without the list and tuples decode_batch
+ * makes. 1 when done, *counted whether a handler applied it; 0 when decode_batch must take
+ * the batch (a kind or version outside the cache, no compiled decoder, bytes it does not
+ * decode exactly: the decoder's fallback says what); -1 on error. */
+static int apply_one(const Plain *pl, const uint8_t *buf, const Rec *r, int *counted)
+{
+    *counted = 0;
+    if (decode_c == NULL || r->key < 0 || r->key >= CACHE_KEYS || r->ver < 0 ||
+            r->ver >= CACHE_VERSIONS)
+        return 0;
+    PyObject **slot = &pl->cache[r->key * CACHE_VERSIONS + r->ver];
+    if (*slot == NULL &&
+            (*slot = decoder_of(pl->decoders, pl->decoder_fn, r->key, r->ver)) == NULL)
+        return -1;
+    if (*slot == Py_None)
+        return 0;  /* an unknown kind: kept raw by the reference */
+    PyObject *value = decode_c(*slot, buf, r->body, r->vend);
+    if (value == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *key = PyLong_FromLong(r->key), *ver = NULL, *off = NULL, *out = NULL;
+    PyObject *handler = key == NULL ? NULL : PyDict_GetItemWithError(pl->handlers, key);
+    int done = -1;
+    if (handler == NULL || handler == Py_None) {
+        if (!PyErr_Occurred())
+            done = 1;  /* no effect (apply_decoded's rule) */
+        goto out;
+    }
+    if ((off = PyLong_FromLongLong(r->off)) == NULL)
+        goto out;
+    int tagged = PyDict_Contains(value, pl->unknown_key);
+    if (tagged < 0)
+        goto out;
+    if (tagged) {
+        PyObject *tags = PyDict_GetItemWithError(value, pl->unknown_key);
+        if (tags == NULL || (ver = PyLong_FromLong(r->ver)) == NULL)
+            goto out;
+        PyObject *targs[4] = {key, ver, tags, off};
+        if ((out = PyObject_Vectorcall(pl->unknown_tags, targs, 4, NULL)) == NULL)
+            goto out;
+        Py_CLEAR(out);
+    }
+    PyObject *hargs[3] = {pl->b, value, off};
+    if ((out = PyObject_Vectorcall(handler, hargs, 3, NULL)) == NULL)
+        goto out;
+    *counted = 1;
+    done = 1;
+out:
+    Py_XDECREF(out);
+    Py_XDECREF(off);
+    Py_XDECREF(ver);
+    Py_XDECREF(key);
+    Py_DECREF(value);
+    return done;
+}
+
 #define PARTITION_CHANGE 5  /* PartitionChangeRecord's api key */
 static int compiled_change(PyObject *handlers, PyObject *decoders, PyObject *decoder_fn,
                            int *fast);
@@ -997,6 +1077,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t hi = has_upto ? upto : INT64_MAX;
     Rec *recs = NULL;
     Py_ssize_t held = 0;  /* how many Recs `recs` has room for */
+    PyObject **cache = NULL;  /* apply_one's decoders */
     int why = 0;
     long long applied_here = 0;  /* records applied by the handler calls below */
     int64_t plan_at = -1;  /* after an error: the batch it happened in (replayer.at) */
@@ -1005,6 +1086,12 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int change_fast[3];  /* by version: its partition changes read from their bytes */
     if (compiled_change(handlers, decoders, decoder_fn, change_fast) < 0)
         goto fail;
+    cache = PyMem_Calloc(CACHE_KEYS * CACHE_VERSIONS, sizeof(PyObject *));
+    if (cache == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Plain plain = {b, handlers, decoders, decoder_fn, unknown_key, unknown_tags, cache};
 
     for (; k < n; k++) {
         Py_ssize_t i = (Py_ssize_t)plan[k];
@@ -1043,6 +1130,21 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (got) {
                 applied_here++;
                 since++;
+                pv = (Prov){1, !has_upto || upto >= end_off ? end_off : recs[0].off,
+                            h.epoch[i], h.max_ts[i]};
+                goto counted;
+            }
+        }
+        if (free_of_txn && h.count[i] == 1 && recs[0].off >= lo && recs[0].off <= hi &&
+                recs[0].key != noop_key && recs[0].key != partition_key &&
+                (recs[0].key < 23 || recs[0].key > 25)) {  /* not a transaction's marker */
+            int applied_one;
+            int got = apply_one(&plain, buf, &recs[0], &applied_one);
+            if (got < 0)
+                goto fail;
+            if (got) {
+                applied_here += applied_one;
+                since += applied_one;
                 pv = (Prov){1, !has_upto || upto >= end_off ? end_off : recs[0].off,
                             h.epoch[i], h.max_ts[i]};
                 goto counted;
@@ -1153,6 +1255,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyMem_Free(recs);
     PyBuffer_Release(&planv);
     columns_release(&h);
+    cache_release(cache);
     if (prov_flush(prov, &pv) < 0)
         goto state;
     return Py_BuildValue("(nLLi)", k, since, applied_here, why);
@@ -1161,6 +1264,7 @@ fail:
     PyMem_Free(recs);
     PyBuffer_Release(&planv);
     columns_release(&h);
+    cache_release(cache);
 state:
     {  /* what the caller reads after an error: the run's counts, the batch it was at */
         PyObject *type, *value, *tb;
@@ -2845,6 +2949,9 @@ PyMODINIT_FUNC PyInit__cwalk(void)
     check = (CheckFn)PyCapsule_Import("mdshell.wire._cdecode._check", 0);
     if (check == NULL)
         PyErr_Clear();  /* _cdecode not built: decoders are called for their check mode */
+    decode_c = (DecodeFn)PyCapsule_Import("mdshell.wire._cdecode._decode", 0);
+    if (decode_c == NULL)
+        PyErr_Clear();  /* not built: every record goes through decode_batch */
     const char *names[] = {"txn", "journal", "offset", "epoch", "time_ms", "at"};
     PyObject **slots[] = {&s_txn, &s_journal, &s_offset, &s_epoch, &s_time_ms, &s_at};
     for (int i = 0; i < 6; i++)
