@@ -390,3 +390,62 @@ def test_a_record_that_does_not_decode_inside_a_run(walks: Walks, quiet_log: Pat
     got = walks.agree(quiet_log, records=False)
     said = [p for p in got[0][1] if p[0] == "corrupt"]
     assert said and said[0][3] <= target, said
+
+
+@pytest.mark.parametrize("last", ["partition change", "config"])
+def test_records_the_run_leaves_to_their_decoders(walks: Walks, tmp_path: Path,
+                                                  last: str) -> None:
+    """One-record batches, good CRCs, whose records the compiled run loop reads itself
+    (PartitionChangeRecord from its bytes, any other kind by its compiled decoder) unless
+    their bytes are not the encoding it knows: a tag the version does not know, tags out of
+    order or given twice, a varint in a longer form, unknown tagged fields on another kind;
+    then, last, one the decoders refuse (a tagged field's size not its value's, a string not
+    UTF-8). The same image, warnings and stop as the walker's way, which reads every record
+    by the decoders."""
+    from mdshell.synth import ClusterBuilder
+    from mdshell.synth.records import RawRecord
+    from mdshell.wire import codec
+    from mdshell.wire.records import METADATA
+
+    b = ClusterBuilder(str(tmp_path / "logs"), seed=11, metadata_version=21)
+    b.elect_controller_leader()
+    b.bootstrap()
+    for i in range(3):
+        b.register_broker(i)
+        b.unfence_broker(i)
+    b.create_topic("t", 4, 3)
+    b.snapshot()
+    tid = b.topic_id("t")
+    pcr, config = RecordKind.PARTITION_CHANGE, RecordKind.CONFIG
+
+    def raw(kind: int, version: int, body: bytes) -> None:
+        b.append([RawRecord(frame_metadata_value(kind, version, body), kind, version)])
+
+    head = struct.pack(">i", 1) + tid
+    leader, isr = bytes([1, 4, 0, 0, 0, 2]), bytes([0, 9, 3, 0, 0, 0, 1, 0, 0, 0, 2])
+    for version, body in (
+            (0, head + bytes([1]) + leader),  # read from its bytes
+            (0, head + bytes([1, 9, 1, 7])),  # a tag version 0 does not know
+            (0, head + bytes([2]) + leader + isr),  # out of order
+            (0, head + bytes([2]) + isr + isr),  # twice
+            (0, head + bytes([1, 1, 0x84, 0, 0, 0, 0, 3])),  # a size in a longer form
+            (2, head + bytes([1]) + leader)):
+        b.change_partition("t", 0, leader=(version + 1) % 3)
+        raw(pcr, version, body)
+    cfg = codec.encode(METADATA[config], 0, {"resourceType": 2, "resourceName": "t",
+                                             "name": "retention.ms", "value": "5"})
+    raw(config, 0, cfg)  # by its compiled decoder
+    raw(config, 0, cfg[:-1] + bytes([1, 5, 2, 0xAB, 0xCD]))  # an unknown tagged field
+    b.change_partition("t", 2, leader=1)
+    if last == "config":
+        raw(config, 0, cfg.replace(b"retention", b"retent\xffon"))  # not UTF-8
+    else:
+        raw(pcr, 0, head + bytes([1, 0, 2, 1, 0]))  # an empty array in a size of 2
+    b.change_partition("t", 3, leader=1)
+    b.finish()
+    got = walks.agree(tmp_path / "logs", records=False)
+    said = [(p[0], p[3]) for p in got[0][1]]
+    # the unknown tags of the partition change and of the config said, the damaged record
+    # stops the file, the image is as of the record before it
+    assert said == [("corrupt", 31), ("unknown-tag", 19), ("unknown-tag", 29), ("image", None)]
+    assert got[0][0][0].offset == 30, got[0][0][0]
