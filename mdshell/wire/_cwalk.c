@@ -950,45 +950,61 @@ static int prov_flush(PyObject *prov, Prov *p)
     return bad ? -1 : 0;
 }
 
+/* The decoders a run has looked up, by kind and version: a few (a log's one-record
+ * batches hold a handful of kinds), looked through in order, new references. */
+#define CACHED 16
+typedef struct {
+    int n;
+    long key[CACHED], ver[CACHED];
+    PyObject *dec[CACHED];
+} Decoders;
+
+static void decoders_release(Decoders *ds)
+{
+    for (int i = 0; i < ds->n; i++)
+        Py_DECREF(ds->dec[i]);
+    ds->n = 0;
+}
+
 /* What a run hands apply_one: the builder, the handler table and decoders, how unknown
- * tagged fields are said, and the decoders found so far by kind and version (cache[key * 8
- * + version], new references, for keys below 128 and versions below 8). */
+ * tagged fields are said, and the decoders found so far. */
 typedef struct {
     PyObject *b, *handlers, *decoders, *decoder_fn, *unknown_key, *unknown_tags;
-    PyObject **cache;
+    Decoders *found;
 } Plain;
-#define CACHE_KEYS 128
-#define CACHE_VERSIONS 8
 
-/* A decoder cache of apply_one freed (NULL: none). */
-static void cache_release(PyObject **cache)
+/* The decoder of (key, ver), a new reference (decoder_of's, remembered in `found`). */
+static PyObject *found_decoder(const Plain *pl, long key, long ver)
 {
-    if (cache == NULL)
-        return;
-    for (int i = 0; i < CACHE_KEYS * CACHE_VERSIONS; i++)
-        Py_XDECREF(cache[i]);
-    PyMem_Free(cache);
+    Decoders *ds = pl->found;
+    for (int i = 0; i < ds->n; i++)
+        if (ds->key[i] == key && ds->ver[i] == ver)
+            return Py_NewRef(ds->dec[i]);
+    PyObject *dec = decoder_of(pl->decoders, pl->decoder_fn, key, ver);
+    if (dec != NULL && ds->n < CACHED) {
+        ds->key[ds->n] = key;
+        ds->ver[ds->n] = ver;
+        ds->dec[ds->n++] = Py_NewRef(dec);
+    }
+    return dec;
 }
 
 /* The record `r` of a one-record batch outside a metadata transaction applied as run's
  * plain branch applies a decoded record (its unknown tagged fields said, then its
  * handler), decoded by its compiled decoder without the list and tuples decode_batch
  * makes. 1 when done, *counted whether a handler applied it; 0 when decode_batch must take
- * the batch (a kind or version outside the cache, no compiled decoder, bytes it does not
- * decode exactly: the decoder's fallback says what); -1 on error. */
+ * the batch (an unknown kind, no compiled decoder, bytes it does not decode exactly: the
+ * decoder's fallback says what); -1 on error. */
 static int apply_one(const Plain *pl, const uint8_t *buf, const Rec *r, int *counted)
 {
     *counted = 0;
-    if (decode_c == NULL || r->key < 0 || r->key >= CACHE_KEYS || r->ver < 0 ||
-            r->ver >= CACHE_VERSIONS)
+    if (decode_c == NULL || r->key < 0)
         return 0;
-    PyObject **slot = &pl->cache[r->key * CACHE_VERSIONS + r->ver];
-    if (*slot == NULL &&
-            (*slot = decoder_of(pl->decoders, pl->decoder_fn, r->key, r->ver)) == NULL)
+    PyObject *dec = found_decoder(pl, r->key, r->ver);
+    if (dec == NULL)
         return -1;
-    if (*slot == Py_None)
-        return 0;  /* an unknown kind: kept raw by the reference */
-    PyObject *value = decode_c(*slot, buf, r->body, r->vend);
+    PyObject *value = dec == Py_None ? NULL : decode_c(dec, buf, r->body, r->vend);
+    Py_DECREF(dec);  /* None: an unknown kind, kept raw by the reference */
     if (value == NULL)
         return PyErr_Occurred() ? -1 : 0;
     PyObject *key = PyLong_FromLong(r->key), *ver = NULL, *off = NULL, *out = NULL;
@@ -1077,21 +1093,14 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t hi = has_upto ? upto : INT64_MAX;
     Rec *recs = NULL;
     Py_ssize_t held = 0;  /* how many Recs `recs` has room for */
-    PyObject **cache = NULL;  /* apply_one's decoders */
+    Decoders found = {0};  /* apply_one's decoders */
+    int change_fast[3] = {-1, -1, -1};  /* by version: partition changes read from bytes */
     int why = 0;
     long long applied_here = 0;  /* records applied by the handler calls below */
     int64_t plan_at = -1;  /* after an error: the batch it happened in (replayer.at) */
     Prov pv = {0, 0, 0, 0};
     Py_ssize_t before = k > 0 && k <= n ? (Py_ssize_t)plan[k - 1] : -1;
-    int change_fast[3];  /* by version: its partition changes read from their bytes */
-    if (compiled_change(handlers, decoders, decoder_fn, change_fast) < 0)
-        goto fail;
-    cache = PyMem_Calloc(CACHE_KEYS * CACHE_VERSIONS, sizeof(PyObject *));
-    if (cache == NULL) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    Plain plain = {b, handlers, decoders, decoder_fn, unknown_key, unknown_tags, cache};
+    Plain plain = {b, handlers, decoders, decoder_fn, unknown_key, unknown_tags, &found};
 
     for (; k < n; k++) {
         Py_ssize_t i = (Py_ssize_t)plan[k];
@@ -1119,34 +1128,30 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         if (!framed)
             break;  /* the reference frames it, and says what */
-        if (free_of_txn && h.count[i] == 1 && recs[0].key == PARTITION_CHANGE &&
-                recs[0].ver >= 0 && recs[0].ver <= 2 && change_fast[recs[0].ver] &&
-                recs[0].off >= lo && recs[0].off <= hi) {
-            /* a one-record batch of a partition change (most of a busy log's tail): read
-             * from its bytes and applied by the handler's own code, no dict made */
-            int got = apply_change_bytes(b, buf, &recs[0]);
-            if (got < 0)
-                goto fail;
-            if (got) {
-                applied_here++;
-                since++;
-                pv = (Prov){1, !has_upto || upto >= end_off ? end_off : recs[0].off,
-                            h.epoch[i], h.max_ts[i]};
-                goto counted;
+        const Rec *r0 = &recs[0];
+        if (free_of_txn && h.count[i] == 1 && r0->off >= lo && r0->off <= hi) {
+            /* a one-record batch outside a transaction (most of a busy log's tail): a
+             * partition change read from its bytes and applied by the handler's own code,
+             * a record of another kind by its compiled decoder into its handler; either
+             * may leave it to decode_batch below */
+            int got = 0, counted_one = 1;
+            if (r0->key == PARTITION_CHANGE && r0->ver >= 0 && r0->ver <= 2) {
+                if (change_fast[0] < 0 &&  /* asked once a run, at its first change */
+                        compiled_change(handlers, decoders, decoder_fn, change_fast) < 0)
+                    goto fail;
+                if (change_fast[r0->ver])
+                    got = apply_change_bytes(b, buf, r0);
             }
-        }
-        if (free_of_txn && h.count[i] == 1 && recs[0].off >= lo && recs[0].off <= hi &&
-                recs[0].key != noop_key && recs[0].key != partition_key &&
-                (recs[0].key < 23 || recs[0].key > 25)) {  /* not a transaction's marker */
-            int applied_one;
-            int got = apply_one(&plain, buf, &recs[0], &applied_one);
+            if (!got && r0->key != noop_key && r0->key != partition_key &&
+                    (r0->key < 23 || r0->key > 25))  /* not a transaction's marker */
+                got = apply_one(&plain, buf, r0, &counted_one);
             if (got < 0)
                 goto fail;
             if (got) {
-                applied_here += applied_one;
-                since += applied_one;
-                pv = (Prov){1, !has_upto || upto >= end_off ? end_off : recs[0].off,
-                            h.epoch[i], h.max_ts[i]};
+                applied_here += counted_one;
+                since += counted_one;
+                pv = (Prov){1, !has_upto || upto >= end_off ? end_off : r0->off, h.epoch[i],
+                            h.max_ts[i]};
                 goto counted;
             }
         }
@@ -1255,7 +1260,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyMem_Free(recs);
     PyBuffer_Release(&planv);
     columns_release(&h);
-    cache_release(cache);
+    decoders_release(&found);
     if (prov_flush(prov, &pv) < 0)
         goto state;
     return Py_BuildValue("(nLLi)", k, since, applied_here, why);
@@ -1264,7 +1269,7 @@ fail:
     PyMem_Free(recs);
     PyBuffer_Release(&planv);
     columns_release(&h);
-    cache_release(cache);
+    decoders_release(&found);
 state:
     {  /* what the caller reads after an error: the run's counts, the batch it was at */
         PyObject *type, *value, *tb;
