@@ -2371,6 +2371,22 @@ done:
 /* ConfigRecord (spec: (fallback,)): a value set (ImageBuilder.inner(create=True): the map
  * and the resource's dict copied first when shared, a new or copied dict journaled). A
  * value removed (None) is the reference's. */
+/* One object for equal keys stored again and again (a config resource is journaled after
+ * each history mark it changes in): `key` or the equal one seen before, a new reference;
+ * NULL on error. Bounded: emptied when it holds KEYS_KEPT. */
+#define KEYS_KEPT 65536
+static PyObject *kept_keys = NULL;
+static PyObject *kept_key(PyObject *key)
+{
+    if (kept_keys == NULL && (kept_keys = PyDict_New()) == NULL)
+        return NULL;
+    if (PyDict_GET_SIZE(kept_keys) >= KEYS_KEPT)
+        PyDict_Clear(kept_keys);
+    PyObject *kept = PyDict_SetDefault(kept_keys, key, key);  /* borrowed */
+    Py_XINCREF(kept);
+    return kept;
+}
+
 static PyObject *config_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
 {
     if (!handler_args(spec, nargs, args, 1))
@@ -2399,7 +2415,8 @@ static PyObject *config_handler(PyObject *spec, PyObject *const *args, Py_ssize_
         goto done;
     if (!mine) {  /* a new dict, or a copy of the shared one: owned, put, journaled */
         Py_XSETREF(values, values == NULL ? PyDict_New() : PyDict_Copy(values));
-        if (values == NULL || own(s.owned, values) < 0 ||
+        Py_SETREF(resource, kept_key(resource));
+        if (values == NULL || resource == NULL || own(s.owned, values) < 0 ||
                 builder_put(&s, s_configs, resource, values) < 0)
             goto done;
     }
