@@ -2374,7 +2374,7 @@ done:
 /* One object for equal keys stored again and again (a config resource is journaled after
  * each history mark it changes in): `key` or the equal one seen before, a new reference;
  * NULL on error. Bounded: emptied when it holds KEYS_KEPT. */
-#define KEYS_KEPT 65536
+#define KEYS_KEPT 16384
 static PyObject *kept_keys = NULL;
 static PyObject *kept_key(PyObject *key)
 {
