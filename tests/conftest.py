@@ -109,6 +109,20 @@ def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
                           cwd=ROOT)
 
 
+def three_brokers(directory: Path, seed: int) -> Any:
+    """A ``ClusterBuilder`` writing to ``directory`` at metadata.version 21: a controller
+    leader, the bootstrap records, brokers 0-2 registered and unfenced."""
+    from mdshell.synth import ClusterBuilder
+
+    b = ClusterBuilder(str(directory), seed=seed, metadata_version=21)
+    b.elect_controller_leader()
+    b.bootstrap()
+    for i in range(3):
+        b.register_broker(i)
+        b.unfence_broker(i)
+    return b
+
+
 def batches_of(path: Path) -> list[Any]:
     """Every batch of a well-formed file, parsed with the wire layer."""
     from mdshell.wire.batch import parse_header

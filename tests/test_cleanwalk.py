@@ -28,7 +28,7 @@ from mdshell.wire.crc import crc32c
 from mdshell.wire.kinds import RecordKind
 from mdshell.wire.primitives import DecodeError
 
-from .conftest import FIXTURES, corpus_dirs
+from .conftest import FIXTURES, corpus_dirs, three_brokers
 from .test_history import shape
 
 FIXTURE_DIRS = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
@@ -402,17 +402,11 @@ def test_records_the_run_leaves_to_their_decoders(walks: Walks, tmp_path: Path,
     then, last, one the decoders refuse (a tagged field's size not its value's, a string not
     UTF-8). The same image, warnings and stop as the walker's way, which reads every record
     by the decoders."""
-    from mdshell.synth import ClusterBuilder
     from mdshell.synth.records import RawRecord
     from mdshell.wire import codec
     from mdshell.wire.records import METADATA
 
-    b = ClusterBuilder(str(tmp_path / "logs"), seed=11, metadata_version=21)
-    b.elect_controller_leader()
-    b.bootstrap()
-    for i in range(3):
-        b.register_broker(i)
-        b.unfence_broker(i)
+    b = three_brokers(tmp_path / "logs", seed=11)
     b.create_topic("t", 4, 3)
     b.snapshot()
     tid = b.topic_id("t")

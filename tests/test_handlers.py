@@ -17,7 +17,7 @@ from mdshell.image import replay
 from mdshell.session import Session
 from mdshell.synth import Scenario, generate
 
-from .conftest import FIXTURES, corpus_dirs
+from .conftest import FIXTURES, corpus_dirs, three_brokers
 
 MIX = {"leader-election": 40, "isr-shrink": 20, "isr-expand": 20, "topic-config": 10,
        "broker-restart": 10, "create-topic": 5, "delete-topic": 5, "reassign": 10, "elr": 10,
@@ -87,14 +87,7 @@ def test_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_changes_the_image_cannot_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Changes to a partition that does not exist, to a deleted topic, inside a metadata
     transaction and of partitions held undecoded: the same warnings and image both ways."""
-    from mdshell.synth import ClusterBuilder
-
-    b = ClusterBuilder(str(tmp_path / "logs"), seed=5, metadata_version=21)
-    b.elect_controller_leader()
-    b.bootstrap()
-    for i in range(3):
-        b.register_broker(i)
-        b.unfence_broker(i)
+    b = three_brokers(tmp_path / "logs", seed=5)
     b.create_topic("kept", 4, 3)
     b.create_topic("gone", 2, 3)
     b.snapshot()
@@ -124,15 +117,9 @@ def test_other_kinds_the_image_cannot_take(tmp_path: Path,
     another epoch, unknown values, log dirs given; removals of what is not there; a config
     removed, set again and set on a resource new since the mark; a record stored twice),
     before and after a snapshot: the same warnings, image and history both ways."""
-    from mdshell.synth import ClusterBuilder
     from mdshell.synth.records import meta
 
-    b = ClusterBuilder(str(tmp_path / "logs"), seed=6, metadata_version=21)
-    b.elect_controller_leader()
-    b.bootstrap()
-    for i in range(3):
-        b.register_broker(i)
-        b.unfence_broker(i)
+    b = three_brokers(tmp_path / "logs", seed=6)
     b.create_topic("t", 2, 3)
     acl = b.add_acl("TOPIC", "t", "User:alice", "READ")
     b.upsert_scram("alice")

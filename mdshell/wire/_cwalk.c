@@ -989,12 +989,45 @@ static PyObject *found_decoder(const Plain *pl, long key, long ver)
     return dec;
 }
 
+/* A decoded record `value` of kind `key` and version `ver` applied as apply_decoded's plain
+ * branch applies it: its unknown tagged fields said, then its handler called with `off`.
+ * 1 when its handler was called, 0 when its kind has none (no effect: a NoOp read in the
+ * frame's long form), -1 on error; *reached is 1 from the moment the handler is called
+ * (the record counts as applied from then, as the reference counts it). */
+static int apply_value(const Plain *pl, PyObject *key, PyObject *ver, PyObject *value,
+                       PyObject *off, int *reached)
+{
+    *reached = 0;
+    PyObject *handler = PyDict_GetItemWithError(pl->handlers, key);
+    if (handler == NULL || handler == Py_None)
+        return PyErr_Occurred() ? -1 : 0;
+    int tagged = PyDict_Contains(value, pl->unknown_key);
+    if (tagged < 0)
+        return -1;
+    if (tagged) {
+        PyObject *tags = PyDict_GetItemWithError(value, pl->unknown_key);
+        PyObject *targs[4] = {key, ver, tags, off};
+        PyObject *out = tags == NULL ? NULL : PyObject_Vectorcall(pl->unknown_tags, targs, 4,
+                                                                  NULL);
+        if (out == NULL)
+            return -1;
+        Py_DECREF(out);
+    }
+    *reached = 1;
+    PyObject *hargs[3] = {pl->b, value, off};
+    PyObject *out = PyObject_Vectorcall(handler, hargs, 3, NULL);
+    if (out == NULL)
+        return -1;
+    Py_DECREF(out);
+    return 1;
+}
+
 /* The record `r` of a one-record batch outside a metadata transaction applied as run's
  * plain branch applies a decoded record (its unknown tagged fields said, then its
  * handler), decoded by its compiled decoder without the list and tuples decode_batch
- * makes. 1 when done, *counted whether a handler applied it; 0 when decode_batch must take
- * the batch (an unknown kind, no compiled decoder, bytes it does not decode exactly: the
- * decoder's fallback says what); -1 on error. */
+ * makes. 1 when done, 0 when decode_batch must take the batch (an unknown kind, no compiled
+ * decoder, bytes it does not decode exactly: the decoder's fallback says what), -1 on error;
+ * *counted as apply_value's *reached. */
 static int apply_one(const Plain *pl, const uint8_t *buf, const Rec *r, int *counted)
 {
     *counted = 0;
@@ -1007,46 +1040,21 @@ static int apply_one(const Plain *pl, const uint8_t *buf, const Rec *r, int *cou
     Py_DECREF(dec);  /* None: an unknown kind, kept raw by the reference */
     if (value == NULL)
         return PyErr_Occurred() ? -1 : 0;
-    PyObject *key = PyLong_FromLong(r->key), *ver = NULL, *off = NULL, *out = NULL;
-    PyObject *handler = key == NULL ? NULL : PyDict_GetItemWithError(pl->handlers, key);
-    int done = -1;
-    if (handler == NULL || handler == Py_None) {
-        if (!PyErr_Occurred())
-            done = 1;  /* no effect (apply_decoded's rule) */
-        goto out;
-    }
-    if ((off = PyLong_FromLongLong(r->off)) == NULL)
-        goto out;
-    int tagged = PyDict_Contains(value, pl->unknown_key);
-    if (tagged < 0)
-        goto out;
-    if (tagged) {
-        PyObject *tags = PyDict_GetItemWithError(value, pl->unknown_key);
-        if (tags == NULL || (ver = PyLong_FromLong(r->ver)) == NULL)
-            goto out;
-        PyObject *targs[4] = {key, ver, tags, off};
-        if ((out = PyObject_Vectorcall(pl->unknown_tags, targs, 4, NULL)) == NULL)
-            goto out;
-        Py_CLEAR(out);
-    }
-    PyObject *hargs[3] = {pl->b, value, off};
-    if ((out = PyObject_Vectorcall(handler, hargs, 3, NULL)) == NULL)
-        goto out;
-    *counted = 1;
-    done = 1;
-out:
-    Py_XDECREF(out);
+    PyObject *key = PyLong_FromLong(r->key), *ver = PyLong_FromLong(r->ver);
+    PyObject *off = PyLong_FromLongLong(r->off);
+    int done = key == NULL || ver == NULL || off == NULL ? -1 :
+               apply_value(pl, key, ver, value, off, counted);
     Py_XDECREF(off);
     Py_XDECREF(ver);
     Py_XDECREF(key);
     Py_DECREF(value);
-    return done;
+    return done < 0 ? -1 : 1;
 }
 
 #define PARTITION_CHANGE 5  /* PartitionChangeRecord's api key */
 static int compiled_change(PyObject *handlers, PyObject *decoders, PyObject *decoder_fn,
                            int *fast);
-static int apply_change_bytes(PyObject *b, const uint8_t *buf, const Rec *r);
+static int apply_change_bytes(PyObject *b, const uint8_t *buf, const Rec *r, int *reached);
 
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1134,19 +1142,21 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
              * partition change read from its bytes and applied by the handler's own code,
              * a record of another kind by its compiled decoder into its handler; either
              * may leave it to decode_batch below */
-            int got = 0, counted_one = 1;
+            int got = 0, counted_one = 0;
             if (r0->key == PARTITION_CHANGE && r0->ver >= 0 && r0->ver <= 2) {
                 if (change_fast[0] < 0 &&  /* asked once a run, at its first change */
                         compiled_change(handlers, decoders, decoder_fn, change_fast) < 0)
                     goto fail;
                 if (change_fast[r0->ver])
-                    got = apply_change_bytes(b, buf, r0);
+                    got = apply_change_bytes(b, buf, r0, &counted_one);
             }
             if (!got && r0->key != noop_key && r0->key != partition_key &&
                     (r0->key < 23 || r0->key > 25))  /* not a transaction's marker */
                 got = apply_one(&plain, buf, r0, &counted_one);
-            if (got < 0)
+            if (got < 0) {
+                applied_here += counted_one;  /* reached before it failed */
                 goto fail;
+            }
             if (got) {
                 applied_here += counted_one;
                 since += counted_one;
@@ -1177,39 +1187,15 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 long key = PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
                 if (key == 23 || key == 24 || key == 25)
                     break;  /* Begin/End/AbortTransactionRecord: replay's own */
-                PyObject *handler = PyDict_GetItemWithError(handlers, PyTuple_GET_ITEM(t, 1));
-                if (handler == NULL && PyErr_Occurred()) {
+                int reached;
+                int got = apply_value(&plain, PyTuple_GET_ITEM(t, 1), PyTuple_GET_ITEM(t, 2),
+                                      value, PyTuple_GET_ITEM(t, 0), &reached);
+                applied += reached;
+                applied_here += reached;
+                if (got < 0) {
                     Py_DECREF(decoded);
                     goto fail;
                 }
-                if (handler == NULL || handler == Py_None)
-                    continue;  /* no effect (a NoOp read in the frame's long form) */
-                PyObject *off = PyTuple_GET_ITEM(t, 0);
-                int tagged = PyDict_Contains(value, unknown_key);
-                PyObject *out = NULL;
-                if (tagged > 0) {
-                    PyObject *tags = PyDict_GetItemWithError(value, unknown_key);
-                    PyObject *targs[4] = {PyTuple_GET_ITEM(t, 1), PyTuple_GET_ITEM(t, 2), tags,
-                                          off};
-                    out = tags == NULL ? NULL : PyObject_Vectorcall(unknown_tags, targs, 4, NULL);
-                    if (out == NULL) {
-                        Py_DECREF(decoded);
-                        goto fail;
-                    }
-                    Py_DECREF(out);
-                } else if (tagged < 0) {
-                    Py_DECREF(decoded);
-                    goto fail;
-                }
-                applied++;
-                applied_here++;
-                PyObject *hargs[3] = {b, value, off};
-                out = PyObject_Vectorcall(handler, hargs, 3, NULL);
-                if (out == NULL) {
-                    Py_DECREF(decoded);
-                    goto fail;
-                }
-                Py_DECREF(out);
             }
         }
         if (j < nd || !free_of_txn) {
@@ -1886,13 +1872,15 @@ static int compiled_change(PyObject *handlers, PyObject *decoders, PyObject *dec
 
 /* The partition change framed as `r` applied from its bytes (read_change, then
  * partition_change's own work): 1 when applied, 0 when its bytes are the decoder's to read
- * (nothing done), -1 on error. */
-static int apply_change_bytes(PyObject *b, const uint8_t *buf, const Rec *r)
+ * (nothing done), -1 on error; *reached as apply_value's. */
+static int apply_change_bytes(PyObject *b, const uint8_t *buf, const Rec *r, int *reached)
 {
     PyObject *v[D_FIELDS];
+    *reached = 0;
     int got = read_change(buf, r->body, r->vend, r->ver, v);
     if (got <= 0)
         return got;
+    *reached = 1;
     PyObject *off = PyLong_FromLongLong(r->off);
     PyObject *out = off == NULL ? NULL : change_partition(b, v, off);
     Py_XDECREF(off);
