@@ -33,6 +33,10 @@ DECODED_MAX = 16_384  # distinct partition records kept decoded by a builder
 _cwalk = piece("_cwalk")
 _cput = _cwalk.put_partitions if _cwalk is not None else None
 _PARTITION_RECORDS = (K.PARTITION, K.PARTITION_CHANGE)
+# The ids of a partitions map's partitions that may hold ELR (all of them, read one by one,
+# without the compiled filter, which leaves out undecoded records that hold none).
+_elr_held: Callable[[dict[int, Any]], list[int]] = (
+    _cwalk.elr_held if _cwalk is not None else list)
 
 
 def _topic_partition(lazy: m.LazyPartition) -> tuple[bytes, int]:
@@ -607,7 +611,7 @@ def _clear_elr(b: ImageBuilder, d: dict[str, Any], off: int) -> None:
         topics = list(b.image.topics_by_id.values())
     for topic in topics:
         writable: m.Topic | None = None
-        for pid in list(topic.partitions):
+        for pid in _elr_held(topic.partitions):
             p = topic.shared(pid)  # read only: a record's bytes decoded once for all
             if p is not None and (p.elr or p.last_known_elr):
                 writable = writable or b.topic(topic.id)

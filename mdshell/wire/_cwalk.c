@@ -1747,6 +1747,94 @@ static PyObject *change_values(PyObject *self, PyObject *args)
     return out;
 }
 
+/* ------------------------------------------------------------ ClearElrRecord's partitions */
+
+/* Whether an undecoded PartitionRecord of version `ver` (0-2), its body buf[pos:end], holds
+ * no eligible leader replicas and no last known ones, and decodes cleanly: 1 when its bytes
+ * are the encoding Kafka writes (as read_change asks: tags known at `ver`, ascending, once,
+ * shortest varints, sizes exact, nothing after) and its ELR and LastKnownElr (tags 1 and 2,
+ * v2+) are absent, null or empty; 0 for anything else (the reference then decodes it). */
+static int holds_no_elr(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long ver)
+{
+    uint32_t n, count;
+    if (ver < 0 || ver > 2 || end - pos < 20)
+        return 0;
+    pos += 20;  /* partition and topic ids */
+    for (int i = 0; i < 4 + (ver >= 1); i++) {  /* replicas, isr, removing, adding, dirs */
+        Py_ssize_t width = i == 4 ? 16 : 4;
+        if (!uvarint_short(buf, &pos, end, &n) || n == 0 || (Py_ssize_t)(n - 1) > (end - pos) / width)
+            return 0;
+        pos += (Py_ssize_t)(n - 1) * width;
+        if (i == 3) {  /* leader, leader epoch, partition epoch */
+            if (end - pos < 12)
+                return 0;
+            pos += 12;
+        }
+    }
+    if (!uvarint_short(buf, &pos, end, &count) || count > 3)
+        return 0;
+    long last = -1;
+    for (uint32_t k = 0; k < count; k++) {
+        uint32_t tag, size;
+        if (!uvarint_short(buf, &pos, end, &tag) || tag > 2 || (long)tag <= last ||
+                (tag > 0 && ver < 2) || !uvarint_short(buf, &pos, end, &size) ||
+                size > (uint64_t)(end - pos))
+            return 0;
+        last = tag;
+        Py_ssize_t stop = pos + (Py_ssize_t)size;
+        if (tag == 0 ? size != 1 :  /* leader recovery state: one int8 */
+                !uvarint_short(buf, &pos, stop, &n) || n > 1 || pos != stop)
+            return 0;  /* an ELR list with members (or not one) */
+        pos = stop;
+    }
+    return pos == end;
+}
+
+/* elr_held(partitions) -> [partition id]: the ids of a topic's partitions map ({id:
+ * Partition or (buffer, body start, end, version)}) whose partition may hold eligible
+ * leader replicas or last known ones: a Partition whose lists are not both empty, an
+ * undecoded record holds_no_elr does not clear, anything else. The ones left out hold none
+ * and decode cleanly: ClearElrRecord leaves them as they are without decoding them. */
+static PyObject *elr_held(PyObject *self, PyObject *partitions)
+{
+    if (!PyDict_CheckExact(partitions) || partition_type == NULL) {
+        PyErr_SetString(PyExc_TypeError, "elr_held(dict) after setup_partitions");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0), *pid, *p;
+    Py_ssize_t at = 0;
+    while (out != NULL && PyDict_Next(partitions, &at, &pid, &p)) {
+        int none;
+        if (Py_TYPE(p) == partition_type) {
+            PyObject *elr = SLOT(p, P_ELR), *last = SLOT(p, P_LAST_ELR);
+            none = elr != NULL && last != NULL && PyList_CheckExact(elr) &&
+                   PyList_CheckExact(last) && PyList_GET_SIZE(elr) == 0 &&
+                   PyList_GET_SIZE(last) == 0;
+        } else if (PyTuple_CheckExact(p) && PyTuple_GET_SIZE(p) == 4 &&
+                   PyBytes_CheckExact(PyTuple_GET_ITEM(p, 0)) &&
+                   PyLong_CheckExact(PyTuple_GET_ITEM(p, 1)) &&
+                   PyLong_CheckExact(PyTuple_GET_ITEM(p, 2)) &&
+                   PyLong_CheckExact(PyTuple_GET_ITEM(p, 3))) {
+            PyObject *buf = PyTuple_GET_ITEM(p, 0);
+            Py_ssize_t body = PyLong_AsSsize_t(PyTuple_GET_ITEM(p, 1));
+            Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(p, 2));
+            long ver = PyLong_AsLong(PyTuple_GET_ITEM(p, 3));
+            if (PyErr_Occurred()) {  /* a number too large for these: the reference reads it */
+                PyErr_Clear();
+                none = 0;
+            } else {
+                none = body >= 0 && body <= end && end <= PyBytes_GET_SIZE(buf) &&
+                       holds_no_elr((const uint8_t *)PyBytes_AS_STRING(buf), body, end, ver);
+            }
+        } else {
+            none = 0;
+        }
+        if (!none && PyList_Append(out, pid) < 0)
+            Py_CLEAR(out);
+    }
+    return out;
+}
+
 /* partition_change's work on the record's values `v` (by enum D_..., borrowed), read from
  * its decoded dict or from its bytes (read_change); None, NULL on error. */
 static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off)
@@ -2926,6 +3014,9 @@ static PyMethodDef methods[] = {
     {"change_values", change_values, METH_VARARGS,
      "change_values(buf, pos, end, ver) -> a PartitionChangeRecord's fields as read from its "
      "bytes by the run loop, or None where the decoder reads it (for tests)"},
+    {"elr_held", elr_held, METH_O,
+     "elr_held(partitions) -> the ids of the partitions that may hold ELR or last known ELR "
+     "(the others hold none and decode cleanly)"},
     {"put_partitions", (PyCFunction)(void (*)(void))put_partitions, METH_FASTCALL,
      "put_partitions(decoded, i, topic_fn, noted, unknown_fn) -> (next, stored)"},
     {"setup_handlers", setup_handlers, METH_VARARGS,
