@@ -113,8 +113,8 @@ def replay_record(topic_id: bytes) -> object:
 
 def test_other_kinds_the_image_cannot_take(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """The compiled handlers of broker changes, configs, ACLs, SCRAM users, tokens and
-    producer ids on what they leave to their Python handler (a broker not registered or of
+    """The compiled handlers of broker changes, configs, client quotas, ACLs, SCRAM users,
+    tokens and producer ids on what they leave to their Python handler (a broker not registered or of
     another epoch, unknown values, log dirs given; removals of what is not there; a config
     removed, set again and set on a resource new since the mark; a record stored twice),
     before and after a snapshot: the same warnings, image and history both ways."""
@@ -156,6 +156,17 @@ def test_other_kinds_the_image_cannot_take(tmp_path: Path,
         b.upsert_scram("alice")
         token = b.create_token("bob", renewers=["carol"])
         b.allocate_producer_ids(1)
+        # client quotas: two types (sorted by type), a type given twice (its last name), the
+        # default user, no entity at all, a value set again, the entity's last key removed
+        b.set_quota({"user": "u", "client-id": "app"}, "producer_byte_rate", 1024.0)
+        b.set_quota({"user": None}, "consumer_byte_rate", 2.0)
+        b.set_quota({"user": None}, "consumer_byte_rate", 3.0)
+        b.append([meta("ClientQuotaRecord", 0, entity=[
+            {"entityType": "user", "entityName": "a"}, {"entityType": "ip", "entityName": None},
+            {"entityType": "user", "entityName": "b"}], key="k", value=1.5, remove=False)])
+        b.append([meta("ClientQuotaRecord", 0, entity=[], key="k", value=7.0, remove=False)])
+        b.set_quota({"user": "u", "client-id": "app"}, "producer_byte_rate", None)
+        b.set_quota({"ip": "10.0.0.1"}, "connection_creation_rate", None)  # none there
         # registrations: two log dirs (their order is Kafka's Uuid order), cordoned log
         # dirs, a listener named twice, none; then changes of the new epoch
         b.register_broker(3, log_dir_ids=[b"\xff" * 16, bytes(16), b"\x7f" * 16])

@@ -782,6 +782,7 @@ def _compiled_handlers(cwalk: Any) -> dict[int, Any]:
         py[K.REGISTER_BROKER], m.Endpoint, tuple(f.name for f in fields(m.Endpoint)),
         ("name", "host", "port", "securityProtocol")))
     out[K.CONFIG] = cwalk.handler("config", (py[K.CONFIG],))
+    out[K.CLIENT_QUOTA] = cwalk.handler("client_quota", (py[K.CLIENT_QUOTA],))
     return out
 
 

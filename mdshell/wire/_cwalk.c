@@ -1998,7 +1998,8 @@ static PyObject *s_writable, *s_broker_fn, *s_maps, *s_log_fn, *s_values, *s_res
     *s_fenced, *s_shutdown, *s_brokers, *s_configs, *f_broker_id, *f_broker_epoch, *f_fenced,
     *f_shutdown, *f_log_dirs, *f_cordoned, *f_resource_type, *f_resource_name, *f_name,
     *f_value, *f_incarnation, *f_endpoints, *f_features, *f_rack, *f_migrating, *f_feature_name,
-    *f_min_version, *f_max_version;
+    *f_min_version, *f_max_version, *s_client_quotas, *f_entity_type, *f_entity_name, *f_remove,
+    *f_key, *f_entity;
 
 /* Whether the builder owns `obj` (id(obj) in b._owned); -1 on error. */
 static int owns(PyObject *owned, PyObject *obj)
@@ -2444,9 +2445,6 @@ done:
     return result;
 }
 
-/* ConfigRecord (spec: (fallback,)): a value set (ImageBuilder.inner(create=True): the map
- * and the resource's dict copied first when shared, a new or copied dict journaled). A
- * value removed (None) is the reference's. */
 /* One object for equal keys stored again and again (a config resource is journaled after
  * each history mark it changes in): `key` or the equal one seen before, a new reference;
  * NULL on error. Bounded: emptied when it holds KEYS_KEPT. */
@@ -2463,6 +2461,48 @@ static PyObject *kept_key(PyObject *key)
     return kept;
 }
 
+/* image.<map>[key][name] = value as ImageBuilder.inner(map, key, create=True) gives the
+ * dict: the map and the key's dict copied first when shared, a new or copied dict put and
+ * journaled. `key` is stolen. Py_None, or NULL on error. */
+static PyObject *set_inner(PyObject *builder, PyObject *map, PyObject *key, PyObject *name,
+                           PyObject *value)
+{
+    PyObject *outer = NULL, *values = NULL, *result = NULL;
+    Builder s = {NULL, NULL, NULL};
+    if (key == NULL || builder_of(builder, &s) < 0 || (outer = writable_map(&s, map)) == NULL)
+        goto done;
+    values = PyDict_GetItemWithError(outer, key);
+    Py_XINCREF(values);
+    if (values == NULL && PyErr_Occurred())
+        goto done;
+    int mine = values == NULL ? 0 : owns(s.owned, values);
+    if (mine < 0)
+        goto done;
+    if (!mine) {  /* a new dict, or a copy of the shared one: owned, put, journaled */
+        Py_XSETREF(values, values == NULL ? PyDict_New() : PyDict_Copy(values));
+        Py_SETREF(key, kept_key(key));
+        if (values == NULL || key == NULL || own(s.owned, values) < 0 ||
+                builder_put(&s, map, key, values) < 0)
+            goto done;
+    }
+    if (!PyDict_CheckExact(values)) {
+        PyErr_SetString(PyExc_TypeError, "an inner map is a dict");
+        goto done;
+    }
+    if (PyDict_SetItem(values, name, value) < 0)
+        goto done;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    builder_release(&s);
+    Py_XDECREF(key);
+    Py_XDECREF(outer);
+    Py_XDECREF(values);
+    return result;
+}
+
+/* ConfigRecord (spec: (fallback,)): a value set in image.configs[(type, name)]
+ * (set_inner). A value removed (None) is the reference's. */
 static PyObject *config_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
 {
     if (!handler_args(spec, nargs, args, 1))
@@ -2477,39 +2517,48 @@ static PyObject *config_handler(PyObject *spec, PyObject *const *args, Py_ssize_
     Py_INCREF(type);
     Py_INCREF(rname);
     PyObject *items[2] = {type, rname};
-    PyObject *resource = tuple_of(2, items), *configs = NULL, *values = NULL, *result = NULL;
-    Builder s = {NULL, NULL, NULL};
-    if (resource == NULL || builder_of(args[0], &s) < 0 ||
-            (configs = writable_map(&s, s_configs)) == NULL)
-        goto done;
-    values = PyDict_GetItemWithError(configs, resource);
-    Py_XINCREF(values);
-    if (values == NULL && PyErr_Occurred())
-        goto done;
-    int mine = values == NULL ? 0 : owns(s.owned, values);
-    if (mine < 0)
-        goto done;
-    if (!mine) {  /* a new dict, or a copy of the shared one: owned, put, journaled */
-        Py_XSETREF(values, values == NULL ? PyDict_New() : PyDict_Copy(values));
-        Py_SETREF(resource, kept_key(resource));
-        if (values == NULL || resource == NULL || own(s.owned, values) < 0 ||
-                builder_put(&s, s_configs, resource, values) < 0)
-            goto done;
+    return set_inner(args[0], s_configs, tuple_of(2, items), name, value);
+}
+
+/* A ClientQuotaRecord's entity (model.quota_entity): ((type, name), ...) sorted by type, a
+ * type given twice keeping its last name; NULL with no error when an item is not such a
+ * struct. */
+static PyObject *quota_entity(PyObject *parts)
+{
+    if (!PyList_CheckExact(parts))
+        return NULL;
+    PyObject *names = PyDict_New(), *items = NULL, *entity = NULL;
+    for (Py_ssize_t i = 0; names != NULL && i < PyList_GET_SIZE(parts); i++) {
+        PyObject *e = PyList_GET_ITEM(parts, i);
+        PyObject *type = PyDict_CheckExact(e) ? PyDict_GetItemWithError(e, f_entity_type) : NULL;
+        PyObject *name = type == NULL ? NULL : PyDict_GetItemWithError(e, f_entity_name);
+        if (name == NULL || !PyUnicode_CheckExact(type) || PyDict_SetItem(names, type, name) < 0)
+            Py_CLEAR(names);
     }
-    if (!PyDict_CheckExact(values)) {
-        PyErr_SetString(PyExc_TypeError, "a resource's configs are a dict");
-        goto done;
-    }
-    if (PyDict_SetItem(values, name, value) < 0)
-        goto done;
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    builder_release(&s);
-    Py_XDECREF(resource);
-    Py_XDECREF(configs);
-    Py_XDECREF(values);
-    return result;
+    if (names != NULL && (items = PyDict_Items(names)) != NULL && PyList_Sort(items) == 0)
+        entity = PyList_AsTuple(items);
+    Py_XDECREF(names);
+    Py_XDECREF(items);
+    return entity;
+}
+
+/* ClientQuotaRecord (spec: (fallback,)): a value set in image.client_quotas[entity]
+ * (set_inner). A value removed is the reference's. */
+static PyObject *quota_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!handler_args(spec, nargs, args, 1))
+        return NULL;
+    PyObject *d = args[1];
+    PyObject *remove = PyDict_GetItemWithError(d, f_remove);
+    PyObject *key = remove == NULL ? NULL : PyDict_GetItemWithError(d, f_key);
+    PyObject *value = key == NULL ? NULL : PyDict_GetItemWithError(d, f_value);
+    PyObject *parts = value == NULL ? NULL : PyDict_GetItemWithError(d, f_entity);
+    if (parts == NULL || remove != Py_False)
+        return PyErr_Occurred() ? NULL : fall_back(spec, args);
+    PyObject *entity = quota_entity(parts);
+    if (entity == NULL)
+        return PyErr_Occurred() ? NULL : fall_back(spec, args);
+    return set_inner(args[0], s_client_quotas, entity, key, value);
 }
 
 /* The listeners of a registration: {name: Endpoint(name, host, port, securityProtocol)} of
@@ -2695,6 +2744,7 @@ static PyMethodDef handler_defs[] = {
     {"config", (PyCFunction)(void (*)(void))config_handler, METH_FASTCALL, NULL},
     {"register_broker", (PyCFunction)(void (*)(void))register_broker_handler, METH_FASTCALL,
      NULL},
+    {"client_quota", (PyCFunction)(void (*)(void))quota_handler, METH_FASTCALL, NULL},
 };
 
 /* handler(kind, spec) -> a handler (builder, record, offset) for image.replay.HANDLERS.
@@ -2702,7 +2752,7 @@ static PyMethodDef handler_defs[] = {
  * kind "put": spec (map name, key fields, cls, cls's field names, value fields, fallback),
  * cls a slots class whose fields are made of the value fields in order; "drop": (map name,
  * key fields, said, fallback); "scalar": (image attribute, field, fallback);
- * "broker_change", "config": (fallback,). Key fields: a tuple of one or two record field
+ * "broker_change", "config", "client_quota": (fallback,). Key fields: a tuple of one or two record field
  * names. `fallback`: the Python handler, which gets what the compiled one does not take. */
 static PyObject *make_handler(PyObject *self, PyObject *args)
 {
@@ -2792,13 +2842,15 @@ static PyObject *setup_handlers(PyObject *self, PyObject *args)
                            "logDirs", "cordonedLogDirs", "resourceType", "resourceName",
                            "name", "value", "incarnationId", "endPoints", "features", "rack",
                            "isMigratingZkBroker", "name", "minSupportedVersion",
-                           "maxSupportedVersion"};
+                           "maxSupportedVersion", "client_quotas", "entityType", "entityName",
+                           "remove", "key", "entity"};
     PyObject **slots[] = {&s_writable, &s_broker_fn, &s_maps, &s_log_fn, &s_values, &s_resets,
                           &s_epoch_attr, &s_fenced, &s_shutdown, &s_brokers, &s_configs,
                           &f_broker_id, &f_broker_epoch, &f_fenced, &f_shutdown, &f_log_dirs,
                           &f_cordoned, &f_resource_type, &f_resource_name, &f_name, &f_value,
                           &f_incarnation, &f_endpoints, &f_features, &f_rack, &f_migrating,
-                          &f_feature_name, &f_min_version, &f_max_version};
+                          &f_feature_name, &f_min_version, &f_max_version, &s_client_quotas,
+                          &f_entity_type, &f_entity_name, &f_remove, &f_key, &f_entity};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (*slots[i] == NULL && (*slots[i] = PyUnicode_InternFromString(names[i])) == NULL)
             return NULL;
