@@ -950,13 +950,28 @@ static int prov_flush(PyObject *prov, Prov *p)
     return bad ? -1 : 0;
 }
 
+/* Whether run reads a record kind from its bytes (a partition change, a broker's change, a
+ * config set): asked once a run, at its first record of the kind. Bit v of `vers` is set
+ * when the kind's handler is its compiled one and its decoder of version v a compiled one,
+ * as the reader stands for both (a test that puts the Python reference or a decoder of its
+ * own there has them called as for any other record); `spec`: the handler's own (a new
+ * reference). */
+typedef struct {
+    int asked;
+    unsigned vers;
+    PyObject *spec;
+} Fast;
+enum { FAST_CHANGE, FAST_BROKER_CHANGE, FAST_CONFIG, FAST_KINDS };
+
 /* The decoders a run has looked up, by kind and version: a few (a log's one-record
- * batches hold a handful of kinds), looked through in order, new references. */
+ * batches hold a handful of kinds), looked through in order, new references; and what it
+ * found out about the kinds it reads from their bytes. */
 #define CACHED 16
 typedef struct {
     int n;
     long key[CACHED], ver[CACHED];
     PyObject *dec[CACHED];
+    Fast fast[FAST_KINDS];
 } Decoders;
 
 static void decoders_release(Decoders *ds)
@@ -964,6 +979,8 @@ static void decoders_release(Decoders *ds)
     for (int i = 0; i < ds->n; i++)
         Py_DECREF(ds->dec[i]);
     ds->n = 0;
+    for (int i = 0; i < FAST_KINDS; i++)
+        Py_CLEAR(ds->fast[i].spec);
 }
 
 /* What a run hands apply_one: the builder, the handler table and decoders, how unknown
@@ -1052,9 +1069,7 @@ static int apply_one(const Plain *pl, const uint8_t *buf, const Rec *r, int *cou
 }
 
 #define PARTITION_CHANGE 5  /* PartitionChangeRecord's api key */
-static int compiled_change(PyObject *handlers, PyObject *decoders, PyObject *decoder_fn,
-                           int *fast);
-static int apply_change_bytes(PyObject *b, const uint8_t *buf, const Rec *r, int *reached);
+static int apply_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int *reached);
 
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1102,7 +1117,6 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Rec *recs = NULL;
     Py_ssize_t held = 0;  /* how many Recs `recs` has room for */
     Decoders found = {0};  /* apply_one's decoders */
-    int change_fast[3] = {-1, -1, -1};  /* by version: partition changes read from bytes */
     int why = 0;
     long long applied_here = 0;  /* records applied by the handler calls below */
     int64_t plan_at = -1;  /* after an error: the batch it happened in (replayer.at) */
@@ -1142,14 +1156,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
              * partition change read from its bytes and applied by the handler's own code,
              * a record of another kind by its compiled decoder into its handler; either
              * may leave it to decode_batch below */
-            int got = 0, counted_one = 0;
-            if (r0->key == PARTITION_CHANGE && r0->ver >= 0 && r0->ver <= 2) {
-                if (change_fast[0] < 0 &&  /* asked once a run, at its first change */
-                        compiled_change(handlers, decoders, decoder_fn, change_fast) < 0)
-                    goto fail;
-                if (change_fast[r0->ver])
-                    got = apply_change_bytes(b, buf, r0, &counted_one);
-            }
+            int counted_one = 0, got = apply_bytes(&plain, buf, r0, &counted_one);
             if (!got && r0->key != noop_key && r0->key != partition_key &&
                     (r0->key < 23 || r0->key > 25))  /* not a transaction's marker */
                 got = apply_one(&plain, buf, r0, &counted_one);
@@ -1932,54 +1939,6 @@ done:
     return result;
 }
 
-/* fast[v]: whether run reads partition changes of version v (0-2) from their bytes: when
- * their handler in `handlers` is partition_change and their decoder a compiled one, as
- * read_change stands for both (a test that puts the Python reference or a decoder of its
- * own there has them called as for any other record). 0, or -1 on error. */
-static int compiled_change(PyObject *handlers, PyObject *decoders, PyObject *decoder_fn,
-                           int *fast)
-{
-    fast[0] = fast[1] = fast[2] = 0;
-    PyObject *key = PyLong_FromLong(PARTITION_CHANGE);
-    PyObject *h = key == NULL ? NULL : PyDict_GetItemWithError(handlers, key);
-    Py_XDECREF(key);
-    if (h == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    if (!PyCFunction_Check(h) || partition_type == NULL || check == NULL ||
-            PyCFunction_GET_FUNCTION(h) != (PyCFunction)(void (*)(void))partition_change)
-        return 0;
-    for (long ver = 0; ver <= 2; ver++) {
-        PyObject *dec = decoder_of(decoders, decoder_fn, PARTITION_CHANGE, ver);
-        if (dec == NULL)
-            return -1;
-        fast[ver] = check(dec, (const unsigned char *)"", 0, 0) >= 0;  /* -1: not compiled */
-        Py_DECREF(dec);
-    }
-    return 0;
-}
-
-/* The partition change framed as `r` applied from its bytes (read_change, then
- * partition_change's own work): 1 when applied, 0 when its bytes are the decoder's to read
- * (nothing done), -1 on error; *reached as apply_value's. */
-static int apply_change_bytes(PyObject *b, const uint8_t *buf, const Rec *r, int *reached)
-{
-    PyObject *v[D_FIELDS];
-    *reached = 0;
-    int got = read_change(buf, r->body, r->vend, r->ver, v);
-    if (got <= 0)
-        return got;
-    *reached = 1;
-    PyObject *off = PyLong_FromLongLong(r->off);
-    PyObject *out = off == NULL ? NULL : change_partition(b, v, off);
-    Py_XDECREF(off);
-    for (int i = 0; i < D_FIELDS; i++)
-        Py_DECREF(v[i]);
-    if (out == NULL)
-        return -1;
-    Py_DECREF(out);
-    return 1;
-}
-
 /* ------------------------------------------------------------------ other handlers */
 
 /* Handlers of the other hot record kinds (image/replay.py's Python handlers are the
@@ -2378,29 +2337,16 @@ static long small_int(PyObject *v, long lo, long hi, long none)
     return x;
 }
 
-/* BrokerRegistrationChangeRecord (spec: (fallback,)): its fenced and controlled-shutdown
- * states set on the broker's registration (copied first when shared: b.broker). The
- * reference does everything else: a broker not registered or of another epoch, an unknown
- * value, log dirs or cordoned log dirs given. */
-static PyObject *broker_change_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+/* The fenced state (-1, 0 or 1: unfenced, unchanged, fenced) and controlled shutdown (0 or
+ * 1: unchanged, in) of a BrokerRegistrationChangeRecord set on broker `bid`'s registration
+ * of epoch `epoch` (copied first when shared: b.broker; spec as broker_change_handler's). 1
+ * when set; 0 when the broker is not registered or of another epoch (nothing changed: the
+ * reference says so); -1 on error. */
+static int broker_change_apply(PyObject *spec, PyObject *b, PyObject *bid, PyObject *epoch,
+                               long fenced, long shutdown)
 {
-    if (!handler_args(spec, nargs, args, 2))
-        return NULL;
-    PyObject *b = args[0], *d = args[1];
-    PyObject *bid = PyDict_GetItemWithError(d, f_broker_id);
-    PyObject *epoch = bid == NULL ? NULL : PyDict_GetItemWithError(d, f_broker_epoch);
-    PyObject *dirs = epoch == NULL ? NULL : PyDict_GetItemWithError(d, f_log_dirs);
-    PyObject *cordoned = dirs == NULL ? NULL : PyDict_GetItemWithError(d, f_cordoned);
-    if (PyErr_Occurred())
-        return NULL;
-    long fenced = small_int(PyDict_GetItemWithError(d, f_fenced), -1, 1, 9);
-    long shutdown = small_int(PyDict_GetItemWithError(d, f_shutdown), 0, 1, 9);
-    if (PyErr_Occurred())
-        return NULL;
-    if (cordoned != Py_None || !PyList_CheckExact(dirs) || PyList_GET_SIZE(dirs) != 0 ||
-            fenced == 9 || shutdown == 9)
-        return fall_back(spec, args);
-    PyObject *brokers = NULL, *reg = NULL, *now = NULL, *result = NULL;
+    PyObject *brokers = NULL, *reg = NULL, *now = NULL;
+    int result = -1;
     Builder s = {NULL, NULL, NULL};
     if (builder_of(b, &s) < 0 || (brokers = PyObject_GetAttr(s.image, s_brokers)) == NULL)
         goto done;
@@ -2411,16 +2357,14 @@ static PyObject *broker_change_handler(PyObject *spec, PyObject *const *args, Py
     reg = PyDict_GetItemWithError(brokers, bid);
     Py_XINCREF(reg);
     if (reg == NULL) {
-        if (!PyErr_Occurred())
-            result = fall_back(spec, args);  /* not registered: the reference says so */
+        result = PyErr_Occurred() ? -1 : 0;  /* not registered */
         goto done;
     }
     if ((now = PyObject_GetAttr(reg, s_epoch_attr)) == NULL)
         goto done;
     int same = PyObject_RichCompareBool(now, epoch, Py_EQ);
     if (same <= 0) {
-        if (same == 0)
-            result = fall_back(spec, args);  /* another epoch: the reference says so */
+        result = same;  /* another epoch */
         goto done;
     }
     int mine = owns(s.owned, reg);
@@ -2435,14 +2379,43 @@ static PyObject *broker_change_handler(PyObject *spec, PyObject *const *args, Py
         goto done;
     if (shutdown == 1 && PyObject_SetAttr(reg, s_shutdown, Py_True) < 0)
         goto done;
-    result = Py_None;
-    Py_INCREF(result);
+    result = 1;
 done:
     builder_release(&s);
     Py_XDECREF(brokers);
     Py_XDECREF(reg);
     Py_XDECREF(now);
     return result;
+}
+
+/* BrokerRegistrationChangeRecord (spec: (BrokerRegistration's slot offsets, fallback)): its
+ * fenced and controlled-shutdown states set (broker_change_apply). The reference does
+ * everything else: a broker not registered or of another epoch, an unknown value, log dirs
+ * or cordoned log dirs given. */
+static PyObject *broker_change_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!handler_args(spec, nargs, args, 2))
+        return NULL;
+    PyObject *d = args[1];
+    PyObject *bid = PyDict_GetItemWithError(d, f_broker_id);
+    PyObject *epoch = bid == NULL ? NULL : PyDict_GetItemWithError(d, f_broker_epoch);
+    PyObject *dirs = epoch == NULL ? NULL : PyDict_GetItemWithError(d, f_log_dirs);
+    PyObject *cordoned = dirs == NULL ? NULL : PyDict_GetItemWithError(d, f_cordoned);
+    if (PyErr_Occurred())
+        return NULL;
+    long fenced = small_int(PyDict_GetItemWithError(d, f_fenced), -1, 1, 9);
+    long shutdown = small_int(PyDict_GetItemWithError(d, f_shutdown), 0, 1, 9);
+    if (PyErr_Occurred())
+        return NULL;
+    if (cordoned != Py_None || !PyList_CheckExact(dirs) || PyList_GET_SIZE(dirs) != 0 ||
+            fenced == 9 || shutdown == 9)
+        return fall_back(spec, args);
+    int got = broker_change_apply(spec, args[0], bid, epoch, fenced, shutdown);
+    if (got < 0)
+        return NULL;
+    if (got == 0)
+        return fall_back(spec, args);
+    Py_RETURN_NONE;
 }
 
 /* One object for equal keys stored again and again (a config resource is journaled after
@@ -2559,6 +2532,210 @@ static PyObject *quota_handler(PyObject *spec, PyObject *const *args, Py_ssize_t
     if (entity == NULL)
         return PyErr_Occurred() ? NULL : fall_back(spec, args);
     return set_inner(args[0], s_client_quotas, entity, key, value);
+}
+
+/* ------------------------------------------------- other kinds read from their bytes */
+
+/* What run reads from the bytes of a one-record batch, as read_change does partition
+ * changes: the record kinds whose compiled handler's common case needs only scalars. Each
+ * reader takes the encoding Kafka writes (tagged fields known at the version, ascending,
+ * each once, every varint in its shortest form, sizes exact, nothing after them) of a
+ * record in its handler's common case, and gives 1; for anything else 0 and nothing held:
+ * the compiled decoder and the handler (or its reference) read it and say what. */
+#define CONFIG_KEY 4          /* ConfigRecord */
+#define BROKER_CHANGE_KEY 17  /* BrokerRegistrationChangeRecord */
+
+/* A BrokerRegistrationChangeRecord of version `ver` (0-3) whose log dirs are absent or
+ * empty and cordoned log dirs absent or null, fenced -1..1 and controlled shutdown 0..1. */
+static int read_broker_change(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long ver,
+                              int32_t *bid, int64_t *epoch, long *fenced, long *shutdown)
+{
+    uint32_t count, tag, size;
+    if (ver < 0 || ver > 3 || end - pos < 12)
+        return 0;
+    *bid = be32(buf + pos);
+    *epoch = be64(buf + pos + 4);
+    *fenced = *shutdown = 0;
+    pos += 12;
+    if (!uvarint_short(buf, &pos, end, &count) || count > 4)
+        return 0;
+    long last = -1;
+    for (uint32_t k = 0; k < count; k++) {
+        /* tag t is known from version t on; each here is one byte */
+        if (!uvarint_short(buf, &pos, end, &tag) || tag > 3 || (long)tag <= last ||
+                (long)tag > ver || !uvarint_short(buf, &pos, end, &size) || size != 1 ||
+                pos >= end)
+            return 0;
+        last = tag;
+        int8_t x = (int8_t)buf[pos++];
+        if (tag == 0 && x >= -1 && x <= 1)
+            *fenced = x;
+        else if (tag == 1 && x >= 0 && x <= 1)
+            *shutdown = x;
+        else if (!(tag == 2 && x == 1) && !(tag == 3 && x == 0))
+            return 0;  /* an unknown state, log dirs given, cordoned ones given */
+    }
+    return pos == end;
+}
+
+/* A compact string (not null) inside buf[*pos:end], *pos moved past it: strict UTF-8, as
+ * the decoders read it. NULL with no error for anything else. */
+static PyObject *compact_string(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end)
+{
+    uint32_t n;
+    if (!uvarint_short(buf, pos, end, &n) || n == 0 || (Py_ssize_t)(n - 1) > end - *pos)
+        return NULL;
+    PyObject *str = PyUnicode_DecodeUTF8((const char *)buf + *pos, (Py_ssize_t)(n - 1), NULL);
+    if (str == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+        PyErr_Clear();  /* not UTF-8: the decoder refuses it, and says so */
+    *pos += (Py_ssize_t)(n - 1);
+    return str;
+}
+
+/* A ConfigRecord of version 0 that sets a value (not null): v = (resource type, resource
+ * name, name, value), new references. -1 on error. */
+static int read_config(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long ver,
+                       PyObject **v)
+{
+    v[0] = v[1] = v[2] = v[3] = NULL;
+    if (ver != 0 || end - pos < 1)
+        return 0;
+    v[0] = PyLong_FromLong((int8_t)buf[pos++]);
+    for (int i = 1; i < 4 && v[i - 1] != NULL; i++)
+        v[i] = compact_string(buf, &pos, end);
+    if (v[3] != NULL && pos < end && buf[pos] == 0 && pos + 1 == end)
+        return 1;  /* no tagged fields, nothing after */
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(v[i]);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* What run asks about `key` (Fast), its compiled handler being `fn` and its readable
+ * versions 0..maxver. 0, or -1 on error. */
+static int fast_kind(const Plain *pl, long key, PyCFunction fn, long maxver, Fast *f)
+{
+    f->asked = 1;
+    f->vers = 0;
+    PyObject *k = PyLong_FromLong(key);
+    PyObject *h = k == NULL ? NULL : PyDict_GetItemWithError(pl->handlers, k);
+    Py_XDECREF(k);
+    if (h == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyCFunction_Check(h) || check == NULL || PyCFunction_GET_FUNCTION(h) != fn ||
+            (key == PARTITION_CHANGE && partition_type == NULL))
+        return 0;
+    for (long ver = 0; ver <= maxver; ver++) {
+        PyObject *dec = decoder_of(pl->decoders, pl->decoder_fn, key, ver);
+        if (dec == NULL)
+            return -1;
+        if (check(dec, (const unsigned char *)"", 0, 0) >= 0)  /* -1: not compiled */
+            f->vers |= 1u << ver;
+        Py_DECREF(dec);
+    }
+    f->spec = Py_XNewRef(PyCFunction_GET_SELF(h));
+    return 0;
+}
+
+/* The record framed as `r` (of a one-record batch outside a transaction) applied from its
+ * bytes when its kind is one run reads so (a partition change, a broker's change, a config
+ * set) and its reader takes it: 1 when applied, 0 when it is the decoder's and its
+ * handler's to take (nothing done), -1 on error; *reached as apply_value's. */
+static int apply_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int *reached)
+{
+    static const long keys[FAST_KINDS] = {PARTITION_CHANGE, BROKER_CHANGE_KEY, CONFIG_KEY};
+    static const long maxver[FAST_KINDS] = {2, 3, 0};
+    PyCFunction fns[FAST_KINDS] = {
+        (PyCFunction)(void (*)(void))partition_change,
+        (PyCFunction)(void (*)(void))broker_change_handler,
+        (PyCFunction)(void (*)(void))config_handler};
+    *reached = 0;
+    int i = 0;
+    while (i < FAST_KINDS && keys[i] != r->key)
+        i++;
+    if (i == FAST_KINDS || r->ver < 0 || r->ver > maxver[i])
+        return 0;
+    Fast *f = &pl->found->fast[i];
+    if (!f->asked && fast_kind(pl, keys[i], fns[i], maxver[i], f) < 0)
+        return -1;
+    if (!(f->vers & (1u << r->ver)))
+        return 0;
+    PyObject *v[D_FIELDS], *out = NULL;
+    int got;
+    if (i == FAST_CHANGE) {
+        if ((got = read_change(buf, r->body, r->vend, r->ver, v)) <= 0)
+            return got;
+        *reached = 1;
+        PyObject *off = PyLong_FromLongLong(r->off);
+        out = off == NULL ? NULL : change_partition(pl->b, v, off);
+        Py_XDECREF(off);
+        for (int j = 0; j < D_FIELDS; j++)
+            Py_DECREF(v[j]);
+    } else if (i == FAST_BROKER_CHANGE) {
+        int32_t bid;
+        int64_t epoch;
+        long fenced, shutdown;
+        if (!read_broker_change(buf, r->body, r->vend, r->ver, &bid, &epoch, &fenced, &shutdown))
+            return 0;
+        PyObject *id = PyLong_FromLong(bid), *ep = PyLong_FromLongLong(epoch);
+        got = id == NULL || ep == NULL ? -1 :
+              broker_change_apply(f->spec, pl->b, id, ep, fenced, shutdown);
+        Py_XDECREF(id);
+        Py_XDECREF(ep);
+        *reached = got > 0;
+        return got;  /* 0: not registered, or another epoch: the handler's reference says so */
+    } else {
+        if ((got = read_config(buf, r->body, r->vend, r->ver, v)) <= 0)
+            return got;
+        *reached = 1;
+        PyObject *items[2] = {v[0], v[1]};  /* tuple_of takes them */
+        out = set_inner(pl->b, s_configs, tuple_of(2, items), v[2], v[3]);
+        Py_DECREF(v[2]);
+        Py_DECREF(v[3]);
+    }
+    if (out == NULL)
+        return -1;
+    Py_DECREF(out);
+    return 1;
+}
+
+/* bytes_values(key, buf, pos, end, ver) -> the fields of a BrokerRegistrationChangeRecord
+ * (key 17) or ConfigRecord (key 4) as run reads them from the body buf[pos:end] (the
+ * decoder's keys), or None where it leaves the record to the decoder: for tests, which
+ * compare it with the decoder. */
+static PyObject *bytes_values(PyObject *self, PyObject *args)
+{
+    long key, ver;
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    if (!PyArg_ParseTuple(args, "ly*nnl", &key, &view, &pos, &end, &ver))
+        return NULL;
+    PyObject *out = NULL;
+    if (pos < 0 || end < pos || end > view.len) {
+        PyErr_SetString(PyExc_ValueError, "pos and end inside buf");
+    } else if (key == BROKER_CHANGE_KEY) {
+        int32_t bid;
+        int64_t epoch;
+        long fenced, shutdown;
+        if (read_broker_change(view.buf, pos, end, ver, &bid, &epoch, &fenced, &shutdown))
+            out = Py_BuildValue("{s:i,s:L,s:l,s:l}", "brokerId", bid, "brokerEpoch",
+                                (long long)epoch, "fenced", fenced, "inControlledShutdown",
+                                shutdown);
+        else
+            out = Py_NewRef(Py_None);
+    } else if (key == CONFIG_KEY) {
+        PyObject *v[4];
+        int got = read_config(view.buf, pos, end, ver, v);
+        if (got > 0) {
+            out = Py_BuildValue("{s:N,s:N,s:N,s:N}", "resourceType", v[0], "resourceName", v[1],
+                                "name", v[2], "value", v[3]);
+        } else if (got == 0) {
+            out = Py_NewRef(Py_None);
+        }
+    } else {
+        PyErr_SetString(PyExc_ValueError, "bytes_values: key 4 or 17");
+    }
+    PyBuffer_Release(&view);
+    return out;
 }
 
 /* The listeners of a registration: {name: Endpoint(name, host, port, securityProtocol)} of
@@ -3066,6 +3243,9 @@ static PyMethodDef methods[] = {
     {"change_values", change_values, METH_VARARGS,
      "change_values(buf, pos, end, ver) -> a PartitionChangeRecord's fields as read from its "
      "bytes by the run loop, or None where the decoder reads it (for tests)"},
+    {"bytes_values", bytes_values, METH_VARARGS,
+     "bytes_values(key, buf, pos, end, ver) -> a broker change's or config's fields as read "
+     "from its bytes by the run loop, or None where the decoder reads it (for tests)"},
     {"elr_held", elr_held, METH_O,
      "elr_held(partitions) -> the ids of the partitions that may hold ELR or last known ELR "
      "(the others hold none and decode cleanly)"},
