@@ -224,3 +224,49 @@ def test_a_re_registration_shares_the_dicts_it_repeats(
     # shared with the registration it replaces only: the one before moved, so its own
     assert older.listeners == first.listeners and older.listeners is not first.listeners
     assert older.supported_features == {"metadata.version": (1, 21)}
+
+
+def test_re_registrations_read_from_their_bytes(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Re-registrations the run loop makes from their bytes and the registration they
+    replace (same endpoints and features bytes): at every version, with a rack, fencing and
+    log dirs changed, after a snapshot, an unregistration, a Python-handled registration
+    (two log dirs) and a changed listener; the same image, warnings and history both ways."""
+    from mdshell.synth.records import meta
+
+    b = three_brokers(tmp_path / "logs", seed=8)
+    b.snapshot()
+    eps = [{"name": "PLAINTEXT", "host": "h", "port": 9092, "securityProtocol": 0}]
+    feats = [{"name": "metadata.version", "minSupportedVersion": 1, "maxSupportedVersion": 21}]
+
+    def register(bid: int, version: int, **fields: object) -> None:
+        d: dict[str, object] = {"brokerId": bid, "incarnationId": bytes(range(16)),
+                                "brokerEpoch": b.log.next_offset, "endPoints": eps,
+                                "features": feats, "rack": None, "fenced": True}
+        if version >= 1:
+            d["inControlledShutdown"] = False
+        if version >= 2:
+            d["isMigratingZkBroker"] = False
+        if version >= 3:
+            d["logDirs"] = [bytes(16)]
+        d.update(fields)
+        b.append([meta("RegisterBrokerRecord", version, **d)])
+
+    for version in (0, 1, 2, 3, 4, 3, 1):
+        register(1, version)
+        register(1, version, rack="r1", fenced=False)
+    register(1, 3, logDirs=[bytes(16), b"\x01" * 16])  # the Python handler's
+    register(1, 3)
+    b.append([meta("UnregisterBrokerRecord", 0, brokerId=1, brokerEpoch=0)])
+    register(1, 2)
+    register(1, 2, isMigratingZkBroker=True, inControlledShutdown=True)
+    eps = [{"name": "PLAINTEXT", "host": "moved", "port": 9092, "securityProtocol": 0}]
+    register(1, 2)
+    register(2, 2)
+    register(1, 4, cordonedLogDirs=[bytes(16)], logDirs=[bytes(16)])
+    register(1, 4, cordonedLogDirs=None, logDirs=[])
+    b.finish()
+    load = sys.modules["mdshell.session.load"]
+    for every in (3, 1000):
+        monkeypatch.setattr(load, "CHECKPOINT_RECORDS", every)
+        _both(tmp_path / "logs", monkeypatch)

@@ -951,7 +951,7 @@ static int prov_flush(PyObject *prov, Prov *p)
 }
 
 /* Whether run reads a record kind from its bytes (a partition change, a broker's change, a
- * config set): asked once a run, at its first record of the kind. Bit v of `vers` is set
+ * config set, a re-registration): asked once a run, at its first record of the kind. Bit v of `vers` is set
  * when the kind's handler is its compiled one and its decoder of version v a compiled one,
  * as the reader stands for both (a test that puts the Python reference or a decoder of its
  * own there has them called as for any other record); `spec`: the handler's own (a new
@@ -961,7 +961,7 @@ typedef struct {
     unsigned vers;
     PyObject *spec;
 } Fast;
-enum { FAST_CHANGE, FAST_BROKER_CHANGE, FAST_CONFIG, FAST_KINDS };
+enum { FAST_CHANGE, FAST_BROKER_CHANGE, FAST_CONFIG, FAST_REGISTER, FAST_KINDS };
 
 /* The decoders a run has looked up, by kind and version: a few (a log's one-record
  * batches hold a handful of kinds), looked through in order, new references; and what it
@@ -2610,6 +2610,241 @@ static int read_config(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long 
     return PyErr_Occurred() ? -1 : 0;
 }
 
+#define REGISTER_KEY 0  /* RegisterBrokerRecord */
+
+/* A struct of a compact array skipped: `strings` compact strings (not null), 4 bytes of
+ * fixed fields, its tagged fields; 0 when it is not one inside [*pos, end). Its strings are
+ * not checked as UTF-8: only bytes equal to those of a registration that decoded are
+ * taken (register_bytes). */
+static int skip_struct(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end, int strings)
+{
+    uint32_t n, count, tag, size;
+    for (int i = 0; i < strings; i++) {
+        if (!uvarint_short(buf, pos, end, &n) || n == 0 || (Py_ssize_t)(n - 1) > end - *pos)
+            return 0;
+        *pos += (Py_ssize_t)(n - 1);
+    }
+    if (end - *pos < 4)
+        return 0;
+    *pos += 4;
+    if (!uvarint_short(buf, pos, end, &count))
+        return 0;
+    for (uint32_t k = 0; k < count; k++) {
+        if (!uvarint_short(buf, pos, end, &tag) || !uvarint_short(buf, pos, end, &size) ||
+                size > (uint64_t)(end - *pos))
+            return 0;
+        *pos += (Py_ssize_t)size;
+    }
+    return 1;
+}
+
+/* A compact array of `strings`-string structs skipped (skip_struct); 0 when not one. */
+static int skip_structs(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end, int strings)
+{
+    uint32_t n;
+    if (!uvarint_short(buf, pos, end, &n) || n == 0)
+        return 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (!skip_struct(buf, pos, end, strings))
+            return 0;
+    return 1;
+}
+
+/* Where a RegisterBrokerRecord of version `ver` (0-4), its body buf[pos:end], holds its
+ * endpoints and features: *section..*section_end, *rest after them; 0 when its bytes are
+ * not so framed. */
+static int register_section(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long ver,
+                            Py_ssize_t *section, Py_ssize_t *section_end)
+{
+    Py_ssize_t fixed = 4 + (ver >= 2) + 16 + 8;  /* id, migrating (v2+), incarnation, epoch */
+    if (ver < 0 || ver > 4 || end - pos < fixed)
+        return 0;
+    pos += fixed;
+    *section = pos;
+    if (!skip_structs(buf, &pos, end, 2) || !skip_structs(buf, &pos, end, 1))
+        return 0;
+    *section_end = pos;
+    return 1;
+}
+
+/* A RegisterBrokerRecord's fields but its endpoints and features, as the compiled handler
+ * takes them (at most one log dir, no cordoned ones), read from its bytes into v (by
+ * BrokerRegistration's field order; v[3] and v[4] left NULL), new references: 1; 0 for
+ * anything else (nothing held), -1 on error. `rest`: where its rack begins. */
+static int read_register(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t rest, Py_ssize_t end,
+                         long ver, PyObject **v)
+{
+    uint32_t n, count, tag, size;
+    for (int i = 0; i < 11; i++)
+        v[i] = NULL;
+    v[0] = PyLong_FromLong(be32(buf + pos));
+    v[8] = PyBool_FromLong(ver >= 2 && buf[pos + 4] != 0);
+    pos += 4 + (ver >= 2);
+    v[2] = PyBytes_FromStringAndSize((const char *)buf + pos, 16);
+    v[1] = PyLong_FromLongLong(be64(buf + pos + 16));
+    pos = rest;
+    if (!uvarint_short(buf, &pos, end, &n) || (Py_ssize_t)n - 1 > end - pos)
+        goto refuse;
+    if (n == 0) {  /* null */
+        v[5] = Py_NewRef(Py_None);
+    } else if ((v[5] = PyUnicode_DecodeUTF8((const char *)buf + pos, (Py_ssize_t)n - 1,
+                                            NULL)) == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+            goto error;
+        PyErr_Clear();
+        goto refuse;
+    } else {
+        pos += (Py_ssize_t)n - 1;
+    }
+    if (end - pos < 1 + (ver >= 1))
+        goto refuse;
+    v[6] = PyBool_FromLong(buf[pos++] != 0);
+    v[7] = PyBool_FromLong(ver >= 1 && buf[pos] != 0);
+    pos += ver >= 1;
+    v[10] = Py_NewRef(Py_None);
+    if (!uvarint_short(buf, &pos, end, &count) || count > 2)
+        goto refuse;
+    long last = -1;
+    for (uint32_t k = 0; k < count; k++) {
+        /* LogDirs (tag 0, v3+): at most one; CordonedLogDirs (tag 1, v4+): null */
+        if (!uvarint_short(buf, &pos, end, &tag) || tag > 1 || (long)tag <= last ||
+                (long)tag + 3 > ver || !uvarint_short(buf, &pos, end, &size) ||
+                size > (uint64_t)(end - pos))
+            goto refuse;
+        last = tag;
+        Py_ssize_t stop = pos + (Py_ssize_t)size, at = pos;
+        if (tag == 1) {
+            if (size != 1 || buf[pos] != 0)
+                goto refuse;
+        } else if (!uvarint_short(buf, &at, stop, &n) || n == 0 || n > 2) {
+            goto refuse;
+        } else if ((v[9] = compact_array(buf, pos, stop, 16)) == NULL) {
+            goto refuse_or_error;
+        }
+        pos = stop;
+    }
+    if (pos != end)
+        goto refuse;
+    if (v[9] == NULL)
+        v[9] = PyList_New(0);
+    for (int i = 0; i < 11; i++)
+        if (i != 3 && i != 4 && v[i] == NULL)
+            goto error;
+    return 1;
+refuse_or_error:
+    if (PyErr_Occurred())
+        goto error;
+refuse:
+    for (int i = 0; i < 11; i++)
+        Py_CLEAR(v[i]);
+    return PyErr_Occurred() ? -1 : 0;
+error:
+    for (int i = 0; i < 11; i++)
+        Py_CLEAR(v[i]);
+    return -1;
+}
+
+/* The registrations run applied last, by broker id: (the bytes of its endpoints and
+ * features, the listeners and supported features dicts made of them). A registration's
+ * dicts are never changed in place, so a registration in the image that holds those very
+ * dicts holds what those bytes decode to. Bounded: emptied when it holds REGS_KEPT. */
+#define REGS_KEPT 4096
+static PyObject *reg_sections = NULL;
+static PyObject *registration_of(PyObject **v);
+static PyObject *register_broker_handler(PyObject *spec, PyObject *const *args,
+                                         Py_ssize_t nargs);
+
+/* Remembers the endpoints and features bytes buf[section:section_end] of broker `bid`'s
+ * registration, the one in `brokers` now; 0, or -1 on error. */
+static int remember_section(PyObject *brokers, PyObject *bid, const uint8_t *buf,
+                            Py_ssize_t section, Py_ssize_t section_end)
+{
+    PyObject *reg = PyDict_CheckExact(brokers) ? PyDict_GetItemWithError(brokers, bid) : NULL;
+    if (reg == NULL || Py_TYPE(reg) != broker_type)
+        return PyErr_Occurred() ? -1 : 0;
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(broker_offsets);
+    PyObject *listeners = *(PyObject **)((char *)reg + at[3]);
+    PyObject *supported = *(PyObject **)((char *)reg + at[4]);
+    if (listeners == NULL || supported == NULL)
+        return 0;
+    if (reg_sections == NULL && (reg_sections = PyDict_New()) == NULL)
+        return -1;
+    if (PyDict_GET_SIZE(reg_sections) >= REGS_KEPT)
+        PyDict_Clear(reg_sections);
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)buf + section,
+                                                section_end - section);
+    PyObject *kept = bytes == NULL ? NULL : Py_BuildValue("(NOO)", bytes, listeners, supported);
+    int bad = kept == NULL || PyDict_SetItem(reg_sections, bid, kept) < 0;
+    Py_XDECREF(kept);
+    return bad ? -1 : 0;
+}
+
+/* Whether broker `old`'s registration holds the dicts remembered for `bid` with the bytes
+ * buf[section:section_end]: the remembered (bytes, listeners, supported) (borrowed), or
+ * NULL (with an error, or none). */
+static PyObject *same_section(PyObject *old, PyObject *bid, const uint8_t *buf,
+                              Py_ssize_t section, Py_ssize_t section_end)
+{
+    PyObject *kept = old == NULL || reg_sections == NULL || Py_TYPE(old) != broker_type ? NULL :
+                     PyDict_GetItemWithError(reg_sections, bid);
+    if (kept == NULL)
+        return NULL;
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(broker_offsets);
+    PyObject *bytes = PyTuple_GET_ITEM(kept, 0);
+    if (PyBytes_GET_SIZE(bytes) != section_end - section ||
+            memcmp(PyBytes_AS_STRING(bytes), buf + section, (size_t)(section_end - section)) ||
+            *(PyObject **)((char *)old + at[3]) != PyTuple_GET_ITEM(kept, 1) ||
+            *(PyObject **)((char *)old + at[4]) != PyTuple_GET_ITEM(kept, 2))
+        return NULL;
+    return kept;
+}
+
+/* A RegisterBrokerRecord framed as `r`: a re-registration whose endpoints and features
+ * are the bytes of the broker's registration in the image (same_section) is made from its
+ * other fields (read_register) and that registration's dicts, as the handler would share
+ * them, without decoding them; any other is decoded and applied as any record (apply_one),
+ * then its bytes remembered. As apply_bytes. */
+static int register_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int *reached)
+{
+    Py_ssize_t section, section_end;
+    *reached = 0;
+    if (!register_section(buf, r->body, r->vend, r->ver, &section, &section_end))
+        return 0;
+    PyObject *bid = PyLong_FromLong(be32(buf + r->body)), *brokers = NULL, *v[11];
+    Builder s = {NULL, NULL, NULL};
+    int got = -1;
+    if (bid == NULL || builder_of(pl->b, &s) < 0 ||
+            (brokers = PyObject_GetAttr(s.image, s_brokers)) == NULL)
+        goto done;
+    PyObject *old = PyDict_CheckExact(brokers) ? PyDict_GetItemWithError(brokers, bid) : NULL;
+    PyObject *kept = old == NULL ? NULL : same_section(old, bid, buf, section, section_end);
+    if (PyErr_Occurred())
+        goto done;
+    if (kept != NULL) {
+        if ((got = read_register(buf, r->body, section_end, r->vend, r->ver, v)) <= 0)
+            goto done;
+        v[3] = Py_NewRef(PyTuple_GET_ITEM(kept, 1));
+        v[4] = Py_NewRef(PyTuple_GET_ITEM(kept, 2));
+        *reached = 1;
+        PyObject *reg = registration_of(v);
+        got = reg == NULL || builder_put(&s, s_brokers, bid, reg) < 0 ? -1 : 1;
+        Py_XDECREF(reg);
+        goto done;
+    }
+    builder_release(&s);
+    Py_CLEAR(brokers);
+    if ((got = apply_one(pl, buf, r, reached)) <= 0)
+        goto done;
+    if (builder_of(pl->b, &s) < 0 || (brokers = PyObject_GetAttr(s.image, s_brokers)) == NULL ||
+            remember_section(brokers, bid, buf, section, section_end) < 0)
+        got = -1;
+done:
+    builder_release(&s);
+    Py_XDECREF(brokers);
+    Py_XDECREF(bid);
+    return got;
+}
+
 /* What run asks about `key` (Fast), its compiled handler being `fn` and its readable
  * versions 0..maxver. 0, or -1 on error. */
 static int fast_kind(const Plain *pl, long key, PyCFunction fn, long maxver, Fast *f)
@@ -2642,12 +2877,14 @@ static int fast_kind(const Plain *pl, long key, PyCFunction fn, long maxver, Fas
  * handler's to take (nothing done), -1 on error; *reached as apply_value's. */
 static int apply_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int *reached)
 {
-    static const long keys[FAST_KINDS] = {PARTITION_CHANGE, BROKER_CHANGE_KEY, CONFIG_KEY};
-    static const long maxver[FAST_KINDS] = {2, 3, 0};
+    static const long keys[FAST_KINDS] = {PARTITION_CHANGE, BROKER_CHANGE_KEY, CONFIG_KEY,
+                                          REGISTER_KEY};
+    static const long maxver[FAST_KINDS] = {2, 3, 0, 4};
     PyCFunction fns[FAST_KINDS] = {
         (PyCFunction)(void (*)(void))partition_change,
         (PyCFunction)(void (*)(void))broker_change_handler,
-        (PyCFunction)(void (*)(void))config_handler};
+        (PyCFunction)(void (*)(void))config_handler,
+        (PyCFunction)(void (*)(void))register_broker_handler};
     *reached = 0;
     int i = 0;
     while (i < FAST_KINDS && keys[i] != r->key)
@@ -2661,6 +2898,8 @@ static int apply_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int *r
         return 0;
     PyObject *v[D_FIELDS], *out = NULL;
     int got;
+    if (i == FAST_REGISTER)
+        return register_bytes(pl, buf, r, reached);
     if (i == FAST_CHANGE) {
         if ((got = read_change(buf, r->body, r->vend, r->ver, v)) <= 0)
             return got;
@@ -2699,9 +2938,10 @@ static int apply_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int *r
 }
 
 /* bytes_values(key, buf, pos, end, ver) -> the fields of a BrokerRegistrationChangeRecord
- * (key 17) or ConfigRecord (key 4) as run reads them from the body buf[pos:end] (the
- * decoder's keys), or None where it leaves the record to the decoder: for tests, which
- * compare it with the decoder. */
+ * (key 17), ConfigRecord (key 4) or RegisterBrokerRecord (key 0: all but its endpoints
+ * and features, and "section", their bytes) as run reads them from the body buf[pos:end]
+ * (the decoder's keys), or None where it leaves the record to the decoder: for tests,
+ * which compare it with the decoder. */
 static PyObject *bytes_values(PyObject *self, PyObject *args)
 {
     long key, ver;
@@ -2731,8 +2971,23 @@ static PyObject *bytes_values(PyObject *self, PyObject *args)
         } else if (got == 0) {
             out = Py_NewRef(Py_None);
         }
+    } else if (key == REGISTER_KEY) {
+        PyObject *v[11];
+        Py_ssize_t section, section_end;
+        int got = register_section(view.buf, pos, end, ver, &section, &section_end) ?
+                  read_register(view.buf, pos, section_end, end, ver, v) : 0;
+        if (got > 0) {
+            out = Py_BuildValue(
+                "{s:N,s:N,s:N,s:y#,s:N,s:N,s:N,s:N,s:N,s:N}", "brokerId", v[0],
+                "brokerEpoch", v[1], "incarnationId", v[2], "section",
+                (const char *)view.buf + section, section_end - section, "rack", v[5],
+                "fenced", v[6], "inControlledShutdown", v[7], "isMigratingZkBroker", v[8],
+                "logDirs", v[9], "cordonedLogDirs", v[10]);
+        } else if (got == 0) {
+            out = Py_NewRef(Py_None);
+        }
     } else {
-        PyErr_SetString(PyExc_ValueError, "bytes_values: key 4 or 17");
+        PyErr_SetString(PyExc_ValueError, "bytes_values: key 0, 4 or 17");
     }
     PyBuffer_Release(&view);
     return out;
@@ -2851,6 +3106,26 @@ static int share_unchanged(const Builder *s, PyObject *bid, PyObject *reg, PyTyp
     return bad ? -1 : 0;
 }
 
+/* A BrokerRegistration of the values v (its 11 fields in order, new references, taken
+ * even on error), of setup_handlers' class; NULL on error. */
+static PyObject *registration_of(PyObject **v)
+{
+    PyObject *reg = broker_type == NULL ||
+                    PyBytes_GET_SIZE(broker_offsets) != 11 * (Py_ssize_t)sizeof(Py_ssize_t) ?
+                    NULL : broker_type->tp_alloc(broker_type, 0);
+    if (reg == NULL) {
+        for (int i = 0; i < 11; i++)
+            Py_DECREF(v[i]);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "BrokerRegistration has 11 fields");
+        return NULL;
+    }
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(broker_offsets);
+    for (int i = 0; i < 11; i++)
+        *(PyObject **)((char *)reg + at[i]) = v[i];
+    return reg;
+}
+
 /* RegisterBrokerRecord (spec: (BrokerRegistration, its field offsets, Endpoint, the
  * endpoint fields, their offsets, fallback)): b.put("brokers", id, BrokerRegistration(...))
  * for a registration of at most one log dir and no cordoned ones (their order is the
@@ -2879,27 +3154,17 @@ static PyObject *register_broker_handler(PyObject *spec, PyObject *const *args,
         Py_XDECREF(supported);
         return PyErr_Occurred() ? NULL : fall_back(spec, args);
     }
-    PyObject *offsets = PyTuple_GET_ITEM(spec, 1);
-    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(offsets);
-    PyTypeObject *type = (PyTypeObject *)PyTuple_GET_ITEM(spec, 0);
-    PyObject *reg = PyBytes_GET_SIZE(offsets) == 11 * (Py_ssize_t)sizeof(Py_ssize_t) ?
-                    type->tp_alloc(type, 0) : NULL;
-    if (reg == NULL) {
-        Py_DECREF(listeners);
-        Py_DECREF(supported);
-        Py_DECREF(dirs);
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "BrokerRegistration has 11 fields");
-        return NULL;
-    }
+    for (int i = 0; i < 11; i++)
+        if (i != 3 && i != 4 && i != 9)
+            Py_INCREF(v[i]);  /* the three made here are new already */
     v[3] = listeners;
     v[4] = supported;
     v[9] = dirs;
-    for (int i = 0; i < 11; i++) {
-        if (i != 3 && i != 4 && i != 9)
-            Py_INCREF(v[i]);  /* the three made here move in */
-        *(PyObject **)((char *)reg + at[i]) = v[i];
-    }
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(PyTuple_GET_ITEM(spec, 1));
+    PyTypeObject *type = (PyTypeObject *)PyTuple_GET_ITEM(spec, 0);
+    PyObject *reg = registration_of(v);
+    if (reg == NULL)
+        return NULL;
     PyObject *result = NULL;
     Builder s = {NULL, NULL, NULL};
     if (builder_of(args[0], &s) == 0 && share_unchanged(&s, v[0], reg, type, at, (PyTypeObject *)PyTuple_GET_ITEM(spec, 2),
