@@ -232,3 +232,20 @@ def test_column_bounds_and_order_as_python_computes_them() -> None:
     assert _cwalk.bounds(array("q")) is None
     assert _cwalk.bounds(array("I", [1])) is None and _cwalk.ascending(b"\1\0") is None
     assert _cwalk.ascending(array("i")) is True
+
+
+@compiled
+def test_the_plan_of_batches_as_python_makes_it() -> None:
+    """The compiled plan (``_cwalk.kept``) against ``plan_python``: the batches but the
+    one-NoOp ones, and the last, for NoOps found anywhere and in any order, duplicates and
+    the last batch among them."""
+    rng = random.Random(31)
+    for _ in range(2000):
+        n = rng.choice((1, 2, 3, 10, 1000))
+        noop = rng.sample(range(n), rng.randrange(n + 1))
+        if noop and rng.random() < 0.3:
+            noop.append(noop[0])
+        want = list(cleanwalk.plan_python(n, noop))
+        got = cleanwalk.plan(n, noop)
+        assert list(got) == want and (not noop or isinstance(got, array)), (n, noop)
+    assert list(cleanwalk.plan(0, [])) == []

@@ -114,9 +114,10 @@ def replay_record(topic_id: bytes) -> object:
 def test_other_kinds_the_image_cannot_take(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiled handlers of broker changes, configs, client quotas, ACLs, SCRAM users,
-    tokens and producer ids on what they leave to their Python handler (a broker not registered or of
-    another epoch, unknown values, log dirs given; removals of what is not there; a config
-    removed, set again and set on a resource new since the mark; a record stored twice),
+    tokens and producer ids on what they leave to their Python handler (a broker not
+    registered or of another epoch, unknown values, log dirs given; removals of what is not
+    there; a config removed, set again and set on a resource new since the mark; a record
+    stored twice),
     before and after a snapshot: the same warnings, image and history both ways."""
     from mdshell.synth.records import meta
 

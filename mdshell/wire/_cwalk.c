@@ -3382,6 +3382,44 @@ static PyObject *ascending(PyObject *self, PyObject *col)
 
 /* ------------------------------------------------------------------ one-NoOp batches */
 
+/* kept(n, skipped) -> bytes: the indices 0..n-1 but those in `skipped` (a list of ints, in
+ * any order; ones outside 0..n-1 are passed over), and always n-1, in order, as native
+ * int64s (array("q") reads them): cleanwalk.plan's batches to hand out. */
+static PyObject *kept(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "kept(n, skipped: list)");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[0]);
+    if (n < 0)
+        return PyErr_Occurred() ? NULL : PyBytes_FromStringAndSize(NULL, 0);
+    uint8_t *skip = PyMem_Calloc((size_t)n + 1, 1);
+    if (skip == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t count = n;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[1]); i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(args[1], i));
+        if (at == -1 && PyErr_Occurred()) {
+            PyMem_Free(skip);
+            return NULL;
+        }
+        if (at >= 0 && at < n - 1 && !skip[at]) {
+            skip[at] = 1;
+            count--;
+        }
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
+    if (out != NULL) {
+        int64_t *to = (int64_t *)PyBytes_AS_STRING(out);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!skip[i])
+                *to++ = (int64_t)i;
+    }
+    PyMem_Free(skip);
+    return out;
+}
+
 /* noop_batches(data, starts, length, attrs, count, last_delta, n, noop_key) -> [index]
  *
  * cleanwalk._noops_one_by_one over range(n) (the reference): the indices, ascending, of the
@@ -3511,6 +3549,8 @@ static PyMethodDef methods[] = {
     {"bytes_values", bytes_values, METH_VARARGS,
      "bytes_values(key, buf, pos, end, ver) -> a broker change's or config's fields as read "
      "from its bytes by the run loop, or None where the decoder reads it (for tests)"},
+    {"kept", (PyCFunction)(void (*)(void))kept, METH_FASTCALL,
+     "kept(n, skipped) -> the indices below n but the skipped ones, and n-1, as int64 bytes"},
     {"elr_held", elr_held, METH_O,
      "elr_held(partitions) -> the ids of the partitions that may hold ELR or last known ELR "
      "(the others hold none and decode cleanly)"},
