@@ -249,3 +249,45 @@ def test_the_plan_of_batches_as_python_makes_it() -> None:
         got = cleanwalk.plan(n, noop)
         assert list(got) == want and (not noop or isinstance(got, array)), (n, noop)
     assert list(cleanwalk.plan(0, [])) == []
+
+
+@compiled
+def test_attributes_read_as_getattr_reads_them() -> None:
+    """The handlers' attribute reads (``_cwalk.read_attr``: a __slots__ slot read where it
+    lies) against getattr: slots set and not, other attributes, properties, classes changed
+    after a read (a slot turned into a property in the class, a subclass's), and objects of
+    a custom __getattribute__."""
+    assert _cwalk is not None
+    read = _cwalk.read_attr
+
+    class Slots:
+        __slots__ = ("a", "b")
+
+    class Sub(Slots):
+        __slots__ = ("c",)
+
+    class Plain:
+        def __init__(self) -> None:
+            self.a = "plain"
+
+    class Odd(Slots):
+        __slots__ = ()
+
+        def __getattribute__(self, name: str) -> object:
+            return "odd"
+
+    s, sub, odd = Slots(), Sub(), Odd()
+    s.a, sub.a, sub.c = 1, 2, 3
+    for _ in range(3):  # the second and third time from the table
+        assert read(s, "a") == 1 and read(sub, "a") == 2 and read(sub, "c") == 3
+        assert read(Plain(), "a") == "plain" and read(odd, "a") == "odd"
+        assert read(s, "__class__") is Slots
+        with pytest.raises(AttributeError):
+            read(s, "b")  # a slot not set
+        with pytest.raises(AttributeError):
+            read(s, "nothing")
+    assert read(s, "a") == 1  # in the table now
+    Slots.a = property(lambda self: "now a property")  # type: ignore[assignment]
+    assert read(s, "a") == "now a property" == s.a
+    assert read(sub, "a") == "now a property"
+    assert read(sub, "c") == 3

@@ -68,6 +68,31 @@ class ImageBuilder:
     image published before stays valid while replay goes on). ``problems`` collects what was
     skipped and why."""
 
+    # Slots: the compiled handlers read a few of these once a record (``_cwalk``'s attr).
+    __slots__ = (
+        "__weakref__",
+        "_decoded",
+        "_ordinal",
+        "_owned",
+        "_pos",
+        "_reported",
+        "_reported_tags",
+        "batch",
+        "eager",
+        "file",
+        "image",
+        "index",
+        "journal",
+        "observer",
+        "origin",
+        "problems",
+        "records_applied",
+        "sieve",
+        "txn",
+        "txn_offset",
+        "wants",
+    )
+
     def __init__(self, image: m.Image | None = None, observer: Observer | None = None,
                  eager: bool = False, wants: Wants | None = None,
                  sieve: Sieve | None = None) -> None:

@@ -450,6 +450,69 @@ static PyObject *frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* ------------------------------------------------------------------ attributes */
+
+/* Where a class's __slots__ attribute lies in its instances, by (class, interned name):
+ * a small direct-mapped table, each entry valid while the class's version tag is the one
+ * it was found at (CPython gives a class a new tag whenever it or a base changes). */
+typedef struct {
+    PyTypeObject *type;
+    PyObject *name;
+    unsigned int tag;
+    Py_ssize_t offset;
+} AttrAt;
+#define ATTRS_AT 64
+static AttrAt attrs_at[ATTRS_AT];
+
+static inline int tag_valid(PyTypeObject *t)
+{
+#ifdef Py_TPFLAGS_VALID_VERSION_TAG
+    return (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0 && t->tp_version_tag != 0;
+#else
+    return t->tp_version_tag != 0;
+#endif
+}
+
+/* obj.name as PyObject_GetAttr gives it (a new reference, NULL on error): a slot of a
+ * __slots__ class (the image, its topics, the builder, the journal: read once a record or
+ * more by the handlers) read where it lies; anything else, or a slot not set, by
+ * PyObject_GetAttr. `name`: a str (the handlers' are interned at import). */
+static PyObject *attr(PyObject *obj, PyObject *name)
+{
+    PyTypeObject *t = Py_TYPE(obj);
+    AttrAt *e = &attrs_at[(((uintptr_t)t >> 4) ^ ((uintptr_t)name >> 4)) % ATTRS_AT];
+    if (e->type != t || e->name != name || e->tag != t->tp_version_tag || !tag_valid(t)) {
+        e->type = NULL;  /* (a class freed and another made where it was has a new tag) */
+        if (t->tp_getattro != PyObject_GenericGetAttr)
+            return PyObject_GetAttr(obj, name);
+        PyObject *d = _PyType_Lookup(t, name);  /* borrowed; gives the class a tag */
+        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type) || !tag_valid(t))
+            return PyObject_GetAttr(obj, name);
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type != T_OBJECT_EX || m->offset <= 0 || (m->flags & PY_AUDIT_READ))
+            return PyObject_GetAttr(obj, name);
+        Py_INCREF(name);  /* held: no other str may take its place while it is here */
+        Py_XDECREF(e->name);
+        *e = (AttrAt){t, name, t->tp_version_tag, m->offset};
+    }
+    PyObject *v = *(PyObject **)((char *)obj + e->offset);
+    return v != NULL ? Py_NewRef(v) : PyObject_GetAttr(obj, name);
+}
+
+/* read_attr(obj, name) -> obj.name as the handlers read it (attr): for tests, which hold
+ * it to getattr. */
+static PyObject *read_attr(PyObject *self, PyObject *args)
+{
+    PyObject *obj, *name;
+    if (!PyArg_ParseTuple(args, "OU", &obj, &name))
+        return NULL;
+    Py_INCREF(name);
+    PyUnicode_InternInPlace(&name);
+    PyObject *v = attr(obj, name);
+    Py_DECREF(name);
+    return v;
+}
+
 /* ------------------------------------------------------------------ run */
 
 /* Attribute names run() sets and reads, interned at import. */
@@ -458,7 +521,7 @@ static PyObject *s_txn, *s_journal, *s_offset, *s_epoch, *s_time_ms, *s_at;
 /* Whether the builder is outside a metadata transaction (-1: error). */
 static int no_txn(PyObject *b)
 {
-    PyObject *txn = PyObject_GetAttr(b, s_txn);
+    PyObject *txn = attr(b, s_txn);
     if (txn == NULL)
         return -1;
     int none = txn == Py_None;
@@ -1236,7 +1299,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         since += applied;
     counted:
         if (since >= every) {  /* a mark due, if journaled and outside a transaction */
-            PyObject *journal = PyObject_GetAttr(b, s_journal);
+            PyObject *journal = attr(b, s_journal);
             if (journal == NULL)
                 goto fail;
             int journaled = journal != Py_None;
@@ -1346,8 +1409,8 @@ static PyObject *put_partitions(PyObject *self, PyObject *const *args, Py_ssize_
                 Py_DECREF(out);
                 continue;
             }
-            parts = PyObject_GetAttr(topic, s_partitions);
-            topic_id = PyObject_GetAttr(topic, s_id);
+            parts = attr(topic, s_partitions);
+            topic_id = attr(topic, s_id);
             Py_DECREF(topic);
             if (parts == NULL || topic_id == NULL || !PyDict_Check(parts))
                 goto fail;
@@ -1565,7 +1628,7 @@ static PyObject *decoded_before(PyObject *b, PyObject *raw)
     if (!PyLong_CheckExact(version) || body < 0 || end > PyBytes_GET_SIZE(buf) ||
             body > end - PARTITION_PREFIX)
         return NULL;
-    PyObject *cache = PyObject_GetAttr(b, s_decoded_cache);
+    PyObject *cache = attr(b, s_decoded_cache);
     if (cache == NULL || !PyDict_CheckExact(cache)) {
         Py_XDECREF(cache);
         PyErr_Clear();
@@ -1849,9 +1912,9 @@ static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off
     PyObject *tid = v[D_TOPIC_ID], *pid = v[D_PARTITION_ID];
     PyObject *image = NULL, *topics = NULL, *owned = NULL, *topic = NULL, *parts = NULL;
     PyObject *p = NULL, *made = NULL, *journal = NULL, *result = NULL;
-    if ((image = PyObject_GetAttr(b, s_image)) == NULL ||
-            (topics = PyObject_GetAttr(image, s_topics_by_id)) == NULL ||
-            (owned = PyObject_GetAttr(b, s_owned)) == NULL)
+    if ((image = attr(b, s_image)) == NULL ||
+            (topics = attr(image, s_topics_by_id)) == NULL ||
+            (owned = attr(b, s_owned)) == NULL)
         goto done;
     topic = PyDict_GetItemWithError(topics, tid);
     int mine = 0;
@@ -1876,7 +1939,7 @@ static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off
             goto done;
         }
     }
-    if ((parts = PyObject_GetAttr(topic, s_partitions_attr)) == NULL || !PyDict_Check(parts)) {
+    if ((parts = attr(topic, s_partitions_attr)) == NULL || !PyDict_Check(parts)) {
         if (parts != NULL)
             PyErr_SetString(PyExc_TypeError, "a topic's partitions are a dict");
         goto done;
@@ -1911,10 +1974,10 @@ static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off
     }
     if ((made = merge(p, v)) == NULL || PyDict_SetItem(parts, pid, made) < 0)
         goto done;
-    if ((journal = PyObject_GetAttr(b, s_journal)) == NULL)
+    if ((journal = attr(b, s_journal)) == NULL)
         goto done;
     if (journal != Py_None) {  /* b.set_partition's journal: (topic id, partition, value) */
-        PyObject *list = PyObject_GetAttr(journal, s_parts), *id = PyObject_GetAttr(topic, s_id);
+        PyObject *list = attr(journal, s_parts), *id = attr(topic, s_id);
         int bad = list == NULL || id == NULL || !PyList_Check(list) ||
                   PyList_Append(list, id) < 0 || PyList_Append(list, pid) < 0 ||
                   PyList_Append(list, made) < 0;
@@ -1998,8 +2061,8 @@ static void builder_release(Builder *s)
 static int builder_of(PyObject *b, Builder *s)
 {
     s->b = b;
-    s->image = PyObject_GetAttr(b, s_image);
-    s->owned = s->image == NULL ? NULL : PyObject_GetAttr(b, s_owned);
+    s->image = attr(b, s_image);
+    s->owned = s->image == NULL ? NULL : attr(b, s_owned);
     if (s->owned != NULL && PySet_Check(s->owned))
         return 0;
     if (s->owned != NULL)
@@ -2012,7 +2075,7 @@ static int builder_of(PyObject *b, Builder *s)
  * copies it). A new reference, NULL on error. */
 static PyObject *writable_map(const Builder *s, PyObject *name)
 {
-    PyObject *d = PyObject_GetAttr(s->image, name);
+    PyObject *d = attr(s->image, name);
     if (d == NULL)
         return NULL;
     int mine = owns(s->owned, d);
@@ -2047,10 +2110,10 @@ static int builder_put(const Builder *s, PyObject *name, PyObject *key, PyObject
  * journal is kept; NULL on error. */
 static PyObject *journal_log(PyObject *b, PyObject *name)
 {
-    PyObject *journal = PyObject_GetAttr(b, s_journal);
+    PyObject *journal = attr(b, s_journal);
     if (journal == NULL || journal == Py_None)
         return journal;
-    PyObject *maps = PyObject_GetAttr(journal, s_maps), *log = NULL;
+    PyObject *maps = attr(journal, s_maps), *log = NULL;
     if (maps != NULL && PyDict_CheckExact(maps)) {
         log = PyDict_GetItemWithError(maps, name);
         Py_XINCREF(log);
@@ -2073,7 +2136,7 @@ static int journal_put(PyObject *b, PyObject *name, PyObject *key, PyObject *val
         Py_XDECREF(log);
         return log == NULL ? -1 : 0;
     }
-    PyObject *values = PyObject_GetAttr(log, s_values);
+    PyObject *values = attr(log, s_values);
     Py_DECREF(log);
     if (values == NULL || !PyDict_CheckExact(values)) {
         if (values != NULL)
@@ -2097,7 +2160,7 @@ static int journal_drop(PyObject *b, PyObject *name, PyObject *key)
         Py_XDECREF(log);
         return log == NULL ? -1 : 0;
     }
-    PyObject *values = PyObject_GetAttr(log, s_values), *resets = PyObject_GetAttr(log, s_resets);
+    PyObject *values = attr(log, s_values), *resets = attr(log, s_resets);
     Py_DECREF(log);
     int bad = values == NULL || resets == NULL || !PyDict_CheckExact(values) ||
               !PySet_Check(resets) || PyDict_SetItem(values, key, tomb) < 0 ||
@@ -2209,7 +2272,7 @@ static PyObject *drop_handler(PyObject *spec, PyObject *const *args, Py_ssize_t 
         return PyErr_Occurred() ? NULL : fall_back(spec, args);
     PyObject *now = NULL, *map = NULL, *result = NULL;
     Builder s = {NULL, NULL, NULL};
-    if (builder_of(b, &s) < 0 || (now = PyObject_GetAttr(s.image, name)) == NULL)
+    if (builder_of(b, &s) < 0 || (now = attr(s.image, name)) == NULL)
         goto done;
     int in = PyDict_CheckExact(now) ? PyDict_Contains(now, key) : -2;
     if (in == -2)
@@ -2246,7 +2309,7 @@ static PyObject *scalar_handler(PyObject *spec, PyObject *const *args, Py_ssize_
     PyObject *v = PyDict_GetItemWithError(args[1], PyTuple_GET_ITEM(spec, 1));
     if (v == NULL)
         return PyErr_Occurred() ? NULL : fall_back(spec, args);
-    PyObject *image = PyObject_GetAttr(args[0], s_image);
+    PyObject *image = attr(args[0], s_image);
     if (image == NULL)
         return NULL;
     int bad = PyObject_SetAttr(image, PyTuple_GET_ITEM(spec, 0), v);
@@ -2348,7 +2411,7 @@ static int broker_change_apply(PyObject *spec, PyObject *b, PyObject *bid, PyObj
     PyObject *brokers = NULL, *reg = NULL, *now = NULL;
     int result = -1;
     Builder s = {NULL, NULL, NULL};
-    if (builder_of(b, &s) < 0 || (brokers = PyObject_GetAttr(s.image, s_brokers)) == NULL)
+    if (builder_of(b, &s) < 0 || (brokers = attr(s.image, s_brokers)) == NULL)
         goto done;
     if (!PyDict_CheckExact(brokers)) {
         PyErr_SetString(PyExc_TypeError, "the brokers map is a dict");
@@ -2360,7 +2423,7 @@ static int broker_change_apply(PyObject *spec, PyObject *b, PyObject *bid, PyObj
         result = PyErr_Occurred() ? -1 : 0;  /* not registered */
         goto done;
     }
-    if ((now = PyObject_GetAttr(reg, s_epoch_attr)) == NULL)
+    if ((now = attr(reg, s_epoch_attr)) == NULL)
         goto done;
     int same = PyObject_RichCompareBool(now, epoch, Py_EQ);
     if (same <= 0) {
@@ -2814,7 +2877,7 @@ static int register_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int
     Builder s = {NULL, NULL, NULL};
     int got = -1;
     if (bid == NULL || builder_of(pl->b, &s) < 0 ||
-            (brokers = PyObject_GetAttr(s.image, s_brokers)) == NULL)
+            (brokers = attr(s.image, s_brokers)) == NULL)
         goto done;
     PyObject *old = PyDict_CheckExact(brokers) ? PyDict_GetItemWithError(brokers, bid) : NULL;
     PyObject *kept = old == NULL ? NULL : same_section(old, bid, buf, section, section_end);
@@ -2835,7 +2898,7 @@ static int register_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int
     Py_CLEAR(brokers);
     if ((got = apply_one(pl, buf, r, reached)) <= 0)
         goto done;
-    if (builder_of(pl->b, &s) < 0 || (brokers = PyObject_GetAttr(s.image, s_brokers)) == NULL ||
+    if (builder_of(pl->b, &s) < 0 || (brokers = attr(s.image, s_brokers)) == NULL ||
             remember_section(brokers, bid, buf, section, section_end) < 0)
         got = -1;
 done:
@@ -3082,7 +3145,7 @@ static int same_slots(PyObject *a, PyObject *b, PyTypeObject *cls, const Py_ssiz
 static int share_unchanged(const Builder *s, PyObject *bid, PyObject *reg, PyTypeObject *type,
                            const Py_ssize_t *at, PyTypeObject *endpoint, PyObject *ep_offsets)
 {
-    PyObject *brokers = PyObject_GetAttr(s->image, s_brokers);
+    PyObject *brokers = attr(s->image, s_brokers);
     if (brokers == NULL)
         return -1;
     PyObject *old = PyDict_CheckExact(brokers) ? PyDict_GetItemWithError(brokers, bid) : NULL;
@@ -3551,6 +3614,8 @@ static PyMethodDef methods[] = {
      "from its bytes by the run loop, or None where the decoder reads it (for tests)"},
     {"kept", (PyCFunction)(void (*)(void))kept, METH_FASTCALL,
      "kept(n, skipped) -> the indices below n but the skipped ones, and n-1, as int64 bytes"},
+    {"read_attr", read_attr, METH_VARARGS,
+     "read_attr(obj, name) -> obj.name as the compiled handlers read it (for tests)"},
     {"elr_held", elr_held, METH_O,
      "elr_held(partitions) -> the ids of the partitions that may hold ELR or last known ELR "
      "(the others hold none and decode cleanly)"},
