@@ -291,3 +291,23 @@ def test_attributes_read_as_getattr_reads_them() -> None:
     assert read(s, "a") == "now a property" == s.a
     assert read(sub, "a") == "now a property"
     assert read(sub, "c") == 3
+
+
+@compiled
+def test_the_records_a_transaction_keeps_as_python_finds_them() -> None:
+    """The compiled ``txn_span`` against replay's: runs of dicts and undecoded partitions
+    up to a transaction marker, an unknown record or the end, from every index."""
+    from mdshell.image import replay
+    from mdshell.wire.frames import Unknown
+
+    assert _cwalk is not None
+    rng = random.Random(37)
+    lazy = (b"x", 0, 1, 2)
+    unknown = Unknown(99, 0, b"", "unknown")
+    for _ in range(3000):
+        decoded = [(o, rng.choice((2, 3, 4, 23, 24, 25, 99)), 0,
+                    rng.choice(({}, {}, lazy, lazy, unknown)), o) for o in range(rng.randrange(8))]
+        for i in range(len(decoded) + 2):
+            assert _cwalk.txn_span(decoded, i) == replay.txn_span(decoded, i), (decoded, i)
+    with pytest.raises(ValueError):
+        _cwalk.txn_span([], -1)

@@ -39,6 +39,21 @@ _elr_held: Callable[[dict[int, Any]], list[int]] = (
     _cwalk.elr_held if _cwalk is not None else list)
 
 
+def txn_span(decoded: list[Decoded], i: int) -> int:
+    """The end of the run of records from ``decoded[i]`` a metadata transaction keeps as
+    they are until its end: a dict or an undecoded PartitionRecord (a tuple), not a
+    transaction marker. The compiled ``txn_span`` is the same; this is its reference."""
+    n = len(decoded)
+    while i < n and type(decoded[i][3]) in (dict, tuple) and (
+            decoded[i][1] not in TRANSACTION_MARKERS):
+        i += 1
+    return i
+
+
+_txn_span: Callable[[list[Decoded], int], int] = (
+    _cwalk.txn_span if _cwalk is not None else txn_span)
+
+
 def _topic_partition(lazy: m.LazyPartition) -> tuple[bytes, int]:
     """(topic id, partition id) of an undecoded PartitionRecord."""
     pid, tid = frames.partition_prefix(lazy[0], lazy[1])
@@ -289,6 +304,15 @@ class ImageBuilder:
                     handler(self, value, off)
             elif kind is tuple and self.observer is None and self.txn is None:
                 i = self._put_partitions(decoded, i)  # a run of undecoded PartitionRecords
+                continue
+            elif (self.txn is not None and self.observer is None and (kind is dict or kind is tuple)
+                  and key not in TRANSACTION_MARKERS):
+                # inside a metadata transaction: the records up to its next marker wait for its
+                # end as they are (what the branch below does one by one)
+                j = _txn_span(decoded, i)
+                self.txn.extend(decoded[i:j])
+                self._pos = decoded[j - 1][4]
+                i = j
                 continue
             else:
                 self._pos = vpos

@@ -461,8 +461,16 @@ typedef struct {
     unsigned int tag;
     Py_ssize_t offset;
 } AttrAt;
-#define ATTRS_AT 64
+#define ATTRS_AT 256  /* a power of 2 */
 static AttrAt attrs_at[ATTRS_AT];
+
+/* The entry of (t, name): the two addresses mixed (Fibonacci hashing), the top bits. */
+static inline AttrAt *attr_entry(PyTypeObject *t, PyObject *name)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)t ^ ((uint64_t)(uintptr_t)name << 7)) *
+                 UINT64_C(0x9E3779B97F4A7C15);
+    return &attrs_at[h >> 56];
+}
 
 static inline int tag_valid(PyTypeObject *t)
 {
@@ -480,7 +488,7 @@ static inline int tag_valid(PyTypeObject *t)
 static PyObject *attr(PyObject *obj, PyObject *name)
 {
     PyTypeObject *t = Py_TYPE(obj);
-    AttrAt *e = &attrs_at[(((uintptr_t)t >> 4) ^ ((uintptr_t)name >> 4)) % ATTRS_AT];
+    AttrAt *e = attr_entry(t, name);
     if (e->type != t || e->name != name || e->tag != t->tp_version_tag || !tag_valid(t)) {
         e->type = NULL;  /* (a class freed and another made where it was has a new tag) */
         if (t->tp_getattro != PyObject_GenericGetAttr)
@@ -497,6 +505,39 @@ static PyObject *attr(PyObject *obj, PyObject *name)
     }
     PyObject *v = *(PyObject **)((char *)obj + e->offset);
     return v != NULL ? Py_NewRef(v) : PyObject_GetAttr(obj, name);
+}
+
+/* txn_span(decoded, i) -> j: the end of the run of decoded records from decoded[i] (entries
+ * (offset, key, version, value, value position)) that a metadata transaction keeps as they
+ * are until its end: a value that is a dict or a tuple (an undecoded PartitionRecord), a
+ * key that is not a transaction marker (23-25). */
+static PyObject *txn_span(PyObject *self, PyObject *args)
+{
+    PyObject *decoded;
+    Py_ssize_t i;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &decoded, &i))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(decoded);
+    if (i < 0) {
+        PyErr_SetString(PyExc_ValueError, "txn_span: i >= 0");
+        return NULL;
+    }
+    for (; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(decoded, i);
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 5)
+            break;
+        PyObject *key = PyTuple_GET_ITEM(t, 1), *value = PyTuple_GET_ITEM(t, 3);
+        if (!PyLong_CheckExact(key) || (!PyDict_CheckExact(value) && !PyTuple_CheckExact(value)))
+            break;
+        long k = PyLong_AsLong(key);
+        if (k == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            break;
+        }
+        if (k >= 23 && k <= 25)
+            break;
+    }
+    return PyLong_FromSsize_t(i);
 }
 
 /* read_attr(obj, name) -> obj.name as the handlers read it (attr): for tests, which hold
@@ -3614,6 +3655,8 @@ static PyMethodDef methods[] = {
      "from its bytes by the run loop, or None where the decoder reads it (for tests)"},
     {"kept", (PyCFunction)(void (*)(void))kept, METH_FASTCALL,
      "kept(n, skipped) -> the indices below n but the skipped ones, and n-1, as int64 bytes"},
+    {"txn_span", txn_span, METH_VARARGS,
+     "txn_span(decoded, i) -> the end of the records from i a metadata transaction keeps"},
     {"read_attr", read_attr, METH_VARARGS,
      "read_attr(obj, name) -> obj.name as the compiled handlers read it (for tests)"},
     {"elr_held", elr_held, METH_O,
