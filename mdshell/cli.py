@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from .session import Loaded, Session
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+# One-shot commands that read the images a load keeps for time travel (the others are
+# answered without them, so a one-shot load for them keeps none).
+TRAVELLING = frozenset({"at", "diff", "changes"})
 # What writing to stdout fails with: a full disk or quota, a closed or broken output.
 _WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EIO,
                  errno.EPIPE}
@@ -376,15 +379,18 @@ def _main(args: argparse.Namespace) -> int:
             session = Session(LiveSource(args.bootstrap_controller, args.config,
                                          eager=args.strict), layout=args.layout)
         else:
-            # One command: load when the command needs the image (``changes`` may not).
+            # One command: load when the command needs the image (``changes`` may not),
+            # keeping images for time travel only for a command that travels.
             lazy = bool(args.command) and not args.strict and args.at is None
+            marks = (not args.command or args.at is not None or args.follow
+                     or args.command[0] in TRAVELLING)
             if several:
                 session = Session.of_nodes(directories, args.node, eager=args.strict,
-                                           layout=args.layout, lazy=lazy)
+                                           layout=args.layout, lazy=lazy, marks=marks)
                 _say_node(args, session)
             else:
                 session = Session.open(args.directory, args.snapshot, eager=args.strict,
-                                       layout=args.layout, lazy=lazy)
+                                       layout=args.layout, lazy=lazy, marks=marks)
     except SourceError as e:
         if args.debug:
             raise

@@ -295,3 +295,45 @@ def test_an_image_let_go_is_freed_by_its_counts() -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+@pytest.mark.parametrize("name", ["cluster-basic", "segments-snapshots", "transactions"])
+def test_a_session_without_marks_answers_as_one_with_them(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``marks=False`` (a one-shot command that does not travel in time) keeps no images
+    for time travel; the latest image, its problems and an image at any offset (loaded
+    again) are the same as a session that keeps them (a mark every 5 records) gives."""
+    import sys
+
+    monkeypatch.setattr(sys.modules["mdshell.session.load"], "CHECKPOINT_RECORDS", 5)
+    directory = str(FIXTURES / name)
+    kept, bare = Session.open(directory), Session.open(directory, marks=False)
+    assert len(kept.history.offsets) > 1 and len(bare.history.offsets) <= 1
+    assert image_text(bare.latest.image) == image_text(kept.latest.image)
+    assert [p.message for p in bare.latest.problems] == [p.message for p in kept.latest.problems]
+    first, last = kept.offset_range()
+    assert first is not None and last is not None
+    for at in (first, (first + last) // 2, last - 1):
+        assert image_text(bare.load_at(at).image) == image_text(kept.load_at(at).image), at
+
+
+def test_one_shot_commands_keep_marks_only_to_travel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-shot front door opens its session without marks but for the commands that
+    travel in time (``at``, ``diff``, ``changes``) and ``--at``."""
+    from mdshell import cli
+
+    opened: list[bool] = []
+    real = Session.open.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: type[Session], *args: object, **kwargs: object) -> Session:
+        opened.append(bool(kwargs.get("marks", True)))
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "open", classmethod(spy))
+    d = str(FIXTURES / "cluster-basic")
+    for argv, marks in ((["cat", "/image/provenance"], False), (["health"], False),
+                        (["at", "3"], True), (["diff", "1", "3"], True),
+                        (["--at", "3", "ls", "/"], True), (["changes", "/image"], True)):
+        opened.clear()
+        cli.main(["-d", d, *argv])
+        assert opened == [marks], argv

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..image.history import History
+from ..image.history import NO_CHECKPOINTS, History
 from ..image.model import Image, Notes
 from ..image.replay import ImageBuilder
 from ..image.verdict import Verdict, judge
@@ -56,8 +56,11 @@ class Session:
     """Source, images and working directory; ``subscribe`` to hear when the image advances."""
 
     def __init__(self, source: Source, loaded: Loaded | None = None,
-                 layout: str = "3.7", lazy: bool = False) -> None:
+                 layout: str = "3.7", lazy: bool = False, marks: bool = True) -> None:
         self.source = source
+        # Without marks (a one-shot command that never moves in time) the loads keep no
+        # images for time travel: less memory and time; ``load_at`` then loads again.
+        self._every = None if marks else NO_CHECKPOINTS
         self.layout = layout  # how /image is laid out: "3.7" or "4.x" (tree.node.LAYOUTS)
         self.cwd = "/"
         self._subscribers: list[Advanced] = []
@@ -77,18 +80,22 @@ class Session:
         self.nodes: NodeGroup | None = None
         self._tail: tuple[Loaded, str | None] | None = None  # see _unsure
         if loaded is None and not lazy:
-            self._latest = load(source)
+            self._latest = load(source, every=self._every)
 
     @classmethod
     def open(cls, directory: str | None = None, file: str | None = None, *,
-             eager: bool = False, layout: str = "3.7", lazy: bool = False) -> Session:
+             eager: bool = False, layout: str = "3.7", lazy: bool = False,
+             marks: bool = True) -> Session:
         """A session over a directory or a file; ``lazy`` loads on first use (a one-shot
-        command that the source alone answers never replays it)."""
-        return cls(open_source(directory, file, eager=eager), layout=layout, lazy=lazy)
+        command that the source alone answers never replays it); ``marks=False`` keeps no
+        images for time travel (a one-shot command that does not travel)."""
+        return cls(open_source(directory, file, eager=eager), layout=layout, lazy=lazy,
+                   marks=marks)
 
     @classmethod
     def of_nodes(cls, directories: list[str], node: str | None = None, *,
-                 eager: bool = False, layout: str = "3.7", lazy: bool = False) -> Session:
+                 eager: bool = False, layout: str = "3.7", lazy: bool = False,
+                 marks: bool = True) -> Session:
         """Several nodes' directories of one cluster (``-d`` once per node): a session over
         the one ``node`` names (an id, or ``#N``), else the one whose log the quorum
         follows, with :attr:`nodes` set; ``SourceError`` in one line when they cannot be
@@ -97,7 +104,7 @@ class Session:
         from ..source.nodes.report import choose
 
         group = open_group(directories, eager=eager)
-        session = cls(choose(group, node).source, layout=layout, lazy=lazy)
+        session = cls(choose(group, node).source, layout=layout, lazy=lazy, marks=marks)
         session.nodes = group
         return session
 
@@ -164,7 +171,7 @@ class Session:
         """The first load, done now if it was not yet (``watch`` sees each stream it reads:
         a front end's progress, ``session.progress.LoadProgress``); the latest image."""
         if self._latest is None:
-            self._latest = first_load(self.source, watch=watch)
+            self._latest = first_load(self.source, watch=watch, every=self._every)
             for callback in self._when_loaded:
                 callback(self._latest)
         return self._latest
@@ -452,7 +459,7 @@ class Session:
         a followed directory: Kafka replaced offsets not read yet by a snapshot, or a file
         changed under it: ``notices`` say so, first)."""
         following = self.loaded is self.latest
-        fresh = load(self.source)
+        fresh = load(self.source, every=self._every)
         fresh.problems[:0] = notices
         self.latest = fresh
         self._range = self._rebuild = None
