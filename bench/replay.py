@@ -1,7 +1,7 @@
 """Benchmark: log replay and history memory (issue 19), whole process, CPU time and peak RSS.
 
 Usage: python bench/replay.py [--out DIR] [--runs N] [--code PATH ...] [--only NAME,...]
-       [--instructions] [--views]
+       [--instructions] [--views] [--marks]
 
 Directories (written once by ``mdshell.synth`` into ``--out``, default bench/out, and reused):
 
@@ -18,9 +18,12 @@ Directories (written once by ``mdshell.synth`` into ``--out``, default bench/out
   in batches of at most 100 kB and of 8 MiB: an encoder other than mdshell's.
 
 Each is loaded by ``python -m mdshell -d DIR cat /image/provenance`` in a fresh process (start-up
-included), ``--runs`` times, alternating between the ``--code`` checkouts given (PYTHONPATH;
-default this checkout), so that versions are compared in the same minutes: the machine may be
-shared, and CPU time (user + system) says more than wall time there. Then, in one process
+included; a one-shot command that does not travel in time keeps no images for it), or with
+``--marks`` by ``... --at latest cat /image/provenance``, which keeps them as an interactive
+session does (a mark every 1,000 records), ``--runs`` times, alternating between the
+``--code`` checkouts given (PYTHONPATH; default this checkout), so that versions are compared
+in the same minutes: the machine may be shared, and CPU time (user + system) says more than
+wall time there. Then, in one process
 per checkout, ``at`` to the middle of the tail after the load (the history at work).
 ``--instructions`` counts instead what one load executes, under valgrind: a figure that
 does not move with the machine's load. ``--views`` measures, beside the load, the views whose
@@ -122,6 +125,7 @@ def compile_all(code: str) -> None:
 
 
 LOAD = ("cat", "/image/provenance")
+MARKED = ("--at", "latest", *LOAD)  # the load as a session makes it: images for time travel
 # The views whose ratio to the load is a target (on the tail: issue 19's first row).
 VIEWS = {"tree /image": ("tree", "/image"), "health": ("health",),
          "changes of a partition": ("changes", "/image/topics/byName/topic-000/7"),
@@ -168,6 +172,9 @@ def main() -> None:
                    help="directories to measure")
     p.add_argument("--instructions", action="store_true",
                    help="count the instructions of one load of each (valgrind; ~50x slower)")
+    p.add_argument("--marks", action="store_true",
+                   help="load as a session does, keeping images for time travel "
+                        "(--at latest)")
     p.add_argument("--views", action="store_true",
                    help="the views against the load (CPU, or instructions with "
                         "--instructions), each directory of --only (default tail)")
@@ -180,12 +187,14 @@ def main() -> None:
         views(out, ns.code, ns.only if "--only" in sys.argv else "tail", ns.runs,
               ns.instructions)
         return
+    command = MARKED if ns.marks else LOAD
     if ns.instructions:
         print("| directory | code | instructions |\n|---|---|---|")
         for name in ns.only.split(","):
             d = generate(out, name)
             for code in ns.code:
-                print(f"| {name} | {code} | {instructions(code, d) / 1e9:.2f} G |", flush=True)
+                print(f"| {name} | {code} | {instructions(code, d, command) / 1e9:.2f} G |",
+                      flush=True)
         return
     print("| directory | code | CPU (best) | CPU (median) | peak RSS |\n|---|---|---|---|---|")
     for name in ns.only.split(","):
@@ -193,7 +202,7 @@ def main() -> None:
         runs: dict[str, list[tuple[float, float, float]]] = {c: [] for c in ns.code}
         for _ in range(ns.runs):
             for code in ns.code:
-                runs[code].append(once(code, d))
+                runs[code].append(once(code, d, command))
         for code, rs in runs.items():
             cpus = sorted(r[0] for r in rs)
             print(f"| {name} | {code} | {cpus[0]:.2f} s | {cpus[len(cpus) // 2]:.2f} s | "
