@@ -255,8 +255,8 @@ def test_the_plan_of_batches_as_python_makes_it() -> None:
 def test_attributes_read_as_getattr_reads_them() -> None:
     """The handlers' attribute reads (``_cwalk.read_attr``: a __slots__ slot read where it
     lies) against getattr: slots set and not, other attributes, properties, classes changed
-    after a read (a slot turned into a property in the class, a subclass's), and objects of
-    a custom __getattribute__."""
+    after a read (a slot turned into a property in the class, a subclass's), objects of a
+    custom __getattribute__, and a class holding another class's slot descriptor."""
     assert _cwalk is not None
     read = _cwalk.read_attr
 
@@ -286,6 +286,13 @@ def test_attributes_read_as_getattr_reads_them() -> None:
             read(s, "b")  # a slot not set
         with pytest.raises(AttributeError):
             read(s, "nothing")
+    class Borrowed:  # another class's slot descriptor: not read at its offset
+        __slots__ = ()
+        a = Slots.__dict__["a"]
+
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            read(Borrowed(), "a")
     assert read(s, "a") == 1  # in the table now
     Slots.a = property(lambda self: "now a property")  # type: ignore[assignment]
     assert read(s, "a") == "now a property" == s.a

@@ -306,10 +306,9 @@ class ImageBuilder:
                 i = self._put_partitions(decoded, i)  # a run of undecoded PartitionRecords
                 continue
             elif (self.txn is not None and self.observer is None and (kind is dict or kind is tuple)
-                  and key not in TRANSACTION_MARKERS):
+                  and key not in TRANSACTION_MARKERS and (j := _txn_span(decoded, i)) > i):
                 # inside a metadata transaction: the records up to its next marker wait for its
                 # end as they are (what the branch below does one by one)
-                j = _txn_span(decoded, i)
                 self.txn.extend(decoded[i:j])
                 self._pos = decoded[j - 1][4]
                 i = j

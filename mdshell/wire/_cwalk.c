@@ -494,7 +494,8 @@ static PyObject *attr(PyObject *obj, PyObject *name)
         if (t->tp_getattro != PyObject_GenericGetAttr)
             return PyObject_GetAttr(obj, name);
         PyObject *d = _PyType_Lookup(t, name);  /* borrowed; gives the class a tag */
-        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type) || !tag_valid(t))
+        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type) || !tag_valid(t) ||
+                !PyType_IsSubtype(t, PyDescr_TYPE(d)))  /* a slot of this class's own */
             return PyObject_GetAttr(obj, name);
         PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
         if (m->type != T_OBJECT_EX || m->offset <= 0 || (m->flags & PY_AUDIT_READ))
@@ -1451,7 +1452,7 @@ static PyObject *put_partitions(PyObject *self, PyObject *const *args, Py_ssize_
                 continue;
             }
             parts = attr(topic, s_partitions);
-            topic_id = attr(topic, s_id);
+            topic_id = parts == NULL ? NULL : attr(topic, s_id);
             Py_DECREF(topic);
             if (parts == NULL || topic_id == NULL || !PyDict_Check(parts))
                 goto fail;
@@ -2018,7 +2019,7 @@ static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off
     if ((journal = attr(b, s_journal)) == NULL)
         goto done;
     if (journal != Py_None) {  /* b.set_partition's journal: (topic id, partition, value) */
-        PyObject *list = attr(journal, s_parts), *id = attr(topic, s_id);
+        PyObject *list = attr(journal, s_parts), *id = list == NULL ? NULL : attr(topic, s_id);
         int bad = list == NULL || id == NULL || !PyList_Check(list) ||
                   PyList_Append(list, id) < 0 || PyList_Append(list, pid) < 0 ||
                   PyList_Append(list, made) < 0;
@@ -2201,7 +2202,8 @@ static int journal_drop(PyObject *b, PyObject *name, PyObject *key)
         Py_XDECREF(log);
         return log == NULL ? -1 : 0;
     }
-    PyObject *values = attr(log, s_values), *resets = attr(log, s_resets);
+    PyObject *values = attr(log, s_values);
+    PyObject *resets = values == NULL ? NULL : attr(log, s_resets);
     Py_DECREF(log);
     int bad = values == NULL || resets == NULL || !PyDict_CheckExact(values) ||
               !PySet_Check(resets) || PyDict_SetItem(values, key, tomb) < 0 ||
@@ -2786,6 +2788,8 @@ static int read_register(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t rest, Py
     pos += 4 + (ver >= 2);
     v[2] = PyBytes_FromStringAndSize((const char *)buf + pos, 16);
     v[1] = PyLong_FromLongLong(be64(buf + pos + 16));
+    if (v[0] == NULL || v[1] == NULL || v[2] == NULL || v[8] == NULL)
+        goto error;
     pos = rest;
     if (!uvarint_short(buf, &pos, end, &n) || (Py_ssize_t)n - 1 > end - pos)
         goto refuse;
@@ -2854,19 +2858,20 @@ error:
  * dicts holds what those bytes decode to. Bounded: emptied when it holds REGS_KEPT. */
 #define REGS_KEPT 4096
 static PyObject *reg_sections = NULL;
-static PyObject *registration_of(PyObject **v);
+static PyObject *registration_of(PyTypeObject *type, PyObject *offsets, PyObject **v);
 static PyObject *register_broker_handler(PyObject *spec, PyObject *const *args,
                                          Py_ssize_t nargs);
 
 /* Remembers the endpoints and features bytes buf[section:section_end] of broker `bid`'s
- * registration, the one in `brokers` now; 0, or -1 on error. */
-static int remember_section(PyObject *brokers, PyObject *bid, const uint8_t *buf,
-                            Py_ssize_t section, Py_ssize_t section_end)
+ * registration, the one in `brokers` now (an instance of the class of `spec`, the
+ * register_broker handler's); 0, or -1 on error. */
+static int remember_section(PyObject *spec, PyObject *brokers, PyObject *bid,
+                            const uint8_t *buf, Py_ssize_t section, Py_ssize_t section_end)
 {
     PyObject *reg = PyDict_CheckExact(brokers) ? PyDict_GetItemWithError(brokers, bid) : NULL;
-    if (reg == NULL || Py_TYPE(reg) != broker_type)
+    if (reg == NULL || Py_TYPE(reg) != (PyTypeObject *)PyTuple_GET_ITEM(spec, 0))
         return PyErr_Occurred() ? -1 : 0;
-    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(broker_offsets);
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(PyTuple_GET_ITEM(spec, 1));
     PyObject *listeners = *(PyObject **)((char *)reg + at[3]);
     PyObject *supported = *(PyObject **)((char *)reg + at[4]);
     if (listeners == NULL || supported == NULL)
@@ -2883,17 +2888,19 @@ static int remember_section(PyObject *brokers, PyObject *bid, const uint8_t *buf
     return bad ? -1 : 0;
 }
 
-/* Whether broker `old`'s registration holds the dicts remembered for `bid` with the bytes
+/* Whether broker `old`'s registration (an instance of the class of `spec`, the
+ * register_broker handler's) holds the dicts remembered for `bid` with the bytes
  * buf[section:section_end]: the remembered (bytes, listeners, supported) (borrowed), or
  * NULL (with an error, or none). */
-static PyObject *same_section(PyObject *old, PyObject *bid, const uint8_t *buf,
+static PyObject *same_section(PyObject *spec, PyObject *old, PyObject *bid, const uint8_t *buf,
                               Py_ssize_t section, Py_ssize_t section_end)
 {
-    PyObject *kept = old == NULL || reg_sections == NULL || Py_TYPE(old) != broker_type ? NULL :
+    PyObject *kept = old == NULL || reg_sections == NULL ||
+                     Py_TYPE(old) != (PyTypeObject *)PyTuple_GET_ITEM(spec, 0) ? NULL :
                      PyDict_GetItemWithError(reg_sections, bid);
     if (kept == NULL)
         return NULL;
-    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(broker_offsets);
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(PyTuple_GET_ITEM(spec, 1));
     PyObject *bytes = PyTuple_GET_ITEM(kept, 0);
     if (PyBytes_GET_SIZE(bytes) != section_end - section ||
             memcmp(PyBytes_AS_STRING(bytes), buf + section, (size_t)(section_end - section)) ||
@@ -2905,10 +2912,11 @@ static PyObject *same_section(PyObject *old, PyObject *bid, const uint8_t *buf,
 
 /* A RegisterBrokerRecord framed as `r`: a re-registration whose endpoints and features
  * are the bytes of the broker's registration in the image (same_section) is made from its
- * other fields (read_register) and that registration's dicts, as the handler would share
- * them, without decoding them; any other is decoded and applied as any record (apply_one),
- * then its bytes remembered. As apply_bytes. */
-static int register_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int *reached)
+ * other fields (read_register) and that registration's dicts, as the handler (`spec`: its
+ * own) would share them, without decoding them; any other is decoded and applied as any
+ * record (apply_one), then its bytes remembered. As apply_bytes. */
+static int register_bytes(const Plain *pl, PyObject *spec, const uint8_t *buf, const Rec *r,
+                          int *reached)
 {
     Py_ssize_t section, section_end;
     *reached = 0;
@@ -2921,16 +2929,22 @@ static int register_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int
             (brokers = attr(s.image, s_brokers)) == NULL)
         goto done;
     PyObject *old = PyDict_CheckExact(brokers) ? PyDict_GetItemWithError(brokers, bid) : NULL;
-    PyObject *kept = old == NULL ? NULL : same_section(old, bid, buf, section, section_end);
+    PyObject *kept = old == NULL ? NULL :
+                     same_section(spec, old, bid, buf, section, section_end);
     if (PyErr_Occurred())
         goto done;
     if (kept != NULL) {
-        if ((got = read_register(buf, r->body, section_end, r->vend, r->ver, v)) <= 0)
+        Py_INCREF(kept);  /* held: what follows allocates, and the table may be emptied */
+        if ((got = read_register(buf, r->body, section_end, r->vend, r->ver, v)) <= 0) {
+            Py_DECREF(kept);
             goto done;
+        }
         v[3] = Py_NewRef(PyTuple_GET_ITEM(kept, 1));
         v[4] = Py_NewRef(PyTuple_GET_ITEM(kept, 2));
+        Py_DECREF(kept);
         *reached = 1;
-        PyObject *reg = registration_of(v);
+        PyObject *reg = registration_of((PyTypeObject *)PyTuple_GET_ITEM(spec, 0),
+                                        PyTuple_GET_ITEM(spec, 1), v);
         got = reg == NULL || builder_put(&s, s_brokers, bid, reg) < 0 ? -1 : 1;
         Py_XDECREF(reg);
         goto done;
@@ -2940,7 +2954,7 @@ static int register_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int
     if ((got = apply_one(pl, buf, r, reached)) <= 0)
         goto done;
     if (builder_of(pl->b, &s) < 0 || (brokers = attr(s.image, s_brokers)) == NULL ||
-            remember_section(brokers, bid, buf, section, section_end) < 0)
+            remember_section(spec, brokers, bid, buf, section, section_end) < 0)
         got = -1;
 done:
     builder_release(&s);
@@ -3003,7 +3017,7 @@ static int apply_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int *r
     PyObject *v[D_FIELDS], *out = NULL;
     int got;
     if (i == FAST_REGISTER)
-        return register_bytes(pl, buf, r, reached);
+        return register_bytes(pl, f->spec, buf, r, reached);
     if (i == FAST_CHANGE) {
         if ((got = read_change(buf, r->body, r->vend, r->ver, v)) <= 0)
             return got;
@@ -3211,12 +3225,13 @@ static int share_unchanged(const Builder *s, PyObject *bid, PyObject *reg, PyTyp
 }
 
 /* A BrokerRegistration of the values v (its 11 fields in order, new references, taken
- * even on error), of setup_handlers' class; NULL on error. */
-static PyObject *registration_of(PyObject **v)
+ * even on error): an instance of `type`, its slots at `offsets` (a register_broker
+ * handler's spec: setup_handlers' class when it was made); NULL on error. */
+static PyObject *registration_of(PyTypeObject *type, PyObject *offsets, PyObject **v)
 {
-    PyObject *reg = broker_type == NULL ||
-                    PyBytes_GET_SIZE(broker_offsets) != 11 * (Py_ssize_t)sizeof(Py_ssize_t) ?
-                    NULL : broker_type->tp_alloc(broker_type, 0);
+    PyObject *reg = !PyBytes_Check(offsets) ||
+                    PyBytes_GET_SIZE(offsets) != 11 * (Py_ssize_t)sizeof(Py_ssize_t) ?
+                    NULL : type->tp_alloc(type, 0);
     if (reg == NULL) {
         for (int i = 0; i < 11; i++)
             Py_DECREF(v[i]);
@@ -3224,7 +3239,7 @@ static PyObject *registration_of(PyObject **v)
             PyErr_SetString(PyExc_ValueError, "BrokerRegistration has 11 fields");
         return NULL;
     }
-    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(broker_offsets);
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(offsets);
     for (int i = 0; i < 11; i++)
         *(PyObject **)((char *)reg + at[i]) = v[i];
     return reg;
@@ -3266,7 +3281,7 @@ static PyObject *register_broker_handler(PyObject *spec, PyObject *const *args,
     v[9] = dirs;
     const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(PyTuple_GET_ITEM(spec, 1));
     PyTypeObject *type = (PyTypeObject *)PyTuple_GET_ITEM(spec, 0);
-    PyObject *reg = registration_of(v);
+    PyObject *reg = registration_of(type, PyTuple_GET_ITEM(spec, 1), v);
     if (reg == NULL)
         return NULL;
     PyObject *result = NULL;
