@@ -305,8 +305,8 @@ class ImageBuilder:
             elif kind is tuple and self.observer is None and self.txn is None:
                 i = self._put_partitions(decoded, i)  # a run of undecoded PartitionRecords
                 continue
-            elif (self.txn is not None and self.observer is None and (kind is dict or kind is tuple)
-                  and key not in TRANSACTION_MARKERS and (j := _txn_span(decoded, i)) > i):
+            elif (self.txn is not None and self.observer is None
+                  and (j := _txn_span(decoded, i)) > i):
                 # inside a metadata transaction: the records up to its next marker wait for its
                 # end as they are (what the branch below does one by one)
                 self.txn.extend(decoded[i:j])

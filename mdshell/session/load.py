@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from ..image.history import CHECKPOINT_RECORDS, History, Replayer
+from ..image.history import CHECKPOINT_RECORDS, NO_CHECKPOINTS, History, Replayer
 from ..image.index import SnapshotIndex
 from ..image.model import Image
 from ..image.replay import ImageBuilder, Observer, Sieve, Wants
@@ -40,7 +40,6 @@ from ..wire.batch import COMPRESSION_MASK, CONTROL_FLAG, UNDECODABLE, parse_head
 from ..wire.decoding import first_to_read
 from ..wire.sieve import Sieve as ByteSieve
 
-NO_CHECKPOINTS = 1 << 62
 # What a front end may wrap around each stream a load reads (to count its batches).
 StreamHook = Callable[[BatchStream], BatchStream]
 

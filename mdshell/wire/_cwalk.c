@@ -2429,6 +2429,16 @@ static PyObject *broker_copy(const Builder *s, PyObject *bid, PyObject *reg, PyO
     return made;
 }
 
+/* The values of a record's fields `keys[0..n-1]` in its dict `d` into `v` (borrowed): 1
+ * when all are there, 0 when one is not (no error set), -1 on error. */
+static int record_fields(PyObject *d, PyObject *const *keys, int n, PyObject **v)
+{
+    for (int i = 0; i < n; i++)
+        if ((v[i] = PyDict_GetItemWithError(d, keys[i])) == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+    return 1;
+}
+
 /* An exact int's value in [lo, hi], or `none` (also for anything else). */
 static long small_int(PyObject *v, long lo, long hi, long none)
 {
@@ -2502,21 +2512,19 @@ static PyObject *broker_change_handler(PyObject *spec, PyObject *const *args, Py
 {
     if (!handler_args(spec, nargs, args, 2))
         return NULL;
-    PyObject *d = args[1];
-    PyObject *bid = PyDict_GetItemWithError(d, f_broker_id);
-    PyObject *epoch = bid == NULL ? NULL : PyDict_GetItemWithError(d, f_broker_epoch);
-    PyObject *dirs = epoch == NULL ? NULL : PyDict_GetItemWithError(d, f_log_dirs);
-    PyObject *cordoned = dirs == NULL ? NULL : PyDict_GetItemWithError(d, f_cordoned);
-    if (PyErr_Occurred())
-        return NULL;
+    PyObject *d = args[1], *v[4];  /* id, epoch, log dirs, cordoned log dirs */
+    PyObject *const keys[4] = {f_broker_id, f_broker_epoch, f_log_dirs, f_cordoned};
+    int got = record_fields(d, keys, 4, v);
+    if (got <= 0)
+        return got < 0 ? NULL : fall_back(spec, args);
     long fenced = small_int(PyDict_GetItemWithError(d, f_fenced), -1, 1, 9);
     long shutdown = small_int(PyDict_GetItemWithError(d, f_shutdown), 0, 1, 9);
     if (PyErr_Occurred())
         return NULL;
-    if (cordoned != Py_None || !PyList_CheckExact(dirs) || PyList_GET_SIZE(dirs) != 0 ||
+    if (v[3] != Py_None || !PyList_CheckExact(v[2]) || PyList_GET_SIZE(v[2]) != 0 ||
             fenced == 9 || shutdown == 9)
         return fall_back(spec, args);
-    int got = broker_change_apply(spec, args[0], bid, epoch, fenced, shutdown);
+    got = broker_change_apply(spec, args[0], v[0], v[1], fenced, shutdown);
     if (got < 0)
         return NULL;
     if (got == 0)
@@ -2586,17 +2594,13 @@ static PyObject *config_handler(PyObject *spec, PyObject *const *args, Py_ssize_
 {
     if (!handler_args(spec, nargs, args, 1))
         return NULL;
-    PyObject *d = args[1];
-    PyObject *type = PyDict_GetItemWithError(d, f_resource_type);
-    PyObject *rname = type == NULL ? NULL : PyDict_GetItemWithError(d, f_resource_name);
-    PyObject *name = rname == NULL ? NULL : PyDict_GetItemWithError(d, f_name);
-    PyObject *value = name == NULL ? NULL : PyDict_GetItemWithError(d, f_value);
-    if (value == NULL || value == Py_None)
-        return PyErr_Occurred() ? NULL : fall_back(spec, args);
-    Py_INCREF(type);
-    Py_INCREF(rname);
-    PyObject *items[2] = {type, rname};
-    return set_inner(args[0], s_configs, tuple_of(2, items), name, value);
+    PyObject *v[4];  /* resource type, resource name, name, value */
+    PyObject *const keys[4] = {f_resource_type, f_resource_name, f_name, f_value};
+    int got = record_fields(args[1], keys, 4, v);
+    if (got <= 0 || v[3] == Py_None)
+        return got < 0 ? NULL : fall_back(spec, args);
+    PyObject *items[2] = {Py_NewRef(v[0]), Py_NewRef(v[1])};
+    return set_inner(args[0], s_configs, tuple_of(2, items), v[2], v[3]);
 }
 
 /* A ClientQuotaRecord's entity (model.quota_entity): ((type, name), ...) sorted by type, a
@@ -2627,17 +2631,15 @@ static PyObject *quota_handler(PyObject *spec, PyObject *const *args, Py_ssize_t
 {
     if (!handler_args(spec, nargs, args, 1))
         return NULL;
-    PyObject *d = args[1];
-    PyObject *remove = PyDict_GetItemWithError(d, f_remove);
-    PyObject *key = remove == NULL ? NULL : PyDict_GetItemWithError(d, f_key);
-    PyObject *value = key == NULL ? NULL : PyDict_GetItemWithError(d, f_value);
-    PyObject *parts = value == NULL ? NULL : PyDict_GetItemWithError(d, f_entity);
-    if (parts == NULL || remove != Py_False)
-        return PyErr_Occurred() ? NULL : fall_back(spec, args);
-    PyObject *entity = quota_entity(parts);
+    PyObject *v[4];  /* remove, key, value, entity */
+    PyObject *const keys[4] = {f_remove, f_key, f_value, f_entity};
+    int got = record_fields(args[1], keys, 4, v);
+    if (got <= 0 || v[0] != Py_False)
+        return got < 0 ? NULL : fall_back(spec, args);
+    PyObject *entity = quota_entity(v[3]);
     if (entity == NULL)
         return PyErr_Occurred() ? NULL : fall_back(spec, args);
-    return set_inner(args[0], s_client_quotas, entity, key, value);
+    return set_inner(args[0], s_client_quotas, entity, v[1], v[2]);
 }
 
 /* ------------------------------------------------- other kinds read from their bytes */
@@ -3259,9 +3261,9 @@ static PyObject *register_broker_handler(PyObject *spec, PyObject *const *args,
     PyObject *const keys[11] = {f_broker_id, f_broker_epoch, f_incarnation, f_endpoints,
                                 f_features, f_rack, f_fenced, f_shutdown, f_migrating,
                                 f_log_dirs, f_cordoned};
-    for (int i = 0; i < 11; i++)
-        if ((v[i] = PyDict_GetItemWithError(d, keys[i])) == NULL)
-            return PyErr_Occurred() ? NULL : fall_back(spec, args);
+    int got = record_fields(d, keys, 11, v);
+    if (got <= 0)
+        return got < 0 ? NULL : fall_back(spec, args);
     if (v[10] != Py_None || !PyList_CheckExact(v[9]) || PyList_GET_SIZE(v[9]) > 1)
         return fall_back(spec, args);
     PyObject *listeners = endpoints(v[3], PyTuple_GET_ITEM(spec, 2), PyTuple_GET_ITEM(spec, 3),
