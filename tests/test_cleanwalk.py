@@ -443,3 +443,50 @@ def test_records_the_run_leaves_to_their_decoders(walks: Walks, tmp_path: Path,
     # stops the file, the image is as of the record before it
     assert said == [("corrupt", 31), ("unknown-tag", 19), ("unknown-tag", 29), ("image", None)]
     assert got[0][0][0].offset == 30, got[0][0][0]
+
+
+def _described(d: Path, monkeypatch: pytest.MonkeyPatch, walked: bool) -> Any:
+    """What ``/log`` and time travel read of a directory's headers: each segment's
+    description (``loginfo.scan_segment``) and the runs of offsets (``rebuild._runs``);
+    ``walked``: the walker's batch by batch, the clean summary set aside."""
+    from mdshell.session import rebuild
+    from mdshell.source import loginfo
+
+    with monkeypatch.context() as m:
+        if walked:
+            m.setattr(loginfo, "summary", lambda data, first: None)
+            m.setattr(rebuild, "summary", lambda data, first: None)
+        source = DirectorySource(str(d))
+        segs = [loginfo.scan_segment(s.path, Path(s.path).read_bytes(), s.base_offset,
+                                     first=s.base_offset) for s in source.segments()]
+        return segs, rebuild._runs(source)
+
+
+@pytest.mark.parametrize("chunk", [5, cleanwalk.SUMMARY_CHUNK])
+@pytest.mark.parametrize("name", ["clean", *sorted(DAMAGE)])
+def test_summary_is_the_walk(quiet_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                             name: str, chunk: int) -> None:
+    """A segment's headers summed up at C speed describe it as the walker does, clean or
+    damaged (damage: the walker's own description), a few batches at a time too."""
+    monkeypatch.setattr(cleanwalk, "SUMMARY_CHUNK", chunk)
+    copy = tmp_path / "d"
+    shutil.copytree(quiet_log, copy)
+    if name != "clean":
+        DAMAGE[name](copy)
+    fast, walked = _described(copy, monkeypatch, False), _described(copy, monkeypatch, True)
+    assert fast == walked
+    clean = [cleanwalk.summary(p.read_bytes(), int(p.stem)) for p in _segments(copy)]
+    if name == "clean" and cleanwalk.COMPILED:
+        assert all(clean) and sum(s.batches for s in clean) == sum(
+            s.batches for s in fast[0])
+    if name in ("crc", "gap", "truncated-tail", "magic", "length", "epoch-back"):
+        assert None in clean  # the damaged segment is the walker's
+
+
+@pytest.mark.corpus
+def test_summary_on_the_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    dirs = corpus_dirs()
+    if not dirs:
+        pytest.skip("the shared corpus is absent")
+    for d in dirs:
+        assert _described(d, monkeypatch, False) == _described(d, monkeypatch, True), d

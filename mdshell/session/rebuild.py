@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..problems import SourceError
 from ..source import Source
+from ..source.cleanwalk import summary
 from ..source.walker import iter_batches
 
 Span = tuple[int, int]  # first and last offset, both included
@@ -121,6 +122,15 @@ def _runs(source: Source) -> tuple[Span, ...]:
         try:
             data = source.file_bytes(seg.path)
         except SourceError:  # unreadable: the load says so; nothing of it can be rebuilt
+            continue
+        clean = summary(data, seg.base_offset)
+        if clean is not None:  # one run of offsets, as the walk below would find it
+            if run is not None and run[0] <= clean.first_offset <= run[1] + 1:
+                run[1] = max(run[1], clean.last_offset)
+            else:
+                if run is not None:
+                    found.append((run[0], run[1]))
+                run = [clean.first_offset, clean.last_offset]
             continue
         for b in iter_batches(seg.path, data, [], check_crc=False):
             if b.last_offset < 0:

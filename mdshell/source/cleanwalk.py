@@ -452,3 +452,49 @@ def quiet(h: Heads, i: int, before: int) -> Quiet | None:
 # A run of one-NoOp batches passed over: (how many, then the last one's offset, leader epoch
 # and max timestamp: what replay would have set the provenance to).
 Quiet = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A clean log segment as its batch headers describe it: how many batches and records,
+    the first batch's base offset and timestamp, the last batch's last offset and max
+    timestamp."""
+
+    batches: int
+    records: int
+    first_offset: int
+    first_timestamp: int
+    last_offset: int
+    last_timestamp: int
+
+
+SUMMARY_CHUNK = 1 << 16  # batches whose headers a summary holds at once (~3.5 MB)
+
+
+def summary(data: bytes, first: int) -> Summary | None:
+    """What the walker (:func:`.walker.iter_batches` with ``dense`` and ``first``: a log
+    segment whose name says ``first``) reads in ``data``, when it reads every batch to the
+    end of the file without a word; None for anything else (no batch, damage, a gap, an
+    epoch the neighbour rule judges, a file not ending on a batch), which the caller walks
+    batch by batch. The headers are checked a chunk at a time as the load checks them
+    (:func:`scan`, :func:`check`), so the memory is bounded whatever the file's size."""
+    size, pos = len(data), 0
+    expected, prior = first, None
+    batches = records = 0
+    first_ts = last_ts = 0
+    try:
+        while pos < size:
+            h = scan(data, pos, SUMMARY_CHUNK)
+            check(data, h, Follows(expected, prior, -1 if prior is None else prior))
+            if not batches:
+                first_ts = h.base_ts[0]
+            batches += len(h)
+            records += sum(h.count)
+            expected, prior = h.base[-1] + h.last_delta[-1] + 1, h.epoch[-1]
+            last_ts = h.max_ts[-1]
+            pos = h.starts[-1] + LOG_OVERHEAD + h.length[-1]
+    except Unclean:
+        return None
+    if not batches:
+        return None
+    return Summary(batches, records, first, first_ts, expected - 1, last_ts)

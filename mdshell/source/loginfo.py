@@ -7,6 +7,7 @@ from typing import Any
 from ..problems import Problem
 from ..wire import control as ctl
 from .base import ControlEntry, Source
+from .cleanwalk import summary
 from .info import LeaderChangeInfo, QuorumInfo, SegmentInfo, VoterInfo
 from .walker import iter_batches
 
@@ -18,6 +19,12 @@ def scan_segment(name: str, data: bytes, base_offset: int, *, first: int | None 
     batch skipped for a damaged header is not counted either). ``first``: the offset its
     name gives; ``dense``: a log segment (not a snapshot)."""
     info = SegmentInfo(name, base_offset, len(data))
+    clean = summary(data, first) if dense and first is not None else None
+    if clean is not None:  # every batch read without a word: its headers say it all
+        info.batches, info.records = clean.batches, clean.records
+        info.first_offset, info.first_timestamp = clean.first_offset, clean.first_timestamp
+        info.last_offset, info.last_timestamp = clean.last_offset, clean.last_timestamp
+        return info
     damage: list[Problem] = []
     for b in iter_batches(name, data, damage, first=first, dense=dense):
         info.batches += 1
