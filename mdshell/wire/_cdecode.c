@@ -766,11 +766,118 @@ decode_c(PyObject *dec, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end
     return NULL;
 }
 
+/* The fields mode for C callers (_cwalk's replay loop, through the capsule below): the
+ * values of buf[pos:end]'s fields, one for each key of the dict decoding gives, in its
+ * order (the plain fields, the tagged ones, those absent at this version: `n` of them, as
+ * fields_index counts), made as decoding makes them (a tagged field not given and an absent
+ * one get their default, lists copied), into out as new references: 1. 0 when `dec` is not
+ * a Decoder of n fields, the bytes do not decode exactly or hold an unknown tagged field
+ * (nothing left in out: decoding the dict way says what), -1 with only a MemoryError. */
+static int
+fields_c(PyObject *dec, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
+         PyObject **out, Py_ssize_t n)
+{
+    if (Py_TYPE(dec) != &DecoderType || pos < 0 || pos > end)
+        return 0;
+    const Prog *p = ((Decoder *)dec)->prog;
+    if (n != p->nplain + p->ntagged + p->nabsent)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = NULL;
+    Cur c = {buf, pos, end};
+    PyObject *unknown = NULL, **tagged = out + p->nplain, **absent = tagged + p->ntagged;
+    for (Py_ssize_t i = 0; i < p->nplain; i++)
+        if ((out[i] = value(&p->plain[i], &c)) == NULL)
+            goto fail;
+    if (tagged_section(p, &c, tagged, &unknown) < 0 || unknown != NULL || c.pos != end)
+        goto fail;
+    for (Py_ssize_t j = 0; j < p->ntagged; j++)
+        if (tagged[j] == NULL && (tagged[j] = default_of(p->tagged[j].dflt)) == NULL)
+            goto fail;
+    for (Py_ssize_t k = 0; k < p->nabsent; k++)
+        if ((absent[k] = default_of(p->absent_dflt[k])) == NULL)
+            goto fail;
+    return 1;
+fail:
+    Py_XDECREF(unknown);
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_CLEAR(out[i]);
+    if (PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError))
+            return -1;
+        PyErr_Clear();
+    }
+    return 0;
+}
+
+/* Where the field `key` (a str) comes in fields_c's values for `dec`: its index, -1 when
+ * the message has no such field (or key is NULL), -2 when `dec` is not a Decoder; *n the
+ * number of values. */
+static Py_ssize_t
+fields_index(PyObject *dec, PyObject *key, Py_ssize_t *n)
+{
+    if (Py_TYPE(dec) != &DecoderType)
+        return -2;
+    const Prog *p = ((Decoder *)dec)->prog;
+    *n = p->nplain + p->ntagged + p->nabsent;
+    if (key == NULL || !PyUnicode_Check(key))
+        return -1;
+    for (Py_ssize_t i = 0; i < p->nplain; i++)
+        if (PyUnicode_Compare(p->plain[i].key, key) == 0)
+            return i;
+    for (Py_ssize_t j = 0; j < p->ntagged; j++)
+        if (PyUnicode_Compare(p->tagged[j].f.key, key) == 0)
+            return p->nplain + j;
+    for (Py_ssize_t k = 0; k < p->nabsent; k++)
+        if (PyUnicode_Compare(p->absent_key[k], key) == 0)
+            return p->nplain + p->ntagged + k;
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return -1;
+}
+
+/* fields(decoder, buf, pos, end) -> fields_c's values of buf[pos:end] as a tuple, or None
+ * where it leaves the record to decoding (for tests, which compare it with the dict). */
+static PyObject *
+fields_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || Py_TYPE(args[0]) != &DecoderType || !PyBytes_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "fields(Decoder, bytes, pos, end)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[2]), end = PyLong_AsSsize_t(args[3]), n = 0;
+    if (PyErr_Occurred())
+        return NULL;
+    if (end > PyBytes_GET_SIZE(args[1]) || end < pos || pos < 0) {
+        PyErr_SetString(PyExc_ValueError, "pos and end inside buf");
+        return NULL;
+    }
+    fields_index(args[0], NULL, &n);
+    PyObject *out = PyTuple_New(n);
+    if (out == NULL)
+        return NULL;
+    int got = fields_c(args[0], (const unsigned char *)PyBytes_AS_STRING(args[1]), pos, end,
+                       &PyTuple_GET_ITEM(out, 0), n);
+    if (got > 0)
+        return out;
+    Py_DECREF(out);  /* its items are NULL again */
+    if (got < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"fields", (PyCFunction)(void (*)(void))fields_py, METH_FASTCALL,
+     "fields(decoder, buf, pos, end) -> the values of the fields, or None"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_cdecode",
     .m_doc = "Schema-driven metadata record decoding in C (see mdshell/wire/cdecoder.py).",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC
@@ -796,6 +903,18 @@ PyInit__cdecode(void)
     }
     api = PyCapsule_New((void *)decode_c, "mdshell.wire._cdecode._decode", NULL);
     if (api == NULL || PyModule_AddObject(m, "_decode", api) < 0) {
+        Py_XDECREF(api);
+        Py_DECREF(m);
+        return NULL;
+    }
+    api = PyCapsule_New((void *)fields_c, "mdshell.wire._cdecode._fields", NULL);
+    if (api == NULL || PyModule_AddObject(m, "_fields", api) < 0) {
+        Py_XDECREF(api);
+        Py_DECREF(m);
+        return NULL;
+    }
+    api = PyCapsule_New((void *)fields_index, "mdshell.wire._cdecode._fields_index", NULL);
+    if (api == NULL || PyModule_AddObject(m, "_fields_index", api) < 0) {
         Py_XDECREF(api);
         Py_DECREF(m);
         return NULL;

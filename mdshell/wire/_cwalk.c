@@ -590,6 +590,13 @@ static CheckFn check = NULL;
 /* _cdecode's decode_c: a Decoder's dict of buf[pos:end] when it decodes exactly, else NULL */
 typedef PyObject *(*DecodeFn)(PyObject *, const unsigned char *, Py_ssize_t, Py_ssize_t);
 static DecodeFn decode_c = NULL;
+/* _cdecode's fields mode: a record's field values without the dict, and where a field
+ * comes among them */
+typedef int (*FieldsFn)(PyObject *, const unsigned char *, Py_ssize_t, Py_ssize_t,
+                        PyObject **, Py_ssize_t);
+typedef Py_ssize_t (*FieldsIndexFn)(PyObject *, PyObject *, Py_ssize_t *);
+static FieldsFn fields_c = NULL;
+static FieldsIndexFn fields_index = NULL;
 
 /* The decoder of (key, ver): decoders[key << 7 | ver], asked of decoder_fn when missing.
  * New reference; Py_None for a kind this mdshell does not know; NULL on error. */
@@ -1071,18 +1078,34 @@ enum { FAST_CHANGE, FAST_BROKER_CHANGE, FAST_CONFIG, FAST_REGISTER, FAST_KINDS }
 /* The decoders a run has looked up, by kind and version: a few (a log's one-record
  * batches hold a handful of kinds), looked through in order, new references; and what it
  * found out about the kinds it reads from their bytes. */
+/* Whether run reads records of a kind and version by its decoder's fields mode into its
+ * handler's core (apply_fields): `state` 0 not asked yet, 1 yes, -1 no (its handler is not
+ * a compiled put, drop, scalar or client quota one, or the decoder not a compiled one);
+ * then the handler's kind and spec (a new reference), how many values the decoder gives,
+ * and where each field the core takes comes among them. */
+#define MAX_FIELDS 32  /* values of a record read so, at most (Kafka's have < 15) */
+typedef struct {
+    int state, kind, nwanted;
+    PyObject *spec;
+    Py_ssize_t total;
+    int8_t at[18];
+} ByFields;
+
 #define CACHED 16
 typedef struct {
     int n;
     long key[CACHED], ver[CACHED];
     PyObject *dec[CACHED];
+    ByFields byf[CACHED];
     Fast fast[FAST_KINDS];
 } Decoders;
 
 static void decoders_release(Decoders *ds)
 {
-    for (int i = 0; i < ds->n; i++)
+    for (int i = 0; i < ds->n; i++) {
         Py_DECREF(ds->dec[i]);
+        Py_CLEAR(ds->byf[i].spec);
+    }
     ds->n = 0;
     for (int i = 0; i < FAST_KINDS; i++)
         Py_CLEAR(ds->fast[i].spec);
@@ -1095,17 +1118,23 @@ typedef struct {
     Decoders *found;
 } Plain;
 
-/* The decoder of (key, ver), a new reference (decoder_of's, remembered in `found`). */
-static PyObject *found_decoder(const Plain *pl, long key, long ver)
+/* The decoder of (key, ver), a new reference (decoder_of's, remembered in `found`);
+ * *slot its place there (-1: not remembered, the table being full). */
+static PyObject *found_decoder(const Plain *pl, long key, long ver, int *slot)
 {
     Decoders *ds = pl->found;
     for (int i = 0; i < ds->n; i++)
-        if (ds->key[i] == key && ds->ver[i] == ver)
+        if (ds->key[i] == key && ds->ver[i] == ver) {
+            *slot = i;
             return Py_NewRef(ds->dec[i]);
+        }
+    *slot = -1;
     PyObject *dec = decoder_of(pl->decoders, pl->decoder_fn, key, ver);
     if (dec != NULL && ds->n < CACHED) {
         ds->key[ds->n] = key;
         ds->ver[ds->n] = ver;
+        ds->byf[ds->n] = (ByFields){0};
+        *slot = ds->n;
         ds->dec[ds->n++] = Py_NewRef(dec);
     }
     return dec;
@@ -1150,14 +1179,24 @@ static int apply_value(const Plain *pl, PyObject *key, PyObject *ver, PyObject *
  * makes. 1 when done, 0 when decode_batch must take the batch (an unknown kind, no compiled
  * decoder, bytes it does not decode exactly: the decoder's fallback says what), -1 on error;
  * *counted as apply_value's *reached. */
+static int apply_fields(const Plain *pl, ByFields *bf, PyObject *dec, const uint8_t *buf,
+                        const Rec *r, int *counted);
 static int apply_one(const Plain *pl, const uint8_t *buf, const Rec *r, int *counted)
 {
     *counted = 0;
     if (decode_c == NULL || r->key < 0)
         return 0;
-    PyObject *dec = found_decoder(pl, r->key, r->ver);
+    int slot;
+    PyObject *dec = found_decoder(pl, r->key, r->ver, &slot);
     if (dec == NULL)
         return -1;
+    if (dec != Py_None && slot >= 0) {  /* its fields straight into its handler's core */
+        int got = apply_fields(pl, &pl->found->byf[slot], dec, buf, r, counted);
+        if (got != 0) {
+            Py_DECREF(dec);
+            return got;
+        }
+    }
     PyObject *value = dec == Py_None ? NULL : decode_c(dec, buf, r->body, r->vend);
     Py_DECREF(dec);  /* None: an unknown kind, kept raw by the reference */
     if (value == NULL)
@@ -2217,21 +2256,13 @@ static int journal_drop(PyObject *b, PyObject *name, PyObject *key)
 
 /* The record's key: d[f] for one field name, (d[f1], d[f2]) for two. A new reference; NULL
  * with no error set when a field is missing (the reference then says so). */
-static PyObject *record_key(PyObject *d, PyObject *fields)
+/* A record's key of one or two fields (`k`, `n` of them): the field, or a tuple of the
+ * two; a new reference, NULL on error. */
+static PyObject *record_key(PyObject *const *k, Py_ssize_t n)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(fields);
-    PyObject *parts[2] = {NULL, NULL};
-    for (Py_ssize_t i = 0; i < n && i < 2; i++) {
-        parts[i] = PyDict_GetItemWithError(d, PyTuple_GET_ITEM(fields, i));
-        if (parts[i] == NULL)
-            return NULL;
-    }
-    if (n == 1) {
-        Py_INCREF(parts[0]);
-        return parts[0];
-    }
-    Py_INCREF(parts[0]);
-    Py_INCREF(parts[1]);
+    if (n == 1)
+        return Py_NewRef(k[0]);
+    PyObject *parts[2] = {Py_NewRef(k[0]), Py_NewRef(k[1])};
     return tuple_of(2, parts);
 }
 
@@ -2252,69 +2283,98 @@ static int handler_args(PyObject *spec, Py_ssize_t nargs, PyObject *const *args,
     return 1;
 }
 
-/* A value of a slots class made from the record's fields, in the class's field order
- * (spec: cls, field names, slot offsets as bytes of Py_ssize_t); NULL with no error set when
- * a field is missing. */
-static PyObject *slots_value(PyObject *d, PyObject *cls, PyObject *names, PyObject *offsets)
+/* The fields a handler of the put, drop, scalar or client quota kind reads (Field names,
+ * str), in the order its core takes them: put, the key fields then the value fields; drop,
+ * the key fields; scalar, its field; client quota, QUOTA_FIELDS. How many (at most
+ * MAX_WANTED), -1 with an error for a spec of another shape. */
+#define MAX_WANTED 18
+enum { H_PUT, H_DROP, H_SCALAR, H_QUOTA, H_KINDS };
+static int wanted_fields(int kind, PyObject *spec, PyObject **names)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(names);
-    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(offsets);
-    PyObject *items[16];
-    if (n > 16 || PyBytes_GET_SIZE(offsets) != n * (Py_ssize_t)sizeof(Py_ssize_t)) {
-        PyErr_SetString(PyExc_ValueError, "a value spec of more than 16 fields");
-        return NULL;
+    int n = 0;
+    if (kind == H_QUOTA) {
+        PyObject *quota[4] = {f_remove, f_key, f_value, f_entity};
+        for (; n < 4; n++)
+            names[n] = quota[n];
+        return n;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if ((items[i] = PyDict_GetItemWithError(d, PyTuple_GET_ITEM(names, i))) == NULL)
-            return NULL;
+    if (kind == H_SCALAR) {
+        names[0] = PyTuple_GET_ITEM(spec, 1);
+        return 1;
+    }
+    for (int t = 1; t <= (kind == H_PUT ? 3 : 1); t += 2) {  /* put: spec[1] and spec[3] */
+        PyObject *tuple = PyTuple_GET_ITEM(spec, t);
+        if (!PyTuple_Check(tuple) || n + PyTuple_GET_SIZE(tuple) > MAX_WANTED ||
+                (t == 1 && (PyTuple_GET_SIZE(tuple) < 1 || PyTuple_GET_SIZE(tuple) > 2))) {
+            PyErr_SetString(PyExc_ValueError, "a handler's fields: a key of one or two, "
+                            "at most 18 in all");
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++)
+            names[n++] = PyTuple_GET_ITEM(tuple, i);
+    }
+    return n;
+}
+
+/* The values of a record's fields `keys[0..n-1]` in its dict `d` into `v` (borrowed): 1
+ * when all are there, 0 when one is not (no error set), -1 on error. */
+static int record_fields(PyObject *d, PyObject *const *keys, int n, PyObject **v)
+{
+    for (int i = 0; i < n; i++)
+        if ((v[i] = PyDict_GetItemWithError(d, keys[i])) == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+    return 1;
+}
+
+/* A value of a slots class made of `v`, in the class's field order (cls, slot offsets as
+ * bytes of Py_ssize_t, one for each of v); NULL on error. */
+static PyObject *slots_value(PyObject *const *v, PyObject *cls, PyObject *offsets)
+{
+    Py_ssize_t n = PyBytes_GET_SIZE(offsets) / (Py_ssize_t)sizeof(Py_ssize_t);
+    const Py_ssize_t *at = (const Py_ssize_t *)PyBytes_AS_STRING(offsets);
     PyTypeObject *type = (PyTypeObject *)cls;
     PyObject *made = type->tp_alloc(type, 0);
     if (made == NULL)
         return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_INCREF(items[i]);
-        *(PyObject **)((char *)made + at[i]) = items[i];
-    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        *(PyObject **)((char *)made + at[i]) = Py_NewRef(v[i]);
     return made;
 }
 
-/* put handler: spec (map name, key fields, cls, value fields, offsets, fallback):
+/* The cores of the put, drop, scalar and client quota handlers: `v` the fields
+ * wanted_fields names, borrowed, from the decoded record (the handler) or from its bytes
+ * (apply_fields). 1 when applied, 0 when it is the Python handler's (nothing changed: the
+ * record is handed to it as a dict), -1 on error. */
+
+/* put: spec (map name, key fields, cls, value fields, offsets, fallback):
  * b.put(map, key, cls(*values)). */
-static PyObject *put_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+static int put_core(PyObject *spec, PyObject *b, PyObject *const *v)
 {
-    if (!handler_args(spec, nargs, args, 6))
-        return NULL;
-    PyObject *d = args[1], *key = record_key(d, PyTuple_GET_ITEM(spec, 1)), *value = NULL;
-    PyObject *result = NULL;
+    Py_ssize_t nk = PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 1));
+    PyObject *key = record_key(v, nk), *value = NULL;
     Builder s = {NULL, NULL, NULL};
-    if (key == NULL || (value = slots_value(d, PyTuple_GET_ITEM(spec, 2),
-                                            PyTuple_GET_ITEM(spec, 3),
-                                            PyTuple_GET_ITEM(spec, 4))) == NULL) {
-        if (!PyErr_Occurred())
-            result = fall_back(spec, args);  /* a field missing: the reference raises */
-    } else if (builder_of(args[0], &s) == 0 &&
-               builder_put(&s, PyTuple_GET_ITEM(spec, 0), key, value) == 0) {
-        result = Py_None;
-        Py_INCREF(result);
-    }
+    int got = key == NULL ||
+              (value = slots_value(v + nk, PyTuple_GET_ITEM(spec, 2),
+                                   PyTuple_GET_ITEM(spec, 4))) == NULL ||
+              builder_of(b, &s) < 0 ||
+              builder_put(&s, PyTuple_GET_ITEM(spec, 0), key, value) < 0 ? -1 : 1;
     builder_release(&s);
     Py_XDECREF(key);
     Py_XDECREF(value);
-    return result;
+    return got;
 }
 
-/* drop handler: spec (map name, key fields, said, fallback): b.drop(map, key); a key not
- * in the map is the reference's to say when `said` is true (nothing happens otherwise). */
-static PyObject *drop_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+/* drop: spec (map name, key fields, said, fallback): b.drop(map, key); a key not in the
+ * map is the reference's to say when `said` is true (0), else nothing happens. */
+static int drop_core(PyObject *spec, PyObject *b, PyObject *const *v)
 {
-    if (!handler_args(spec, nargs, args, 4))
-        return NULL;
-    PyObject *b = args[0], *name = PyTuple_GET_ITEM(spec, 0);
-    PyObject *key = record_key(args[1], PyTuple_GET_ITEM(spec, 1));
+    PyObject *name = PyTuple_GET_ITEM(spec, 0);
+    PyObject *key = record_key(v, PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 1)));
     if (key == NULL)
-        return PyErr_Occurred() ? NULL : fall_back(spec, args);
-    PyObject *now = NULL, *map = NULL, *result = NULL;
+        return -1;
+    PyObject *now = NULL, *map = NULL;
     Builder s = {NULL, NULL, NULL};
+    int got = -1;
     if (builder_of(b, &s) < 0 || (now = attr(s.image, name)) == NULL)
         goto done;
     int in = PyDict_CheckExact(now) ? PyDict_Contains(now, key) : -2;
@@ -2323,43 +2383,78 @@ static PyObject *drop_handler(PyObject *spec, PyObject *const *args, Py_ssize_t 
     if (in < 0)
         goto done;
     if (!in) {  /* nothing to remove: said by the reference, or nothing happens */
-        if (PyTuple_GET_ITEM(spec, 2) == Py_True) {
-            result = fall_back(spec, args);
-        } else {
-            result = Py_None;
-            Py_INCREF(result);
-        }
+        got = PyTuple_GET_ITEM(spec, 2) == Py_True ? 0 : 1;
         goto done;
     }
     if ((map = writable_map(&s, name)) == NULL || PyDict_DelItem(map, key) < 0 ||
             journal_drop(b, name, key) < 0)
         goto done;
-    result = Py_None;
-    Py_INCREF(result);
+    got = 1;
 done:
     builder_release(&s);
     Py_DECREF(key);
     Py_XDECREF(now);
     Py_XDECREF(map);
-    return result;
+    return got;
 }
 
-/* scalar handler: spec (image attribute, field, fallback): b.image.<attribute> = d[field]. */
+/* scalar: spec (image attribute, field, fallback): b.image.<attribute> = the field. */
+static int scalar_core(PyObject *spec, PyObject *b, PyObject *const *v)
+{
+    PyObject *image = attr(b, s_image);
+    if (image == NULL)
+        return -1;
+    int bad = PyObject_SetAttr(image, PyTuple_GET_ITEM(spec, 0), v[0]);
+    Py_DECREF(image);
+    return bad < 0 ? -1 : 1;
+}
+
+static int quota_core(PyObject *spec, PyObject *b, PyObject *const *v);
+
+/* One of the cores above by its kind. */
+static int handler_core(int kind, PyObject *spec, PyObject *b, PyObject *const *v)
+{
+    switch (kind) {
+    case H_PUT: return put_core(spec, b, v);
+    case H_DROP: return drop_core(spec, b, v);
+    case H_SCALAR: return scalar_core(spec, b, v);
+    default: return quota_core(spec, b, v);
+    }
+}
+
+/* A handler of one of those kinds called with (builder, decoded record, offset): its core
+ * on the record's fields; a record missing one, or one the core leaves, goes to the
+ * Python handler (which raises, or says what the core does not). */
+static PyObject *core_handler(int kind, Py_ssize_t size, PyObject *spec,
+                              PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!handler_args(spec, nargs, args, size))
+        return NULL;
+    PyObject *names[MAX_WANTED], *v[MAX_WANTED];
+    int n = wanted_fields(kind, spec, names);
+    int got = n < 0 ? -1 : record_fields(args[1], names, n, v);
+    if (got > 0)
+        got = handler_core(kind, spec, args[0], v);
+    if (got < 0)
+        return NULL;
+    if (got == 0)
+        return fall_back(spec, args);
+    Py_RETURN_NONE;
+}
+
+static PyObject *put_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    return core_handler(H_PUT, 6, spec, args, nargs);
+}
+
+static PyObject *drop_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    return core_handler(H_DROP, 4, spec, args, nargs);
+}
+
 static PyObject *scalar_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!handler_args(spec, nargs, args, 3))
-        return NULL;
-    PyObject *v = PyDict_GetItemWithError(args[1], PyTuple_GET_ITEM(spec, 1));
-    if (v == NULL)
-        return PyErr_Occurred() ? NULL : fall_back(spec, args);
-    PyObject *image = attr(args[0], s_image);
-    if (image == NULL)
-        return NULL;
-    int bad = PyObject_SetAttr(image, PyTuple_GET_ITEM(spec, 0), v);
-    Py_DECREF(image);
-    if (bad < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return core_handler(H_SCALAR, 3, spec, args, nargs);
 }
 
 /* The slot offsets of cls's fields `names` (each a slot holding an object) as bytes of
@@ -2427,16 +2522,6 @@ static PyObject *broker_copy(const Builder *s, PyObject *bid, PyObject *reg, PyO
     if (made != NULL && (own(s->owned, made) < 0 || builder_put(s, s_brokers, bid, made) < 0))
         Py_CLEAR(made);
     return made;
-}
-
-/* The values of a record's fields `keys[0..n-1]` in its dict `d` into `v` (borrowed): 1
- * when all are there, 0 when one is not (no error set), -1 on error. */
-static int record_fields(PyObject *d, PyObject *const *keys, int n, PyObject **v)
-{
-    for (int i = 0; i < n; i++)
-        if ((v[i] = PyDict_GetItemWithError(d, keys[i])) == NULL)
-            return PyErr_Occurred() ? -1 : 0;
-    return 1;
 }
 
 /* An exact int's value in [lo, hi], or `none` (also for anything else). */
@@ -2626,20 +2711,88 @@ static PyObject *quota_entity(PyObject *parts)
 }
 
 /* ClientQuotaRecord (spec: (fallback,)): a value set in image.client_quotas[entity]
- * (set_inner). A value removed is the reference's. */
-static PyObject *quota_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+ * (set_inner); v: remove, key, value, entity. A value removed is the reference's. */
+static int quota_core(PyObject *spec, PyObject *b, PyObject *const *v)
 {
-    if (!handler_args(spec, nargs, args, 1))
-        return NULL;
-    PyObject *v[4];  /* remove, key, value, entity */
-    PyObject *const keys[4] = {f_remove, f_key, f_value, f_entity};
-    int got = record_fields(args[1], keys, 4, v);
-    if (got <= 0 || v[0] != Py_False)
-        return got < 0 ? NULL : fall_back(spec, args);
+    if (v[0] != Py_False)
+        return 0;
     PyObject *entity = quota_entity(v[3]);
     if (entity == NULL)
-        return PyErr_Occurred() ? NULL : fall_back(spec, args);
-    return set_inner(args[0], s_client_quotas, entity, v[1], v[2]);
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *out = set_inner(b, s_client_quotas, entity, v[1], v[2]);
+    Py_XDECREF(out);
+    return out == NULL ? -1 : 1;
+}
+
+static PyObject *quota_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
+{
+    return core_handler(H_QUOTA, 1, spec, args, nargs);
+}
+
+/* What apply_fields needs to know of (key, its decoder `dec`) in `bf`, from the run's
+ * handler table. 0, or -1 on error. */
+static int fields_plan(const Plain *pl, long key, PyObject *dec, ByFields *bf)
+{
+    static PyCFunction fns[H_KINDS] = {
+        (PyCFunction)(void (*)(void))put_handler, (PyCFunction)(void (*)(void))drop_handler,
+        (PyCFunction)(void (*)(void))scalar_handler, (PyCFunction)(void (*)(void))quota_handler};
+    static const Py_ssize_t sizes[H_KINDS] = {6, 4, 3, 1};  /* their specs' sizes */
+    bf->state = -1;
+    if (fields_c == NULL || tomb == NULL)
+        return 0;
+    PyObject *k = PyLong_FromLong(key);
+    PyObject *h = k == NULL ? NULL : PyDict_GetItemWithError(pl->handlers, k);  /* borrowed */
+    Py_XDECREF(k);
+    if (h == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyCFunction_Check(h))
+        return 0;
+    int kind = 0;
+    while (kind < H_KINDS && PyCFunction_GET_FUNCTION(h) != fns[kind])
+        kind++;
+    PyObject *spec = kind < H_KINDS ? PyCFunction_GET_SELF(h) : NULL;
+    if (spec == NULL || !PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != sizes[kind])
+        return 0;
+    PyObject *names[MAX_WANTED];
+    int n = wanted_fields(kind, spec, names);
+    if (n < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        Py_ssize_t at = fields_index(dec, names[i], &bf->total);
+        if (at < 0 || bf->total > MAX_FIELDS)
+            return 0;  /* not a compiled decoder, or a field its message does not have */
+        bf->at[i] = (int8_t)at;
+    }
+    bf->kind = kind;
+    bf->nwanted = n;
+    bf->spec = Py_NewRef(spec);
+    bf->state = 1;
+    return 0;
+}
+
+/* The record `r` read by its decoder's fields mode (no dict) and applied by its handler's
+ * core, when its kind's handler is one of those (fields_plan): 1 when applied, 0 when it
+ * is the dict way's (not such a handler, bytes the fields mode leaves, a case the core
+ * leaves to the Python handler: nothing changed), -1 on error; *counted as apply_value's
+ * *reached (the core counts as the handler). */
+static int apply_fields(const Plain *pl, ByFields *bf, PyObject *dec, const uint8_t *buf,
+                        const Rec *r, int *counted)
+{
+    if (bf->state == 0 && fields_plan(pl, r->key, dec, bf) < 0)
+        return -1;
+    if (bf->state != 1)
+        return 0;
+    PyObject *vals[MAX_FIELDS], *v[MAX_WANTED];
+    int got = fields_c(dec, buf, r->body, r->vend, vals, bf->total);
+    if (got <= 0)
+        return got;
+    for (int i = 0; i < bf->nwanted; i++)
+        v[i] = vals[bf->at[i]];
+    got = handler_core(bf->kind, bf->spec, pl->b, v);
+    for (Py_ssize_t i = 0; i < bf->total; i++)
+        Py_DECREF(vals[i]);
+    *counted = got != 0;
+    return got;
 }
 
 /* ------------------------------------------------- other kinds read from their bytes */
@@ -3122,11 +3275,12 @@ static PyObject *endpoints(PyObject *items, PyObject *cls, PyObject *fields, PyO
         return NULL;
     PyObject *out = PyDict_New();
     for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(items); i++) {
-        PyObject *e = PyList_GET_ITEM(items, i);
-        PyObject *ep = PyDict_CheckExact(e) ? slots_value(e, cls, fields, offsets) : NULL;
-        /* keyed by its name, the first field (slots_value found it) */
-        PyObject *name = ep == NULL ? NULL : PyDict_GetItemWithError(e, PyTuple_GET_ITEM(fields, 0));
-        if (name == NULL || PyDict_SetItem(out, name, ep) < 0)
+        PyObject *e = PyList_GET_ITEM(items, i), *v[16], *ep = NULL;
+        int n = (int)PyTuple_GET_SIZE(fields);  /* 1..16 (make_handler, class_offsets) */
+        if (PyDict_CheckExact(e) && record_fields(e, &PyTuple_GET_ITEM(fields, 0), n, v) > 0)
+            ep = slots_value(v, cls, offsets);
+        /* keyed by its name, the first field */
+        if (ep == NULL || PyDict_SetItem(out, v[0], ep) < 0)
             Py_CLEAR(out);
         Py_XDECREF(ep);
     }
@@ -3715,6 +3869,12 @@ PyMODINIT_FUNC PyInit__cwalk(void)
     decode_c = (DecodeFn)PyCapsule_Import("mdshell.wire._cdecode._decode", 0);
     if (decode_c == NULL)
         PyErr_Clear();  /* not built: every record goes through decode_batch */
+    fields_c = (FieldsFn)PyCapsule_Import("mdshell.wire._cdecode._fields", 0);
+    fields_index = (FieldsIndexFn)PyCapsule_Import("mdshell.wire._cdecode._fields_index", 0);
+    if (fields_c == NULL || fields_index == NULL) {
+        PyErr_Clear();  /* an older _cdecode: records are decoded into dicts */
+        fields_c = NULL;
+    }
     const char *names[] = {"txn", "journal", "offset", "epoch", "time_ms", "at"};
     PyObject **slots[] = {&s_txn, &s_journal, &s_offset, &s_epoch, &s_time_ms, &s_at};
     for (int i = 0; i < 6; i++)
