@@ -21,6 +21,8 @@ _PIECES = [
     ("mdshell.wire._cwalk", "mdshell/wire/_cwalk.c"),
     ("mdshell.wire._cdecode", "mdshell/wire/_cdecode.c"),
 ]
+# Headers the pieces include (a change rebuilds them).
+_HEADERS = ["mdshell/wire/_idset.h"]
 # Top-level modules an editable install also copies into site-packages as real files.
 _COPIED = ["pyspark_kraft.py"]
 
@@ -68,6 +70,6 @@ def _commands() -> dict[str, Any]:
 
 
 setup(ext_modules=[
-    Extension(name, [src], optional=True)
+    Extension(name, [src], depends=_HEADERS, optional=True)
     for name, src in _PIECES if os.path.exists(os.path.join(_HERE, src))
 ], cmdclass=_commands())

@@ -38,11 +38,13 @@ def test_ci_builds_the_compiled_pieces() -> None:
 def test_the_built_pieces_are_as_new_as_their_sources() -> None:
     """A piece built before its C source was changed would test and run the old code."""
     wire = Path(__file__).resolve().parent.parent / "mdshell" / "wire"
+    headers = list(wire.glob("_*.h"))  # included by the pieces: each is built of them too
     for source in wire.glob("_*.c"):
-        for built in wire.glob(source.stem + ".*.so"):
+        for built, of in ((b, s) for b in wire.glob(source.stem + ".*.so")
+                          for s in (source, *headers)):
             # setuptools copies the build with its time cut to the second
-            assert built.stat().st_mtime + 2 >= source.stat().st_mtime, (
-                f"{built.name} is older than {source.name}: rebuild it with "
+            assert built.stat().st_mtime + 2 >= of.stat().st_mtime, (
+                f"{built.name} is older than {of.name}: rebuild it with "
                 "`python setup.py build_ext --inplace` (or `pip install -e .` again)")
 
 
@@ -318,3 +320,38 @@ def test_the_records_a_transaction_keeps_as_python_finds_them() -> None:
             assert _cwalk.txn_span(decoded, i) == replay.txn_span(decoded, i), (decoded, i)
     with pytest.raises(ValueError):
         _cwalk.txn_span([], -1)
+
+
+@compiled
+def test_idset_is_a_set_of_ids() -> None:
+    """The builder's IdSet against a set of ints: random adds, discards (held and not),
+    clears and questions, growing past many table sizes and filling with removal marks;
+    the ids of live objects and ints near them (neighbours in one table slot chain)."""
+    rng = random.Random(7)
+    held = [object() for _ in range(3000)]
+    pool = [id(o) for o in held] + [id(o) + 16 for o in held[:200]] + [2, 3, 2**63 - 1]
+    assert _cwalk is not None
+    s, ref = _cwalk.IdSet(), set()
+    for step in range(60_000):
+        k = rng.choice(pool)
+        op = rng.random()
+        if op < 0.5:
+            s.add(k)
+            ref.add(k)
+        elif op < 0.8:
+            s.discard(k)
+            ref.discard(k)
+        elif op < 0.8003:
+            s.clear()
+            ref.clear()
+        assert (k in s) == (k in ref), step
+        if step % 997 == 0:
+            assert len(s) == len(ref) and all((x in s) == (x in ref) for x in pool)
+    assert len(s) == len(ref) > 500
+    for bad in (0, 1, -5, 2**64, "x", 1.5, None):
+        assert bad not in s
+        s.discard(bad)  # nothing held: nothing happens
+    with pytest.raises(ValueError):
+        s.add(1)
+    with pytest.raises(TypeError):
+        _cwalk.IdSet(1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -76,6 +77,14 @@ def test_fixtures(directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_kind_of_change(mixed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _both(mixed, monkeypatch)
+
+
+def test_owned_ids_in_a_plain_set(mixed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled handlers also take a builder whose ``_owned`` is a set of ints (what
+    the builder keeps without the compiled IdSet)."""
+    monkeypatch.setattr(replay, "_cwalk", SimpleNamespace(IdSet=set))
+    assert isinstance(replay.ImageBuilder()._owned, set)
     _both(mixed, monkeypatch)
 
 

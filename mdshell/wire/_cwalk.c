@@ -1988,6 +1988,7 @@ static PyObject *elr_held(PyObject *self, PyObject *partitions)
 
 /* partition_change's work on the record's values `v` (by enum D_..., borrowed), read from
  * its decoded dict or from its bytes (read_change); None, NULL on error. */
+static int owns(PyObject *owned, PyObject *obj);
 static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off)
 {
     PyObject *tid = v[D_TOPIC_ID], *pid = v[D_PARTITION_ID];
@@ -2001,10 +2002,7 @@ static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off
     int mine = 0;
     if (topic != NULL) {
         Py_INCREF(topic);
-        PyObject *key = PyLong_FromVoidPtr(topic);
-        mine = key == NULL ? -1 : PySet_Contains(owned, key);
-        Py_XDECREF(key);
-        if (mine < 0)
+        if ((mine = owns(owned, topic)) < 0)
             goto done;
     } else if (PyErr_Occurred()) {
         goto done;
@@ -2104,9 +2102,13 @@ static PyObject *s_writable, *s_broker_fn, *s_maps, *s_log_fn, *s_values, *s_res
     *f_min_version, *f_max_version, *s_client_quotas, *f_entity_type, *f_entity_name, *f_remove,
     *f_key, *f_entity;
 
+#include "_idset.h"
+
 /* Whether the builder owns `obj` (id(obj) in b._owned); -1 on error. */
 static int owns(PyObject *owned, PyObject *obj)
 {
+    if (Py_TYPE(owned) == &IdSetType)
+        return idset_has((IdSet *)owned, obj);
     PyObject *key = PyLong_FromVoidPtr(obj);
     if (key == NULL)
         return -1;
@@ -2118,6 +2120,8 @@ static int owns(PyObject *owned, PyObject *obj)
 /* b._owned.add(id(obj)); -1 on error. */
 static int own(PyObject *owned, PyObject *obj)
 {
+    if (Py_TYPE(owned) == &IdSetType)
+        return idset_add((IdSet *)owned, obj);
     PyObject *key = PyLong_FromVoidPtr(obj);
     if (key == NULL)
         return -1;
@@ -2144,10 +2148,10 @@ static int builder_of(PyObject *b, Builder *s)
     s->b = b;
     s->image = attr(b, s_image);
     s->owned = s->image == NULL ? NULL : attr(b, s_owned);
-    if (s->owned != NULL && PySet_Check(s->owned))
+    if (s->owned != NULL && (Py_TYPE(s->owned) == &IdSetType || PySet_Check(s->owned)))
         return 0;
     if (s->owned != NULL)
-        PyErr_SetString(PyExc_TypeError, "the builder's _owned is a set");
+        PyErr_SetString(PyExc_TypeError, "the builder's _owned is an IdSet or a set");
     builder_release(s);
     return -1;
 }
@@ -3880,5 +3884,14 @@ PyMODINIT_FUNC PyInit__cwalk(void)
     for (int i = 0; i < 6; i++)
         if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL)
             return NULL;
-    return PyModule_Create(&module);
+    if (PyType_Ready(&IdSetType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "IdSet", (PyObject *)&IdSetType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
