@@ -22,7 +22,7 @@ _PIECES = [
     ("mdshell.wire._cdecode", "mdshell/wire/_cdecode.c"),
 ]
 # Headers the pieces include (a change rebuilds them).
-_HEADERS = ["mdshell/wire/_idset.h"]
+_HEADERS = ["mdshell/wire/_idset.h", "mdshell/wire/_kept.h"]
 # Top-level modules an editable install also copies into site-packages as real files.
 _COPIED = ["pyspark_kraft.py"]
 

@@ -211,3 +211,36 @@ def test_damaged_registrations_are_read_as_the_decoder_reads_them_or_left_to_it(
             body = _damaged(rng, body)
         read += _registration_agrees(body, version, _section(d))
     assert 300 < read < 7500, read
+
+
+def test_names_and_ids_are_kept_by_their_bytes() -> None:
+    """Config names and topic ids read from the bytes are kept by their bytes (``_kept.h``:
+    tables of a few thousand slots, a newcomer replacing what hashes alike): many more
+    distinct ones than slots, of every length and script, read again and again, are each
+    what the decoder gives, and a name or id read twice in a row is one object."""
+    assert _cwalk is not None
+    rng = random.Random(11)
+    alphabet = "abc.-_é日\U0001f600"
+    names = ["".join(rng.choice(alphabet) for _ in range(rng.choice((0, 1, 7, 8, 9, 30, 64, 65,
+                                                                     200))))
+             for _ in range(12_000)]
+    for i in range(40_000):
+        d = {"resourceType": 2, "resourceName": rng.choice(names), "name": rng.choice(names),
+             "value": "v"}
+        body = codec.encode(METADATA[CONFIG], 0, d)
+        assert _agrees(body, CONFIG, 0)
+        if i % 50 == 0:
+            first = _cwalk.bytes_values(CONFIG, body, 0, len(body), 0)
+            again = _cwalk.bytes_values(CONFIG, body, 0, len(body), 0)
+            for k in ("resourceName", "name"):
+                assert first[k] == again[k]
+                if len(d[k].encode()) <= 64:
+                    assert first[k] is again[k]
+    change = NAME_TO_KEY["PartitionChangeRecord"]
+    ids = [rng.randbytes(16) for _ in range(10_000)]
+    for i in range(30_000):
+        tid = rng.choice(ids)
+        body = codec.encode(METADATA[change], 0, {"topicId": tid, "partitionId": i, "leader": 1})
+        got = _cwalk.change_values(body, 0, len(body), 0)
+        assert got["topicId"] == tid
+        assert _cwalk.change_values(body, 0, len(body), 0)["topicId"] is got["topicId"]

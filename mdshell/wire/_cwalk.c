@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_kept.h"
+
 #define LOG_OVERHEAD 12     /* baseOffset + batchLength */
 #define HEADER_SIZE 61
 #define MIN_BATCH_LENGTH (HEADER_SIZE - LOG_OVERHEAD)
@@ -1691,42 +1693,81 @@ fail:
     return NULL;
 }
 
-/* b.decoded(raw)'s cache read without calling it: b._decoded[(version, the record's bytes
- * past the partition and topic ids)] for raw an undecoded PartitionRecord (bytes, body, end,
- * version); a new reference, NULL when not there (b.decoded then decodes it) or on error. */
 #define PARTITION_PREFIX 20  /* frames.PARTITION_PREFIX_SIZE: partition id, topic id */
-static PyObject *decoded_before(PyObject *b, PyObject *raw)
+
+/* The bytes past the partition and topic ids of raw, an undecoded PartitionRecord (bytes,
+ * body, end, version), and its version: 1, or 0 (no error) when raw is not such a tuple. */
+static int record_rest(PyObject *raw, const uint8_t **rest, Py_ssize_t *n, long *version)
 {
-    if (PyTuple_GET_SIZE(raw) != 4 || !PyBytes_CheckExact(PyTuple_GET_ITEM(raw, 0)))
-        return NULL;
-    PyObject *buf = PyTuple_GET_ITEM(raw, 0), *version = PyTuple_GET_ITEM(raw, 3);
+    if (PyTuple_GET_SIZE(raw) != 4 || !PyBytes_CheckExact(PyTuple_GET_ITEM(raw, 0)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(raw, 3)))
+        return 0;
+    PyObject *buf = PyTuple_GET_ITEM(raw, 0);
     Py_ssize_t body = PyLong_AsSsize_t(PyTuple_GET_ITEM(raw, 1));
     Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(raw, 2));
+    *version = PyLong_AsLong(PyTuple_GET_ITEM(raw, 3));
     if (PyErr_Occurred()) {
         PyErr_Clear();
-        return NULL;
+        return 0;
     }
-    if (!PyLong_CheckExact(version) || body < 0 || end > PyBytes_GET_SIZE(buf) ||
-            body > end - PARTITION_PREFIX)
+    if (body < 0 || end > PyBytes_GET_SIZE(buf) || body > end - PARTITION_PREFIX)
+        return 0;
+    *rest = (const uint8_t *)PyBytes_AS_STRING(buf) + body + PARTITION_PREFIX;
+    *n = end - body - PARTITION_PREFIX;
+    return 1;
+}
+
+/* b.decoded(raw)'s cache read without calling it, for raw an undecoded PartitionRecord: the
+ * partition kept for its bytes (kept_partition), else b._decoded[(version, its bytes past
+ * the ids)] (then kept); a new reference, NULL when not there (b.decoded then decodes it)
+ * or on error. */
+static PyObject *decoded_before(PyObject *b, PyObject *raw)
+{
+    const uint8_t *rest;
+    Py_ssize_t n;
+    long version;
+    if (!record_rest(raw, &rest, &n, &version))
         return NULL;
+    uint64_t hash;
+    PyObject *p = kept_partition(rest, n, version, partition_type, &hash);
+    if (p != NULL)
+        return p;
     PyObject *cache = attr(b, s_decoded_cache);
     if (cache == NULL || !PyDict_CheckExact(cache)) {
         Py_XDECREF(cache);
         PyErr_Clear();
         return NULL;
     }
-    PyObject *key = NULL, *rest = PyBytes_FromStringAndSize(
-        PyBytes_AS_STRING(buf) + body + PARTITION_PREFIX, end - body - PARTITION_PREFIX);
-    if (rest != NULL) {
-        Py_INCREF(version);
-        PyObject *items[2] = {version, rest};
+    PyObject *key = NULL, *bytes = PyBytes_FromStringAndSize((const char *)rest, n);
+    if (bytes != NULL) {
+        PyObject *items[2] = {Py_NewRef(PyTuple_GET_ITEM(raw, 3)), bytes};
         key = tuple_of(2, items);
     }
-    PyObject *p = key == NULL ? NULL : PyDict_GetItemWithError(cache, key);  /* borrowed */
+    p = key == NULL ? NULL : PyDict_GetItemWithError(cache, key);  /* borrowed */
     Py_XINCREF(p);
     Py_XDECREF(key);
     Py_DECREF(cache);
+    if (p != NULL && Py_TYPE(p) == partition_type &&
+            keep_partition(hash, rest, n, version, p) < 0)
+        Py_CLEAR(p);
     return p;
+}
+
+/* A partition b.decoded(raw) gave, kept for raw's bytes (kept_partition); -1 on error. */
+static int keep_decoded(PyObject *raw, PyObject *p)
+{
+    const uint8_t *rest;
+    Py_ssize_t n;
+    long version;
+    if (Py_TYPE(p) != partition_type || !record_rest(raw, &rest, &n, &version))
+        return 0;
+    uint64_t hash;
+    PyObject *kept = kept_partition(rest, n, version, partition_type, &hash);
+    if (kept != NULL) {
+        Py_DECREF(kept);
+        return 0;
+    }
+    return keep_partition(hash, rest, n, version, p);
 }
 
 static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off);
@@ -1795,7 +1836,7 @@ static int read_change(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long 
     if (ver < 0 || ver > 2 || end - pos < 20)
         return 0;
     v[D_PARTITION_ID] = PyLong_FromLong(be32(buf + pos));
-    v[D_TOPIC_ID] = PyBytes_FromStringAndSize((const char *)buf + pos + 4, 16);
+    v[D_TOPIC_ID] = kept_id(buf + pos + 4);  /* the topic's own key once it was looked up */
     pos += 20;
     if (v[D_PARTITION_ID] == NULL || v[D_TOPIC_ID] == NULL)
         goto error;
@@ -2018,6 +2059,14 @@ static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off
             goto done;
         }
     }
+    PyObject *own_id = attr(topic, s_id);  /* the map's key (b.put's): kept, found by identity */
+    if (own_id == NULL)
+        goto done;
+    if (own_id != tid && PyBytes_CheckExact(own_id) && PyBytes_CheckExact(tid) &&
+            PyBytes_GET_SIZE(own_id) == 16 && PyBytes_GET_SIZE(tid) == 16 &&
+            memcmp(PyBytes_AS_STRING(own_id), PyBytes_AS_STRING(tid), 16) == 0)
+        keep_id(own_id);
+    Py_DECREF(own_id);
     if ((parts = attr(topic, s_partitions_attr)) == NULL || !PyDict_Check(parts)) {
         if (parts != NULL)
             PyErr_SetString(PyExc_TypeError, "a topic's partitions are a dict");
@@ -2028,8 +2077,11 @@ static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off
         goto done;
     if (raw != NULL && PyTuple_CheckExact(raw)) {  /* undecoded: decoded once per record */
         p = decoded_before(b, raw);
-        if (p == NULL && !PyErr_Occurred())
+        if (p == NULL && !PyErr_Occurred()) {
             p = PyObject_CallMethodOneArg(b, s_decoded, raw);
+            if (p != NULL && keep_decoded(raw, p) < 0)
+                Py_CLEAR(p);
+        }
         if (p == Py_None) {
             Py_DECREF(p);
             p = PyObject_CallMethodOneArg(topic, s_partition_fn, pid);
@@ -2844,16 +2896,20 @@ static int read_broker_change(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end
 }
 
 /* A compact string (not null) inside buf[*pos:end], *pos moved past it: strict UTF-8, as
- * the decoders read it. NULL with no error for anything else. */
-static PyObject *compact_string(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end)
+ * the decoders read it (`kept`: the one kept for its bytes, kept_name). NULL with no error
+ * for anything else. */
+static PyObject *compact_string(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end, int kept)
 {
     uint32_t n;
     if (!uvarint_short(buf, pos, end, &n) || n == 0 || (Py_ssize_t)(n - 1) > end - *pos)
         return NULL;
-    PyObject *str = PyUnicode_DecodeUTF8((const char *)buf + *pos, (Py_ssize_t)(n - 1), NULL);
+    const uint8_t *p = buf + *pos;
+    *pos += (Py_ssize_t)(n - 1);
+    if (kept)
+        return kept_name(p, (Py_ssize_t)(n - 1));
+    PyObject *str = PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)(n - 1), NULL);
     if (str == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
         PyErr_Clear();  /* not UTF-8: the decoder refuses it, and says so */
-    *pos += (Py_ssize_t)(n - 1);
     return str;
 }
 
@@ -2867,7 +2923,7 @@ static int read_config(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long 
         return 0;
     v[0] = PyLong_FromLong((int8_t)buf[pos++]);
     for (int i = 1; i < 4 && v[i - 1] != NULL; i++)
-        v[i] = compact_string(buf, &pos, end);
+        v[i] = compact_string(buf, &pos, end, i < 3);  /* names repeat: kept; values made */
     if (v[3] != NULL && pos < end && buf[pos] == 0 && pos + 1 == end)
         return 1;  /* no tagged fields, nothing after */
     for (int i = 0; i < 4; i++)
