@@ -165,8 +165,14 @@ def test_crc32c_takes_the_instruction_on_a_cpu_with_sse42() -> None:
 
 
 def _noops_agree(data: bytes, h: cleanwalk.Heads, n: int) -> list[int]:
+    """The NoOps found, and the plan made of them at once (``noop_plan``), as Python
+    finds and makes them."""
     got = cleanwalk.noops(data, h, n)
-    assert got == sorted(cleanwalk.noops_python(data, h, n)), n
+    python = cleanwalk.noops_python(data, h, n)
+    assert got == sorted(python), n
+    plan = cleanwalk.noop_plan(data, h, n)
+    assert list(plan) == list(cleanwalk.plan_python(n, python)), n
+    assert not n or isinstance(plan, array)
     return got
 
 

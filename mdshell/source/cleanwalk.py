@@ -430,6 +430,19 @@ def plan(n: int, noop: Sequence[int]) -> Sequence[int]:
     return plan_python(n, noop)
 
 
+def noop_plan(data: bytes, h: Heads, n: int) -> Sequence[int]:
+    """``plan(n, noops(data, h, n))`` at once: the first ``n`` batches but the one-NoOp
+    ones (the last always in). Compiled, the plan is made as they are found, with no list
+    of them in between (a busy log's stretch holds thousands)."""
+    if COMPILED and n:
+        assert _cwalk is not None
+        got: bytes | None = _cwalk.noop_batches(data, h.starts, h.length, h.attrs, h.count,
+                                                h.last_delta, n, NO_OP_KEY, True)
+        if got is not None:
+            return array("q", got)
+    return plan(n, noops(data, h, n))
+
+
 def plan_python(n: int, noop: Sequence[int]) -> Sequence[int]:
     """:func:`plan` in Python."""
     if not noop:

@@ -284,9 +284,9 @@ class _Fast:
             read = cleanwalk.check(data, h, follows, upto)
         except cleanwalk.Unclean:
             return None
-        noop = cleanwalk.noops(data, h, read) if pass_noops else ()
+        plan = cleanwalk.noop_plan(data, h, read) if pass_noops else range(read)
         end = h.starts[-1] + LOG_OVERHEAD + h.length[-1]
-        return cls(h, read, cleanwalk.plan(read, noop), end)
+        return cls(h, read, plan, end)
 
     @property
     def last(self) -> int:

@@ -3755,23 +3755,28 @@ static PyObject *kept(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
-/* noop_batches(data, starts, length, attrs, count, last_delta, n, noop_key) -> [index]
+/* noop_batches(data, starts, length, attrs, count, last_delta, n, noop_key[, as_plan])
+ *     -> [index], or the plan (bytes of int64)
  *
  * cleanwalk._noops_one_by_one over range(n) (the reference): the indices, ascending, of the
  * first n batches (header columns as the fast walk's arrays: q, i, h, i, i) that are plain
  * (no codec, not control), hold one record with last offset delta 0, have a records section
  * of at most NOOP_SECTION bytes inside `data`, and whose one record frames (parse_record:
  * offset 0, timestamp 0, no length limit) as a NoOpRecord (key `noop_key` in the frame
- * header's 3-byte form). None for arguments it does not take (the reference runs). */
+ * header's 3-byte form). With `as_plan` true: the plan of the n batches instead (kept's,
+ * of those indices: every batch but those, the last one always in), without the list. None
+ * for arguments it does not take (the reference runs). A section that is byte for byte the
+ * last one found a NoOp is one without framing it again (a quiet log's NoOps are alike). */
 #define NOOP_SECTION 24
 static PyObject *noop_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     static const Py_ssize_t width[5] = {8, 4, 2, 4, 4};
-    if (nargs != 8 || !PyBytes_CheckExact(args[0]))
+    if ((nargs != 8 && nargs != 9) || !PyBytes_CheckExact(args[0]))
         Py_RETURN_NONE;
     Py_ssize_t n = PyLong_AsSsize_t(args[6]);
     long noop_key = PyLong_AsLong(args[7]);
-    if (PyErr_Occurred()) {
+    int as_plan = nargs == 9 ? PyObject_IsTrue(args[8]) : 0;
+    if (as_plan < 0 || PyErr_Occurred()) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
@@ -3791,26 +3796,48 @@ static PyObject *noop_batches(PyObject *self, PyObject *const *args, Py_ssize_t 
         const int64_t *starts = v[0].buf;
         const int32_t *length = v[1].buf, *count = v[3].buf, *delta = v[4].buf;
         const int16_t *attrs = v[2].buf;
-        out = PyList_New(0);
-        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-            if (length[i] > NOOP_SECTION + MIN_BATCH_LENGTH || (attrs[i] & 0x27) ||
-                    count[i] != 1 || delta[i] != 0)
-                continue;
-            int64_t pos = starts[i] + HEADER_SIZE, end = starts[i] + LOG_OVERHEAD + length[i];
-            if (end > size)
-                end = size;  /* as the reference's slice is cut */
-            if (starts[i] < 0 || pos > end)
-                continue;  /* an empty section: no record */
-            Py_ssize_t at = (Py_ssize_t)pos;
-            Rec r;
-            if (!parse_record(buf, &at, (Py_ssize_t)end, 0, 0, 0, INT64_MAX, &r) ||
-                    r.key != noop_key)
-                continue;
-            PyObject *index = PyLong_FromSsize_t(i);
-            if (index == NULL || PyList_Append(out, index) < 0)
-                Py_CLEAR(out);
-            Py_XDECREF(index);
+        int64_t *plan = NULL;
+        Py_ssize_t planned = 0;
+        const uint8_t *last = NULL;  /* the last section found a NoOp, and its size */
+        Py_ssize_t last_size = -1;
+        if (as_plan) {
+            out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+            plan = out == NULL ? NULL : (int64_t *)PyBytes_AS_STRING(out);
+        } else {
+            out = PyList_New(0);
         }
+        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+            int noop = 0;
+            if (length[i] <= NOOP_SECTION + MIN_BATCH_LENGTH && !(attrs[i] & 0x27) &&
+                    count[i] == 1 && delta[i] == 0) {
+                int64_t pos = starts[i] + HEADER_SIZE, end = starts[i] + LOG_OVERHEAD + length[i];
+                if (end > size)
+                    end = size;  /* as the reference's slice is cut */
+                if (starts[i] >= 0 && pos <= end) {  /* else an empty section: no record */
+                    Py_ssize_t at = (Py_ssize_t)pos, k = (Py_ssize_t)(end - pos);
+                    Rec r;
+                    noop = (k == last_size && memcmp(buf + pos, last, (size_t)k) == 0) ||
+                           (parse_record(buf, &at, (Py_ssize_t)end, 0, 0, 0, INT64_MAX, &r) &&
+                            r.key == noop_key);
+                    if (noop) {
+                        last = buf + pos;
+                        last_size = k;
+                    }
+                }
+            }
+            if (as_plan) {
+                if (!noop || i == n - 1)
+                    plan[planned++] = (int64_t)i;
+            } else if (noop) {
+                PyObject *index = PyLong_FromSsize_t(i);
+                if (index == NULL || PyList_Append(out, index) < 0)
+                    Py_CLEAR(out);
+                Py_XDECREF(index);
+            }
+        }
+        if (out != NULL && as_plan &&
+                _PyBytes_Resize(&out, planned * (Py_ssize_t)sizeof(int64_t)) < 0)
+            out = NULL;
     }
     for (int c = 0; c < held; c++)
         PyBuffer_Release(&v[c]);
