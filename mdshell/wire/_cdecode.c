@@ -822,6 +822,13 @@ fields_index(PyObject *dec, PyObject *key, Py_ssize_t *n)
     *n = p->nplain + p->ntagged + p->nabsent;
     if (key == NULL || !PyUnicode_Check(key))
         return -1;
+    for (Py_ssize_t i = 0; i < *n; i++) {  /* the same object first (names are interned) */
+        PyObject *k = i < p->nplain ? p->plain[i].key :
+                      i < p->nplain + p->ntagged ? p->tagged[i - p->nplain].f.key :
+                      p->absent_key[i - p->nplain - p->ntagged];
+        if (k == key)
+            return i;
+    }
     for (Py_ssize_t i = 0; i < p->nplain; i++)
         if (PyUnicode_Compare(p->plain[i].key, key) == 0)
             return i;

@@ -1269,6 +1269,12 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Prov pv = {0, 0, 0, 0};
     Py_ssize_t before = k > 0 && k <= n ? (Py_ssize_t)plan[k - 1] : -1;
     Plain plain = {b, handlers, decoders, decoder_fn, unknown_key, unknown_tags, &found};
+    /* Whether the builder is outside a metadata transaction: read again after each call of
+     * apply_decoded, the only code here that applies a transaction's markers (handlers
+     * never do) */
+    int free_of_txn = no_txn(b);
+    if (free_of_txn < 0)
+        goto fail;
 
     for (; k < n; k++) {
         Py_ssize_t i = (Py_ssize_t)plan[k];
@@ -1276,9 +1282,6 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             PyErr_SetString(PyExc_ValueError, "a batch of the plan outside the columns");
             goto fail;
         }
-        int free_of_txn = no_txn(b);
-        if (free_of_txn < 0)
-            goto fail;
         if (i - before > 1 && free_of_txn) {  /* pass_noops: the run's last NoOp */
             Py_ssize_t j = i - 1;
             if (h.base[j] >= skip_below && (!has_upto || h.base[j] <= upto))
@@ -1371,7 +1374,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto fail;
             applied += PyLong_AsLongLong(res);
             Py_DECREF(res);
-            if (PyErr_Occurred())
+            if (PyErr_Occurred() || (free_of_txn = no_txn(b)) < 0)
                 goto fail;
         } else {
             Py_DECREF(decoded);
@@ -1387,10 +1390,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto fail;
             int journaled = journal != Py_None;
             Py_DECREF(journal);
-            int outside = no_txn(b);
-            if (outside < 0)
-                goto fail;
-            if (journaled && outside) {
+            if (journaled && free_of_txn) {
                 why = 1;
                 break;
             }
@@ -2599,6 +2599,19 @@ static long small_int(PyObject *v, long lo, long hi, long none)
  * of epoch `epoch` (copied first when shared: b.broker; spec as broker_change_handler's). 1
  * when set; 0 when the broker is not registered or of another epoch (nothing changed: the
  * reference says so); -1 on error. */
+/* reg.<name> = value, for `name` BrokerRegistration's field number `field`: written in its
+ * slot when reg is of that very class (setup_handlers' offsets), else set as an attribute.
+ * -1 on error. */
+static int set_broker_field(PyObject *reg, int field, PyObject *name, PyObject *value)
+{
+    if (Py_TYPE(reg) != broker_type || broker_offsets == NULL ||
+            PyBytes_GET_SIZE(broker_offsets) < (field + 1) * (Py_ssize_t)sizeof(Py_ssize_t))
+        return PyObject_SetAttr(reg, name, value);
+    Py_ssize_t at = ((const Py_ssize_t *)PyBytes_AS_STRING(broker_offsets))[field];
+    Py_XSETREF(*(PyObject **)((char *)reg + at), Py_NewRef(value));
+    return 0;
+}
+
 static int broker_change_apply(PyObject *spec, PyObject *b, PyObject *bid, PyObject *epoch,
                                long fenced, long shutdown)
 {
@@ -2632,9 +2645,9 @@ static int broker_change_apply(PyObject *spec, PyObject *b, PyObject *bid, PyObj
         if (reg == NULL)
             goto done;
     }
-    if (fenced != 0 && PyObject_SetAttr(reg, s_fenced, fenced == 1 ? Py_True : Py_False) < 0)
+    if (fenced != 0 && set_broker_field(reg, 6, s_fenced, fenced == 1 ? Py_True : Py_False) < 0)
         goto done;
-    if (shutdown == 1 && PyObject_SetAttr(reg, s_shutdown, Py_True) < 0)
+    if (shutdown == 1 && set_broker_field(reg, 7, s_shutdown, Py_True) < 0)
         goto done;
     result = 1;
 done:
