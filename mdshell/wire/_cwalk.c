@@ -1183,6 +1183,9 @@ static int apply_value(const Plain *pl, PyObject *key, PyObject *ver, PyObject *
  * *counted as apply_value's *reached. */
 static int apply_fields(const Plain *pl, ByFields *bf, PyObject *dec, const uint8_t *buf,
                         const Rec *r, int *counted);
+static int apply_direct(const Plain *pl, PyObject *data, const Rec *recs, Py_ssize_t n,
+                        int64_t lo, int64_t hi, int lazy, long noop_key, long partition_key,
+                        long long *applied, int64_t *last);
 static int apply_one(const Plain *pl, const uint8_t *buf, const Rec *r, int *counted)
 {
     *counted = 0;
@@ -1322,6 +1325,21 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
         int64_t last;
+        if (free_of_txn) {  /* the batch's records applied one by one, if it takes them */
+            long long reached = 0;
+            int direct = apply_direct(&plain, data, recs, (Py_ssize_t)h.count[i], lo, hi, lazy,
+                                      noop_key, partition_key, &reached, &last);
+            applied_here += reached;
+            if (direct < 0)
+                goto fail;
+            if (direct) {
+                since += reached;
+                if (last >= 0)  /* the provenance, as apply_decoded moves it */
+                    pv = (Prov){1, !has_upto || upto >= end_off ? end_off : last, h.epoch[i],
+                                h.max_ts[i]};
+                goto counted;
+            }
+        }
         PyObject *decoded = decode_batch(data, recs, (Py_ssize_t)h.count[i], lo, hi, decoders,
                                          decoder_fn, lazy, noop_key, partition_key, &last);
         if (decoded == NULL)
@@ -1440,12 +1458,71 @@ state:
  * for an unknown id (unknown_fn(lazy, offset) says so); noted (a list, or None) gets
  * (topic id, partition id, lazy) of each, the journal of history. Returns the index after
  * the run and how many were stored. */
+/* Where a run of undecoded PartitionRecords is stored: the topic of the record before (its
+ * partition map and id, new references; its id's 16 bytes), looked up once for consecutive
+ * partitions of one topic. */
+typedef struct {
+    PyObject *parts, *topic_id;
+    uint8_t tid[16];
+} PutState;
+
+static void put_state_release(PutState *st)
+{
+    Py_CLEAR(st->parts);
+    Py_CLEAR(st->topic_id);
+}
+
+/* The undecoded PartitionRecord `lazy` ((buf, body, end, version), the record's bytes at
+ * p = buf + body: partition id, topic id...) stored in its topic's partition map:
+ * topic_fn(topic id) gives the writable topic (None: unknown, then unknown_fn(lazy, off)
+ * says so); `noted` (a list, or None) gets (topic id, partition id, lazy), the journal of
+ * history. 1 stored, 0 not (an unknown topic), -1 on error. */
+static int put_lazy(PutState *st, PyObject *lazy, const uint8_t *p, PyObject *off,
+                    PyObject *topic_fn, PyObject *unknown_fn, PyObject *noted)
+{
+    static PyObject *s_partitions = NULL, *s_topic_id = NULL;
+    if (s_partitions == NULL && ((s_partitions = PyUnicode_InternFromString("partitions")) == NULL
+                                 || (s_topic_id = PyUnicode_InternFromString("id")) == NULL))
+        return -1;
+    if (st->parts == NULL || memcmp(p + 4, st->tid, 16) != 0) {
+        put_state_release(st);
+        PyObject *tid = kept_id(p + 4);
+        if (tid == NULL)
+            return -1;
+        PyObject *topic = PyObject_CallOneArg(topic_fn, tid);
+        Py_DECREF(tid);
+        if (topic == NULL)
+            return -1;
+        if (topic == Py_None) {  /* the reference says the id is unknown */
+            Py_DECREF(topic);
+            PyObject *out = PyObject_CallFunctionObjArgs(unknown_fn, lazy, off, NULL);
+            Py_XDECREF(out);
+            return out == NULL ? -1 : 0;
+        }
+        st->parts = attr(topic, s_partitions);
+        st->topic_id = st->parts == NULL ? NULL : attr(topic, s_topic_id);
+        Py_DECREF(topic);
+        if (st->parts == NULL || st->topic_id == NULL || !PyDict_Check(st->parts)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "a topic's partitions are a dict");
+            put_state_release(st);
+            return -1;
+        }
+        memcpy(st->tid, p + 4, 16);
+    }
+    PyObject *pid = PyLong_FromLong((long)be32(p));
+    if (pid == NULL)
+        return -1;
+    int bad = PyDict_SetItem(st->parts, pid, lazy) < 0;
+    if (!bad && noted != Py_None)
+        bad = PyList_Append(noted, st->topic_id) < 0 || PyList_Append(noted, pid) < 0 ||
+              PyList_Append(noted, lazy) < 0;
+    Py_DECREF(pid);
+    return bad ? -1 : 1;
+}
+
 static PyObject *put_partitions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    static PyObject *s_partitions = NULL, *s_id = NULL;
-    if (s_partitions == NULL && ((s_partitions = PyUnicode_InternFromString("partitions")) == NULL
-                                 || (s_id = PyUnicode_InternFromString("id")) == NULL))
-        return NULL;
     if (nargs != 5 || !PyList_Check(args[0]) || (args[3] != Py_None && !PyList_Check(args[3]))) {
         PyErr_SetString(PyExc_TypeError, "put_partitions(decoded, i, topic_fn, noted, unknown_fn)");
         return NULL;
@@ -1454,8 +1531,7 @@ static PyObject *put_partitions(PyObject *self, PyObject *const *args, Py_ssize_
     Py_ssize_t i = PyLong_AsSsize_t(args[1]), n = PyList_GET_SIZE(decoded), stored = 0;
     if (i < 0 && PyErr_Occurred())
         return NULL;
-    PyObject *parts = NULL, *topic_id = NULL;  /* of the topic before (new references) */
-    const char *last_tid = NULL;  /* its id's 16 bytes, in the buffer of the record before */
+    PutState st = {NULL, NULL, {0}};
     for (; i < n; i++) {
         PyObject *t = PyList_GET_ITEM(decoded, i);
         if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5)
@@ -1471,53 +1547,159 @@ static PyObject *put_partitions(PyObject *self, PyObject *const *args, Py_ssize_
                 goto fail;
             break;  /* not a record this builder made: the reference reads it */
         }
-        const char *p = PyBytes_AS_STRING(buf) + body;
-        if (last_tid == NULL || memcmp(p + 4, last_tid, 16) != 0) {
-            Py_CLEAR(parts);
-            Py_CLEAR(topic_id);
-            last_tid = NULL;
-            PyObject *tid = PyBytes_FromStringAndSize(p + 4, 16);
-            if (tid == NULL)
-                goto fail;
-            PyObject *topic = PyObject_CallOneArg(topic_fn, tid);
-            Py_DECREF(tid);
-            if (topic == NULL)
-                goto fail;
-            if (topic == Py_None) {  /* the reference says the id is unknown */
-                Py_DECREF(topic);
-                PyObject *out = PyObject_CallFunctionObjArgs(unknown_fn, lazy,
-                                                             PyTuple_GET_ITEM(t, 0), NULL);
-                if (out == NULL)
-                    goto fail;
-                Py_DECREF(out);
-                continue;
-            }
-            parts = attr(topic, s_partitions);
-            topic_id = parts == NULL ? NULL : attr(topic, s_id);
-            Py_DECREF(topic);
-            if (parts == NULL || topic_id == NULL || !PyDict_Check(parts))
-                goto fail;
-            last_tid = p + 4;
-        }
-        PyObject *pid = PyLong_FromLong((long)be32((const uint8_t *)p));
-        if (pid == NULL)
+        int got = put_lazy(&st, lazy, (const uint8_t *)PyBytes_AS_STRING(buf) + body,
+                           PyTuple_GET_ITEM(t, 0), topic_fn, unknown_fn, noted);
+        if (got < 0)
             goto fail;
-        int bad = PyDict_SetItem(parts, pid, lazy) < 0;
-        if (!bad && noted != Py_None)
-            bad = PyList_Append(noted, topic_id) < 0 || PyList_Append(noted, pid) < 0 ||
-                  PyList_Append(noted, lazy) < 0;
-        Py_DECREF(pid);
-        if (bad)
-            goto fail;
-        stored++;
+        stored += got;
     }
-    Py_XDECREF(parts);
-    Py_XDECREF(topic_id);
+    put_state_release(&st);
     return Py_BuildValue("(nn)", i, stored);
 fail:
-    Py_XDECREF(parts);
-    Py_XDECREF(topic_id);
+    put_state_release(&st);
     return NULL;
+}
+
+/* A batch of the run applied record by record straight from its framed records `recs`
+ * (n of them, those of offsets in [lo, hi]), without the list decode_batch makes for
+ * apply_decoded: each record of a known kind decoded by its compiled decoder and applied
+ * by its handler (apply_value), each PartitionRecord that checks clean stored undecoded
+ * (put_lazy, when `lazy`), NoOps passed over. Only outside a metadata transaction, for a
+ * batch holding no transaction marker, nothing of which the decoders leave to the
+ * reference (the frame header's long form, an unknown kind, bytes a decoder refuses): each
+ * record is decoded or checked before any is applied, so a batch not taken is left whole
+ * (0). 1 when applied, -1 on error; *applied the records applied (reached, on error),
+ * *last the last offset in range (-1: none). */
+/* What put_lazy needs of the builder b, new references: b.topic, b._put_lazy_partition and
+ * the journal's parts (Py_None without a journal). 0, or -1 on error (nothing held). */
+static int lazy_needs(PyObject *b, PyObject **topic_fn, PyObject **unknown_fn,
+                      PyObject **noted)
+{
+    static PyObject *s_topic = NULL, *s_put_lazy = NULL, *s_journal_parts = NULL;
+    if (s_journal_parts == NULL &&
+            ((s_topic = PyUnicode_InternFromString("topic")) == NULL ||
+             (s_put_lazy = PyUnicode_InternFromString("_put_lazy_partition")) == NULL ||
+             (s_journal_parts = PyUnicode_InternFromString("parts")) == NULL))
+        return -1;
+    PyObject *journal = attr(b, s_journal);
+    if (journal == NULL)
+        return -1;
+    *noted = journal == Py_None ? Py_NewRef(Py_None) : attr(journal, s_journal_parts);
+    Py_DECREF(journal);
+    if (*noted != NULL && *noted != Py_None && !PyList_Check(*noted)) {
+        PyErr_SetString(PyExc_TypeError, "a journal's parts are a list");
+        Py_CLEAR(*noted);
+    }
+    *topic_fn = *noted == NULL ? NULL : PyObject_GetAttr(b, s_topic);
+    *unknown_fn = *topic_fn == NULL ? NULL : PyObject_GetAttr(b, s_put_lazy);
+    if (*unknown_fn != NULL)
+        return 0;
+    Py_CLEAR(*noted);
+    Py_CLEAR(*topic_fn);
+    return -1;
+}
+
+static int apply_direct(const Plain *pl, PyObject *data, const Rec *recs, Py_ssize_t n,
+                        int64_t lo, int64_t hi, int lazy, long noop_key, long partition_key,
+                        long long *applied, int64_t *last)
+{
+    enum { SKIP, DECODED, UNDECODED };
+    const uint8_t *buf = (const uint8_t *)PyBytes_AS_STRING(data);
+    *applied = 0;
+    *last = -1;
+    if (decode_c == NULL || n <= 0)
+        return 0;
+    PyObject **values = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+    char *kind = PyMem_Calloc((size_t)n, 1);
+    /* what put_lazy needs (new references), asked at the first undecoded record */
+    PyObject *topic_fn = NULL, *unknown_fn = NULL, *noted = NULL;
+    PutState st = {NULL, NULL, {0}};
+    int got = 0;
+    if (values == NULL || kind == NULL) {
+        PyErr_NoMemory();
+        got = -1;
+        goto done;
+    }
+    Py_ssize_t m = 0;  /* the records in range: recs[first .. first + m) */
+    Py_ssize_t first = 0;
+    while (first < n && recs[first].off < lo)
+        first++;
+    for (Py_ssize_t j = first; j < n && recs[j].off <= hi; j++, m++) {
+        const Rec *r = &recs[j];
+        *last = r->off;
+        if (r->key == noop_key)
+            continue;  /* kind SKIP */
+        if (r->key < 0 || (r->key >= 23 && r->key <= 25))
+            goto done;  /* the long frame header, or a transaction's marker: not taken */
+        int slot;
+        PyObject *dec = found_decoder(pl, r->key, r->ver, &slot);
+        if (dec == NULL) {
+            got = -1;
+            goto done;
+        }
+        if (dec != Py_None && lazy && r->key == partition_key && r->ver <= 2 && check != NULL &&
+                check(dec, buf, r->body, r->vend) == 1) {
+            kind[j] = UNDECODED;
+        } else if (dec != Py_None) {
+            values[j] = decode_c(dec, buf, r->body, r->vend);
+            kind[j] = DECODED;
+        }
+        Py_DECREF(dec);
+        if (kind[j] == DECODED && values[j] != NULL)
+            continue;
+        if (kind[j] != UNDECODED) {  /* an unknown kind, or bytes its decoder refuses */
+            got = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+    }
+    got = 1;
+    for (Py_ssize_t j = first; j < first + m && got > 0; j++) {
+        const Rec *r = &recs[j];
+        if (kind[j] == SKIP)
+            continue;
+        PyObject *off = PyLong_FromLongLong(r->off);
+        if (off == NULL) {
+            got = -1;
+            break;
+        }
+        if (kind[j] == DECODED) {
+            PyObject *key = PyLong_FromLong(r->key), *ver = PyLong_FromLong(r->ver);
+            int reached = 0;
+            if (key == NULL || ver == NULL ||
+                    apply_value(pl, key, ver, values[j], off, &reached) < 0)
+                got = -1;
+            *applied += reached;
+            Py_XDECREF(key);
+            Py_XDECREF(ver);
+        } else {
+            if (noted == NULL && lazy_needs(pl->b, &topic_fn, &unknown_fn, &noted) < 0) {
+                Py_DECREF(off);
+                got = -1;
+                break;
+            }
+            PyObject *items[4] = {Py_NewRef(data), PyLong_FromSsize_t(r->body),
+                                  PyLong_FromSsize_t(r->vend), PyLong_FromLong(r->ver)};
+            PyObject *undecoded = tuple_of(4, items);
+            int put = undecoded == NULL ? -1 :
+                      put_lazy(&st, undecoded, buf + r->body, off, topic_fn, unknown_fn, noted);
+            Py_XDECREF(undecoded);
+            if (put < 0)
+                got = -1;
+            else
+                *applied += put;
+        }
+        Py_DECREF(off);
+    }
+done:
+    put_state_release(&st);
+    Py_XDECREF(topic_fn);
+    Py_XDECREF(unknown_fn);
+    Py_XDECREF(noted);
+    for (Py_ssize_t j = 0; values != NULL && j < n; j++)
+        Py_XDECREF(values[j]);
+    PyMem_Free(values);
+    PyMem_Free(kind);
+    return got;
 }
 
 /* ------------------------------------------------------------------ partition changes */
