@@ -1220,6 +1220,44 @@ static int apply_one(const Plain *pl, const uint8_t *buf, const Rec *r, int *cou
 #define PARTITION_CHANGE 5  /* PartitionChangeRecord's api key */
 static int apply_bytes(const Plain *pl, const uint8_t *buf, const Rec *r, int *reached);
 
+/* apply_decoded's branch for a batch inside a metadata transaction, when every record of
+ * `decoded` (entries (offset, key, version, value, value position)) is one the transaction
+ * keeps as it is until its end (txn_span's rule: a dict or an undecoded partition, not a
+ * marker): b.txn extended by them, b._pos the last one's value position. 1 when done, 0
+ * when apply_decoded must take the batch (nothing done), -1 on error. */
+static int txn_keep(PyObject *b, PyObject *decoded)
+{
+    static PyObject *s_pos = NULL;
+    if (s_pos == NULL && (s_pos = PyUnicode_InternFromString("_pos")) == NULL)
+        return -1;
+    Py_ssize_t n = PyList_GET_SIZE(decoded);
+    if (n == 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyList_GET_ITEM(decoded, i);
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 5)
+            return 0;
+        PyObject *value = PyTuple_GET_ITEM(t, 3);
+        long key = PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+        if (key == -1 && PyErr_Occurred())
+            return -1;
+        if ((!PyDict_CheckExact(value) && !PyTuple_CheckExact(value)) || (key >= 23 && key <= 25))
+            return 0;
+    }
+    PyObject *txn = attr(b, s_txn);
+    if (txn == NULL)
+        return -1;
+    int got = 0;
+    if (PyList_CheckExact(txn)) {
+        Py_ssize_t at = PyList_GET_SIZE(txn);
+        got = PyList_SetSlice(txn, at, at, decoded) < 0 ||
+              PyObject_SetAttr(b, s_pos, PyTuple_GET_ITEM(PyList_GET_ITEM(decoded, n - 1), 4))
+              < 0 ? -1 : 1;
+    }
+    Py_DECREF(txn);
+    return got;
+}
+
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[6]) ||
@@ -1372,7 +1410,14 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 }
             }
         }
-        if (j < nd || !free_of_txn) {
+        int kept = free_of_txn ? 0 : txn_keep(b, decoded);  /* inside a transaction */
+        if (kept < 0) {
+            Py_DECREF(decoded);
+            goto fail;
+        }
+        if (kept) {
+            Py_DECREF(decoded);
+        } else if (j < nd || !free_of_txn) {
             if (prov_flush(prov, &pv) < 0) {
                 Py_DECREF(decoded);
                 goto fail;
