@@ -5,6 +5,7 @@ Everything else is in pyproject.toml. Each extension is optional: without a C co
 install still succeeds and mdshell runs the pure-Python path, which gives the same results
 (tests compare the two on every fixture, the corpus and damaged copies)."""
 
+import glob
 import os
 from typing import Any
 
@@ -21,8 +22,10 @@ _PIECES = [
     ("mdshell.wire._cwalk", "mdshell/wire/_cwalk.c"),
     ("mdshell.wire._cdecode", "mdshell/wire/_cdecode.c"),
 ]
-# Headers the pieces include (a change rebuilds them).
-_HEADERS = ["mdshell/wire/_idset.h", "mdshell/wire/_kept.h"]
+# Headers the pieces include (a change rebuilds them): the parts of _cwalk.c, _idset.h,
+# _kept.h.
+_HEADERS = sorted(os.path.relpath(p, _HERE)
+                  for p in glob.glob(os.path.join(_HERE, "mdshell", "wire", "_*.h")))
 # Top-level modules an editable install also copies into site-packages as real files.
 _COPIED = ["pyspark_kraft.py"]
 
