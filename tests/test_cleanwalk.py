@@ -495,7 +495,8 @@ def test_summary_on_the_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_batches_of_many_records(walks: Walks, tmp_path: Path) -> None:
     """Batches of several records of every shape (a topic made with its configs, records of
     many kinds, partitions of a topic that does not exist, a NoOp among them, one of a kind
-    mdshell does not know, transactions, and last one that does not decode, its partition
+    mdshell does not know, a topic removed or made again between two of its partitions,
+    transactions, and last one that does not decode, its partition
     before the damage not applied either), before and after a snapshot: the compiled run
     applies them record by record without the decoded list (``apply_direct``), and gives
     what the walker's replay gives, also cut at every offset inside them."""
@@ -530,6 +531,12 @@ def test_batches_of_many_records(walks: Walks, tmp_path: Path) -> None:
     b.create_topic("t", 5, 2)
     b.end_transaction()
     b.append([partition(second, 50), meta("NoOpRecord", 0)])
+    # a topic removed, or made again, between two of its partitions in one batch
+    third = b.create_topic("e", 2, 2)
+    b.append([partition(third, 2), meta("RemoveTopicRecord", 0, topicId=third),
+              partition(third, 3)])
+    b.append([partition(second, 60), meta("TopicRecord", 0, name="b", topicId=second),
+              partition(second, 61)])
     b.append([partition(second, 53), RawRecord(bytes([1, 2, 0, 5]), 2, 0)])  # undecodable
     b.finish()
     d = tmp_path / "d"
@@ -539,7 +546,7 @@ def test_batches_of_many_records(walks: Walks, tmp_path: Path) -> None:
     assert whole.end_offset is not None
     assert {p.code for p in whole.problems} >= {"unknown-record", "no-topic", "corrupt"}
     assert "TopicRecord" in next(p.message for p in whole.problems if p.code == "corrupt")
-    for upto in range(whole.end_offset - 75, whole.end_offset + 1):
+    for upto in range(whole.end_offset - 85, whole.end_offset + 1):
         fast = _loaded(load(DirectorySource(str(d)), upto=upto))
         with walks.monkeypatch.context() as m:
             m.setattr(laidout._Fast, "of", classmethod(lambda cls, *args: None))

@@ -852,8 +852,8 @@ fields_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "fields(Decoder, bytes, pos, end)");
         return NULL;
     }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[2]), end = PyLong_AsSsize_t(args[3]), n = 0;
-    if (PyErr_Occurred())
+    Py_ssize_t pos = PyLong_AsSsize_t(args[2]), end = 0, n = 0;
+    if (PyErr_Occurred() || ((end = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred()))
         return NULL;
     if (end > PyBytes_GET_SIZE(args[1]) || end < pos || pos < 0) {
         PyErr_SetString(PyExc_ValueError, "pos and end inside buf");

@@ -173,7 +173,7 @@ static PyObject *noop_batches(PyObject *self, PyObject *const *args, Py_ssize_t 
         for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
             int noop = 0;
             if (length[i] <= NOOP_SECTION + MIN_BATCH_LENGTH && !(attrs[i] & 0x27) &&
-                    count[i] == 1 && delta[i] == 0) {
+                    count[i] == 1 && delta[i] == 0 && starts[i] >= 0 && starts[i] <= size) {
                 int64_t pos = starts[i] + HEADER_SIZE, end = starts[i] + LOG_OVERHEAD + length[i];
                 if (end > size)
                     end = size;  /* as the reference's slice is cut */

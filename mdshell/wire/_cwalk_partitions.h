@@ -229,6 +229,9 @@ static int apply_direct(const Plain *pl, PyObject *data, const Rec *recs, Py_ssi
             *applied += reached;
             Py_XDECREF(key);
             Py_XDECREF(ver);
+            /* its handler may have removed or made the topic again: the next undecoded
+             * partition looks its topic up anew (the reference's runs end here too) */
+            put_state_release(&st);
         } else {
             if (noted == NULL && lazy_needs(pl->b, &topic_fn, &unknown_fn, &noted) < 0) {
                 Py_DECREF(off);
@@ -443,9 +446,11 @@ static int record_rest(PyObject *raw, const uint8_t **rest, Py_ssize_t *n, long 
             !PyLong_CheckExact(PyTuple_GET_ITEM(raw, 3)))
         return 0;
     PyObject *buf = PyTuple_GET_ITEM(raw, 0);
-    Py_ssize_t body = PyLong_AsSsize_t(PyTuple_GET_ITEM(raw, 1));
-    Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(raw, 2));
-    *version = PyLong_AsLong(PyTuple_GET_ITEM(raw, 3));
+    Py_ssize_t body = PyLong_AsSsize_t(PyTuple_GET_ITEM(raw, 1)), end = -1;
+    if (!PyErr_Occurred())
+        end = PyLong_AsSsize_t(PyTuple_GET_ITEM(raw, 2));
+    if (!PyErr_Occurred())
+        *version = PyLong_AsLong(PyTuple_GET_ITEM(raw, 3));
     if (PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
@@ -818,9 +823,11 @@ static PyObject *change_partition(PyObject *b, PyObject *const *v, PyObject *off
     if (raw != NULL && PyTuple_CheckExact(raw)) {  /* undecoded: decoded once per record */
         p = decoded_before(b, raw);
         if (p == NULL && !PyErr_Occurred()) {
+            Py_INCREF(raw);  /* held: b.decoded is Python code */
             p = PyObject_CallMethodOneArg(b, s_decoded, raw);
             if (p != NULL && keep_decoded(raw, p) < 0)
                 Py_CLEAR(p);
+            Py_DECREF(raw);
         }
         if (p == Py_None) {
             Py_DECREF(p);
