@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..problems import Problem, add
 from ..wire import frames
@@ -72,16 +72,17 @@ Sieve = Callable[[Batch], "tuple[bytes, list[tuple[int, int, int, int, int, int]
 Pending = Decoded
 
 
-class OwnedIds(Protocol):
-    """What the builder keeps of the ids of what it owns: a set of ints, or the compiled
-    ``IdSet`` (the same operations, faster for ids, asked by the compiled handlers without
-    making an int)."""
+if TYPE_CHECKING:  # for the type checker only: a Protocol class costs every command's start
+    class OwnedIds(Protocol):
+        """What the builder keeps of the ids of what it owns: a set of ints, or the compiled
+        ``IdSet`` (the same operations, faster for ids, asked by the compiled handlers
+        without making an int)."""
 
-    def add(self, key: int, /) -> None: ...
-    def discard(self, key: int, /) -> None: ...
-    def clear(self) -> None: ...
-    def __contains__(self, key: object, /) -> bool: ...
-    def __len__(self) -> int: ...
+        def add(self, key: int, /) -> None: ...
+        def discard(self, key: int, /) -> None: ...
+        def clear(self) -> None: ...
+        def __contains__(self, key: object, /) -> bool: ...
+        def __len__(self) -> int: ...
 
 
 def _shallow(img: m.Image) -> m.Image:

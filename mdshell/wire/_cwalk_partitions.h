@@ -35,38 +35,16 @@ static void put_state_release(PutState *st)
  * topic_fn(topic id) gives the writable topic (None: unknown, then unknown_fn(lazy, off)
  * says so); `noted` (a list, or None) gets (topic id, partition id, lazy), the journal of
  * history. 1 stored, 0 not (an unknown topic), -1 on error. */
-static int put_lazy(PutState *st, PyObject *lazy, const uint8_t *p, PyObject *off,
-                    PyObject *topic_fn, PyObject *unknown_fn, PyObject *noted)
+static int put_lazy_topic(PutState *st, PyObject *lazy, const uint8_t *p, PyObject *off,
+                          PyObject *topic_fn, PyObject *unknown_fn);
+
+static inline int put_lazy(PutState *st, PyObject *lazy, const uint8_t *p, PyObject *off,
+                           PyObject *topic_fn, PyObject *unknown_fn, PyObject *noted)
 {
-    static PyObject *s_partitions = NULL, *s_topic_id = NULL;
-    if (s_partitions == NULL && ((s_partitions = PyUnicode_InternFromString("partitions")) == NULL
-                                 || (s_topic_id = PyUnicode_InternFromString("id")) == NULL))
-        return -1;
     if (st->parts == NULL || memcmp(p + 4, st->tid, 16) != 0) {
-        put_state_release(st);
-        PyObject *tid = kept_id(p + 4);
-        if (tid == NULL)
-            return -1;
-        PyObject *topic = PyObject_CallOneArg(topic_fn, tid);
-        Py_DECREF(tid);
-        if (topic == NULL)
-            return -1;
-        if (topic == Py_None) {  /* the reference says the id is unknown */
-            Py_DECREF(topic);
-            PyObject *out = PyObject_CallFunctionObjArgs(unknown_fn, lazy, off, NULL);
-            Py_XDECREF(out);
-            return out == NULL ? -1 : 0;
-        }
-        st->parts = attr(topic, s_partitions);
-        st->topic_id = st->parts == NULL ? NULL : attr(topic, s_topic_id);
-        Py_DECREF(topic);
-        if (st->parts == NULL || st->topic_id == NULL || !PyDict_Check(st->parts)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "a topic's partitions are a dict");
-            put_state_release(st);
-            return -1;
-        }
-        memcpy(st->tid, p + 4, 16);
+        int got = put_lazy_topic(st, lazy, p, off, topic_fn, unknown_fn);
+        if (got <= 0)
+            return got;
     }
     PyObject *pid = PyLong_FromLong((long)be32(p));
     if (pid == NULL)
@@ -77,6 +55,42 @@ static int put_lazy(PutState *st, PyObject *lazy, const uint8_t *p, PyObject *of
               PyList_Append(noted, lazy) < 0;
     Py_DECREF(pid);
     return bad ? -1 : 1;
+}
+
+/* put_lazy's topic, when it is not the one before: 1 looked up (st holds it), 0 unknown
+ * (said by unknown_fn), -1 on error. */
+static int put_lazy_topic(PutState *st, PyObject *lazy, const uint8_t *p, PyObject *off,
+                          PyObject *topic_fn, PyObject *unknown_fn)
+{
+    static PyObject *s_partitions = NULL, *s_topic_id = NULL;
+    if (s_partitions == NULL && ((s_partitions = PyUnicode_InternFromString("partitions")) == NULL
+                                 || (s_topic_id = PyUnicode_InternFromString("id")) == NULL))
+        return -1;
+    put_state_release(st);
+    PyObject *tid = kept_id(p + 4);
+    if (tid == NULL)
+        return -1;
+    PyObject *topic = PyObject_CallOneArg(topic_fn, tid);
+    Py_DECREF(tid);
+    if (topic == NULL)
+        return -1;
+    if (topic == Py_None) {  /* the reference says the id is unknown */
+        Py_DECREF(topic);
+        PyObject *out = PyObject_CallFunctionObjArgs(unknown_fn, lazy, off, NULL);
+        Py_XDECREF(out);
+        return out == NULL ? -1 : 0;
+    }
+    st->parts = attr(topic, s_partitions);
+    st->topic_id = st->parts == NULL ? NULL : attr(topic, s_topic_id);
+    Py_DECREF(topic);
+    if (st->parts == NULL || st->topic_id == NULL || !PyDict_Check(st->parts)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "a topic's partitions are a dict");
+        put_state_release(st);
+        return -1;
+    }
+    memcpy(st->tid, p + 4, 16);
+    return 1;
 }
 
 static PyObject *put_partitions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
