@@ -361,3 +361,60 @@ def test_idset_is_a_set_of_ids() -> None:
         s.add(1)
     with pytest.raises(TypeError):
         _cwalk.IdSet(1)
+
+
+@compiled
+def test_skip_to_as_python_skips() -> None:
+    """The compiled ``skip_to`` (time travel's start in a segment: headers only) against
+    ``walker.skip_to_python``: every file at offsets before, inside and past it, named
+    rightly, wrongly and not at all; then copies damaged every way (a byte changed in a
+    header, cut short, a zero-filled tail, offsets near the 64-bit limit), and random bytes."""
+    from mdshell.source import walker
+
+    assert _cwalk is not None
+    rng = random.Random(41)
+
+    def agree(data: bytes, offset: int, first: int | None) -> None:
+        want = walker.skip_to_python(data, offset, first)
+        got = _cwalk.skip_to(data, offset, first)
+        assert got is None or got == want, (offset, first, got, want)
+        assert walker.skip_to(data, offset, first) == want
+
+    taken = 0
+    for f in _files():
+        data = f.read_bytes()
+        stem = f.name.split(".")[0].split("-")[0]
+        named = int(stem) if stem.isdigit() else 0
+        try:
+            starts = list(cleanwalk.batch_starts(data, 0, 4000))
+        except cleanwalk.Unclean:
+            starts = []
+        bases = [int.from_bytes(data[p:p + 8], "big", signed=True) for p in starts[:4000]]
+        offsets = {-1, 0, named, named + 1, 1 << 62, *rng.sample(bases, min(len(bases), 6)),
+                   *(b + 1 for b in bases[-2:])}
+        for off in offsets:
+            for first in (named, None, named + 1):
+                agree(data, off, first)
+                taken += _cwalk.skip_to(data, off, first) is not None
+        for _ in range(6):
+            damaged = bytearray(data)
+            if not damaged:
+                break
+            how = rng.randrange(4)
+            if how == 0:
+                at = rng.choice(starts or [0]) + rng.randrange(61)
+                damaged[min(at, len(damaged) - 1)] ^= 1 << rng.randrange(8)
+            elif how == 1:
+                del damaged[rng.randrange(len(damaged)):]
+            elif how == 2:
+                damaged += bytes(rng.choice((1, 60, 61, 500)))
+            else:
+                at = rng.choice(starts or [0])
+                damaged[at:at + 8] = (2**63 - 1 - rng.randrange(3)).to_bytes(8, "big")
+            off = rng.choice(sorted(offsets))
+            agree(bytes(damaged), off, rng.choice((named, None)))
+    assert taken > 100, taken
+    for _ in range(500):
+        data = rng.randbytes(rng.randrange(200))
+        agree(data, rng.randrange(-5, 1000), rng.choice((None, 0, 5)))
+    assert _cwalk.skip_to(b"", 1 << 64, None) is None  # an offset beyond int64: Python's

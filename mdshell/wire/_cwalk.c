@@ -82,6 +82,8 @@ static PyObject *crc_hardware_used(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef methods[] = {
+    {"skip_to", skip_to, METH_VARARGS,
+     "skip_to(data, offset, first) -> walker.skip_to's answer, or None"},
     {"scan", scan, METH_VARARGS,
      "scan(data, pos, limit) -> (starts, base, length, epoch, crc, attrs, last_delta, "
      "base_ts, max_ts, count, magic, good, follows) as native columns, or None (unclean)"},

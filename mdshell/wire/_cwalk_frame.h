@@ -112,6 +112,102 @@ done:
     return result;
 }
 
+/* skip_to's answer (controls cut to `kept`; `controls` is taken). */
+static PyObject *skip_result(PyObject *controls, Py_ssize_t pos, Py_ssize_t kept, int has_last,
+                             int64_t last, int32_t epoch)
+{
+    if (PyList_SetSlice(controls, kept, PyList_GET_SIZE(controls), NULL) < 0) {
+        Py_DECREF(controls);
+        return NULL;
+    }
+    if (!has_last)
+        return Py_BuildValue("(nNOO)", pos, controls, Py_None, Py_None);
+    return Py_BuildValue("(nNLi)", pos, controls, (long long)last, (int)epoch);
+}
+
+/* skip_to(data, offset, first) -> (pos, [control batch positions], last, epoch), or None
+ *
+ * walker.skip_to_python (the reference), the same answer: where the first batch reaching
+ * `offset` starts, the control batches before it, the last offset and leader epoch passed
+ * over (None: none); only headers read, and anything odd (a length that does not fit, a
+ * magic other than 2, an offset not following on from `first` or the batch before) stops
+ * the skip one batch early. None for what it does not take (not bytes, offsets outside
+ * the 64-bit range): the reference runs. */
+static PyObject *skip_to(PyObject *self, PyObject *args)
+{
+    PyObject *data, *first_obj;
+    long long offset;
+    if (!PyArg_ParseTuple(args, "OLO", &data, &offset, &first_obj) || !PyBytes_CheckExact(data)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    int has_expect = first_obj != Py_None;
+    int64_t expect = 0;
+    if (has_expect) {
+        int overflow;
+        expect = PyLong_Check(first_obj) ? PyLong_AsLongLongAndOverflow(first_obj, &overflow) : 0;
+        if (!PyLong_Check(first_obj) || overflow || (expect == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+    }
+    const uint8_t *buf = (const uint8_t *)PyBytes_AS_STRING(data);
+    Py_ssize_t size = PyBytes_GET_SIZE(data), pos = 0, limit = size - HEADER_SIZE;
+    PyObject *controls = PyList_New(0);
+    if (controls == NULL)
+        return NULL;
+    int has_last = 0;
+    int64_t last = 0;
+    int32_t epoch = 0;
+    /* the batch before: its position, controls, and the last offset and epoch before it */
+    Py_ssize_t back_pos = 0, back_kept = 0;
+    int back_has = 0;
+    int64_t back_last = 0;
+    int32_t back_epoch = 0;
+    while (pos <= limit) {
+        const uint8_t *p = buf + pos;
+        int64_t base = be64(p), end;
+        int32_t length = be32(p + 8), batch_epoch = be32(p + 12), last_delta = be32(p + 23);
+        int16_t attrs = be16(p + 21);
+        if (length < MIN_BATCH_LENGTH || length > size - pos - LOG_OVERHEAD || p[16] != 2 ||
+                (has_expect && base != expect))
+            break;
+        if (__builtin_add_overflow(base, (int64_t)last_delta, &end) || end == INT64_MAX)
+            goto python;  /* beyond the 64-bit range: Python's ints say */
+        if (end >= offset)
+            return skip_result(controls, pos, PyList_GET_SIZE(controls), has_last, last, epoch);
+        back_pos = pos;
+        back_kept = PyList_GET_SIZE(controls);
+        back_has = has_last;
+        back_last = last;
+        back_epoch = epoch;
+        if (attrs & 0x20) {
+            PyObject *at = PyLong_FromSsize_t(pos);
+            if (at == NULL || PyList_Append(controls, at) < 0) {
+                Py_XDECREF(at);
+                Py_DECREF(controls);
+                return NULL;
+            }
+            Py_DECREF(at);
+        }
+        has_last = 1;
+        last = end;
+        epoch = batch_epoch;
+        has_expect = 1;
+        expect = end + 1;
+        pos += LOG_OVERHEAD + length;
+    }
+    int zeros = 1;  /* the end, or a zero-filled (preallocated) tail */
+    for (Py_ssize_t i = pos; i < size && zeros; i++)
+        zeros = buf[i] == 0;
+    if (pos >= size || zeros)
+        return skip_result(controls, size, PyList_GET_SIZE(controls), has_last, last, epoch);
+    return skip_result(controls, back_pos, back_kept, back_has, back_last, back_epoch);
+python:
+    Py_DECREF(controls);
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ frame */
 
 /* The one definition of a batch's records (mdshell/wire/framing.py states the rules and is
