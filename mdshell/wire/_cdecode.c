@@ -901,30 +901,21 @@ PyInit__cdecode(void)
         Py_DECREF(m);
         return NULL;
     }
-    /* check_c for _cwalk's replay loop: a call without Python's calling convention */
-    PyObject *api = PyCapsule_New((void *)check_c, "mdshell.wire._cdecode._check", NULL);
-    if (api == NULL || PyModule_AddObject(m, "_check", api) < 0) {
-        Py_XDECREF(api);
-        Py_DECREF(m);
-        return NULL;
-    }
-    api = PyCapsule_New((void *)decode_c, "mdshell.wire._cdecode._decode", NULL);
-    if (api == NULL || PyModule_AddObject(m, "_decode", api) < 0) {
-        Py_XDECREF(api);
-        Py_DECREF(m);
-        return NULL;
-    }
-    api = PyCapsule_New((void *)fields_c, "mdshell.wire._cdecode._fields", NULL);
-    if (api == NULL || PyModule_AddObject(m, "_fields", api) < 0) {
-        Py_XDECREF(api);
-        Py_DECREF(m);
-        return NULL;
-    }
-    api = PyCapsule_New((void *)fields_index, "mdshell.wire._cdecode._fields_index", NULL);
-    if (api == NULL || PyModule_AddObject(m, "_fields_index", api) < 0) {
-        Py_XDECREF(api);
-        Py_DECREF(m);
-        return NULL;
+    /* for _cwalk's replay loop: calls without Python's calling convention (each capsule
+     * named mdshell.wire._cdecode.<its attribute>) */
+    static const struct { const char *attribute, *name; void *fn; } api[] = {
+        {"_check", "mdshell.wire._cdecode._check", (void *)check_c},
+        {"_decode", "mdshell.wire._cdecode._decode", (void *)decode_c},
+        {"_fields", "mdshell.wire._cdecode._fields", (void *)fields_c},
+        {"_fields_index", "mdshell.wire._cdecode._fields_index", (void *)fields_index},
+    };
+    for (size_t i = 0; i < sizeof api / sizeof api[0]; i++) {
+        PyObject *capsule = PyCapsule_New(api[i].fn, api[i].name, NULL);
+        if (capsule == NULL || PyModule_AddObject(m, api[i].attribute, capsule) < 0) {
+            Py_XDECREF(capsule);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }

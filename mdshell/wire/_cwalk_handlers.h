@@ -216,6 +216,7 @@ static int handler_args(PyObject *spec, Py_ssize_t nargs, PyObject *const *args,
  * MAX_WANTED), -1 with an error for a spec of another shape. */
 #define MAX_WANTED 18
 enum { H_PUT, H_DROP, H_SCALAR, H_QUOTA, H_KINDS };
+static const Py_ssize_t spec_size[H_KINDS] = {6, 4, 3, 1};  /* make_handler's spec tuples */
 static int wanted_fields(int kind, PyObject *spec, PyObject **names)
 {
     int n = 0;
@@ -352,10 +353,10 @@ static int handler_core(int kind, PyObject *spec, PyObject *b, PyObject *const *
 /* A handler of one of those kinds called with (builder, decoded record, offset): its core
  * on the record's fields; a record missing one, or one the core leaves, goes to the
  * Python handler (which raises, or says what the core does not). */
-static PyObject *core_handler(int kind, Py_ssize_t size, PyObject *spec,
-                              PyObject *const *args, Py_ssize_t nargs)
+static PyObject *core_handler(int kind, PyObject *spec, PyObject *const *args,
+                              Py_ssize_t nargs)
 {
-    if (!handler_args(spec, nargs, args, size))
+    if (!handler_args(spec, nargs, args, spec_size[kind]))
         return NULL;
     PyObject *names[MAX_WANTED], *v[MAX_WANTED];
     int n = wanted_fields(kind, spec, names);
@@ -371,17 +372,17 @@ static PyObject *core_handler(int kind, Py_ssize_t size, PyObject *spec,
 
 static PyObject *put_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
 {
-    return core_handler(H_PUT, 6, spec, args, nargs);
+    return core_handler(H_PUT, spec, args, nargs);
 }
 
 static PyObject *drop_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
 {
-    return core_handler(H_DROP, 4, spec, args, nargs);
+    return core_handler(H_DROP, spec, args, nargs);
 }
 
 static PyObject *scalar_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
 {
-    return core_handler(H_SCALAR, 3, spec, args, nargs);
+    return core_handler(H_SCALAR, spec, args, nargs);
 }
 
 /* The slot offsets of cls's fields `names` (each a slot holding an object) as bytes of
@@ -666,7 +667,7 @@ static int quota_core(PyObject *spec, PyObject *b, PyObject *const *v)
 
 static PyObject *quota_handler(PyObject *spec, PyObject *const *args, Py_ssize_t nargs)
 {
-    return core_handler(H_QUOTA, 1, spec, args, nargs);
+    return core_handler(H_QUOTA, spec, args, nargs);
 }
 
 /* What apply_fields needs to know of (key, its decoder `dec`) in `bf`, from the run's
@@ -676,7 +677,6 @@ static int fields_plan(const Plain *pl, long key, PyObject *dec, ByFields *bf)
     static PyCFunction fns[H_KINDS] = {
         (PyCFunction)(void (*)(void))put_handler, (PyCFunction)(void (*)(void))drop_handler,
         (PyCFunction)(void (*)(void))scalar_handler, (PyCFunction)(void (*)(void))quota_handler};
-    static const Py_ssize_t sizes[H_KINDS] = {6, 4, 3, 1};  /* their specs' sizes */
     bf->state = -1;
     if (fields_c == NULL || tomb == NULL)
         return 0;
@@ -691,7 +691,7 @@ static int fields_plan(const Plain *pl, long key, PyObject *dec, ByFields *bf)
     while (kind < H_KINDS && PyCFunction_GET_FUNCTION(h) != fns[kind])
         kind++;
     PyObject *spec = kind < H_KINDS ? PyCFunction_GET_SELF(h) : NULL;
-    if (spec == NULL || !PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != sizes[kind])
+    if (spec == NULL || !PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != spec_size[kind])
         return 0;
     PyObject *names[MAX_WANTED];
     int n = wanted_fields(kind, spec, names);

@@ -550,6 +550,20 @@ static inline int uvarint_short(const uint8_t *buf, Py_ssize_t *p, Py_ssize_t en
     return 0;
 }
 
+/* The header of the next tagged field of a section as Kafka writes it (tags ascending,
+ * each at most `max_tag`, shortest varints): its tag and its size, which lies inside
+ * [*pos, end); *pos moved past the header, *last (the tag before, -1 at first) to this
+ * one. 0 for anything else (the caller refuses the record). */
+static inline int next_tag(const uint8_t *buf, Py_ssize_t *pos, Py_ssize_t end,
+                           uint32_t max_tag, long *last, uint32_t *tag, uint32_t *size)
+{
+    if (!uvarint_short(buf, pos, end, tag) || *tag > max_tag || (long)*tag <= *last ||
+            !uvarint_short(buf, pos, end, size) || *size > (uint64_t)(end - *pos))
+        return 0;
+    *last = (long)*tag;
+    return 1;
+}
+
 /* A compact nullable array of int32 (width 4) or uuid (width 16) filling buf[pos:end]
  * exactly: a new list (Py_None for null); NULL with no error when it does not. */
 static PyObject *compact_array(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, int width)
@@ -604,11 +618,8 @@ static int read_change(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long 
     long last = -1;
     for (uint32_t k = 0; k < count; k++) {
         uint32_t tag, size;
-        if (!uvarint_short(buf, &pos, end, &tag) || tag > 8 || (long)tag <= last ||
-                tag_since[tag] > ver || !uvarint_short(buf, &pos, end, &size) ||
-                size > (uint64_t)(end - pos))
+        if (!next_tag(buf, &pos, end, 8, &last, &tag, &size) || tag_since[tag] > ver)
             goto refuse;
-        last = tag;
         Py_ssize_t stop = pos + (Py_ssize_t)size;
         int f = tag_field[tag];
         if (f == D_LEADER) {
@@ -727,11 +738,8 @@ static int holds_no_elr(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long
     long last = -1;
     for (uint32_t k = 0; k < count; k++) {
         uint32_t tag, size;
-        if (!uvarint_short(buf, &pos, end, &tag) || tag > 2 || (long)tag <= last ||
-                (tag > 0 && ver < 2) || !uvarint_short(buf, &pos, end, &size) ||
-                size > (uint64_t)(end - pos))
+        if (!next_tag(buf, &pos, end, 2, &last, &tag, &size) || (tag > 0 && ver < 2))
             return 0;
-        last = tag;
         Py_ssize_t stop = pos + (Py_ssize_t)size;
         if (tag == 0 ? size != 1 :  /* leader recovery state: one int8 */
                 !uvarint_short(buf, &pos, stop, &n) || n > 1 || pos != stop)

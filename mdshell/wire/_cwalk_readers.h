@@ -33,11 +33,8 @@ static int read_broker_change(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end
     long last = -1;
     for (uint32_t k = 0; k < count; k++) {
         /* tag t is known from version t on; each here is one byte */
-        if (!uvarint_short(buf, &pos, end, &tag) || tag > 3 || (long)tag <= last ||
-                (long)tag > ver || !uvarint_short(buf, &pos, end, &size) || size != 1 ||
-                pos >= end)
+        if (!next_tag(buf, &pos, end, 3, &last, &tag, &size) || (long)tag > ver || size != 1)
             return 0;
-        last = tag;
         int8_t x = (int8_t)buf[pos++];
         if (tag == 0 && x >= -1 && x <= 1)
             *fenced = x;
@@ -184,11 +181,8 @@ static int read_register(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t rest, Py
     long last = -1;
     for (uint32_t k = 0; k < count; k++) {
         /* LogDirs (tag 0, v3+): at most one; CordonedLogDirs (tag 1, v4+): null */
-        if (!uvarint_short(buf, &pos, end, &tag) || tag > 1 || (long)tag <= last ||
-                (long)tag + 3 > ver || !uvarint_short(buf, &pos, end, &size) ||
-                size > (uint64_t)(end - pos))
+        if (!next_tag(buf, &pos, end, 1, &last, &tag, &size) || (long)tag + 3 > ver)
             goto refuse;
-        last = tag;
         Py_ssize_t stop = pos + (Py_ssize_t)size, at = pos;
         if (tag == 1) {
             if (size != 1 || buf[pos] != 0)
