@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from mdshell.wire.primitives import DecodeError
 from .conftest import FIXTURES, corpus_dirs, three_brokers
 from .test_history import shape
 
+load_module = sys.modules["mdshell.session.load"]  # the module (``load`` is its function)
 FIXTURE_DIRS = sorted(p for p in FIXTURES.iterdir() if p.is_dir())
 
 
@@ -547,6 +549,120 @@ def test_batches_of_many_records(walks: Walks, tmp_path: Path) -> None:
     assert {p.code for p in whole.problems} >= {"unknown-record", "no-topic", "corrupt"}
     assert "TopicRecord" in next(p.message for p in whole.problems if p.code == "corrupt")
     for upto in range(whole.end_offset - 85, whole.end_offset + 1):
+        fast = _loaded(load(DirectorySource(str(d)), upto=upto))
+        with walks.monkeypatch.context() as m:
+            m.setattr(laidout._Fast, "of", classmethod(lambda cls, *args: None))
+            assert fast == _loaded(load(DirectorySource(str(d)), upto=upto)), upto
+
+
+class _ControlOf:
+    """A control record of any key and value bytes (a key too short for a control type,
+    a value no control schema reads)."""
+
+    def __init__(self, key: bytes, value: bytes) -> None:
+        self.key, self.raw = key, value
+
+    def key_bytes(self) -> bytes:
+        return self.key
+
+    def value(self) -> bytes:
+        return self.raw
+
+
+def _raw_batch(b: Any, count: int, **fields: Any) -> None:
+    """A batch of ``count`` offsets written as given (its CRC right), at the builder's next
+    offset and epoch."""
+    from mdshell.wire.batch import encode_batch
+
+    ts = b.tick()
+    raw = bytearray(encode_batch(b.log.next_offset, [], epoch=b.log.epoch, base_timestamp=ts,
+                                 max_timestamp=ts, last_offset_delta=count - 1, **fields))
+    struct.pack_into(">i", raw, HEADER_SIZE - 4, count)  # the record count
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    b.log._write(bytes(raw))
+    b.log._advance(count, ts)
+
+
+_LAST = {
+    "none": lambda b: None,
+    # a control batch whose records do not read: a key without a control type, records
+    # that do not frame; a compressed batch that does not decompress, or whose records
+    # do not frame once decompressed
+    "control-short-key": lambda b: b.control([_ControlOf(b"\0\0", b"\0\0")]),
+    "control-unframed": lambda b: _raw_batch(b, 2, attributes=0x20, payload=bytes([9, 1, 2])),
+    "compressed-garbage": lambda b: _raw_batch(b, 3, attributes=1, payload=b"\x1f\x8bnot gzip"),
+    "compressed-unframed": lambda b: _raw_batch(
+        b, 2, attributes=4, payload=__import__("mdshell.wire.compression", fromlist=["x"])
+        .compress(4, bytes([40, 0, 0, 0]))),
+}
+
+
+@pytest.mark.parametrize("last", sorted(_LAST))
+def test_control_and_compressed_batches_in_a_run(walks: Walks, tmp_path: Path,
+                                                 last: str) -> None:
+    """Control batches (leader changes, several records in one, a value no schema reads)
+    and batches of every codec (one record, many, inside a transaction, after a snapshot)
+    among the plain ones: the run passes the control batches over and applies the
+    compressed ones itself, the compiled loop and the Python one alike, with the images,
+    control records and warnings of the walker's way; then, last, one of them that does
+    not read, which stops the file there as the walker's way stops it."""
+    from mdshell.synth.records import ControlRec
+    from mdshell.wire import control as ctl
+
+    b = three_brokers(tmp_path / "d", seed=13)
+    b.use_compression(["gzip", "none", "snappy", "lz4", "zstd", "snappy-raw", "none"])
+    b.max_records_per_batch = 7
+    b.create_topic("a", 12, 3, configs={"retention.ms": "1"})
+    for round_ in range(4):
+        for pid in range(12):
+            b.elect_leader("a", pid, (pid + round_) % 3)
+            if pid % 5 == round_:
+                b.elect_controller_leader()
+        b.control([ControlRec(ctl.KRAFT_VERSION, {"version": 0, "kRaftVersion": 0}),
+                   _ControlOf(bytes([0, 0, 0, 2]), b"\xff\xff\xff")])  # read as unknown
+        b.set_config("TOPIC", "a", "retention.ms", str(round_))
+        if round_ == 1:
+            b.snapshot()
+        with b.transaction("create"):
+            b.create_topic(f"t{round_}", 9, 2)
+    _LAST[last](b)
+    b.elect_leader("a", 0, 2)
+    b.finish()
+    d = tmp_path / "d"
+    with walks.monkeypatch.context() as m:  # the run takes each control and compressed one
+        alone: list[Any] = []  # (attributes, offset) of those read batch by batch
+        apply = replay_history.Replayer.apply
+
+        def applied(self: Any, batch: Any, *args: Any) -> None:
+            if batch.attributes & 0x27:
+                alone.append((batch.attributes, batch.base_offset))
+            apply(self, batch, *args)
+
+        real = load_module.control_entries
+
+        def read(batch: Any, file: str, out: Any) -> None:
+            # by the run, or below the start, or in a snapshot (whose reading is per file)
+            if (sys._getframe(1).f_code.co_name not in ("_passed_controls", "_below")
+                    and not file.endswith(".checkpoint")):
+                alone.append((batch.attributes, batch.base_offset))
+            real(batch, file, out)
+
+        m.setattr(replay_history.Replayer, "apply", applied)
+        m.setattr(load_module, "control_entries", read)
+        load(DirectorySource(str(d)))
+        if last == "none":
+            assert alone == []
+        else:
+            assert len(alone) == 1  # the batch that does not read, at the end
+    got = walks.agree(d)
+    said = [p[0] for p in got[0][1]]
+    assert ("corrupt" in said) == (last != "none"), said
+    controls = got[0][3]
+    assert sum(c.ctype == ctl.LEADER_CHANGE for c in controls) >= 4
+    assert any(type(c.value).__name__ == "Unknown" for c in controls)
+    whole = load(DirectorySource(str(d)))
+    assert whole.end_offset is not None
+    for upto in range(whole.end_offset - 40, whole.end_offset + 1):
         fast = _loaded(load(DirectorySource(str(d)), upto=upto))
         with walks.monkeypatch.context() as m:
             m.setattr(laidout._Fast, "of", classmethod(lambda cls, *args: None))

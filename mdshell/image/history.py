@@ -22,6 +22,8 @@ from ..wire.batch import (
     LOG_OVERHEAD,
     UNDECODABLE,
     Batch,
+    compressed_payload,
+    control_readable,
 )
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.decoding import decode_records
@@ -37,7 +39,6 @@ from .replay import ImageBuilder
 # counts, base timestamps.
 RunColumns = tuple["array[int]", "array[int]", "array[int]", "array[int]", "array[int]",
                    "array[int]", "array[int]", "array[int]", "array[int]"]
-_NOT_PLAIN = COMPRESSION_MASK | CONTROL_FLAG
 _NO_OP, _PARTITION = RecordKind.NO_OP, RecordKind.PARTITION
 _cwalk = piece("_cwalk")
 _crun = _cwalk.run if _cwalk is not None else None
@@ -143,6 +144,9 @@ class Replayer:
         self.at = -1  # apply_run: the batch being applied
         self._run_state = (0, 0)  # the compiled run's (since, applied) when applying raised
         self._listed: tuple[RunColumns, tuple[list[int], ...]] | None = None
+        # apply_run: the header-column indices of the control batches it passed over, in
+        # order, their records known to read; the caller reads them and empties the list
+        self.passed_controls: list[int] = []
         self.current: m.Image = self.builder.publish()
         self._restart()
 
@@ -177,15 +181,17 @@ class Replayer:
                   upto: int | None, skip_below: int) -> int:
         """Apply the batches ``plan[k:]`` of a clean stretch of ``data`` (their header
         fields in ``heads``, the fast walk's arrays; ``plan`` an int64 array of their
-        indices) as :meth:`apply` applies each, for as long as each is a plain one (not
-        control, not compressed; a builder without an observer, a sieve or a snapshot
-        index, which are given each batch as :meth:`apply` gives it): framed, every record
-        decoded, then applied by ``apply_decoded`` (the one replay of a batch), the one-NoOp
-        batches passed over before each done first. The compiled loop (``_cwalk.run``) does
-        the same. Returns the index in ``plan`` of the first batch it left (``len(plan)``:
-        none), which the caller applies as any batch; a batch left for a problem is left
-        whole (nothing of it applied), and applying it says what is wrong. :attr:`at`: the
-        index of the batch being applied (the one that raised, if one did)."""
+        indices) as :meth:`apply` applies each, for a builder without an observer, a sieve
+        or a snapshot index (which are given each batch as :meth:`apply` gives it): framed
+        (a compressed batch's payload decompressed first), every record decoded, then
+        applied by ``apply_decoded`` (the one replay of a batch), the one-NoOp batches
+        passed over before each done first. A control batch whose records read
+        (``control_readable``) changes nothing: its index goes to :attr:`passed_controls`
+        for the caller. The compiled loop (``_cwalk.run``) does the same. Returns the index
+        in ``plan`` of the first batch it left (``len(plan)``: none), which the caller
+        applies as any batch; a batch left for a problem is left whole (nothing of it
+        applied), and applying it says what is wrong. :attr:`at`: the index of the batch
+        being applied (the one that raised, if one did)."""
         b = self.builder
         plain = b.observer is None and b.sieve is None and b.index is None
         b.batch = None
@@ -203,14 +209,25 @@ class Replayer:
             if i - before > 1:  # the one-NoOp batches passed over before this one
                 b.pass_noops(base[i - 1], epoch[i - 1], max_ts[i - 1], upto, skip_below)
             before = i
-            if not plain or attrs[i] & _NOT_PLAIN:
+            if not plain:
                 return k
             pos = starts[i]
+            if attrs[i] & CONTROL_FLAG:  # no image change: noted for the caller
+                if not control_readable(data, pos):
+                    return k  # reading it says what is wrong
+                self.passed_controls.append(i)
+                k += 1
+                continue
+            buf, at, end = data, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length[i]
+            if attrs[i] & COMPRESSION_MASK:
+                payload = compressed_payload(data, pos)
+                if payload is None:
+                    return k  # apply_batch decompresses it again, and says what
+                buf, at, end = payload, 0, len(payload)
             try:
-                recs = framing.frame(data, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length[i],
-                                     count[i], base[i], base_ts[i],
+                recs = framing.frame(buf, at, end, count[i], base[i], base_ts[i],
                                      batch_size=LOG_OVERHEAD + length[i])
-                decoded, last = decode_records(data, recs, skip_below, upto, lazy)
+                decoded, last = decode_records(buf, recs, skip_below, upto, lazy)
             except UNDECODABLE:
                 return k  # apply_batch frames it again, and says what
             self.applied(b.apply_decoded(decoded, last, base[i] + delta[i], epoch[i],
@@ -233,7 +250,8 @@ class Replayer:
         while True:
             ctx = (b, b.image.provenance, decoding.decoders(), decoding.decoder,
                    b.apply_decoded, not b.eager, self.every, self._since, _NO_OP, _PARTITION,
-                   self, replay.HANDLERS, UNKNOWN_TAGS, b._unknown_tags)
+                   self, replay.HANDLERS, UNKNOWN_TAGS, b._unknown_tags, self.passed_controls,
+                   compressed_payload)
             try:
                 got = _crun(data, cols, plan, k, upto, skip_below, ctx)
             except BaseException:

@@ -237,10 +237,10 @@ def _apply(run: _Run, stream: BatchStream, upto: int | None, skip_below: int) ->
 
 def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None,
                    skip_below: int) -> None:
-    """A clean stretch of a segment: runs of plain one-record batches applied from the
-    header columns (``Replayer.apply_run``: no :class:`Batch`, no :class:`Located`: most
-    of a log tail), each other batch as :func:`_apply` applies one; the one-NoOp batches
-    between them passed over."""
+    """A clean stretch of a segment: its batches applied from the header columns
+    (``Replayer.apply_run``: no :class:`Batch`, no :class:`Located`), the control batches
+    it passed over read into ``run.controls`` after it, each batch it leaves as
+    :func:`_apply` applies one; the one-NoOp batches between them passed over."""
     replayer = run.replayer
     replayer.builder.file = os.path.basename(st.file)
     h, data, path = st.heads, st.data, st.file
@@ -253,7 +253,10 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
     k, n = 0, len(plan)
     while k < n:
         try:
-            k = replayer.apply_run(data, cols, plan, k, upto, skip_below)
+            try:
+                k = replayer.apply_run(data, cols, plan, k, upto, skip_below)
+            finally:
+                _passed_controls(replayer, data, starts, path, run.controls)
             if k < n and picks.on:
                 k = picks.passed(k)
             if k == n:
@@ -272,6 +275,15 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
             return
         k += 1
     st.taken = n
+
+
+def _passed_controls(replayer: Replayer, data: bytes, starts: Sequence[int], path: str,
+                     out: list[ControlEntry]) -> None:
+    """The control batches ``apply_run`` passed over (their records known to read) read
+    into ``out``, in order."""
+    for i in replayer.passed_controls:
+        control_entries(parse_header(data, starts[i]), path, out)
+    replayer.passed_controls.clear()
 
 
 class _Picks:

@@ -181,11 +181,12 @@ fail:
     return NULL;
 }
 
-/* Frame the `count` records of data[pos:end] into a buffer of Recs (grown as needed);
- * 1 when they frame, 0 when the reference must read them (it says what), -1 no memory. */
-static int frame_into(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssize_t end,
-                      long long count, int64_t base, int64_t base_ts, int64_t most, Rec **recs,
-                      Py_ssize_t *held)
+/* Frame the `count` records of data[pos:end], of a control batch (`control` 1) or a
+ * metadata batch (0), into a buffer of Recs (grown as needed); 1 when they frame, 0 when
+ * the reference must read them (it says what), -1 no memory. */
+static int frame_kind(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssize_t end,
+                      long long count, int64_t base, int64_t base_ts, int control, int64_t most,
+                      Rec **recs, Py_ssize_t *held)
 {
     if (!section_ok(at, end, size, count, base))
         return 0;
@@ -199,10 +200,18 @@ static int frame_into(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssi
         *held = (Py_ssize_t)count;
     }
     Py_ssize_t got = 0;
-    while (got < count && parse_record(buf, &at, end, base + got, base_ts, 0, most,
+    while (got < count && parse_record(buf, &at, end, base + got, base_ts, control, most,
                                        &(*recs)[got]))
         got++;
     return got == count;
+}
+
+/* frame_kind for a metadata batch. */
+static int frame_into(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssize_t end,
+                      long long count, int64_t base, int64_t base_ts, int64_t most, Rec **recs,
+                      Py_ssize_t *held)
+{
+    return frame_kind(buf, size, at, end, count, base, base_ts, 0, most, recs, held);
 }
 
 /* decode(data, pos, end, count, base, base_ts, lo, hi, batch_size, ctx) -> (decoded, last)
@@ -433,10 +442,13 @@ done:
  * transaction marker, given to its handler; ``applied`` counts them, for
  * builder.records_applied), apply_decoded itself for the rest of the batch from the first
  * other record. ctx: (builder, provenance, decoders, decoder_fn, apply, lazy, every, since,
- * noop_key, partition_key, replayer, handlers, unknown_key, unknown_tags).
+ * noop_key, partition_key, replayer, handlers, unknown_key, unknown_tags, controls,
+ * payload_fn). A control batch is passed over, its index appended to the list `controls`
+ * (pass_control); a compressed batch's records are read from payload_fn(data, start), its
+ * records section decompressed (None: left to Python).
  * It stops at the first batch it leaves to Python (why 0: k is its index, the NoOps before
- * it passed over already, nothing of it applied; k == len(plan): none left): a control or
- * compressed batch, or one whose records the reference must read (it says what is wrong), or
+ * it passed over already, nothing of it applied; k == len(plan): none left): one whose
+ * records the reference must read (it says what is wrong), or
  * after a batch that makes a history mark due (why 1: k is that batch's index). None for
  * arguments it does not take (the Python loop runs). An exception of applying propagates,
  * with replayer.at naming its batch and (since, applied) left in replayer._run_state. */
@@ -705,10 +717,64 @@ static int txn_keep(PyObject *b, PyObject *decoded)
     return got;
 }
 
+/* A control batch of the run, h's batch i, passed over as the reference passes it: its
+ * records framed (control records: each with a key) and each key long enough to hold the
+ * control type (frames.control_type's rule), its index appended to `controls` for the
+ * caller, which reads its records (they carry no image change). 1 when noted, 0 when the
+ * reference must read it (it says what is wrong; a compressed control batch, which Kafka
+ * never writes, too), -1 on error. */
+static int pass_control(const uint8_t *buf, Py_ssize_t size, const Columns *h, Py_ssize_t i,
+                        Rec **recs, Py_ssize_t *held, PyObject *controls)
+{
+    if (h->attrs[i] & 0x07)
+        return 0;
+    int framed = frame_kind(buf, size, (Py_ssize_t)h->starts[i] + HEADER_SIZE,
+                            (Py_ssize_t)(h->starts[i] + LOG_OVERHEAD + h->length[i]),
+                            h->count[i], h->base[i], h->base_ts[i], 1,
+                            LOG_OVERHEAD + (int64_t)h->length[i], recs, held);
+    if (framed <= 0)
+        return framed;
+    for (int32_t j = 0; j < h->count[i]; j++)
+        if ((*recs)[j].kend - (*recs)[j].kpos < 4)
+            return 0;
+    PyObject *at = PyLong_FromSsize_t(i);
+    int bad = at == NULL || PyList_Append(controls, at) < 0;
+    Py_XDECREF(at);
+    return bad ? -1 : 1;
+}
+
+/* The records section of the compressed batch at `start` of data, decompressed by
+ * payload_fn(data, start) (a bytes object, or None when it does not decompress) into
+ * *payload (a new reference). 1 when there, 0 when the reference must read the batch
+ * (None), -1 on error. */
+static int decompressed(PyObject *payload_fn, PyObject *data, int64_t start,
+                        PyObject **payload)
+{
+    PyObject *at = PyLong_FromLongLong(start);
+    if (at == NULL)
+        return -1;
+    PyObject *args[2] = {data, at};
+    PyObject *got = PyObject_Vectorcall(payload_fn, args, 2, NULL);
+    Py_DECREF(at);
+    if (got == NULL)
+        return -1;
+    if (got == Py_None) {
+        Py_DECREF(got);
+        return 0;
+    }
+    if (!PyBytes_CheckExact(got)) {
+        Py_DECREF(got);
+        PyErr_SetString(PyExc_TypeError, "a decompressed payload is bytes");
+        return -1;
+    }
+    *payload = got;
+    return 1;
+}
+
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[6]) ||
-        PyTuple_GET_SIZE(args[6]) != 14)
+        PyTuple_GET_SIZE(args[6]) != 16)
         Py_RETURN_NONE;
     PyObject *data = args[0], *ctx = args[6];
     PyObject *b = PyTuple_GET_ITEM(ctx, 0), *prov = PyTuple_GET_ITEM(ctx, 1);
@@ -716,7 +782,8 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *apply = PyTuple_GET_ITEM(ctx, 4), *replayer = PyTuple_GET_ITEM(ctx, 10);
     PyObject *handlers = PyTuple_GET_ITEM(ctx, 11), *unknown_key = PyTuple_GET_ITEM(ctx, 12);
     PyObject *unknown_tags = PyTuple_GET_ITEM(ctx, 13);
-    if (!PyDict_Check(decoders) || !PyDict_Check(handlers))
+    PyObject *controls = PyTuple_GET_ITEM(ctx, 14), *payload_fn = PyTuple_GET_ITEM(ctx, 15);
+    if (!PyDict_Check(decoders) || !PyDict_Check(handlers) || !PyList_Check(controls))
         Py_RETURN_NONE;
     int lazy = PyObject_IsTrue(PyTuple_GET_ITEM(ctx, 5));
     Py_ssize_t k = PyLong_AsSsize_t(args[3]);
@@ -757,6 +824,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Prov pv = {0, 0, 0, 0};
     Py_ssize_t before = k > 0 && k <= n ? (Py_ssize_t)plan[k - 1] : -1;
     Plain plain = {b, handlers, decoders, decoder_fn, unknown_key, unknown_tags, &found};
+    PyObject *payload = NULL;  /* the decompressed records of the batch being applied */
     /* Whether the builder is outside a metadata transaction: read again after each call of
      * apply_decoded, the only code here that applies a transaction's markers (handlers
      * never do) */
@@ -776,12 +844,33 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 pv = (Prov){1, h.base[j], h.epoch[j], h.max_ts[j]};
         }
         before = i;
-        if (h.attrs[i] & 0x27)
-            break;  /* compressed or control: Python's */
+        Py_CLEAR(payload);
+        if (h.attrs[i] & 0x20) {  /* a control batch: its place noted for the caller */
+            int noted = pass_control(buf, size, &h, i, &recs, &held, controls);
+            if (noted < 0)
+                goto fail;
+            if (!noted)
+                break;  /* the reference reads it, and says what */
+            continue;
+        }
+        /* the batch's records: in data, or its payload decompressed */
+        PyObject *bdata = data;
+        const uint8_t *bbuf = buf;
+        Py_ssize_t bsize = size, at = (Py_ssize_t)h.starts[i] + HEADER_SIZE;
+        Py_ssize_t bend = (Py_ssize_t)(h.starts[i] + LOG_OVERHEAD + h.length[i]);
+        if (h.attrs[i] & 0x07) {
+            int got = decompressed(payload_fn, data, h.starts[i], &payload);
+            if (got < 0)
+                goto fail;
+            if (!got)
+                break;  /* the reference decompresses it, and says what is wrong */
+            bdata = payload;
+            bbuf = (const uint8_t *)PyBytes_AS_STRING(payload);
+            bsize = bend = PyBytes_GET_SIZE(payload);
+            at = 0;
+        }
         int64_t b0 = h.base[i], end_off = h.base[i] + h.delta[i];
-        int framed = frame_into(buf, size, (Py_ssize_t)h.starts[i] + HEADER_SIZE,
-                                (Py_ssize_t)(h.starts[i] + LOG_OVERHEAD + h.length[i]),
-                                h.count[i], b0, h.base_ts[i],
+        int framed = frame_into(bbuf, bsize, at, bend, h.count[i], b0, h.base_ts[i],
                                 LOG_OVERHEAD + (int64_t)h.length[i], &recs, &held);
         if (framed < 0)
             goto fail;
@@ -793,10 +882,10 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
              * partition change read from its bytes and applied by the handler's own code,
              * a record of another kind by its compiled decoder into its handler; either
              * may leave it to decode_batch below */
-            int counted_one = 0, got = apply_bytes(&plain, buf, r0, &counted_one);
+            int counted_one = 0, got = apply_bytes(&plain, bbuf, r0, &counted_one);
             if (!got && r0->key != noop_key && r0->key != partition_key &&
                     (r0->key < 23 || r0->key > 25))  /* not a transaction's marker */
-                got = apply_one(&plain, buf, r0, &counted_one);
+                got = apply_one(&plain, bbuf, r0, &counted_one);
             if (got < 0) {
                 applied_here += counted_one;  /* reached before it failed */
                 goto fail;
@@ -812,7 +901,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         int64_t last;
         if (free_of_txn) {  /* the batch's records applied one by one, if it takes them */
             long long reached = 0;
-            int direct = apply_direct(&plain, data, recs, (Py_ssize_t)h.count[i], lo, hi, lazy,
+            int direct = apply_direct(&plain, bdata, recs, (Py_ssize_t)h.count[i], lo, hi, lazy,
                                       noop_key, partition_key, &reached, &last);
             applied_here += reached;
             if (direct < 0)
@@ -825,7 +914,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto counted;
             }
         }
-        PyObject *decoded = decode_batch(data, recs, (Py_ssize_t)h.count[i], lo, hi, decoders,
+        PyObject *decoded = decode_batch(bdata, recs, (Py_ssize_t)h.count[i], lo, hi, decoders,
                                          decoder_fn, lazy, noop_key, partition_key, &last);
         if (decoded == NULL)
             goto fail;
@@ -906,6 +995,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
     }
+    Py_XDECREF(payload);
     PyMem_Free(recs);
     PyBuffer_Release(&planv);
     columns_release(&h);
@@ -915,6 +1005,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(nLLi)", k, since, applied_here, why);
 fail:
     plan_at = k < n ? plan[k] : -1;
+    Py_XDECREF(payload);
     PyMem_Free(recs);
     PyBuffer_Release(&planv);
     columns_release(&h);

@@ -171,6 +171,34 @@ def is_noop_batch(buf: bytes, pos: int) -> bool:
     return noop_section(bytes(buf[pos + HEADER_SIZE:end]))
 
 
+def control_readable(buf: bytes, pos: int) -> bool:
+    """Whether the control batch at ``pos`` (whole in ``buf``) gives its control records
+    without an error: uncompressed (as Kafka writes them), its records framed, each key long
+    enough to hold a control type (``frames.control_type``'s rule; a value that does not
+    decode is kept as unknown, not refused). The compiled replay's ``pass_control`` is
+    this rule in C; a reader may then take the records later, knowing they read."""
+    batch = parse_header(buf, pos)
+    if batch.compression:
+        return False
+    try:
+        records = records_in(buf, pos + HEADER_SIZE, pos + batch.size, batch.count,
+                             batch.base_offset, batch.base_timestamp, True, batch.size)
+    except UNDECODABLE:
+        return False
+    return all(r.key is not None and len(r.key) >= 4 for r in records)
+
+
+def compressed_payload(buf: bytes, pos: int) -> bytes | None:
+    """The records section of the compressed batch at ``pos`` (whole in ``buf``),
+    decompressed (bounded as :func:`.compression.decompress` bounds it); None when it does
+    not decompress (reading the batch again says why)."""
+    try:
+        payload, _, _ = parse_header(buf, pos).payload()
+    except UNDECODABLE:
+        return None
+    return bytes(payload)
+
+
 # ---------------------------------------------------------------- writing
 
 
