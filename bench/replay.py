@@ -12,7 +12,7 @@ Directories (written once by ``mdshell.synth`` into ``--out``, default bench/out
 - ``1M-log``: 1M partitions made by the log from offset 0 (no snapshot; a batch per topic,
   101 records): history marks every 1,000 records all along.
 - ``mixed``: a tail as large as ``tail``'s with every kind of change (issue 33); ``snap-100k``
-  its snapshot alone.
+  its snapshot alone; ``mixed-lz4`` the same tail with every data batch compressed.
 - ``kafka-1M-small`` / ``kafka-1M-big``: a 1M-partition snapshot written by Kafka's own code
   (``bench/KafkaSnapshot.java`` on Kafka 4.4.0's jars: needs Java and Maven, as the tests),
   in batches of at most 100 kB and of 8 MiB: an encoder other than mdshell's.
@@ -64,6 +64,16 @@ DIRS = {
               "leader-election=40,isr-shrink=20,isr-expand=20,topic-config=20,"
               "broker-config=10,producer-ids=10,broker-restart=20,create-topic=1,"
               "delete-topic=1,quota=10,acl=20,scram=10,token=10,reassign=10,elr=10"],
+    # `mixed` with every data batch compressed (lz4): a tail no Kafka writes (its metadata
+    # log is uncompressed) but the format allows, the compiled replay's compressed path
+    "mixed-lz4": [*CLUSTER, "--topics", "1000", "--history-changes", "200000",
+                  "--noops-per-change", "1", "--snapshot-at", "setup", "--log-from",
+                  "snapshot", "--segment-bytes", "104857600", "--seed", "3",
+                  "--created-partitions", "50-150", "--max-records-per-batch", "100",
+                  "--compression", "lz4", "--mix",
+                  "leader-election=40,isr-shrink=20,isr-expand=20,topic-config=20,"
+                  "broker-config=10,producer-ids=10,broker-restart=20,create-topic=1,"
+                  "delete-topic=1,quota=10,acl=20,scram=10,token=10,reassign=10,elr=10"],
     # the 100k-partition snapshot of `tail` and `mixed` alone: what their tails are held to
     "snap-100k": [*CLUSTER, "--topics", "1000", "--history-changes", "1", "--snapshot-at",
                   "setup", "--log-from", "snapshot"],

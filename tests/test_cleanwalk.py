@@ -21,6 +21,7 @@ from mdshell.problems import SourceError
 from mdshell.session import load
 from mdshell.source import DirectorySource, cleanwalk, laidout
 from mdshell.source.logscan import iter_log
+from mdshell.source.walker import iter_batches
 from mdshell.synth import Scenario, generate
 from mdshell.synth.batches import metadata_batch
 from mdshell.wire import decoding, framing
@@ -583,48 +584,101 @@ def _raw_batch(b: Any, count: int, **fields: Any) -> None:
     b.log._advance(count, ts)
 
 
+def _compressed(codec: int, section: bytes) -> bytes:
+    from mdshell.wire import compression
+
+    return compression.compress(codec, section)
+
+
+def _long_record(b: Any) -> None:
+    """A record longer than its (compressed) batch: Kafka's reader refuses it."""
+    from mdshell.synth.batches import codec_named
+    from mdshell.synth.records import meta
+
+    b.append([meta("ConfigRecord", 0, resourceType=2, resourceName="a", name="x",
+                   value="v" * 3000)], codec=codec_named("gzip"))
+
+
 _LAST = {
     "none": lambda b: None,
     # a control batch whose records do not read: a key without a control type, records
-    # that do not frame; a compressed batch that does not decompress, or whose records
-    # do not frame once decompressed
+    # that do not frame; a compressed batch that does not decompress, whose records do not
+    # frame once decompressed, or whose record is longer than the batch
     "control-short-key": lambda b: b.control([_ControlOf(b"\0\0", b"\0\0")]),
     "control-unframed": lambda b: _raw_batch(b, 2, attributes=0x20, payload=bytes([9, 1, 2])),
     "compressed-garbage": lambda b: _raw_batch(b, 3, attributes=1, payload=b"\x1f\x8bnot gzip"),
-    "compressed-unframed": lambda b: _raw_batch(
-        b, 2, attributes=4, payload=__import__("mdshell.wire.compression", fromlist=["x"])
-        .compress(4, bytes([40, 0, 0, 0]))),
+    "compressed-unframed": lambda b: _raw_batch(b, 2, attributes=4,
+                                                payload=_compressed(4, bytes([40, 0, 0, 0]))),
+    "compressed-long-record": _long_record,
 }
+
+
+class _RunSeen:
+    """What the compiled run loop took itself: its calls (each must take its arguments),
+    the control batches it passed over and the payloads it asked for."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = self.declined = self.controls = self.payloads = 0
+        real = replay_history._crun
+        if real is None:
+            return
+
+        def counted(*args: Any) -> Any:
+            ctx = args[6]
+            before = len(ctx[14])
+
+            def payload(data: bytes, pos: int) -> Any:
+                self.payloads += 1
+                return ctx[15](data, pos)
+
+            try:
+                got = real(*args[:6], (*ctx[:15], payload))
+            finally:
+                self.controls += len(ctx[14]) - before
+            self.calls += 1
+            self.declined += got is None
+            return got
+
+        monkeypatch.setattr(replay_history, "_crun", counted)
 
 
 @pytest.mark.parametrize("last", sorted(_LAST))
 def test_control_and_compressed_batches_in_a_run(walks: Walks, tmp_path: Path,
                                                  last: str) -> None:
     """Control batches (leader changes, several records in one, a value no schema reads)
-    and batches of every codec (one record, many, inside a transaction, after a snapshot)
-    among the plain ones: the run passes the control batches over and applies the
-    compressed ones itself, the compiled loop and the Python one alike, with the images,
-    control records and warnings of the walker's way; then, last, one of them that does
-    not read, which stops the file there as the walker's way stops it."""
-    from mdshell.synth.records import ControlRec
+    and batches of every codec (one record, several outside a transaction, many inside one,
+    after a snapshot) among the plain ones: the run passes the control batches over and
+    applies the compressed ones itself, the compiled loop and the Python one alike, with
+    the images, control records and warnings of the walker's way. A compressed control
+    batch (Kafka writes none) is read batch by batch. Then, last, a batch that does not
+    read, which stops the file there as the walker's way stops it."""
+    from mdshell.synth.records import ControlRec, meta
     from mdshell.wire import control as ctl
+    from mdshell.wire.batch import RecordSpec, encode_record
 
     b = three_brokers(tmp_path / "d", seed=13)
     b.use_compression(["gzip", "none", "snappy", "lz4", "zstd", "snappy-raw", "none"])
     b.max_records_per_batch = 7
     b.create_topic("a", 12, 3, configs={"retention.ms": "1"})
+    version = ControlRec(ctl.KRAFT_VERSION, {"version": 0, "kRaftVersion": 0})
+    elections = 0
     for round_ in range(4):
         for pid in range(12):
             b.elect_leader("a", pid, (pid + round_) % 3)
             if pid % 5 == round_:
                 b.elect_controller_leader()
-        b.control([ControlRec(ctl.KRAFT_VERSION, {"version": 0, "kRaftVersion": 0}),
-                   _ControlOf(bytes([0, 0, 0, 2]), b"\xff\xff\xff")])  # read as unknown
-        b.set_config("TOPIC", "a", "retention.ms", str(round_))
+                elections += 1
+        b.control([version, _ControlOf(bytes([0, 0, 0, ctl.KRAFT_VOTERS]), b"\xff\xff\xff")])
+        b.append([meta("ConfigRecord", 0, resourceType=2, resourceName="a", name=f"k{i}",
+                       value=str(round_)) for i in range(3)]
+                 + [meta("ProducerIdsRecord", 0, brokerId=1, brokerEpoch=b._broker_epoch(1),
+                         nextProducerId=1000 * (round_ + 1))])  # several, no transaction
         if round_ == 1:
             b.snapshot()
         with b.transaction("create"):
             b.create_topic(f"t{round_}", 9, 2)
+    _raw_batch(b, 1, attributes=0x21, payload=_compressed(1, encode_record(
+        RecordSpec(0, 0, version.value(), key=version.key_bytes()))))
     _LAST[last](b)
     b.elect_leader("a", 0, 2)
     b.finish()
@@ -649,17 +703,27 @@ def test_control_and_compressed_batches_in_a_run(walks: Walks, tmp_path: Path,
 
         m.setattr(replay_history.Replayer, "apply", applied)
         m.setattr(load_module, "control_entries", read)
+        seen = _RunSeen(m)
         load(DirectorySource(str(d)))
-        if last == "none":
-            assert alone == []
-        else:
-            assert len(alone) == 1  # the batch that does not read, at the end
+    assert [a for a, _ in alone[:1]] == [0x21]  # the compressed control batch
+    assert len(alone) == (1 if last == "none" else 2)  # and the one that does not read
+    if replay_history._crun is not None:  # the compiled loop took every other one
+        start = DirectorySource(str(d)).snapshots()[-1].end_offset
+        tail = [bt for seg in _segments(d)
+                for bt in iter_batches(str(seg), seg.read_bytes(), []) if bt.base_offset >= start]
+        assert seen.calls and not seen.declined
+        controls = sum(bt.attributes & 0x27 == 0x20 for bt in tail)
+        compressed = sum(0 < bt.attributes & 0x27 < 8 for bt in tail)
+        # every one but the batch that does not read (which the compiled loop leaves)
+        assert seen.controls == controls - last.startswith("control") >= 4
+        assert seen.payloads in (compressed, compressed + 1) and seen.payloads >= 20
     got = walks.agree(d)
     said = [p[0] for p in got[0][1]]
     assert ("corrupt" in said) == (last != "none"), said
     controls = got[0][3]
-    assert sum(c.ctype == ctl.LEADER_CHANGE for c in controls) >= 4
-    assert any(type(c.value).__name__ == "Unknown" for c in controls)
+    assert sum(c.ctype == ctl.LEADER_CHANGE for c in controls) == elections + 1  # + the first
+    assert sum(c.ctype == ctl.KRAFT_VERSION for c in controls) == 5
+    assert sum(type(c.value).__name__ == "Unknown" for c in controls) == 4
     whole = load(DirectorySource(str(d)))
     assert whole.end_offset is not None
     for upto in range(whole.end_offset - 40, whole.end_offset + 1):

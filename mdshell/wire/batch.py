@@ -193,10 +193,15 @@ def compressed_payload(buf: bytes, pos: int) -> bytes | None:
     decompressed (bounded as :func:`.compression.decompress` bounds it); None when it does
     not decompress (reading the batch again says why)."""
     try:
-        payload, _, _ = parse_header(buf, pos).payload()
+        (length,) = _LENGTH_AT.unpack_from(buf, pos + 8)
+        (attributes,) = _ATTRIBUTES_AT.unpack_from(buf, pos + CRC_START)
+        section = buf[pos + HEADER_SIZE:pos + LOG_OVERHEAD + length]
+        return compression.decompress(attributes & COMPRESSION_MASK, section)
     except UNDECODABLE:
         return None
-    return bytes(payload)
+
+
+_LENGTH_AT, _ATTRIBUTES_AT = struct.Struct(">i"), struct.Struct(">h")
 
 
 # ---------------------------------------------------------------- writing

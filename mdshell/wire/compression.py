@@ -70,8 +70,9 @@ def _over(name: str, limit: int) -> str:
 def _bounded(name: str, module: Any, data: bytes, limit: int) -> bytes:
     """``module.decompress_into`` a buffer of at most ``limit + 1`` bytes: the work and the
     memory stop there, whatever the payload claims. A small buffer first (most batches are
-    small), then the largest."""
-    size = min(limit + 1, max(1 << 16, 32 * len(data)))
+    small: a buffer zeroed for each of a log's one-record batches costs more than their
+    decompression), then the largest."""
+    size = min(limit + 1, max(1 << 10, 16 * len(data)))
     while True:
         out = bytearray(size)
         try:
@@ -119,7 +120,7 @@ def decompress(codec: int, data: bytes, limit: int = RECORDS_MAX) -> bytes:
             if cramjam.snappy.decompress_raw_len(data) > limit:
                 raise CompressionError(_over(name, limit))
             return bytes(cramjam.snappy.decompress_raw(data))
-        module = {GZIP: cramjam.gzip, LZ4: cramjam.lz4, ZSTD: cramjam.zstd}.get(codec)
+        module = _MODULES.get(codec) or _modules(cramjam).get(codec)
         if module is not None:
             return _bounded(name, module, data, limit)
     except CompressionError:
@@ -127,6 +128,14 @@ def decompress(codec: int, data: bytes, limit: int = RECORDS_MAX) -> bytes:
     except Exception as e:  # cramjam raises its own DecompressionError
         raise CompressionError(f"{name} payload does not decompress: {e}") from None
     raise CompressionError(f"unknown compression codec {codec}")
+
+
+_MODULES: dict[int, Any] = {}  # cramjam's module of each codec read by _bounded
+
+
+def _modules(cramjam: Any) -> dict[int, Any]:
+    _MODULES.update({GZIP: cramjam.gzip, LZ4: cramjam.lz4, ZSTD: cramjam.zstd})
+    return _MODULES
 
 
 def compress(codec: int, data: bytes, *, xerial: bool = True) -> bytes:
