@@ -20,6 +20,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -110,8 +112,9 @@ def _quiet(err: str) -> str:
 
 
 def _java(version: str, tool: str, main: str, args: Sequence[str], tmp: Path,
-          timeout: int = TIMEOUT) -> Run:
-    """Run a Kafka main class, with the class-data archive of (version, tool) when made.
+          timeout: int = TIMEOUT, typed: Typed | None = None) -> Run:
+    """Run a Kafka main class, with the class-data archive of (version, tool) when made;
+    ``typed``: its input typed once it has said it is ready (see :class:`Typed`).
 
     The JVM's temporary files go under ``tmp`` (removed by the caller): Kafka's shell makes a
     ``MetadataShell*`` directory in ``java.io.tmpdir`` and leaves it when it exits."""
@@ -125,6 +128,8 @@ def _java(version: str, tool: str, main: str, args: Sequence[str], tmp: Path,
         making = archive.with_suffix(f".{os.getpid()}.{os.urandom(4).hex()}.tmp")
         flags.append(f"-XX:ArchiveClassesAtExit={making}")
     cmd = [jars.java(), *flags, "-cp", jars.classpath(version), main, *args]
+    if typed is not None:
+        return typed.run(cmd, timeout)
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                              stdin=subprocess.DEVNULL)
@@ -134,6 +139,65 @@ def _java(version: str, tool: str, main: str, args: Sequence[str], tmp: Path,
     if making is not None and making.exists():
         os.replace(making, archive)
     return Run(out.returncode, out.stdout, _quiet(out.stderr))
+
+
+@dataclass(frozen=True)
+class Typed:
+    """Kafka's shell in its interactive form: ``text`` typed ``wait`` seconds after it
+    printed ``ready``; its output is what it printed between its first prompt and its last.
+
+    The one-command form prints as soon as the loader has applied the file, which can be
+    before the shell's own publisher is given the image (MetadataLoader updates the applied
+    offset, then initializes a publisher installed while it was catching up in a later
+    event): on a busy machine it prints the empty image (``NOT_LOADED``). Typed after a
+    wait, the command finds the image published."""
+
+    text: str
+    wait: float
+    ready: str = "Starting..."
+    prompt: str = ">> "
+
+    def run(self, cmd: list[str], timeout: float) -> Run:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        out: list[str] = []
+        err: list[str] = []
+        seen = threading.Event()
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                out.append(line)
+                if line.strip() == self.ready:
+                    seen.set()
+            seen.set()  # ended without it: nothing to wait for
+
+        def drain() -> None:
+            assert proc.stderr is not None
+            err.append(proc.stderr.read())
+
+        readers = [threading.Thread(target=pump, daemon=True),
+                   threading.Thread(target=drain, daemon=True)]
+        for t in readers:
+            t.start()
+        deadline = time.monotonic() + timeout
+        try:
+            if seen.wait(timeout) and proc.poll() is None:
+                time.sleep(self.wait)
+                assert proc.stdin is not None
+                proc.stdin.write(self.text)
+                proc.stdin.close()
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
+            proc.kill()
+            proc.wait()
+            return Run(-1, "".join(out), f"timed out after {timeout} s")
+        for t in readers:
+            t.join(5)
+        text = "".join(out)
+        first, last = text.find(self.prompt), text.rfind(self.prompt)
+        shown = text[first + len(self.prompt):last] if 0 <= first < last else text
+        return Run(proc.returncode, shown, _quiet("".join(err)))
 
 
 def _copy(files: Sequence[Path], tmp: Path) -> Path:
@@ -172,15 +236,21 @@ def shell_tree(version: str, files: Sequence[Path], fresh: bool = False) -> Run:
         return found
     with tempfile.TemporaryDirectory(prefix="mdshell-oracle-") as tmp:
         target = _copy(files, Path(tmp))
-        timeouts = 0
+        timeouts, early = 0, int(fresh)  # a fresh run is one for a lost race: typed
+        limit = TIMEOUT + TIMEOUT_PER_MB * target.stat().st_size // 1_000_000
         for _ in range(SHELL_TRIES):
-            run = _java(version, "shell", SHELL_MAIN, ["-s", str(target), "tree", "/image"],
-                        Path(tmp), TIMEOUT + TIMEOUT_PER_MB * target.stat().st_size // 1_000_000)
+            if early:  # it printed before its image was published: typed, after a wait
+                run = _java(version, "shell", SHELL_MAIN, ["-s", str(target)], Path(tmp),
+                            limit, Typed("tree /image\nexit\n", min(8.0, 0.5 * 2 ** early)))
+            else:
+                run = _java(version, "shell", SHELL_MAIN, ["-s", str(target), "tree", "/image"],
+                            Path(tmp), limit)
             timeouts += run.rc == -1
             if run.rc == -1 and timeouts < SHELL_TIMEOUT_TRIES:
                 continue  # Kafka's intermittent hang, or a busy machine
             if run.rc != 0 or NOT_LOADED not in run.out:
                 break
+            early += 1
     if run.rc == -1 or (run.rc == 0 and NOT_LOADED in run.out):
         return run  # never loaded or hung every time: not kept, the next run tries again
     return _store(key, run)
