@@ -37,6 +37,11 @@ MAX_LEVEL = {jars.KAFKA_37: 19, jars.KAFKA_4: 31}
 # The oldest each reads: Kafka 4 dropped metadata.version below 3.3-IV3 (level 7).
 MIN_LEVEL = {jars.KAFKA_37: 1, jars.KAFKA_4: 7}
 NOT_LOADED = "offset -1, epoch -1"  # provenance of a shell that printed before loading
+# What the interactive shell says when asked before its publisher was given an image
+UNPUBLISHED = "org.apache.kafka.image.node.MetadataNode.print"
+# The judges whose interactive shell shows the image (3.7.2's shows the empty image however
+# long it waits: its lost races are only run again, in the one-command form)
+TYPED = {jars.KAFKA_4}
 SHELL_TRIES = 8  # MetadataShell may print before its loader published: bounded retries
 # Kafka's shell also hangs now and then on files it reads fine on other runs (seen on a
 # 607-byte 3.4 log with 3.7.2: 1 run in 4 never ends). A time-out is retried this many times
@@ -150,7 +155,9 @@ class Typed:
     before the shell's own publisher is given the image (MetadataLoader updates the applied
     offset, then initializes a publisher installed while it was catching up in a later
     event): on a busy machine it prints the empty image (``NOT_LOADED``). Typed after a
-    wait, the command finds the image published."""
+    wait, the command finds the image published; asked still too early, the interactive
+    shell fails on the missing image and exits 1 (:func:`_unpublished`), and is run again
+    with a longer wait."""
 
     text: str
     wait: float
@@ -238,8 +245,10 @@ def shell_tree(version: str, files: Sequence[Path], fresh: bool = False) -> Run:
         target = _copy(files, Path(tmp))
         timeouts, early = 0, int(fresh)  # a fresh run is one for a lost race: typed
         limit = TIMEOUT + TIMEOUT_PER_MB * target.stat().st_size // 1_000_000
+        asked_early = False  # the last run was typed, and found no image yet
         for _ in range(SHELL_TRIES):
-            if early:  # it printed before its image was published: typed, after a wait
+            typed = early > 0 and version in TYPED  # printed before its image was published
+            if typed:
                 run = _java(version, "shell", SHELL_MAIN, ["-s", str(target)], Path(tmp),
                             limit, Typed("tree /image\nexit\n", min(8.0, 0.5 * 2 ** early)))
             else:
@@ -248,12 +257,23 @@ def shell_tree(version: str, files: Sequence[Path], fresh: bool = False) -> Run:
             timeouts += run.rc == -1
             if run.rc == -1 and timeouts < SHELL_TIMEOUT_TRIES:
                 continue  # Kafka's intermittent hang, or a busy machine
-            if run.rc != 0 or NOT_LOADED not in run.out:
+            asked_early = typed and _unpublished(run)
+            if not asked_early and (run.rc != 0 or NOT_LOADED not in run.out):
                 break
             early += 1
+    if asked_early:
+        run = Run(-1, run.out, "its image was never published while it ran")
     if run.rc == -1 or (run.rc == 0 and NOT_LOADED in run.out):
         return run  # never loaded or hung every time: not kept, the next run tries again
     return _store(key, run)
+
+
+def _unpublished(run: Run) -> bool:
+    """Whether a typed run was asked before the shell had an image at all: its command
+    fails on the missing root (``MetadataNode.print`` on null) and the shell exits 1. (The
+    one-command form of 3.7.2 fails so too, on files whose image it cannot print: that is
+    its verdict.)"""
+    return run.rc == 1 and UNPUBLISHED in run.err
 
 
 def loaded(run: Run) -> bool:
