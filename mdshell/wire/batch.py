@@ -85,7 +85,7 @@ class Batch:
         codec = self.compression
         if codec == compression.NONE:
             return self.buf, start, end
-        data = compression.decompress(codec, bytes(self.buf[start:end]))
+        data = _decompressed(codec, self.buf, start, end)
         return data, 0, len(data)
 
 
@@ -195,13 +195,19 @@ def compressed_payload(buf: bytes, pos: int) -> bytes | None:
     try:
         (length,) = _LENGTH_AT.unpack_from(buf, pos + 8)
         (attributes,) = _ATTRIBUTES_AT.unpack_from(buf, pos + CRC_START)
-        section = buf[pos + HEADER_SIZE:pos + LOG_OVERHEAD + length]
-        return compression.decompress(attributes & COMPRESSION_MASK, section)
+        return _decompressed(attributes & COMPRESSION_MASK, buf, pos + HEADER_SIZE,
+                             pos + LOG_OVERHEAD + length)
     except UNDECODABLE:
         return None
 
 
+# compressed_payload reads these two fields alone: no Batch made for a batch of the run
 _LENGTH_AT, _ATTRIBUTES_AT = struct.Struct(">i"), struct.Struct(">h")
+
+
+def _decompressed(codec: int, buf: bytes, start: int, end: int) -> bytes:
+    """``buf[start:end]``, a compressed records section, decompressed."""
+    return compression.decompress(codec, bytes(buf[start:end]))
 
 
 # ---------------------------------------------------------------- writing

@@ -120,7 +120,7 @@ def decompress(codec: int, data: bytes, limit: int = RECORDS_MAX) -> bytes:
             if cramjam.snappy.decompress_raw_len(data) > limit:
                 raise CompressionError(_over(name, limit))
             return bytes(cramjam.snappy.decompress_raw(data))
-        module = _MODULES.get(codec) or _modules(cramjam).get(codec)
+        module = {GZIP: cramjam.gzip, LZ4: cramjam.lz4, ZSTD: cramjam.zstd}.get(codec)
         if module is not None:
             return _bounded(name, module, data, limit)
     except CompressionError:
@@ -128,14 +128,6 @@ def decompress(codec: int, data: bytes, limit: int = RECORDS_MAX) -> bytes:
     except Exception as e:  # cramjam raises its own DecompressionError
         raise CompressionError(f"{name} payload does not decompress: {e}") from None
     raise CompressionError(f"unknown compression codec {codec}")
-
-
-_MODULES: dict[int, Any] = {}  # cramjam's module of each codec read by _bounded
-
-
-def _modules(cramjam: Any) -> dict[int, Any]:
-    _MODULES.update({GZIP: cramjam.gzip, LZ4: cramjam.lz4, ZSTD: cramjam.zstd})
-    return _MODULES
 
 
 def compress(codec: int, data: bytes, *, xerial: bool = True) -> bytes:
