@@ -323,6 +323,23 @@ for _name, _damage in {
     _files, _prefix = damaged_segment(_damage)
     scenario(f"6-{_name}", "6", _files, prefix=_prefix)
 
+# A record count of 0 (the CRC right; the records' bytes there or not): raft's Batch.data and
+# Batch.control refuse a batch without records ("Batch must contain at least one record"),
+# so no controller, broker or shell reads past it (Kafka 4.3.1's shell waits for ever).
+_pair = [b.record(b.topic("payments", b.OTHER_ID)),
+         b.record(b.partition(0, b.OTHER_ID), offset_delta=1)]
+_leader = {"version": 0, "leaderId": 1, "voters": [], "grantingVoters": []}
+for _name, _damage in {
+        "count-zero": b.batch(3, _pair, count=0),
+        "count-zero-no-bytes": b.batch(3, [], last_delta=1),
+        "count-zero-zstd": b.batch(3, _pair, count=0, codec=compression.ZSTD),
+        "count-zero-control": b.control_batch(3, 2, _leader, count=0)}.items():
+    _files, _prefix = damaged_segment(_damage)
+    scenario(f"6-{_name}", "6", _files, prefix=_prefix)
+scenario("6-count-zero-in-snapshot", "6",
+         {b.snapshot_name(6): GOOD + b.batch(3, _pair, count=0)},
+         target=b.snapshot_name(6), changes=None)
+
 # Bytes after the count's records (the CRC right): Kafka's reader reads the records the count
 # says and passes over the rest, so the batch is whole and applied.
 scenario("6-bytes-after-last-record", "6",

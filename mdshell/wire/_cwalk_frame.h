@@ -315,13 +315,13 @@ static int parse_record(const uint8_t *buf, Py_ssize_t *at, Py_ssize_t end, int6
 }
 
 /* Whether a batch of `count` records from `base` has offsets inside the 64-bit range (and
- * `count` is one the section of [pos, end) may hold). */
+ * `count` is one the section of [pos, end) may hold: at least 1, as Kafka's reader asks). */
 static inline int section_ok(Py_ssize_t pos, Py_ssize_t end, Py_ssize_t len, long long count,
                              int64_t base)
 {
     int64_t last;
-    return pos >= 0 && end <= len && pos <= end && count >= 0 && count <= end - pos &&
-           (count == 0 || !__builtin_add_overflow(base, (int64_t)(count - 1), &last));
+    return pos >= 0 && end <= len && pos <= end && count >= 1 && count <= end - pos &&
+           !__builtin_add_overflow(base, (int64_t)(count - 1), &last);
 }
 
 /* A tuple of `n` new references (stolen, also on failure); NULL when one is NULL or on no

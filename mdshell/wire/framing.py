@@ -23,8 +23,10 @@ and broker replays a metadata log with; record format v2):
   outside the record.
 - A varint takes at most 5 bytes and a varlong at most 10 (Kafka's ``ByteUtils`` refuses
   longer ones); their value is the low 32 (64) bits, zig-zag decoded, as Kafka reads them.
-- The section holds ``count`` records (``count`` at least 0, at most its size in bytes);
-  bytes after them are passed over, as Kafka's reader passes them over.
+- The section holds ``count`` records (``count`` at least 1, at most its size in bytes);
+  bytes after them are passed over, as Kafka's reader passes them over. A batch of no
+  records is refused: raft's ``Batch.data`` and ``Batch.control`` refuse one ("Batch must
+  contain at least one record"), so no controller, broker or shell reads past it.
 - A record's offset (base offset + its place) must be a 64-bit value: a Java reader would
   wrap it around.
 
@@ -83,10 +85,13 @@ def frame_python(buf: bytes, pos: int, end: int, count: int, base_offset: int,
         raise DecodeError(f"records section {pos}-{end} lies outside its buffer")
     if count < 0:
         raise DecodeError(f"negative record count {count}")
+    if count == 0:
+        raise DecodeError("the batch holds no records: its record count is 0, and Kafka's reader "
+                          "refuses a batch without records")
     if count > end - pos:  # every record takes several bytes: checked before any list is made
         raise DecodeError(f"record count {count} is more than the {end - pos} bytes of the "
                           "records section can hold")
-    if count and base_offset + count - 1 > INT64_MAX:
+    if base_offset + count - 1 > INT64_MAX:
         raise DecodeError(f"the offsets of {count} records from {base_offset} pass the 64-bit "
                           "range")
     out: list[Framed] = []
