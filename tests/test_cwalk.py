@@ -55,10 +55,12 @@ def _python_scan(data: bytes, pos: int, limit: int) -> Scanned:
     h = cleanwalk.heads(data, cleanwalk.batch_starts(data, pos, limit))
     good = next((i for i, (p, n, want) in enumerate(zip(h.starts, h.length, h.crc, strict=True))
                  if crc32c(data[p + wb.CRC_START:p + wb.LOG_OVERHEAD + n]) != want), len(h))
-    follows = next((i for i in range(len(h)) if h.last_delta[i] < 0 or (
+    follows = next((i for i in range(len(h)) if h.last_delta[i] < 0
+                    or h.count[i] != h.last_delta[i] + 1 or (
         i and h.base[i] != h.base[i - 1] + h.last_delta[i - 1] + 1)), len(h))
     # the rule cleanwalk's own check applies: all follow on, or not
-    assert not len(h) or (follows == len(h)) == cleanwalk._follow_on(h.base, h.last_delta)
+    assert not len(h) or (follows == len(h)) == cleanwalk._follow_on(h.base, h.last_delta,
+                                                                      h.count)
     return _columns(h), h.magic, good, follows
 
 

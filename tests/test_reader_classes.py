@@ -340,6 +340,23 @@ scenario("6-count-zero-in-snapshot", "6",
          {b.snapshot_name(6): GOOD + b.batch(3, _pair, count=0)},
          target=b.snapshot_name(6), changes=None)
 
+# A log batch spanning more or fewer offsets than it holds records (the CRC right): Kafka's
+# log validator refuses one ("Inconsistent batch offset range"), and its KRaft reader ends
+# the batch by the count while the log goes on by the delta, so its readers disagree on
+# every offset after it. A snapshot is read whatever its batches' offsets say.
+_three = [*_pair, b.record(b.partition(1, b.OTHER_ID), offset_delta=2)]
+for _name, _damage, _after in (("count-above-offsets", b.batch(3, _three, last_delta=0), True),
+                               ("count-below-offsets", b.batch(3, _pair, last_delta=4), True),
+                               ("count-below-offsets-at-end", b.batch(3, _pair, last_delta=2),
+                                False)):
+    _files, _prefix = damaged_segment(_damage, after=_after)
+    scenario(f"6-{_name}", "6", _files, prefix=_prefix)
+scenario("6-count-above-offsets-in-snapshot", "6",
+         {b.snapshot_name(7): b.control_batch(0, 3, {"version": 0, "lastContainedLogTimestamp": 0})
+          + b.values_batch(1, [b.feature(), b.topic("orders"), b.partition(0)])
+          + b.batch(4, _three, last_delta=0) + b.control_batch(5, 4, {"version": 0})},
+         target=b.snapshot_name(7), changes=None, damaged=False, checks=("sound",))
+
 # Bytes after the count's records (the CRC right): Kafka's reader reads the records the count
 # says and passes over the rest, so the batch is whole and applied.
 scenario("6-bytes-after-last-record", "6",

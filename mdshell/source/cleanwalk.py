@@ -62,8 +62,9 @@ _cwalk = piece("_cwalk")
 
 # Checks the CRC of every batch: (data, starts, lengths, CRCs) -> all right?
 CrcCheck = Callable[[bytes, "array[int]", "array[int]", "array[int]"], bool]
-# Whether offsets follow on from batch to batch: (base offsets, last offset deltas) -> bool.
-FollowOn = Callable[["array[int]", "array[int]"], bool]
+# Whether offsets follow on from batch to batch, each batch spanning as many offsets as it
+# holds records: (base offsets, last offset deltas, record counts) -> bool.
+FollowOn = Callable[["array[int]", "array[int]", "array[int]"], bool]
 
 
 class Unclean(Exception):
@@ -286,7 +287,7 @@ def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCh
     base, last_delta, epoch = h.base, h.last_delta, h.epoch
     if base[0] != follows.first:
         raise Unclean
-    if not (h.follows == n if h.follows >= 0 else follow_on(base, last_delta)):
+    if not (h.follows == n if h.follows >= 0 else follow_on(base, last_delta, h.count)):
         raise Unclean  # offsets that do not follow on (a gap, an overlap, damage)
     first_end, last_end = base[0] + last_delta[0], base[-1] + last_delta[-1]
     if base[0] < 0 or last_end > INT64_MAX or bounds(h.count)[0] < 0:
@@ -308,14 +309,17 @@ def _check(data: bytes, h: Heads, follows: Follows, upto: int | None, crc: CrcCh
     return read
 
 
-def _follow_on(base: array[int], last_delta: array[int]) -> bool:
-    """Whether each batch starts at the offset after the last of the one before, and none
-    ends before it starts. Where most batches hold one offset (a quiet log), the stretches
-    between those that hold more are compared with ranges; else each end is computed."""
+def _follow_on(base: array[int], last_delta: array[int], count: array[int]) -> bool:
+    """Whether each batch starts at the offset after the last of the one before, none ends
+    before it starts, and each holds as many records as offsets (``walker.counted``). Where
+    most batches hold one offset (a quiet log), the stretches between those that hold more
+    are compared with ranges; else each end is computed."""
     n = len(base)
     jumps = list(compress(range(n), last_delta))  # batches of more than one offset
     if jumps and min(map(last_delta.__getitem__, jumps)) < 0:
         return False
+    if count.count(1) != n - len(jumps) or any(count[j] != last_delta[j] + 1 for j in jumps):
+        return False  # a batch of one offset holds one record, the others one an offset
     if len(jumps) > n // 16:
         ends = array("q", map(add, base, last_delta))
         return base[1:] == array("q", map(add, ends[:-1], repeat(1)))

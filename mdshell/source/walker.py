@@ -147,6 +147,16 @@ def in_range(b: Batch) -> bool:
             and b.last_offset <= INT64_MAX)
 
 
+def counted(b: Batch) -> bool:
+    """Whether a log batch spans as many offsets as it holds records (its last offset delta
+    is its record count less one). Kafka writes no other: its log validator refuses such a
+    batch ("Inconsistent batch offset range"), and its KRaft reader numbers a batch's records,
+    and ends the batch, by the count while the log goes on by the delta, so no two readers
+    agree on the offsets that follow. Snapshots are not held to it: Kafka's snapshot reader
+    takes each batch's records whatever its offsets say."""
+    return b.count == b.last_offset_delta + 1
+
+
 def _not_offsets(b: Batch) -> str:
     """What is wrong with the offsets of a batch :func:`in_range` refuses."""
     if b.base_offset < 0:
@@ -257,7 +267,8 @@ def peek(data: bytes, pos: int) -> tuple[int, int] | None:
         return None
     b = parse_header(data, pos)
     if (not MIN_BATCH_LENGTH <= b.length <= MAX_BATCH_LENGTH or pos + b.size > size
-            or b.magic != 2 or not in_range(b) or not b.crc_ok() or not readable(b)):
+            or b.magic != 2 or not in_range(b) or not counted(b) or not b.crc_ok()
+            or not readable(b)):
         return None
     return b.base_offset, b.epoch
 
@@ -341,8 +352,8 @@ def iter_batches(path: str, data: bytes, problems: list[Problem],
         if MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH and end <= size:
             batch = parse_header(data, pos)
             if (batch.magic == 2 and (not check_crc or batch.crc_ok()) and (not dense or (
-                    batch.base_offset == expect and batch.epoch == prev_epoch))
-                    and in_range(batch)):
+                    batch.base_offset == expect and batch.epoch == prev_epoch
+                    and batch.count == batch.last_offset_delta + 1)) and in_range(batch)):
                 yield batch
                 expect, prev_epoch = batch.last_offset + 1, batch.epoch
                 pos = end
@@ -425,6 +436,16 @@ def _odd(path: str, name: str, data: bytes, pos: int, before: Before, check_crc:
             f"{batch.last_offset_delta}, {batch.count} records); reading of this file stops "
             "there (the file is damaged: copy it again from a healthy node)",
             path, _next(last, max(0, batch.base_offset)), pos)
+    if field is None and dense and not counted(batch):
+        return Problem(
+            "corrupt",
+            f"{name}: the batch at byte {pos} ({_after(last)}) holds {batch.count} "
+            f"record{'' if batch.count == 1 else 's'} but spans "
+            f"{batch.last_offset_delta + 1:,} offsets (base offset {batch.base_offset}, last "
+            f"offset delta {batch.last_offset_delta}); reading of this file stops there "
+            "(Kafka writes no such batch, and its reader would number what follows "
+            "differently: the file is damaged, copy it again from a healthy node)",
+            path, _next(last, batch.base_offset), pos)
     if field is None:
         return None
     return skip_of(path, name, pos, batch, before, field, None, None), end

@@ -132,11 +132,12 @@ def _heads(data: bytes, starts: array[int]) -> cleanwalk.Heads:
                            column("max_ts", "q"), column("count", "i"), h["magic"].tobytes())
 
 
-def _follow_on(base: array[int], last_delta: array[int]) -> bool:
+def _follow_on(base: array[int], last_delta: array[int], count: array[int]) -> bool:
     """:func:`cleanwalk._follow_on` with numpy."""
     b = np.frombuffer(base, np.int64)
     d = np.frombuffer(last_delta, np.int32).astype(np.int64)
-    return bool((d >= 0).all() and (b[1:] == b[:-1] + d[:-1] + 1).all())
+    c = np.frombuffer(count, np.int32).astype(np.int64)
+    return bool((d >= 0).all() and (c == d + 1).all() and (b[1:] == b[:-1] + d[:-1] + 1).all())
 
 
 def _crcs_right(data: bytes, starts: array[int], lengths: array[int],

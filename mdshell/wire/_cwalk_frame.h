@@ -74,10 +74,12 @@ static PyObject *scan(PyObject *self, PyObject *args)
         count[i] = be32(h + 57);
         if (good < 0 && crc32c(h + CRC_FROM, LOG_OVERHEAD + len[i] - CRC_FROM) != crc[i])
             good = i;
-        /* cleanwalk._follow_on's rule: no batch ends before it starts, and each starts at
-         * the offset after the last of the one before */
+        /* cleanwalk._follow_on's rule: no batch ends before it starts, each holds as many
+         * records as offsets, and each starts at the offset after the last of the one
+         * before */
         int64_t next;
-        if (follows < 0 && (delta[i] < 0 || (i > 0 && (
+        if (follows < 0 && (delta[i] < 0 || (int64_t)count[i] != (int64_t)delta[i] + 1 ||
+                (i > 0 && (
                 __builtin_add_overflow(base[i - 1], (int64_t)delta[i - 1] + 1, &next) ||
                 next != base[i]))))
             follows = i;
