@@ -351,6 +351,20 @@ for _name, _damage, _after in (("count-above-offsets", b.batch(3, _three, last_d
                                 False)):
     _files, _prefix = damaged_segment(_damage, after=_after)
     scenario(f"6-{_name}", "6", _files, prefix=_prefix)
+# A metadata frame header as Kafka's serde (AbstractApiMessageSerde.read) reads it: three
+# unsigned varints, each may be longer than it needs; the frame version must be 1, and the
+# type and version fit a short. Anything else Kafka refuses, so it reads no further.
+_body = b.topic("payments", b.OTHER_ID)[3:]
+scenario("6-frame-version-overlong", "6",
+         {SEG0: GOOD + b.batch(3, [b.record(b"\x81\x00" + uvarint(2) + uvarint(0) + _body)])
+          + b.values_batch(4, [b.noop()])}, damaged=False, checks=("sound",))
+for _name, _head in {"frame-version-0": uvarint(0) + uvarint(2) + uvarint(0),
+                     "frame-version-2": uvarint(2) + uvarint(2) + uvarint(0),
+                     "type-past-short": uvarint(1) + uvarint(2 + 2**15) + uvarint(0),
+                     "version-past-short": uvarint(1) + uvarint(2) + uvarint(2**15)}.items():
+    _files, _prefix = damaged_segment(b.batch(3, [b.record(_head + _body)]))
+    scenario(f"6-{_name}", "6", _files, prefix=_prefix)
+
 scenario("6-count-above-offsets-in-snapshot", "6",
          {b.snapshot_name(7): b.control_batch(0, 3, {"version": 0, "lastContainedLogTimestamp": 0})
           + b.values_batch(1, [b.feature(), b.topic("orders"), b.partition(0)])

@@ -35,28 +35,34 @@ class Unknown:
     reason: str
 
 
-class FrameVersion(DecodeError):
-    """A metadata frame version other than 1: a format this mdshell does not know."""
+_SHORT_MAX = 0x7FFF  # Kafka reads the frame version, type and version into a short
 
 
 def peek_frame(buf: bytes, pos: int, end: int | None = None) -> tuple[int, int, int]:
     """``(api_key, version, body_pos)`` of a metadata record value ``buf[pos:end]`` (default:
-    to the end of ``buf``). Raises :class:`FrameVersion` for a frame version other than 1,
-    and :class:`DecodeError` for a header that runs past ``end`` or a varint longer than
-    Kafka reads (Kafka's serde fails on both: damage)."""
+    to the end of ``buf``). Raises :class:`DecodeError` where Kafka's serde
+    (``AbstractApiMessageSerde.read``) fails, which is damage: a header that runs past
+    ``end``, a varint longer than 5 bytes, a frame version other than 1, a type or version
+    past 32767. Its three varints may take more bytes than they need (frame version 1 as
+    ``81 00``), as Kafka reads them."""
     end = len(buf) if end is None else min(end, len(buf))
     if pos >= end:
         raise DecodeError("an empty value (no metadata frame header)")
-    if buf[pos] != 1:
-        frame, _ = read_uvarint(buf, pos, end)
-        raise FrameVersion(f"unsupported metadata frame version {frame}")
-    if pos + 2 < end and buf[pos + 1] < 0x80 and buf[pos + 2] < 0x80:
+    if buf[pos] == 1 and pos + 2 < end and buf[pos + 1] < 0x80 and buf[pos + 2] < 0x80:
         return buf[pos + 1], buf[pos + 2], pos + 3
     try:
-        api_key, p = read_uvarint(buf, pos + 1, end)
-        version, p = read_uvarint(buf, p, end)
+        frame, p = read_uvarint(buf, pos, end)
+        if frame == 1:
+            api_key, p = read_uvarint(buf, p, end)
+            version, p = read_uvarint(buf, p, end)
     except DecodeError as e:
         raise DecodeError(f"the value's metadata frame header does not read ({e})") from None
+    if frame != 1:
+        raise DecodeError(f"metadata frame version {frame}; Kafka reads frame version 1 only"
+                          + (" (0 was KRaft's 2.8 preview)" if frame == 0 else ""))
+    if api_key > _SHORT_MAX or version > _SHORT_MAX:
+        raise DecodeError(f"the value's metadata frame header says type {api_key} version "
+                          f"{version}; Kafka reads neither past {_SHORT_MAX}")
     return api_key, version, p
 
 
@@ -69,14 +75,11 @@ PARTITION_PREFIX_SIZE = _PARTITION_PREFIX.size
 
 def decode_metadata(buf: bytes, pos: int, end: int) -> tuple[int, int, dict[str, Any] | Unknown]:
     """Decode one metadata record value occupying ``buf[pos:end]``: a dict, or
-    :class:`Unknown` for a frame, type or version this mdshell does not know (newer Kafka).
-    Raises :class:`DecodeError` when the frame header does not read inside the value, or
-    the type and version are known but the bytes are not such a record (damage: the caller
-    refuses the batch)."""
-    try:
-        api_key, version, body = peek_frame(buf, pos, end)
-    except FrameVersion as e:
-        return -1, -1, Unknown(-1, -1, bytes(buf[pos:end]), f"bad record frame: {e}")
+    :class:`Unknown` for a type or version this mdshell does not know (newer Kafka). Raises
+    :class:`DecodeError` when the frame header is not one Kafka reads (:func:`peek_frame`),
+    or the type and version are known but the bytes are not such a record (damage: the
+    caller refuses the batch)."""
+    api_key, version, body = peek_frame(buf, pos, end)
     msg = METADATA.get(api_key)
     if msg is None or not msg.valid.contains(version):
         return api_key, version, unknown(buf, pos, end, api_key, version)
