@@ -605,6 +605,12 @@ _LAST = {
     # that do not frame; a compressed batch that does not decompress, whose records do not
     # frame once decompressed, or whose record is longer than the batch
     "control-short-key": lambda b: b.control([_ControlOf(b"\0\0", b"\0\0")]),
+    # a control record Kafka's reader refuses: a key version below 0, an ABORT marker, a
+    # value of a known type that does not read
+    "control-key-version": lambda b: b.control([_ControlOf(b"\xff\xff\0\x02", b"\0\0")]),
+    "control-abort": lambda b: b.control([_ControlOf(b"\0\0\0\0", b"\0\0\0\0\0\0")]),
+    "control-value-unread": lambda b: b.control([_ControlOf(bytes([0, 0, 0, 6]),
+                                                            b"\xff\xff\xff")]),
     "control-unframed": lambda b: _raw_batch(b, 2, attributes=0x20, payload=bytes([9, 1, 2])),
     "compressed-garbage": lambda b: _raw_batch(b, 3, attributes=1, payload=b"\x1f\x8bnot gzip"),
     "compressed-unframed": lambda b: _raw_batch(b, 2, attributes=4,
@@ -632,7 +638,7 @@ class _RunSeen:
                 return ctx[15](data, pos)
 
             try:
-                got = real(*args[:6], (*ctx[:15], payload))
+                got = real(*args[:6], (*ctx[:15], payload, ctx[16]))
             finally:
                 self.controls += len(ctx[14]) - before
             self.calls += 1
@@ -645,7 +651,7 @@ class _RunSeen:
 @pytest.mark.parametrize("last", sorted(_LAST))
 def test_control_and_compressed_batches_in_a_run(walks: Walks, tmp_path: Path,
                                                  last: str) -> None:
-    """Control batches (leader changes, several records in one, a value no schema reads)
+    """Control batches (leader changes, several records in one, a type no schema has)
     and batches of every codec (one record, several outside a transaction, many inside one,
     after a snapshot) among the plain ones: the run passes the control batches over and
     applies the compressed ones itself, the compiled loop and the Python one alike, with
@@ -668,7 +674,7 @@ def test_control_and_compressed_batches_in_a_run(walks: Walks, tmp_path: Path,
             if pid % 5 == round_:
                 b.elect_controller_leader()
                 elections += 1
-        b.control([version, _ControlOf(bytes([0, 0, 0, ctl.KRAFT_VOTERS]), b"\xff\xff\xff")])
+        b.control([version, _ControlOf(bytes([0, 0, 0, 9]), b"\xff\xff\xff")])  # a newer type
         b.append([meta("ConfigRecord", 0, resourceType=2, resourceName="a", name=f"k{i}",
                        value=str(round_)) for i in range(3)]
                  + [meta("ProducerIdsRecord", 0, brokerId=1, brokerEpoch=b._broker_epoch(1),

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from mdshell.synth.records import meta
+from mdshell.synth.records import ControlRec, meta
 from mdshell.wire import compression
 
 from .fuzz import build as b
@@ -364,6 +364,25 @@ for _name, _head in {"frame-version-0": uvarint(0) + uvarint(2) + uvarint(0),
                      "version-past-short": uvarint(1) + uvarint(2) + uvarint(2**15)}.items():
     _files, _prefix = damaged_segment(b.batch(3, [b.record(_head + _body)]))
     scenario(f"6-{_name}", "6", _files, prefix=_prefix)
+
+# Control records as KRaft's reader (RecordsIterator.decodeControlRecord) reads them: it
+# refuses a negative key version, an ABORT or COMMIT marker (ordinary topics' transaction
+# markers) and a value of a known type that does not read, and passes over bytes after the
+# message. A type it does not know (a newer Kafka's) mdshell keeps raw.
+_leader_value = ControlRec(2, _leader).value()
+for _name, (_key, _value, _damaged) in {
+        "control-key-version-negative": (b"\xff\xff\x00\x02", _leader_value, True),
+        "control-abort": (b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00", True),
+        "control-commit": (b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00", True),
+        "control-leader-change-cut": (b"\x00\x00\x00\x02", _leader_value[:3], True),
+        "control-value-trailing-bytes": (b"\x00\x00\x00\x02", _leader_value + b"\x01\x02",
+                                         False),
+        "control-type-unknown": (b"\x00\x00\x00\x09", b"\x00\x00\x01", False)}.items():
+    _files, _prefix = damaged_segment(b.batch(3, [b.record(_value, key=_key)], control=True))
+    if _damaged:
+        scenario(f"6-{_name}", "6", _files, prefix=_prefix)
+    else:
+        scenario(f"6-{_name}", "6", _files, damaged=False, checks=("sound",))
 
 scenario("6-count-above-offsets-in-snapshot", "6",
          {b.snapshot_name(7): b.control_batch(0, 3, {"version": 0, "lastContainedLogTimestamp": 0})

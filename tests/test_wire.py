@@ -152,6 +152,26 @@ def test_control_records_decode_at_their_own_version() -> None:
     assert isinstance(back0, dict) and back0["voters"][0]["voterDirectoryId"] == bytes(16)
 
 
+def test_control_records_as_kafkas_reader_reads_them() -> None:
+    """Bytes after the message are passed over (Kafka's generated reader stops at the
+    message's end); a value of a known type that does not read, an ABORT or COMMIT marker
+    and a negative key version are refused; an unknown type is kept raw."""
+    from mdshell.wire.control import CONTROL, KRAFT_VERSION, LEADER_CHANGE, SNAPSHOT_HEADER
+
+    leader = codec.encode(CONTROL[LEADER_CHANGE], 0, {"version": 0, "leaderId": 3,
+                                                       "voters": [], "grantingVoters": []})
+    got = frames.decode_control(LEADER_CHANGE, leader + b"\x07\x07")
+    assert isinstance(got, dict) and got["leaderId"] == 3
+    for ctype, value in ((LEADER_CHANGE, leader[:3]), (SNAPSHOT_HEADER, b"\x00\x00\x01"),
+                         (KRAFT_VERSION, b"\x00\x00"), (0, b"\x00" * 6), (1, b"\x00" * 6)):
+        with pytest.raises(DecodeError):
+            frames.decode_control(ctype, value)
+    assert isinstance(frames.decode_control(9, b"\x00\x00\x01"), frames.Unknown)
+    assert frames.control_type(b"\x00\x01\x00\x02") == LEADER_CHANGE  # key version 1: read
+    with pytest.raises(DecodeError):
+        frames.control_type(b"\xff\xff\x00\x02")
+
+
 @pytest.mark.parametrize("codec_id", [compression.NONE, compression.GZIP, compression.SNAPPY,
                                       compression.LZ4, compression.ZSTD])
 def test_compressed_batches_round_trip(codec_id: int) -> None:

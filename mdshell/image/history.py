@@ -22,8 +22,9 @@ from ..wire.batch import (
     LOG_OVERHEAD,
     UNDECODABLE,
     Batch,
+    ControlRead,
     compressed_payload,
-    control_readable,
+    control_records,
 )
 from ..wire.codec import UNKNOWN_TAGS
 from ..wire.decoding import decode_records
@@ -144,9 +145,9 @@ class Replayer:
         self.at = -1  # apply_run: the batch being applied
         self._run_state = (0, 0)  # the compiled run's (since, applied) when applying raised
         self._listed: tuple[RunColumns, tuple[list[int], ...]] | None = None
-        # apply_run: the header-column indices of the control batches it passed over, in
-        # order, their records known to read; the caller reads them and empties the list
-        self.passed_controls: list[int] = []
+        # apply_run: the control records of each control batch it passed over, in order
+        # (``control_records``); the caller takes them and empties the list
+        self.passed_controls: list[list[ControlRead]] = []
         self.current: m.Image = self.builder.publish()
         self._restart()
 
@@ -186,7 +187,7 @@ class Replayer:
         (a compressed batch's payload decompressed first), every record decoded, then
         applied by ``apply_decoded`` (the one replay of a batch), the one-NoOp batches
         passed over before each done first. A control batch whose records read
-        (``control_readable``) changes nothing: its index goes to :attr:`passed_controls`
+        (``control_records``) changes nothing: its records go to :attr:`passed_controls`
         for the caller. The compiled loop (``_cwalk.run``) does the same. Returns the index
         in ``plan`` of the first batch it left (``len(plan)``: none), which the caller
         applies as any batch; a batch left for a problem is left whole (nothing of it
@@ -213,9 +214,10 @@ class Replayer:
                 return k
             pos = starts[i]
             if attrs[i] & CONTROL_FLAG:  # no image change: noted for the caller
-                if not control_readable(data, pos):
+                controls = control_records(data, pos)
+                if controls is None:
                     return k  # reading it says what is wrong
-                self.passed_controls.append(i)
+                self.passed_controls.append(controls)
                 k += 1
                 continue
             buf, at, end = data, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length[i]
@@ -251,7 +253,7 @@ class Replayer:
             ctx = (b, b.image.provenance, decoding.decoders(), decoding.decoder,
                    b.apply_decoded, not b.eager, self.every, self._since, _NO_OP, _PARTITION,
                    self, replay.HANDLERS, UNKNOWN_TAGS, b._unknown_tags, self.passed_controls,
-                   compressed_payload)
+                   compressed_payload, control_records)
             try:
                 got = _crun(data, cols, plan, k, upto, skip_below, ctx)
             except BaseException:

@@ -256,7 +256,7 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
             try:
                 k = replayer.apply_run(data, cols, plan, k, upto, skip_below)
             finally:
-                _passed_controls(replayer, data, starts, path, run.controls)
+                _passed_controls(replayer, path, run.controls)
             if k < n and picks.on:
                 k = picks.passed(k)
             if k == n:
@@ -277,12 +277,11 @@ def _apply_stretch(run: _Run, stream: BatchStream, st: Stretch, upto: int | None
     st.taken = n
 
 
-def _passed_controls(replayer: Replayer, data: bytes, starts: Sequence[int], path: str,
-                     out: list[ControlEntry]) -> None:
-    """The control batches ``apply_run`` passed over (their records known to read) read
-    into ``out``, in order."""
-    for i in replayer.passed_controls:
-        control_entries(parse_header(data, starts[i]), path, out)
+def _passed_controls(replayer: Replayer, path: str, out: list[ControlEntry]) -> None:
+    """The control records of the control batches ``apply_run`` passed over (read as it
+    passed them) added to ``out``, in order."""
+    for controls in replayer.passed_controls:
+        out.extend(ControlEntry(*c, path) for c in controls)
     replayer.passed_controls.clear()
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..problems import Problem, SourceError
 from ..wire import frames
-from ..wire.batch import Batch, iter_records
+from ..wire.batch import Batch, read_controls
 from ..wire.crc import crc32c
 from .info import LogInfo, QuorumInfo
 from .layout import Checkpoint, Layout, Segment
@@ -83,12 +83,9 @@ def undecodable(loc: Located, e: Exception) -> Problem:
 
 
 def control_entries(batch: Batch, file: str, out: list[ControlEntry]) -> None:
-    """Decode the control records of a control batch into ``out`` (raises like the codec
-    on records that do not decode)."""
-    for rec in iter_records(batch):
-        ctype = frames.control_type(rec.key)
-        out.append(ControlEntry(rec.offset, batch.epoch, rec.timestamp, ctype,
-                                frames.decode_control(ctype, rec.value), file))
+    """Decode the control records of a control batch into ``out`` (raises where Kafka's
+    reader fails: ``wire.batch.read_controls``)."""
+    out.extend(ControlEntry(*c, file) for c in read_controls(batch))
 
 
 @dataclass(slots=True)

@@ -443,9 +443,10 @@ done:
  * builder.records_applied), apply_decoded itself for the rest of the batch from the first
  * other record. ctx: (builder, provenance, decoders, decoder_fn, apply, lazy, every, since,
  * noop_key, partition_key, replayer, handlers, unknown_key, unknown_tags, controls,
- * payload_fn). A control batch is passed over, its index appended to the list `controls`
- * (pass_control); a compressed batch's records are read from payload_fn(data, start), its
- * records section decompressed (None: left to Python).
+ * payload_fn, control_fn). A control batch is passed over, its control records
+ * (control_fn(data, start)) appended to the list `controls` (pass_control); a compressed
+ * batch's records are read from payload_fn(data, start), its records section decompressed
+ * (None: left to Python).
  * It stops at the first batch it leaves to Python (why 0: k is its index, the NoOps before
  * it passed over already, nothing of it applied; k == len(plan): none left): one whose
  * records the reference must read (it says what is wrong), or
@@ -718,28 +719,30 @@ static int txn_keep(PyObject *b, PyObject *decoded)
 }
 
 /* A control batch of the run, h's batch i, passed over as the reference passes it: its
- * records framed (control records: each with a key) and each key long enough to hold the
- * control type (frames.control_type's rule), its index appended to `controls` for the
- * caller, which reads its records (they carry no image change). 1 when noted, 0 when the
- * reference must read it (it says what is wrong; a compressed control batch, which Kafka
- * never writes, too), -1 on error. */
-static int pass_control(const uint8_t *buf, Py_ssize_t size, const Columns *h, Py_ssize_t i,
-                        Rec **recs, Py_ssize_t *held, PyObject *controls)
+ * control records read by control_fn(data, start) (wire.batch.control_records: a list, or
+ * None when they do not read as Kafka's reader reads them) and appended to `controls` for
+ * the caller (they carry no image change). 1 when noted, 0 when the reference must read
+ * it (it says what is wrong; a compressed control batch, which Kafka never writes, too), -1
+ * on error. */
+static int pass_control(PyObject *control_fn, PyObject *data, int64_t start,
+                        PyObject *controls)
 {
-    if (h->attrs[i] & 0x07)
+    PyObject *at = PyLong_FromLongLong(start);
+    if (at == NULL)
+        return -1;
+    PyObject *args[2] = {data, at};
+    PyObject *got = PyObject_Vectorcall(control_fn, args, 2, NULL);
+    Py_DECREF(at);
+    if (got == NULL)
+        return -1;
+    if (got == Py_None) {
+        Py_DECREF(got);
         return 0;
-    int framed = frame_kind(buf, size, (Py_ssize_t)h->starts[i] + HEADER_SIZE,
-                            (Py_ssize_t)(h->starts[i] + LOG_OVERHEAD + h->length[i]),
-                            h->count[i], h->base[i], h->base_ts[i], 1,
-                            LOG_OVERHEAD + (int64_t)h->length[i], recs, held);
-    if (framed <= 0)
-        return framed;
-    for (int32_t j = 0; j < h->count[i]; j++)
-        if ((*recs)[j].kend - (*recs)[j].kpos < 4)
-            return 0;
-    PyObject *at = PyLong_FromSsize_t(i);
-    int bad = at == NULL || PyList_Append(controls, at) < 0;
-    Py_XDECREF(at);
+    }
+    int bad = !PyList_CheckExact(got) || PyList_Append(controls, got) < 0;
+    if (bad && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "control records are a list");
+    Py_DECREF(got);
     return bad ? -1 : 1;
 }
 
@@ -774,7 +777,7 @@ static int decompressed(PyObject *payload_fn, PyObject *data, int64_t start,
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(args[6]) ||
-        PyTuple_GET_SIZE(args[6]) != 16)
+        PyTuple_GET_SIZE(args[6]) != 17)
         Py_RETURN_NONE;
     PyObject *data = args[0], *ctx = args[6];
     PyObject *b = PyTuple_GET_ITEM(ctx, 0), *prov = PyTuple_GET_ITEM(ctx, 1);
@@ -783,6 +786,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *handlers = PyTuple_GET_ITEM(ctx, 11), *unknown_key = PyTuple_GET_ITEM(ctx, 12);
     PyObject *unknown_tags = PyTuple_GET_ITEM(ctx, 13);
     PyObject *controls = PyTuple_GET_ITEM(ctx, 14), *payload_fn = PyTuple_GET_ITEM(ctx, 15);
+    PyObject *control_fn = PyTuple_GET_ITEM(ctx, 16);
     if (!PyDict_Check(decoders) || !PyDict_Check(handlers) || !PyList_Check(controls))
         Py_RETURN_NONE;
     int lazy = PyObject_IsTrue(PyTuple_GET_ITEM(ctx, 5));
@@ -846,7 +850,7 @@ static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         before = i;
         Py_CLEAR(payload);
         if (h.attrs[i] & 0x20) {  /* a control batch: its place noted for the caller */
-            int noted = pass_control(buf, size, &h, i, &recs, &held, controls);
+            int noted = pass_control(control_fn, data, h.starts[i], controls);
             if (noted < 0)
                 goto fail;
             if (!noted)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from . import compression, framing
+from . import compression, frames, framing
 from .crc import crc32c
 from .kinds import RecordKind
 from .primitives import DecodeError, uvarint_bytes, varint_bytes
@@ -171,21 +172,35 @@ def is_noop_batch(buf: bytes, pos: int) -> bool:
     return noop_section(bytes(buf[pos + HEADER_SIZE:end]))
 
 
-def control_readable(buf: bytes, pos: int) -> bool:
-    """Whether the control batch at ``pos`` (whole in ``buf``) gives its control records
-    without an error: uncompressed (as Kafka writes them), its records framed, each key long
-    enough to hold a control type (``frames.control_type``'s rule; a value that does not
-    decode is kept as unknown, not refused). The compiled replay's ``pass_control`` is
-    this rule in C; a reader may then take the records later, knowing they read."""
+# A control record read: (offset, leader epoch, timestamp, control type, value).
+ControlRead = tuple[int, int, int, int, "dict[str, Any] | frames.Unknown"]
+
+
+def read_controls(batch: Batch) -> list[ControlRead]:
+    """The control records of a control batch, each value decoded
+    (:func:`.frames.decode_control`). Raises :class:`DecodeError` (or a compression error)
+    where Kafka's KRaft reader fails: records that do not frame, a key that holds no control
+    type, an ABORT or COMMIT marker, a value of a known type that does not read."""
+    out: list[ControlRead] = []
+    for r in iter_records(batch):
+        ctype = frames.control_type(r.key)
+        out.append((r.offset, batch.epoch, r.timestamp, ctype,
+                    frames.decode_control(ctype, r.value)))
+    return out
+
+
+def control_records(buf: bytes, pos: int) -> list[ControlRead] | None:
+    """:func:`read_controls` of the uncompressed control batch at ``pos`` (whole in
+    ``buf``); None when it raises, or the batch is compressed (Kafka writes none: the
+    caller reads it the general way, which says what is wrong). The compiled replay calls
+    it for each control batch it passes over."""
     batch = parse_header(buf, pos)
     if batch.compression:
-        return False
+        return None
     try:
-        records = records_in(buf, pos + HEADER_SIZE, pos + batch.size, batch.count,
-                             batch.base_offset, batch.base_timestamp, True, batch.size)
+        return read_controls(batch)
     except UNDECODABLE:
-        return False
-    return all(r.key is not None and len(r.key) >= 4 for r in records)
+        return None
 
 
 def compressed_payload(buf: bytes, pos: int) -> bytes | None:

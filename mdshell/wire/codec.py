@@ -286,16 +286,17 @@ def decode(msg: Message, version: int, buf: bytes, pos: int, end: int) -> dict[s
 
 
 def decode_with(dec: Decoder, name: str, version: int, buf: bytes, pos: int,
-                end: int) -> dict[str, Any]:
+                end: int, *, exact: bool = True) -> dict[str, Any]:
     """:func:`decode` by the decoder ``dec`` of message ``name``: every error a
-    :class:`DecodeError` naming it."""
+    :class:`DecodeError` naming it. ``exact=False`` passes over bytes after the message
+    (as Kafka's control record reader leaves them)."""
     try:
         d, at = dec(buf, pos, end)
     except DecodeError:
         raise
     except (IndexError, struct.error, UnicodeDecodeError, ValueError, OverflowError) as e:
         raise DecodeError(f"malformed {name} v{version}: {e}") from None
-    if at != end:
+    if at != end and (exact or at > end):
         raise DecodeError(f"{name} v{version}: {end - at} unexpected trailing bytes"
                           if at < end else f"{name} v{version}: truncated")
     return d

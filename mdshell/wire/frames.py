@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import codec
-from .control import CONTROL
+from .control import ABORT, COMMIT, CONTROL, control_name
 from .primitives import DecodeError, read_uvarint
 from .records import METADATA
+from .schema import Message
 
 _CONTROL_KEY = struct.Struct(">hh")
 _I16 = struct.Struct(">h")
@@ -107,15 +108,30 @@ def decoded(api_key: int, version: int, dec: codec.Decoder, buf: bytes, body: in
 
 
 def control_type(key: bytes | None) -> int:
-    """The control type from a control record key (i16 version, i16 type)."""
+    """The control type from a control record key (i16 version, i16 type). Raises
+    :class:`DecodeError` where Kafka's ``ControlRecordType.parseTypeId`` fails: a key shorter
+    than 4 bytes, a negative key version."""
     if key is None or len(key) < 4:
         raise DecodeError("control record without a 4-byte key")
-    return int(_CONTROL_KEY.unpack_from(key, 0)[1])
+    version, ctype = _CONTROL_KEY.unpack_from(key, 0)
+    if version < 0:
+        raise DecodeError(f"control record key version {version}; Kafka refuses a negative one")
+    return int(ctype)
 
 
 def decode_control(ctype: int, value: bytes | None) -> dict[str, Any] | Unknown:
-    """Decode a control record value. The message's own Version field picks the schema."""
+    """Decode a control record value, as KRaft's reader (raft's ``RecordsIterator``) reads
+    it: by the message's own Version field when mdshell knows that version, else as version
+    0 (Kafka reads each at version 0); bytes after the message are passed over, as Kafka's
+    reader leaves them. A type this mdshell does not know (a newer Kafka's) is kept raw.
+    Raises :class:`DecodeError` where Kafka's reader fails, which is damage: an ABORT or
+    COMMIT marker (a transaction marker of ordinary topics: never in a metadata log), a
+    value of a known type that does not read."""
     raw = value or b""
+    if ctype in (ABORT, COMMIT):
+        raise DecodeError(f"a control record of type {ctype} ({control_name(ctype)}), a "
+                          "transaction marker of ordinary topics, which Kafka's KRaft reader "
+                          "refuses")
     msg = CONTROL.get(ctype)
     if msg is None:
         return Unknown(ctype, 0, raw, f"unknown control record type {ctype}")
@@ -123,11 +139,16 @@ def decode_control(ctype: int, value: bytes | None) -> dict[str, Any] | Unknown:
     if not msg.valid.contains(version):
         version = 0
     try:
-        return codec.decode(msg, version, raw, 0, len(raw))
+        return _control_value(msg, version, raw)
     except DecodeError as e:
         if version != 0:
             try:
-                return codec.decode(msg, 0, raw, 0, len(raw))
+                return _control_value(msg, 0, raw)
             except DecodeError:
                 pass
-        return Unknown(ctype, version, raw, str(e))
+        raise DecodeError(f"a {msg.name} that does not read ({e})") from None
+
+
+def _control_value(msg: Message, version: int, raw: bytes) -> dict[str, Any]:
+    return codec.decode_with(codec.decoder_for(msg, version), msg.name, version, raw, 0,
+                             len(raw), exact=False)
