@@ -384,6 +384,30 @@ for _name, (_key, _value, _damaged) in {
     else:
         scenario(f"6-{_name}", "6", _files, damaged=False, checks=("sound",))
 
+# A snapshot must open with a control batch whose first record is its SnapshotHeader: Kafka's
+# snapshot reader (RecordsSnapshotReader.nextBatch) refuses any other, so no node loads it.
+_snap_header = ControlRec(3, {"version": 0, "lastContainedLogTimestamp": 0})
+_snap_kraft = ControlRec(5, {"version": 0, "kRaftVersion": 0})
+_snap_body = b.values_batch(1, [b.feature(), b.topic("orders"), b.partition(0)])
+_snap_footer = b.control_batch(4, 4, {"version": 0})
+
+
+def _controls(base: int, *recs: ControlRec) -> bytes:
+    return b.batch(base, [b.record(r.value(), key=r.key_bytes(), offset_delta=i)
+                          for i, r in enumerate(recs)], control=True)
+
+
+for _name, _bytes, _damaged in (
+        ("snapshot-without-header", _snap_body + _snap_footer, True),
+        ("snapshot-footer-first", _controls(0, ControlRec(4, {"version": 0}))
+         + _snap_body + _snap_footer, True),
+        ("snapshot-kraft-version-before-header", _controls(0, _snap_kraft, _snap_header)
+         + _snap_body + _snap_footer, True),
+        ("snapshot-header-then-kraft-version", _controls(0, _snap_header, _snap_kraft)
+         + _snap_body + _snap_footer, False)):
+    scenario(f"6-{_name}", "6", {b.snapshot_name(5): _bytes}, target=b.snapshot_name(5),
+             changes=None, damaged=_damaged, checks=() if _damaged else ("sound",))
+
 scenario("6-count-above-offsets-in-snapshot", "6",
          {b.snapshot_name(7): b.control_batch(0, 3, {"version": 0, "lastContainedLogTimestamp": 0})
           + b.values_batch(1, [b.feature(), b.topic("orders"), b.partition(0)])

@@ -42,6 +42,7 @@ CAUSES = {
     "unrecognized": "a file not read",
     "unauthorized": "a log this principal may not fetch (ClusterAction is needed)",
     "header": "a damaged batch header (batch skipped)",
+    "headless": "a snapshot no node loads (it does not open with its SnapshotHeader)",
 }
 _FROM = frozenset({"gap", "incomplete"})
 # Records naming a topic, partition, broker... the image does not hold: when data is missing

@@ -12,7 +12,7 @@ from .base import BatchStream, Located, Source, count, file_read, stamp_of
 from .continuity import Continuity
 from .identity import check_metadata_log
 from .info import LogInfo
-from .laidout import read_segment
+from .laidout import headless, read_segment
 from .layout import Checkpoint
 from .walker import Skip, iter_batches, misnamed, misnamed_first, read_bytes
 
@@ -78,8 +78,12 @@ class FileSource(Source):
         read = file_read(self.path, "file", self._data, self._stamp)
         stream.files.append(read)
         damage: list[Problem] = []
+        first = True
         for batch in iter_batches(self.path, self._data, damage,
                                   on_skip=self._skipped(stream.problems, None)):
+            if first and (bad := headless(self.path, batch)) is not None:
+                stream.problems.append(bad)  # read on, as Kafka's shell reads it
+            first = False
             if upto is not None and batch.base_offset > upto:
                 return
             count(read, batch)

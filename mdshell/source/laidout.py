@@ -14,13 +14,35 @@ import os
 from collections.abc import Callable, Generator, Iterator, Sequence
 
 from ..problems import Problem, SourceError, add
-from ..wire.batch import LOG_OVERHEAD, parse_header
+from ..wire.batch import LOG_OVERHEAD, UNDECODABLE, Batch, parse_header, read_controls
+from ..wire.control import SNAPSHOT_HEADER, control_name
 from . import cleanwalk
 from .base import BatchStream, FileRead, Located, Stretch, count, file_read, stamp_of
 from .continuity import Continuity
 from .info import LogInfo, SegmentInfo, SnapshotInfo
 from .layout import Checkpoint, Layout, Segment
 from .walker import Skip, iter_batches, misnamed, misnamed_first, skip_to
+
+
+def headless(path: str, first: Batch) -> Problem | None:
+    """The problem of a snapshot (``path``) whose first batch is not a control batch opening
+    with a SnapshotHeader, which Kafka's snapshot reader (``RecordsSnapshotReader``) refuses
+    ("First batch is not a control batch with at least one record", "First control record
+    is not a snapshot header"), so no node loads it; None when it opens so, or its records
+    do not read (reading them says what is wrong)."""
+    if first.is_control:
+        try:
+            ctype = read_controls(first)[0][3]
+        except UNDECODABLE:
+            return None
+        if ctype == SNAPSHOT_HEADER:
+            return None
+        what = f"a {control_name(ctype)} control record"
+    else:
+        what = "metadata records"
+    return Problem("headless", f"{os.path.basename(path)}: it begins with {what}, not a "
+                   "SnapshotHeader (Kafka's snapshot reader refuses such a snapshot: no node "
+                   "loads it)", path, first.base_offset, first.pos)
 
 
 class LaidOut:
@@ -45,7 +67,11 @@ class LaidOut:
             return
         read = file_read(cp.path, "snapshot", data, stamp)
         stream.files.append(read)
+        first = True
         for batch in iter_batches(cp.path, data, stream.problems):
+            if first and (bad := headless(cp.path, batch)) is not None:
+                stream.problems.append(bad)  # read on: a listing shows what it holds
+            first = False
             count(read, batch)
             stream.end_offset = batch.last_offset
             yield Located(batch, cp.path, batch.pos, "snapshot")
