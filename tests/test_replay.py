@@ -130,6 +130,18 @@ def test_transactions_commit_and_abort() -> None:
     assert b.image.topics_by_id[T1].partition(0) is not None
 
 
+def test_a_begin_inside_a_transaction_is_ignored_as_kafkas_loader_ignores_it() -> None:
+    """Kafka's MetadataBatchLoader faults on a BeginTransactionRecord inside a transaction
+    and goes on with the transaction begun first: its records before the second Begin
+    apply at the End with the rest (Kafka 4.3.1's shell shows them)."""
+    begin = rec("BeginTransactionRecord", name="x")
+    b = replay([begin, topic("first", T1)], [begin, topic("second", T2)],
+               [rec("EndTransactionRecord")])
+    assert set(b.image.topics_by_name) == {"first", "second"}
+    assert [p.code for p in b.problems] == ["txn"]
+    assert "ignored" in b.problems[0].message
+
+
 def test_open_transaction_is_not_applied_and_holds_provenance() -> None:
     b = replay([topic()], [rec("BeginTransactionRecord"), topic("pending", T2)])
     assert set(b.image.topics_by_name) == {"t"}
