@@ -159,3 +159,21 @@ async def test_tui_warnings_only_say_healthy_in_yellow() -> None:
         assert panel.has_class("warn") and not panel.has_class("fail")
         bar = text_of(app.screen.query_one("StatusBar", Static))
         assert "DAMAGED" not in bar and "TIME TRAVEL" not in bar
+
+
+def test_an_unknown_control_type_is_a_notice_and_the_image_stays_sound(tmp_path: Path) -> None:
+    """A control record of a type mdshell does not know (a newer Kafka's) changes no image:
+    the verdict stays complete, and a notice says the Kafka versions mdshell knows cannot
+    read past it (raft's reader refuses an unknown control type)."""
+    from .fuzz import build as b
+
+    md = tmp_path / "__cluster_metadata-0"
+    md.mkdir()
+    (md / b.segment_name(0)).write_bytes(
+        b.values_batch(0, [b.feature(), b.topic("orders"), b.partition(0)])
+        + b.batch(3, [b.record(b"\x00\x00\x01", key=b"\x00\x00\x00\x09")], control=True)
+        + b.values_batch(4, [b.noop()]))
+    run = cli("-d", str(tmp_path), "-o", "json", "health")
+    verdict = json.loads(run.out)["verdict"]
+    assert verdict["state"] == "complete" and verdict["offset"] == 4
+    assert "unknown control record type 9" in run.err and "cannot read past it" in run.err

@@ -36,6 +36,7 @@ from ..source import (
 )
 from ..source.base import undecodable
 from ..wire import control as ctl
+from ..wire import frames
 from ..wire.batch import COMPRESSION_MASK, CONTROL_FLAG, UNDECODABLE, parse_header
 from ..wire.decoding import first_to_read
 from ..wire.sieve import Sieve as ByteSieve
@@ -382,6 +383,7 @@ def _replay_log(make: _Make, run: _Run, cp: Checkpoint | None, problems: list[Pr
             source.describe()))
     problems.extend(open_transaction(builder, upto))
     problems.extend(builder.problems)
+    problems.extend(_unknown_controls(run.controls))
     complete = not any(p.code == "incomplete" for p in stream.problems) and (
         cp is not None or source.log_from_zero())
     image = run.replayer.checkpoint()
@@ -436,6 +438,22 @@ def _stopped_at(source: Source, cp: Checkpoint | None, image: Image) -> str:
 
 def _its_records(n: int) -> str:
     return "its record is" if n == 1 else f"its {n} records are"
+
+
+def _unknown_controls(controls: list[ControlEntry]) -> list[Problem]:
+    """A notice for each control record type mdshell does not know (its first record): kept
+    raw, it changes no image, but the Kafka versions mdshell knows refuse to read past it
+    (raft's RecordsIterator: "Unknown control record type")."""
+    out: list[Problem] = []
+    said: set[int] = set()
+    for c in controls:
+        if isinstance(c.value, frames.Unknown) and c.ctype not in said:
+            said.add(c.ctype)
+            out.append(Problem(
+                "notice", f"{os.path.basename(c.file)}: offset {c.offset}: unknown control "
+                f"record type {c.ctype} (a newer Kafka's?), kept raw (see `records`); the Kafka "
+                "versions this mdshell knows cannot read past it", c.file, c.offset))
+    return out
 
 
 def _bootstrap_controls(source: Source) -> list[ControlEntry]:
