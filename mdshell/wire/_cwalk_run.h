@@ -181,12 +181,12 @@ fail:
     return NULL;
 }
 
-/* Frame the `count` records of data[pos:end], of a control batch (`control` 1) or a
- * metadata batch (0), into a buffer of Recs (grown as needed); 1 when they frame, 0 when
- * the reference must read them (it says what), -1 no memory. */
-static int frame_kind(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssize_t end,
-                      long long count, int64_t base, int64_t base_ts, int control, int64_t most,
-                      Rec **recs, Py_ssize_t *held)
+/* Frame the `count` metadata records of data[pos:end] into a buffer of Recs (grown as
+ * needed); 1 when they frame, 0 when the reference must read them (it says what), -1 no
+ * memory. */
+static int frame_into(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssize_t end,
+                      long long count, int64_t base, int64_t base_ts, int64_t most, Rec **recs,
+                      Py_ssize_t *held)
 {
     if (!section_ok(at, end, size, count, base))
         return 0;
@@ -200,18 +200,10 @@ static int frame_kind(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssi
         *held = (Py_ssize_t)count;
     }
     Py_ssize_t got = 0;
-    while (got < count && parse_record(buf, &at, end, base + got, base_ts, control, most,
+    while (got < count && parse_record(buf, &at, end, base + got, base_ts, 0, most,
                                        &(*recs)[got]))
         got++;
     return got == count;
-}
-
-/* frame_kind for a metadata batch. */
-static int frame_into(const uint8_t *buf, Py_ssize_t size, Py_ssize_t at, Py_ssize_t end,
-                      long long count, int64_t base, int64_t base_ts, int64_t most, Rec **recs,
-                      Py_ssize_t *held)
-{
-    return frame_kind(buf, size, at, end, count, base, base_ts, 0, most, recs, held);
 }
 
 /* decode(data, pos, end, count, base, base_ts, lo, hi, batch_size, ctx) -> (decoded, last)
