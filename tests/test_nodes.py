@@ -15,6 +15,7 @@ import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -298,6 +299,47 @@ def test_damage_ends_a_log_where_it_starts_and_is_said(tmp_path: Path) -> None:
     assert any("CRC mismatch" in p and f"compared up to offset {span.base_offset - 1}" in p
                for p in row.problems)  # type: ignore[attr-defined]
     assert report.tails[0].last == span.base_offset - 1  # type: ignore[attr-defined]
+
+
+def _patched(seg: Path, pick: Callable[[Any], bool], at: int, value: bytes) -> int:
+    """The first batch of ``seg`` that ``pick`` takes given ``value`` at byte ``at`` of it
+    (its CRC made right again); its base offset."""
+    from mdshell.wire.batch import parse_header
+    from mdshell.wire.crc import crc32c
+
+    data = bytearray(seg.read_bytes())
+    pos = 0
+    while pos < len(data):
+        b = parse_header(bytes(data), pos)
+        if pick(b):
+            data[pos + at:pos + at + len(value)] = value
+            data[pos + 17:pos + 21] = crc32c(bytes(data[pos + 21:pos + b.size])).to_bytes(4, "big")
+            seg.write_bytes(bytes(data))
+            return int(b.base_offset)
+        pos += b.size
+    raise AssertionError("no such batch")
+
+
+@pytest.mark.parametrize("what", ["count-zero", "count-off", "control-unread"])
+def test_a_batch_the_loader_stops_at_ends_the_compared_log(tmp_path: Path, what: str) -> None:
+    """`nodes` reads a log as the loader does: a batch of no records, one spanning more
+    offsets than it holds records, a control batch whose records Kafka cannot read, each
+    ends the log compared there, as it ends the load."""
+    made = lost_leader(tmp_path)
+    seg = Path(made["dirs"][0]) / MD / "00000000000000000000.log"  # type: ignore[index]
+    if what == "control-unread":  # the leader change's voters say more than there are
+        base = _patched(seg, lambda b: b.is_control, 61 + 16, b"\x7f")
+    else:
+        base = _patched(seg, lambda b: not b.is_control and b.base_offset > 5, 57,
+                        (0 if what == "count-zero" else 2).to_bytes(4, "big"))
+    cut = max(base - 1, -1)
+    report = build_report(open_group(made["dirs"]))  # type: ignore[arg-type]
+    row = report.rows[0]
+    assert (row.end if row.end is not None else -1) == cut
+    assert any("compared up to" in p for p in row.problems)
+    dirs = [a for d in made["dirs"] for a in ("-d", d)]  # type: ignore[union-attr]
+    loaded = cli(*dirs[:2], "-o", "json", "health")
+    assert json.loads(loaded.out)["verdict"]["offset"] == cut
 
 
 def test_files_left_by_a_truncation_are_listed(tmp_path: Path) -> None:

@@ -340,10 +340,10 @@ scenario("6-count-zero-in-snapshot", "6",
          {b.snapshot_name(6): GOOD + b.batch(3, _pair, count=0)},
          target=b.snapshot_name(6), changes=None)
 
-# A log batch spanning more or fewer offsets than it holds records (the CRC right): Kafka's
-# log validator refuses one ("Inconsistent batch offset range"), and its KRaft reader ends
-# the batch by the count while the log goes on by the delta, so its readers disagree on
-# every offset after it. A snapshot is read whatever its batches' offsets say.
+# A log batch spanning more or fewer offsets than it holds records (the CRC right): Kafka
+# writes none, and its KRaft reader ends the batch by the count (Batch.lastOffset, where the
+# raft client goes on from) while the log goes on by the delta, so it cannot read past one.
+# A snapshot is read whatever its batches' offsets say.
 _three = [*_pair, b.record(b.partition(1, b.OTHER_ID), offset_delta=2)]
 for _name, _damage, _after in (("count-above-offsets", b.batch(3, _three, last_delta=0), True),
                                ("count-below-offsets", b.batch(3, _pair, last_delta=4), True),

@@ -257,3 +257,25 @@ def test_batch_header_layout() -> None:
     raw = encode_batch(42, [RecordSpec(0, 0, b"x")], epoch=7, base_timestamp=5)
     base, length, epoch, magic = struct.unpack_from(">qiib", raw, 0)
     assert (base, length + 12, epoch, magic) == (42, len(raw), 7, 2)
+
+
+@pytest.mark.parametrize(("head", "want"), [
+    (b"\x01\x05\x00", (5, 0, 3)),
+    (b"\x81\x00\x05\x00", (5, 0, 4)),  # frame version 1 in two bytes
+    (b"\x81\x80\x80\x80\x08\x02\x00", (2, 0, 7)),  # bit 31 set: a negative int, cast: 1
+    (b"\x01\x82\x80\x80\x80\x08\x00", (2, 0, 7)),  # the type read so: 2
+    (b"\x00\x05\x00", None), (b"\x02\x05\x00", None),  # frame versions Kafka refuses
+    (b"\x81\x80\x80\x80\x07\x02\x00", None),  # past 32767
+    (b"\x01\x80\x80\x02\x00", None), (b"\x01\x02\x80\x80\x02", None),
+    (b"\x01\xff\xff\x83\x80\x08\x00", None),  # a type that casts to -1
+    (b"\x01\x85\x80", None), (b"\x01\x80\x80\x80\x80\x80\x01\x00", None),  # cut; 6 bytes
+])
+def test_the_frame_header_is_read_as_kafkas_serde_reads_it(
+        head: bytes, want: tuple[int, int, int] | None) -> None:
+    """AbstractApiMessageSerde.read: each varint's low 32 bits as a Java int, refused past
+    32767 (a negative int passes) and cast to a short; frame version 1 only."""
+    if want is None:
+        with pytest.raises(DecodeError):
+            frames.peek_frame(head + b"\x00", 0)
+    else:
+        assert frames.peek_frame(head + b"\x00", 0) == want

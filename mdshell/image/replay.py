@@ -1,8 +1,8 @@
 """Replay metadata records into an :class:`Image`, with Kafka's semantics.
 
 - Records between BeginTransaction and EndTransaction apply at the End; an Abort drops them.
-  A Begin inside a transaction is ignored with a warning, as Kafka's loader faults on it
-  and goes on with the transaction begun first.
+  A Begin inside a transaction is ignored with a warning, as a broker's loader faults on
+  it and goes on with the transaction begun first (a controller halts there).
 - Control batches (leader changes, snapshot header/footer, KRaft voters) never move the
   provenance; metadata batches set it to (last offset, leader epoch, max timestamp), as
   Kafka's loader does.
@@ -405,10 +405,11 @@ class ImageBuilder:
             self._unknown(value, off)
             return
         if key == K.BEGIN_TRANSACTION:
-            if self.txn is not None:  # Kafka's loader faults on it and goes on with the first
+            if self.txn is not None:  # a broker's loader faults on it and goes on
                 self._warn("txn", f"BeginTransactionRecord at offset {off} inside the "
-                           f"transaction begun at {self.txn_offset}; ignored, as Kafka's "
-                           "loader ignores it (the transaction goes on)", off)
+                           f"transaction begun at {self.txn_offset}; ignored, as a broker's "
+                           "loader ignores it (the transaction goes on; a controller halts "
+                           "there)", off)
                 return
             self.txn, self.txn_offset = [], off
             return

@@ -34,6 +34,7 @@ from .load import (
     first_load,
     load,
     open_transaction,
+    unknown_controls,
     where_damage_leaves,
 )
 from .rebuild import Rebuildable, rebuildable
@@ -418,6 +419,7 @@ class Session:
         # Nothing applied (a re-read that found nothing new, control batches only): the
         # image is the one published last, kept (what was made of it stays valid).
         image = replayer.checkpoint() if applied else latest.image
+        fresh += unknown_controls(controls[len(latest.controls):], latest.controls)
         found = [*replayer.builder.problems, *fresh]
         if rejudge:
             kept = [p for p in latest.problems if p.code not in _TAIL]

@@ -383,7 +383,8 @@ def _replay_log(make: _Make, run: _Run, cp: Checkpoint | None, problems: list[Pr
             source.describe()))
     problems.extend(open_transaction(builder, upto))
     problems.extend(builder.problems)
-    problems.extend(_unknown_controls(run.controls))
+    problems.extend(unknown_controls(
+        [c for c in run.controls if c.offset >= start or (cp is not None and c.file == cp.path)]))
     complete = not any(p.code == "incomplete" for p in stream.problems) and (
         cp is not None or source.log_from_zero())
     image = run.replayer.checkpoint()
@@ -440,12 +441,14 @@ def _its_records(n: int) -> str:
     return "its record is" if n == 1 else f"its {n} records are"
 
 
-def _unknown_controls(controls: list[ControlEntry]) -> list[Problem]:
-    """A notice for each control record type mdshell does not know (its first record): kept
-    raw, it changes no image, but the Kafka versions mdshell knows refuse to read past it
-    (raft's RecordsIterator: "Unknown control record type")."""
+def unknown_controls(controls: Sequence[ControlEntry],
+                     said_before: Sequence[ControlEntry] = ()) -> list[Problem]:
+    """A notice for each control record type mdshell does not know (its first record in
+    ``controls``; none for a type ``said_before`` holds already): kept raw, it changes no
+    image, but the Kafka versions mdshell knows refuse to read past it (raft's
+    RecordsIterator: "Unknown control record type")."""
     out: list[Problem] = []
-    said: set[int] = set()
+    said = {c.ctype for c in said_before if isinstance(c.value, frames.Unknown)}
     for c in controls:
         if isinstance(c.value, frames.Unknown) and c.ctype not in said:
             said.add(c.ctype)

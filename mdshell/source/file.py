@@ -82,7 +82,7 @@ class FileSource(Source):
         for batch in iter_batches(self.path, self._data, damage,
                                   on_skip=self._skipped(stream.problems, None)):
             if first and (bad := headless(self.path, batch)) is not None:
-                stream.problems.append(bad)  # read on, as Kafka's shell reads it
+                stream.problems.append(bad)  # read on: -s shows what the file holds
             first = False
             if upto is not None and batch.base_offset > upto:
                 return

@@ -28,11 +28,10 @@ from ..wire.batch import (
     UNDECODABLE,
     Batch,
     parse_header,
-    records_in,
+    read_controls,
 )
 from ..wire.crc import crc32c
 from ..wire.decoding import verify
-from ..wire.frames import control_type
 from ..wire.framing import INT64_MAX
 from ..wire.native import piece
 
@@ -149,12 +148,18 @@ def in_range(b: Batch) -> bool:
 
 def counted(b: Batch) -> bool:
     """Whether a log batch spans as many offsets as it holds records (its last offset delta
-    is its record count less one). Kafka writes no other: its log validator refuses such a
-    batch ("Inconsistent batch offset range"), and its KRaft reader numbers a batch's records,
-    and ends the batch, by the count while the log goes on by the delta, so no two readers
-    agree on the offsets that follow. Snapshots are not held to it: Kafka's snapshot reader
-    takes each batch's records whatever its offsets say."""
+    is its record count less one). Kafka writes no other, and cannot read past another: its
+    KRaft reader ends a batch by the count (raft's ``Batch.lastOffset``, from which the
+    client goes on) while the log goes on by the delta, so a batch spanning more offsets is
+    given to the listener again and again, and one spanning fewer has it resume inside a
+    later batch. Snapshots are not held to it: Kafka's snapshot reader takes each batch's
+    records whatever its offsets say."""
     return b.count == b.last_offset_delta + 1
+
+
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, in the plural unless ``n`` is 1: "1 record", "3 records"."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _not_offsets(b: Batch) -> str:
@@ -278,9 +283,7 @@ def readable(b: Batch) -> bool:
     try:
         buf, start, end = b.payload()
         if b.is_control:
-            for r in records_in(buf, start, end, b.count, b.base_offset, b.base_timestamp,
-                                True, b.size):
-                control_type(r.key)
+            read_controls(b)
         else:
             verify(buf, start, end, b.count, b.base_offset, b.base_timestamp, b.size)
     except UNDECODABLE:
@@ -439,12 +442,12 @@ def _odd(path: str, name: str, data: bytes, pos: int, before: Before, check_crc:
     if field is None and dense and not counted(batch):
         return Problem(
             "corrupt",
-            f"{name}: the batch at byte {pos} ({_after(last)}) holds {batch.count} "
-            f"record{'' if batch.count == 1 else 's'} but spans "
-            f"{batch.last_offset_delta + 1:,} offsets (base offset {batch.base_offset}, last "
-            f"offset delta {batch.last_offset_delta}); reading of this file stops there "
-            "(Kafka writes no such batch, and its reader would number what follows "
-            "differently: the file is damaged, copy it again from a healthy node)",
+            f"{name}: the batch at byte {pos} ({_after(last)}) holds "
+            f"{plural(batch.count, 'record')} but spans "
+            f"{plural(batch.last_offset_delta + 1, 'offset')} (base offset "
+            f"{batch.base_offset}, last offset delta {batch.last_offset_delta}); reading of "
+            "this file stops there (Kafka writes no such batch, and its KRaft reader cannot "
+            "read past one: the file is damaged, copy it again from a healthy node)",
             path, _next(last, batch.base_offset), pos)
     if field is None:
         return None

@@ -36,35 +36,52 @@ class Unknown:
     reason: str
 
 
-_SHORT_MAX = 0x7FFF  # Kafka reads the frame version, type and version into a short
-
-
 def peek_frame(buf: bytes, pos: int, end: int | None = None) -> tuple[int, int, int]:
     """``(api_key, version, body_pos)`` of a metadata record value ``buf[pos:end]`` (default:
-    to the end of ``buf``). Raises :class:`DecodeError` where Kafka's serde
-    (``AbstractApiMessageSerde.read``) fails, which is damage: a header that runs past
-    ``end``, a varint longer than 5 bytes, a frame version other than 1, a type or version
-    past 32767. Its three varints may take more bytes than they need (frame version 1 as
-    ``81 00``), as Kafka reads them."""
+    to the end of ``buf``), read as Kafka's serde (``AbstractApiMessageSerde.read``) reads
+    it: three unsigned varints of at most 5 bytes, each possibly longer than it needs (frame
+    version 1 as ``81 00``), each taken as ``unsignedIntToShort`` takes it (:func:`_short`).
+    Raises :class:`DecodeError` where that read fails, which is damage: a header that runs
+    past ``end``, a varint longer than 5 bytes, a frame version other than 1, a type or
+    version past 32767 or below 0."""
     end = len(buf) if end is None else min(end, len(buf))
     if pos >= end:
         raise DecodeError("an empty value (no metadata frame header)")
     if buf[pos] == 1 and pos + 2 < end and buf[pos + 1] < 0x80 and buf[pos + 2] < 0x80:
         return buf[pos + 1], buf[pos + 2], pos + 3
-    try:
-        frame, p = read_uvarint(buf, pos, end)
-        if frame == 1:
-            api_key, p = read_uvarint(buf, p, end)
-            version, p = read_uvarint(buf, p, end)
-    except DecodeError as e:
-        raise DecodeError(f"the value's metadata frame header does not read ({e})") from None
+    frame, p = _header_varint(buf, pos, end, "frame version")
     if frame != 1:
         raise DecodeError(f"metadata frame version {frame}; Kafka reads frame version 1 only"
                           + (" (0 was KRaft's 2.8 preview)" if frame == 0 else ""))
-    if api_key > _SHORT_MAX or version > _SHORT_MAX:
+    api_key, p = _header_varint(buf, p, end, "type")
+    version, p = _header_varint(buf, p, end, "version")
+    if api_key < 0 or version < 0:
         raise DecodeError(f"the value's metadata frame header says type {api_key} version "
-                          f"{version}; Kafka reads neither past {_SHORT_MAX}")
+                          f"{version}; Kafka reads neither below 0")
     return api_key, version, p
+
+
+def _header_varint(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int]:
+    """One varint of a metadata frame header, as a short (:func:`_short`), and the position
+    after it."""
+    try:
+        value, pos = read_uvarint(buf, pos, end)
+    except DecodeError as e:
+        raise DecodeError(f"the value's metadata frame header does not read ({e})") from None
+    return _short(value, what), pos
+
+
+def _short(value: int, what: str) -> int:
+    """An unsigned varint's value as Kafka's ``unsignedIntToShort`` takes it: its low 32 bits
+    as a Java int (``ByteUtils.readUnsignedVarint``), refused past 32767 (a negative int
+    passes), then cast to a short."""
+    value &= 0xFFFFFFFF
+    if value >= 1 << 31:
+        value -= 1 << 32
+    if value > 0x7FFF:
+        raise DecodeError(f"the value's metadata frame header says {what} {value}; Kafka "
+                          "reads none past 32767")
+    return ((value + 0x8000) & 0xFFFF) - 0x8000
 
 
 # ``(partitionId, topicId)`` at a body position: the fixed prefix of PartitionRecord and

@@ -21,11 +21,12 @@ from itertools import compress
 from operator import add
 
 from ...problems import Problem, SourceError
-from ...wire.batch import CONTROL_FLAG, UNDECODABLE, Batch, parse_header
+from ...wire.batch import CONTROL_FLAG, UNDECODABLE, Batch, parse_header, read_controls
 from .. import cleanwalk
 from ..base import ControlEntry, Source, control_entries
 from ..batchscan import BatchInfo, file_batches
 from ..layout import Checkpoint
+from ..walker import plural
 
 
 @dataclass
@@ -132,7 +133,7 @@ def scan_log(source: Source) -> LogScan:
             continue
         found: list[Problem] = []
         for b in file_batches(seg.path, data, found, first=seg.base_offset, dense=True):
-            why = _stops(b, expected, scan)
+            why = _stops(b, expected, scan, data)
             if why is not None:
                 before = f"offset {expected - 1}" if expected is not None else "its start"
                 scan.cut = f"{name}: {why}; the log is compared up to {before}"
@@ -158,6 +159,13 @@ def _clean(scan: LogScan, data: bytes, index: int, first: int) -> int | None:
     except cleanwalk.Unclean:
         return None
     n = len(h)
+    controls = [bool(a & CONTROL_FLAG) for a in h.attrs]
+    entries: list[ControlEntry] = []
+    try:  # a control batch the loader refuses: read batch by batch, which says so
+        for k in compress(range(n), controls):
+            control_entries(parse_header(data, h.starts[k]), scan.paths[index], entries)
+    except UNDECODABLE:
+        return None
     epochs = h.epoch
     i = 0
     while i < n:  # where each epoch starts (epochs never go down here)
@@ -167,26 +175,31 @@ def _clean(scan: LogScan, data: bytes, index: int, first: int) -> int | None:
             scan.start_offsets.append(h.base[i])
         i = bisect_right(epochs, e, i)
     lasts = array("q", map(add, h.base, h.last_delta))
-    first_new = len(scan.bases)
     scan.bases.extend(h.base)
     scan.lasts.extend(lasts)
     scan.epochs.extend(epochs)
     scan.crcs.extend(h.crc)
     scan.positions.extend(h.starts)
     scan.file_index.extend(array("H", [index]) * n)
-    controls = [bool(a & CONTROL_FLAG) for a in h.attrs]
     scan.control.extend(controls)
-    for k in compress(range(n), controls):
-        _controls(scan, data, h.starts[k], index, scan.bases[first_new + k])
+    scan.controls.extend(entries)
     return lasts[-1] + 1
 
 
-def _stops(b: BatchInfo, expected: int | None, scan: LogScan) -> str | None:
-    """Why the log cannot be read past batch ``b`` (None: it can)."""
+def _stops(b: BatchInfo, expected: int | None, scan: LogScan, data: bytes) -> str | None:
+    """Why the log cannot be read past batch ``b`` (None: it can): the loader's rules."""
     if b.header_damage is not None:
         return f"a damaged batch header at byte {b.position} (offset {b.base_offset}?)"
     if not b.crc_valid:
         return f"a CRC mismatch in the batch at offset {b.base_offset}"
+    if b.count != b.last_offset - b.base_offset + 1:  # walker.counted
+        return (f"the batch at offset {b.base_offset} holds {b.count} records but spans "
+                f"{plural(b.last_offset - b.base_offset + 1, 'offset')}")
+    if b.control:
+        try:
+            read_controls(parse_header(data, b.position))
+        except UNDECODABLE as e:
+            return f"the control batch at offset {b.base_offset} does not decode ({e})"
     if expected is not None and b.base_offset != expected:
         gap = b.base_offset > expected
         return (f"offsets {expected}-{b.base_offset - 1} are missing" if gap else
@@ -209,14 +222,4 @@ def _add(scan: LogScan, b: BatchInfo, index: int, data: bytes) -> None:
     scan.file_index.append(index)
     scan.control.append(1 if b.control else 0)
     if b.control:
-        _controls(scan, data, b.position, index, b.base_offset)
-
-
-def _controls(scan: LogScan, data: bytes, position: int, index: int, offset: int) -> None:
-    """The control records of the batch at ``position`` (a LeaderChange, voters...)."""
-    try:
-        control_entries(parse_header(data, position), scan.paths[index], scan.controls)
-    except UNDECODABLE as e:
-        scan.problems.append(f"{os.path.basename(scan.paths[index])}: the control batch at "
-                             f"offset {offset} does not decode ({e}); its records are not "
-                             "read")
+        control_entries(parse_header(data, b.position), scan.paths[index], scan.controls)
