@@ -282,7 +282,7 @@ def _passed_controls(replayer: Replayer, path: str, out: list[ControlEntry]) -> 
     """The control records of the control batches ``apply_run`` passed over (read as it
     passed them) added to ``out``, in order."""
     for controls in replayer.passed_controls:
-        out.extend(ControlEntry(*c, path) for c in controls)
+        out.extend([ControlEntry(o, e, t, c, v, path) for o, e, t, c, v in controls])
     replayer.passed_controls.clear()
 
 

@@ -85,7 +85,7 @@ def undecodable(loc: Located, e: Exception) -> Problem:
 def control_entries(batch: Batch, file: str, out: list[ControlEntry]) -> None:
     """Decode the control records of a control batch into ``out`` (raises where Kafka's
     reader fails: ``wire.batch.read_controls``)."""
-    out.extend(ControlEntry(*c, file) for c in read_controls(batch))
+    out.extend([ControlEntry(o, e, t, c, v, file) for o, e, t, c, v in read_controls(batch)])
 
 
 @dataclass(slots=True)

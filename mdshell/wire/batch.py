@@ -181,26 +181,37 @@ def read_controls(batch: Batch) -> list[ControlRead]:
     (:func:`.frames.decode_control`). Raises :class:`DecodeError` (or a compression error)
     where Kafka's KRaft reader fails: records that do not frame, a key that holds no control
     type, an ABORT or COMMIT marker, a value of a known type that does not read."""
-    out: list[ControlRead] = []
-    for r in iter_records(batch):
-        ctype = frames.control_type(r.key)
-        out.append((r.offset, batch.epoch, r.timestamp, ctype,
-                    frames.decode_control(ctype, r.value)))
-    return out
+    buf, pos, end = batch.payload()
+    return _controls(buf, pos, end, batch.count, batch.base_offset, batch.base_timestamp,
+                     batch.epoch, batch.size)
 
 
 def control_records(buf: bytes, pos: int) -> list[ControlRead] | None:
     """:func:`read_controls` of the uncompressed control batch at ``pos`` (whole in
     ``buf``); None when it raises, or the batch is compressed (Kafka writes none: the
     caller reads it the general way, which says what is wrong). The compiled replay calls
-    it for each control batch it passes over."""
-    batch = parse_header(buf, pos)
-    if batch.compression:
+    it for each control batch it passes over (read from the header without a
+    :class:`Batch`: a quorum that keeps electing writes one a few milliseconds)."""
+    base, length, epoch, _magic, _crc, attrs, _delta, base_ts, _max_ts, _pid, _pepoch, \
+        _seq, count = HEADER.unpack_from(buf, pos)
+    if attrs & COMPRESSION_MASK:
         return None
     try:
-        return read_controls(batch)
+        return _controls(buf, pos + HEADER_SIZE, pos + LOG_OVERHEAD + length, count, base,
+                         base_ts, epoch, LOG_OVERHEAD + length)
     except UNDECODABLE:
         return None
+
+
+def _controls(buf: bytes, pos: int, end: int, count: int, base: int, base_ts: int,
+              epoch: int, size: int) -> list[ControlRead]:
+    """The control records framed in ``buf[pos:end]``, decoded (:func:`read_controls`)."""
+    out: list[ControlRead] = []
+    for off, ts, _attrs, kpos, kend, vpos, vend, _h in framing.frame(
+            buf, pos, end, count, base, base_ts, framing.FULL, True, size):
+        ctype = frames.control_type(buf[kpos:kend])
+        out.append((off, epoch, ts, ctype, frames.decode_control(ctype, buf[vpos:vend])))
+    return out
 
 
 def compressed_payload(buf: bytes, pos: int) -> bytes | None:
