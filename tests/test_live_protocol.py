@@ -44,6 +44,7 @@ from mdshell.source.quorum.observer import Observer, RawBatch
 from mdshell.tree.node import RenderOptions
 from mdshell.wire import codec
 from mdshell.wire.batch import RecordSpec, encode_batch, frame_metadata_value
+from mdshell.wire.kinds import RecordKind
 from mdshell.wire.records import METADATA
 from tests.conftest import run_cli
 from tests.kafka import jars
@@ -58,7 +59,7 @@ SETTINGS = {
     # Kafka's cleaner (every 60 s) then drops every snapshot but the newest ones.
     "metadata.max.retention.ms": "1000",
 }
-SPAN = 1_000_000  # offsets a ghost batch claims: far past anything the leader will write
+SPAN = 20_000  # offsets a ghost batch holds: far past anything the leader writes meanwhile
 CLEANER_WAIT_S = 75  # Kafka's snapshot cleaner runs every 60 s
 # Kafka 4.3.1 answers a FetchSnapshot that has a partition error (SNAPSHOT_NOT_FOUND,
 # POSITION_OUT_OF_RANGE, FENCED_LEADER_EPOCH...) with a top-level UNKNOWN_SERVER_ERROR: the
@@ -83,12 +84,15 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
 
 
 def ghost(offset: int, epoch: int) -> RawBatch:
-    """A valid batch no controller wrote: a TopicRecord "ghost" at ``offset``, with a last
-    offset delta of SPAN - 1 (as compaction leaves), in leader epoch ``epoch``."""
+    """A valid batch no controller wrote: a TopicRecord "ghost" at ``offset``, then NoOps up
+    to SPAN records (a batch spans as many offsets as it holds records: a reader refuses any
+    other), in leader epoch ``epoch``."""
     body = codec.encode(METADATA[2], 0, {"name": "ghost", "topicId": uuid.uuid4().bytes})
-    data = encode_batch(offset, [RecordSpec(0, 0, frame_metadata_value(2, 0, body))],
-                        epoch=epoch, base_timestamp=int(time.time() * 1000),
-                        last_offset_delta=SPAN - 1)
+    noop = frame_metadata_value(RecordKind.NO_OP, 0,
+                                codec.encode(METADATA[RecordKind.NO_OP], 0, {}))
+    specs = [RecordSpec(0, 0, frame_metadata_value(2, 0, body))]
+    specs += [RecordSpec(i, 0, noop) for i in range(1, SPAN)]
+    data = encode_batch(offset, specs, epoch=epoch, base_timestamp=int(time.time() * 1000))
     return RawBatch(offset, offset + SPAN - 1, epoch, data)
 
 
