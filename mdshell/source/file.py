@@ -78,12 +78,10 @@ class FileSource(Source):
         read = file_read(self.path, "file", self._data, self._stamp)
         stream.files.append(read)
         damage: list[Problem] = []
-        first = True
+        if (bad := headless(self.path, self._data)) is not None:
+            stream.problems.append(bad)  # read on: -s shows what the file holds
         for batch in iter_batches(self.path, self._data, damage,
                                   on_skip=self._skipped(stream.problems, None)):
-            if first and (bad := headless(self.path, batch)) is not None:
-                stream.problems.append(bad)  # read on: -s shows what the file holds
-            first = False
             if upto is not None and batch.base_offset > upto:
                 return
             count(read, batch)

@@ -14,7 +14,14 @@ import os
 from collections.abc import Callable, Generator, Iterator, Sequence
 
 from ..problems import Problem, SourceError, add
-from ..wire.batch import LOG_OVERHEAD, UNDECODABLE, Batch, parse_header, read_controls
+from ..wire.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    UNDECODABLE,
+    parse_header,
+    read_controls,
+)
 from ..wire.control import SNAPSHOT_HEADER, control_name
 from . import cleanwalk
 from .base import BatchStream, FileRead, Located, Stretch, count, file_read, stamp_of
@@ -24,12 +31,18 @@ from .layout import Checkpoint, Layout, Segment
 from .walker import Skip, iter_batches, misnamed, misnamed_first, skip_to
 
 
-def headless(path: str, first: Batch) -> Problem | None:
-    """The problem of a snapshot (``path``) whose first batch is not a control batch opening
-    with a SnapshotHeader, which Kafka's snapshot reader (``RecordsSnapshotReader``) refuses
-    ("First batch is not a control batch with at least one record", "First control record
-    is not a snapshot header"), so no node loads it; None when it opens so, or its records
-    do not read (reading them says what is wrong)."""
+def headless(path: str, data: bytes) -> Problem | None:
+    """The problem of a snapshot (``path``, its bytes ``data``) whose first batch is not a
+    control batch opening with a SnapshotHeader, which Kafka's snapshot reader
+    (``RecordsSnapshotReader``) refuses ("First batch is not a control batch with at least
+    one record", "First control record is not a snapshot header"), so no node loads it.
+    None when it opens so, or when its first batch is not whole with a right CRC, or its
+    records do not read (reading the file says what is wrong)."""
+    if len(data) < HEADER_SIZE:
+        return None
+    first = parse_header(data, 0)
+    if first.size > len(data) or first.length < MIN_BATCH_LENGTH or not first.crc_ok():
+        return None
     if first.is_control:
         try:
             ctype = read_controls(first)[0][3]
@@ -67,11 +80,9 @@ class LaidOut:
             return
         read = file_read(cp.path, "snapshot", data, stamp)
         stream.files.append(read)
-        first = True
+        if (bad := headless(cp.path, data)) is not None:
+            stream.problems.append(bad)  # read on: a listing shows what it holds
         for batch in iter_batches(cp.path, data, stream.problems):
-            if first and (bad := headless(cp.path, batch)) is not None:
-                stream.problems.append(bad)  # read on: a listing shows what it holds
-            first = False
             count(read, batch)
             stream.end_offset = batch.last_offset
             yield Located(batch, cp.path, batch.pos, "snapshot")

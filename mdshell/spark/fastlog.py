@@ -33,7 +33,7 @@ from ..source import DirectorySource, Source, cleanwalk
 from ..source.laidout import headless
 from ..source.logscan import LogRecord
 from ..wire import compression, frames
-from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, UNDECODABLE, parse_header, records_in
+from ..wire.batch import HEADER_SIZE, LOG_OVERHEAD, UNDECODABLE, records_in
 from .crcs import crcs
 
 _CONTROL, _CODEC = 0x20, 0x07
@@ -273,7 +273,7 @@ def read_file(directory: str, path: str, role: str, first: int, last: int | None
         data = source.file_bytes(path)
         if not data:
             return None  # an empty file may deserve a warning: the reader knows
-        if not segment and _headless(path, data):
+        if not segment and headless(path, data) is not None:
             return None  # the shell's reader says why no node loads it
         heads, span = _walk(data, cols, first if segment else None, last if segment else None,
                             prior)
@@ -294,18 +294,6 @@ def read_file(directory: str, path: str, role: str, first: int, last: int | None
     except (_Unclean, SourceError):
         return None
     return offs, epochs, stamps, index, cols.distinct, span
-
-
-def _headless(path: str, data: bytes) -> bool:
-    """Whether a snapshot's first batch (whole, its CRC right) does not open with its
-    SnapshotHeader (:func:`mdshell.source.laidout.headless`); a first batch that is not
-    whole or right is left to the fast walk, which refuses it."""
-    if len(data) < HEADER_SIZE:
-        return False
-    first = parse_header(data, 0)
-    if first.size > len(data) or first.length < HEADER_SIZE - LOG_OVERHEAD or not first.crc_ok():
-        return False
-    return headless(path, first) is not None
 
 
 class _FirstBatches(DirectorySource):

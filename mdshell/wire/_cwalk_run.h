@@ -710,6 +710,19 @@ static int txn_keep(PyObject *b, PyObject *decoded)
     return got;
 }
 
+/* fn(data, start): what the run's Python helpers are called with (a new reference, NULL
+ * on error). */
+static PyObject *call_at(PyObject *fn, PyObject *data, int64_t start)
+{
+    PyObject *at = PyLong_FromLongLong(start);
+    if (at == NULL)
+        return NULL;
+    PyObject *args[2] = {data, at};
+    PyObject *got = PyObject_Vectorcall(fn, args, 2, NULL);
+    Py_DECREF(at);
+    return got;
+}
+
 /* A control batch of the run, h's batch i, passed over as the reference passes it: its
  * control records read by control_fn(data, start) (wire.batch.control_records: a list, or
  * None when they do not read as Kafka's reader reads them) and appended to `controls` for
@@ -719,12 +732,7 @@ static int txn_keep(PyObject *b, PyObject *decoded)
 static int pass_control(PyObject *control_fn, PyObject *data, int64_t start,
                         PyObject *controls)
 {
-    PyObject *at = PyLong_FromLongLong(start);
-    if (at == NULL)
-        return -1;
-    PyObject *args[2] = {data, at};
-    PyObject *got = PyObject_Vectorcall(control_fn, args, 2, NULL);
-    Py_DECREF(at);
+    PyObject *got = call_at(control_fn, data, start);
     if (got == NULL)
         return -1;
     if (got == Py_None) {
@@ -745,12 +753,7 @@ static int pass_control(PyObject *control_fn, PyObject *data, int64_t start,
 static int decompressed(PyObject *payload_fn, PyObject *data, int64_t start,
                         PyObject **payload)
 {
-    PyObject *at = PyLong_FromLongLong(start);
-    if (at == NULL)
-        return -1;
-    PyObject *args[2] = {data, at};
-    PyObject *got = PyObject_Vectorcall(payload_fn, args, 2, NULL);
-    Py_DECREF(at);
+    PyObject *got = call_at(payload_fn, data, start);
     if (got == NULL)
         return -1;
     if (got == Py_None) {

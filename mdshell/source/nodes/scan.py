@@ -21,7 +21,7 @@ from itertools import compress
 from operator import add
 
 from ...problems import Problem, SourceError
-from ...wire.batch import CONTROL_FLAG, UNDECODABLE, Batch, parse_header, read_controls
+from ...wire.batch import CONTROL_FLAG, UNDECODABLE, Batch, parse_header
 from .. import cleanwalk
 from ..base import ControlEntry, Source, control_entries
 from ..batchscan import BatchInfo, file_batches
@@ -133,13 +133,19 @@ def scan_log(source: Source) -> LogScan:
             continue
         found: list[Problem] = []
         for b in file_batches(seg.path, data, found, first=seg.base_offset, dense=True):
-            why = _stops(b, expected, scan, data)
+            why = _stops(b, expected, scan)
+            entries: list[ControlEntry] = []
+            if why is None and b.control:
+                try:
+                    control_entries(parse_header(data, b.position), seg.path, entries)
+                except UNDECODABLE as e:
+                    why = f"the control batch at offset {b.base_offset} does not decode ({e})"
             if why is not None:
                 before = f"offset {expected - 1}" if expected is not None else "its start"
                 scan.cut = f"{name}: {why}; the log is compared up to {before}"
                 scan.problems.append(scan.cut)
                 return scan
-            _add(scan, b, index, data)
+            _add(scan, b, index, entries)
             expected = b.last_offset + 1
         if found:
             scan.cut = (f"{found[0].message.split('; ')[0]}; the log is compared up to "
@@ -186,8 +192,9 @@ def _clean(scan: LogScan, data: bytes, index: int, first: int) -> int | None:
     return lasts[-1] + 1
 
 
-def _stops(b: BatchInfo, expected: int | None, scan: LogScan, data: bytes) -> str | None:
-    """Why the log cannot be read past batch ``b`` (None: it can): the loader's rules."""
+def _stops(b: BatchInfo, expected: int | None, scan: LogScan) -> str | None:
+    """Why the log cannot be read past batch ``b`` by its header (None: it can): the
+    loader's rules (a control batch's records are read by the caller)."""
     if b.header_damage is not None:
         return f"a damaged batch header at byte {b.position} (offset {b.base_offset}?)"
     if not b.crc_valid:
@@ -195,11 +202,6 @@ def _stops(b: BatchInfo, expected: int | None, scan: LogScan, data: bytes) -> st
     if b.count != b.last_offset - b.base_offset + 1:  # walker.counted
         return (f"the batch at offset {b.base_offset} holds {b.count} records but spans "
                 f"{plural(b.last_offset - b.base_offset + 1, 'offset')}")
-    if b.control:
-        try:
-            read_controls(parse_header(data, b.position))
-        except UNDECODABLE as e:
-            return f"the control batch at offset {b.base_offset} does not decode ({e})"
     if expected is not None and b.base_offset != expected:
         gap = b.base_offset > expected
         return (f"offsets {expected}-{b.base_offset - 1} are missing" if gap else
@@ -210,7 +212,8 @@ def _stops(b: BatchInfo, expected: int | None, scan: LogScan, data: bytes) -> st
     return None
 
 
-def _add(scan: LogScan, b: BatchInfo, index: int, data: bytes) -> None:
+def _add(scan: LogScan, b: BatchInfo, index: int, controls: list[ControlEntry]) -> None:
+    """Batch ``b`` of file ``index`` added to the scan, with its control records read."""
     if not scan.epochs or scan.epochs[-1] != b.epoch:
         scan.epoch_starts.append((b.epoch, b.base_offset))
         scan.start_offsets.append(b.base_offset)
@@ -221,5 +224,4 @@ def _add(scan: LogScan, b: BatchInfo, index: int, data: bytes) -> None:
     scan.positions.append(b.position)
     scan.file_index.append(index)
     scan.control.append(1 if b.control else 0)
-    if b.control:
-        control_entries(parse_header(data, b.position), scan.paths[index], scan.controls)
+    scan.controls.extend(controls)
