@@ -553,3 +553,31 @@ def test_logs_that_start_at_a_snapshot_are_compared_from_there(tmp_path: Path) -
     report = build_report(group)
     assert report.sound and report.quorum in ("1", "2") and report.rows[2].start == snap - 1
     assert report.behind == [("3", snap - 1, one.end)]
+
+
+def test_voters_added_before_the_newest_snapshot_are_read_from_it(tmp_path: Path) -> None:
+    """KIP-853: AddVoter's VotersRecord is in the log; once the segments before a snapshot
+    are deleted it is only in the snapshot (Kafka's voter set: the newest VotersRecord of
+    the log, else of the latest snapshot), not in the stale bootstrap snapshot."""
+    made: list[str] = []
+    for n in (1, 2, 3):
+        b = ClusterBuilder(str(tmp_path / f"node{n}"), seed=7, metadata_version=21,
+                           kraft_version=1, controllers=[1, 2, 3], node_id=n,
+                           cluster_id=CLUSTER)
+        b.write_bootstrap_snapshot()  # voters 1, 2, 3
+        b.elect_controller_leader(1)
+        b.bootstrap()
+        b.noop(2)
+        b.add_voter(4)
+        b.noop(2)
+        b.snapshot()
+        b.roll_segment()
+        b.noop(2)
+        b.finish()
+        (tmp_path / f"node{n}" / MD / "00000000000000000000.log").unlink()
+        made.append(str(tmp_path / f"node{n}"))
+    report = build_report(open_group(made))
+    assert report.voters == [1, 2, 3, 4] and report.majority == 3
+    assert "snapshot" in report.voters_from
+    assert any(note.startswith("voter 4 not given") for note in report.notes)
+    assert report.committed_by == 3

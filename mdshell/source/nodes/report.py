@@ -29,6 +29,7 @@ from ...wire.batch import UNDECODABLE, iter_records
 from ...wire.control import CONTROL, control_name
 from ...wire.records import record_name
 from ..base import ControlEntry, control_entries
+from ..layout import Checkpoint
 from .compare import CONTENT, SAME, Pair, compare
 from .group import NodeDir, NodeGroup
 
@@ -174,12 +175,19 @@ class Report:
 
 
 def voters_of(group: NodeGroup) -> tuple[list[int] | None, str]:
-    """The voter set and where it was read: the newest VotersRecord or LeaderChange of the
-    most up-to-date log, else a bootstrap snapshot's VotersRecord, else quorum-state."""
+    """The voter set and where it was read, as Kafka's KRaft control record state machine
+    keeps it: the newest VotersRecord or LeaderChange of the most up-to-date log, else the
+    VotersRecord of its newest snapshot (KIP-853: the set as of the snapshot, AddVoter and
+    RemoveVoter included, when the segments before it were deleted), else a bootstrap
+    snapshot's VotersRecord, else quorum-state."""
     for n in sorted(group.nodes, key=_vote_key, reverse=True):
         found = _from_controls(n.scan.controls)
         if found is not None:
             return found[0], f"node {n.label}'s log: {found[1]}"
+        snap = n.scan.snapshot
+        found = _from_controls(_snapshot_controls(n, snap)) if snap is not None else None
+        if found is not None and snap is not None:
+            return found[0], f"node {n.label}'s snapshot {snap.name}"
     for n in group.nodes:
         found = _from_controls(_bootstrap_controls(n))
         if found is not None:
@@ -210,13 +218,21 @@ def _from_controls(controls: list[ControlEntry]) -> tuple[list[int], str] | None
 def _bootstrap_controls(n: NodeDir) -> list[ControlEntry]:
     out: list[ControlEntry] = []
     for cp in n.source.bootstrap():
-        stream = n.source.snapshot_stream(cp)
-        for located in stream:
-            if located.batch.is_control:
-                try:
-                    control_entries(located.batch, cp.path, out)
-                except UNDECODABLE:
-                    break
+        out += _snapshot_controls(n, cp)
+    return out
+
+
+def _snapshot_controls(n: NodeDir, cp: Checkpoint) -> list[ControlEntry]:
+    """The control records that open snapshot ``cp`` (header, KRaftVersion, Voters): read
+    up to its first batch of metadata records."""
+    out: list[ControlEntry] = []
+    for located in n.source.snapshot_stream(cp):
+        if not located.batch.is_control:
+            break
+        try:
+            control_entries(located.batch, cp.path, out)
+        except UNDECODABLE:
+            break
     return out
 
 
