@@ -59,9 +59,14 @@ def status_badge(status: str, pal: Palette) -> Text:
 
 
 def short_source(path: str, limit: int = 48) -> str:
-    """The part of a source path that tells sources apart, at most ``limit`` characters."""
+    """The part of a source path that tells sources apart, at most ``limit`` characters: its
+    end; in a tight limit a trailing ``__cluster_metadata-N`` (the same in every log dir)
+    gives way to the directory above it."""
     if len(path) <= limit:
         return path
+    head, _sep, name = path.rpartition("/")
+    if head and name.startswith("__cluster_metadata-") and limit - len(name) - 1 < 12:
+        path = head
     return "…" + path[-(limit - 1):]
 
 
@@ -73,23 +78,29 @@ def badge_text(badge: str, at: int | None, pal: Palette) -> Text:
     return Text(f" {label} ", style=pal.badge(status))
 
 
-def header_fields(h: Header, pal: Palette) -> list[Text]:
+HEADER_LINES = 3  # the status bar's max-height: what flows past it is cut off
+SOURCE_LIMITS = (48, 32, 24)  # the source path's width, tried in turn until the header fits
+
+
+def header_fields(h: Header, pal: Palette, limit: int = SOURCE_LIMITS[0],
+                  where_last: bool = False) -> list[Text]:
     """The header's fields, each kept whole on a line (a label never parts from its value);
     the badges and the live (or FOLLOWING) state first: at 80 columns the rest may wrap out
-    of the bar, never them."""
+    of the bar, never them. The source path is shown in at most ``limit`` characters;
+    ``where_last`` puts the cluster and the source after the image's state (offset, time,
+    metadata.version, redaction), which then wrap out first."""
     fields = [Text(" mdshell ", style="bold reverse")]
     fields += [badge_text(badge, h.at, pal) for badge in h.badges]
     if h.live is not None:  # a state too: kept on the bar's first lines at 80 columns
         fields.append(live_text(h.live, pal))
-    fields.append(_field("cluster ", h.cluster_id))
-    fields.append(Text.assemble((f"{h.kind} ", "dim"), short_source(h.source)))
-    fields.append(Text.assemble(("offset ", "dim"), (str(h.offset), "bold"), (" epoch ", "dim"),
-                                str(h.epoch)))
-    fields.append(Text(h.time))
-    fields.append(_field("MV ", h.metadata_version))
-    fields.append(Text("secrets redacted", style=pal.ok) if h.redacted
-                  else Text("SECRETS SHOWN", style=pal.fail_badge))
-    return fields
+    where = [_field("cluster ", h.cluster_id),
+             Text.assemble((f"{h.kind} ", "dim"), short_source(h.source, limit))]
+    state = [Text.assemble(("offset ", "dim"), (str(h.offset), "bold"), (" epoch ", "dim"),
+                           str(h.epoch)),
+             Text(h.time), _field("MV ", h.metadata_version),
+             Text("secrets redacted", style=pal.ok) if h.redacted
+             else Text("SECRETS SHOWN", style=pal.fail_badge)]
+    return fields + (state + where if where_last else where + state)
 
 
 def _field(label: str, value: str) -> Text:
@@ -97,7 +108,16 @@ def _field(label: str, value: str) -> Text:
 
 
 def header_text(h: Header, pal: Palette, width: int = 10_000) -> Text:
-    return flow(header_fields(h, pal), width)
+    """The header flowed at ``width`` in at most HEADER_LINES lines when it can be: the
+    source path shortened first, then the cluster and source moved last, so that the
+    offset and the redaction state ("SECRETS SHOWN") are never the part cut off."""
+    text = Text()
+    for where_last in (False, True):
+        for limit in SOURCE_LIMITS:
+            text = flow(header_fields(h, pal, limit, where_last), width)
+            if len(text.split()) <= HEADER_LINES:
+                return text
+    return text
 
 
 def flow(fields: list[Text], width: int, gap: int = 2) -> Text:
