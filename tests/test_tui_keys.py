@@ -368,6 +368,13 @@ async def test_help_overlay_lists_the_screens_keys() -> None:
                 await until(pilot, lambda s=screen: isinstance(app.screen, s), "closed")
 
 
+def _key_name(shown: str) -> str:
+    """A key as the help shows it ("⏎", "Enter", "esc", "Esc") by one name."""
+    glyphs = {"⏎": "enter", "⌫": "backspace", "esc": "escape"}
+    name = shown if len(shown) == 1 and shown.isalpha() else shown.lower()
+    return glyphs.get(name, name)
+
+
 @aio
 async def test_help_at_80x24_shows_the_screens_own_keys_first_once() -> None:
     """At 80x24 the screen's own keys are in sight (they were under the app's, scrolled
@@ -375,7 +382,9 @@ async def test_help_at_80x24_shows_the_screens_own_keys_first_once() -> None:
     async with app_for(FIXTURES / "cluster-basic").run_test(size=(80, 24)) as pilot:
         app = await ready(pilot)
         for key, screen, own in (("l", HistoryScreen, "Diff mark→here"),
-                                 ("h", HealthScreen, "Go to node")):
+                                 ("h", HealthScreen, "Go to node"),
+                                 ("o", OverviewScreen, "health details"),
+                                 ("t", BrowserScreen, "JSON tab")):
             await pilot.press(key)
             await until(pilot, lambda s=screen: isinstance(app.screen, s), key)
             await pilot.press("question_mark")
@@ -384,7 +393,8 @@ async def test_help_at_80x24_shows_the_screens_own_keys_first_once() -> None:
             shown = "\n".join(_line(app, y) for y in range(24))
             assert own in shown, shown
             rows = app.screen.rows  # type: ignore[attr-defined]
-            keys = [k for row_keys, _what in rows for k in row_keys.split()]
+            keys = [_key_name(k) for row_keys, _what in rows for k in row_keys.split()
+                    if k != "↑↓"]  # "⏎ Health details" and "Enter health details" too
             assert len(keys) == len(set(keys)), rows
             assert ("? f1", "Help") in rows and "Focus Next" not in str(rows)
             await pilot.press("escape")

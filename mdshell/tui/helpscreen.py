@@ -29,6 +29,13 @@ COMMON = [("Esc Backspace", "back to where you were (screens and jumps)"),
           ("Ctrl+Q", "quit"), ("Ctrl+P", "palette: every action by name"),
           ("Tab Shift+Tab", "next / previous pane (tree, details, command bar)")]
 LEFT_OUT = {"ctrl+c", "ctrl+q", "ctrl+p"}  # COMMON says what they do
+KEY_NAMES = {"esc": "escape", "f1": "f1", "?": "question_mark", "/": "slash", ":": "colon"}
+
+
+def _keys(words: str) -> set[str]:
+    """The key names (Textual's) a row of EXTRA or COMMON describes: "Esc Backspace" is
+    escape and backspace."""
+    return {KEY_NAMES.get(w.lower(), w.lower() if len(w) > 1 else w) for w in words.split()}
 FOCUS = {"focus_next", "focus_previous"}  # Textual's Tab keys: COMMON again
 
 
@@ -36,27 +43,42 @@ def key_rows(screen: Screen[object]) -> list[tuple[str, str]]:
     """(key, what it does) for ``screen``: the keys of its panes and its own first (at 80x24
     they were under the app's, out of sight), then EXTRA, the app's, COMMON; keys for one
     action share a row (``? F1``); a binding's tooltip, when it has one, says more than its
-    footer label."""
+    footer label. A key EXTRA describes, or an app key COMMON describes, is not listed
+    again."""
     extra = EXTRA.get(type(screen).__name__, [])
-    described = {k for keys, _what in extra for k in keys.split()}  # "↑↓ j k": not j, k again
+    described = set().union(*(_keys(keys) for keys, _what in extra))  # not j, k again
+    common = set().union(*(_keys(keys) for keys, _what in COMMON))
     own: dict[str, list[str]] = {}
     app: dict[str, list[str]] = {}
     what: dict[str, str] = {}
+    taken: set[str] = set()
     for key, (node, binding, _enabled, _tip) in screen.active_bindings.items():
         if not binding.description or binding.system or key in LEFT_OUT \
                 or key.startswith("super+") or binding.action.split(".")[-1] in FOCUS \
                 or not _ours(node, binding.action):
             continue
+        if key in described or (isinstance(node, App) and key in common):
+            continue  # said once, in EXTRA's or COMMON's words (it was "⏎" and "Enter")
         shown = screen.app.get_key_display(binding)
-        if shown in described:
-            continue
+        taken.add(key)
         rows = app if isinstance(node, App) else own
         rows.setdefault(binding.action, []).append(shown)
         what.setdefault(binding.action, binding.tooltip or binding.description)
     listed = [(" ".join(keys), what[action]) for rows in (own, app)
               for action, keys in rows.items()]
     mine, theirs = listed[:len(own)], listed[len(own):]
-    return mine + extra + theirs + COMMON
+    return mine + extra + theirs + _common(taken)
+
+
+def _common(taken: set[str]) -> list[tuple[str, str]]:
+    """COMMON without the keys ``taken`` by a binding listed above (the tree's own Esc says
+    what Esc does there)."""
+    rows = []
+    for keys, what in COMMON:
+        left = [k for k in keys.split() if not _keys(k) & taken]
+        if left:
+            rows.append((" ".join(left), what))
+    return rows
 
 
 def _ours(node: object, action: str) -> bool:
