@@ -581,3 +581,78 @@ def test_voters_added_before_the_newest_snapshot_are_read_from_it(tmp_path: Path
     assert "snapshot" in report.voters_from
     assert any(note.startswith("voter 4 not given") for note in report.notes)
     assert report.committed_by == 3
+
+
+def _snapshotted(tmp: Path, *, diverge: bool, keep_log: tuple[int, ...] = (),
+                 inside: bool = False) -> tuple[list[str], int]:
+    """Nodes 2 and 3 went on without node 1 (in a new epoch when ``diverge``: node 1 led
+    epoch 1 alone past ``split``), took a snapshot and deleted the segments below it,
+    except the nodes in ``keep_log``; ``inside``: they took one more snapshot, inside node
+    1's log. Returns the directories and the offset where node 1 went its own way."""
+    nodes = {n: _builder(tmp, n) for n in (1, 2, 3)}
+    split = nodes[1].next_offset
+    if diverge:
+        nodes[1].add_acl("TOPIC", "orders", "User:lost-1", "READ")
+    nodes[1].noop(3)
+    for n in (2, 3):
+        b = nodes[n]
+        if diverge:
+            b.elect_controller_leader(2)
+            b.add_acl("TOPIC", "orders", "User:kept", "READ")
+        if inside:
+            b.noop(1)
+            b.snapshot()
+        b.noop(20)
+        b.snapshot()
+        b.roll_segment()
+        b.noop(3)
+    for b in nodes.values():
+        b.finish()
+    for n in (2, 3):
+        if n not in keep_log:
+            (tmp / f"node{n}" / MD / "00000000000000000000.log").unlink()
+    return [str(tmp / f"node{n}") for n in (1, 2, 3)], split
+
+
+def test_a_log_that_ends_before_the_quorums_log_starts_is_not_taken_as_agreeing(
+        tmp_path: Path) -> None:
+    """The quorum's log holds node 1's offsets only in a snapshot: nothing given shows
+    whether node 1's records are the committed ones, and `nodes` says so (exit 1)."""
+    dirs, split = _snapshotted(tmp_path, diverge=True)
+    report = build_report(open_group(dirs))
+    assert not report.sound and report.agree and not report.tails
+    [text] = report.unchecked
+    assert text.startswith(f"node 1's offsets 0-{split + 3} (last epoch 1) cannot be "
+                           "compared with the quorum's log: node 2's log starts at offset")
+    assert "Kafka replaces its log with node 2's snapshot" in text
+    run = cli(*[a for d in dirs for a in ("-d", d)], "nodes")
+    assert run.code == 1 and text in run.out
+    assert run.out.splitlines()[-1] == (
+        "the nodes agree on every committed record read; but 1 node could not be compared "
+        "with the quorum's log (see above)")
+    assert json.loads(cli(*[a for d in dirs for a in ("-d", d)], "-o", "json",
+                          "nodes").out)["unchecked"] == [text]
+
+
+def test_another_nodes_log_shows_where_a_node_parts_from_a_snapshotted_quorum_log(
+        tmp_path: Path) -> None:
+    """Node 3 still holds the segments node 2 deleted: by log matching its log is the
+    quorum's below node 2's log start, and shows node 1 parting at the split."""
+    dirs, split = _snapshotted(tmp_path, diverge=True, keep_log=(3,))
+    report = build_report(open_group(dirs))
+    [tail] = report.tails
+    assert (tail.node, tail.first, tail.last, tail.by) == ("1", split, split + 3,
+                                                           "node 3's log")
+    assert tail.snapshot is not None and tail.snapshot.endswith("-0000000002.checkpoint")
+    assert not report.agree and report.conflicts[0].startswith(
+        f"node 1 holds other records than the committed log at offsets {split}-{split + 3}")
+
+
+def test_snapshots_around_a_stale_log_show_it_is_only_behind(tmp_path: Path) -> None:
+    """Node 1 stopped early; the others' snapshots end inside its log and past it in its
+    last epoch (epochs never go down along a log): it holds the quorum's log, behind."""
+    dirs, _ = _snapshotted(tmp_path, diverge=False, inside=True)
+    report = build_report(open_group(dirs))
+    assert report.sound and not report.unchecked and not report.tails
+    assert [b[0] for b in report.behind] == ["1"]
+    assert cli(*[a for d in dirs for a in ("-d", d)], "nodes").code == 0

@@ -24,8 +24,9 @@ USAGE = "nodes"
                  "it, the most that can have been committed (the high watermark is not on "
                  "disk); and, per node, the records the quorum's log lacks, which Kafka "
                  "truncates when the node rejoins. Exit code 1 when the nodes disagree on "
-                 "anything committed (or inside one epoch), or a copy's log is damaged (the "
-                 "comparison stops there), 0 when they agree.",
+                 "anything committed (or inside one epoch), a copy's log is damaged (the "
+                 "comparison stops there), or a node's offsets cannot be compared with the "
+                 "quorum's log (held there only in a snapshot), 0 when they agree.",
          args=("",))
 def nodes(shell: Shell, args: list[str]) -> Result:
     ArgParser("nodes", USAGE).parse_args(args)

@@ -265,17 +265,23 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
                    f"{_offsets(t.first, t.last)} in the same epoch: Kafka will not truncate "
                    "them")
         else:
-            yield (f"node {t.node} is truncated to offset {t.first} when it rejoins: the "
-                   f"quorum's log lacks its {_offsets(t.first, t.last)}"
-                   + (f" (held by {t.holders} voters)" if t.holders > 1 else ""))
+            lacks = (f"the quorum's log lacks its {_offsets(t.first, t.last)}"
+                     + ("" if t.exact else f" (maybe more: the logs part at or before offset "
+                        f"{t.first})") + (f", shown by {t.by}" if t.by else "")
+                     + (f" (held by {t.holders} voters)" if t.holders > 1 else ""))
+            if t.snapshot is not None:
+                yield (f"node {t.node}'s log is replaced by the quorum's snapshot {t.snapshot} "
+                       f"when it rejoins (Kafka sends it the snapshot, not records): {lacks}")
+            else:
+                yield (f"node {t.node} is truncated to offset {t.first}"
+                       + ("" if t.exact else " or below") + f" when it rejoins: {lacks}")
         for run in t.runs:
             kinds = ", ".join(f"{n} {k}" for k, n in run.kinds.most_common())
             yield f"  {_offsets(run.first, run.last)}, epoch {run.epoch}: {kinds}"
+    yield from rep.unchecked
     if rep.agree:
         yield "the nodes agree on every committed record" + (
-            "" if rep.sound else " read; but the log of node"
-            + ("s " if len(rep.damaged) > 1 else " ") + ", ".join(rep.damaged)
-            + " is damaged: what it holds past the damage is not counted (see above)")
+            "" if rep.sound else f" read; but {rep.caveat} (see above)")
     else:
         yield "the nodes disagree on committed records: " + "; ".join(rep.conflicts)
 

@@ -123,8 +123,8 @@ def _verdict(report: Any) -> tuple[str, str]:
     if not report.agree:
         return "the nodes disagree on committed records: " + "; ".join(report.conflicts), FAIL
     if not report.sound:
-        return ("the nodes agree on every committed record read; damaged: node "
-                + ", ".join(report.damaged), WARN)
+        return ("the nodes agree on every committed record read; but " + report.caveat,
+                WARN)
     return "the nodes agree on every committed record", OK
 
 

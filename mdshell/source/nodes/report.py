@@ -32,6 +32,7 @@ from ..base import ControlEntry, control_entries
 from ..layout import Checkpoint
 from .compare import CONTENT, SAME, Pair, compare
 from .group import NodeDir, NodeGroup
+from .versus import Versus, versus
 
 _SEGMENT_LEFT = re.compile(r"^(\d{20})\.log\.(deleted|swap|cleaned)$")
 
@@ -72,10 +73,14 @@ class Tail:
     runs: list[Run]
     holders: int  # voters holding the first of them as this node does
     kept: bool = False  # same epoch as the quorum's log there: Kafka will not see it
+    exact: bool = True  # False: the logs part at or before ``first``
+    by: str | None = None  # what showed it, when not the quorum's log itself
+    snapshot: str | None = None  # the quorum's snapshot Kafka replaces the log with
 
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "truncatedTo": self.first, "from": self.first,
                 "to": self.last, "heldBy": self.holders, "keptByKafka": self.kept,
+                "exact": self.exact, "shownBy": self.by, "replacedBySnapshot": self.snapshot,
                 "runs": [r.to_json() for r in self.runs]}
 
 
@@ -144,6 +149,7 @@ class Report:
     conflicts: list[str]
     notes: list[str]
     damaged: list[str] = field(default_factory=list)  # nodes whose log damage cut short
+    unchecked: list[str] = field(default_factory=list)  # offsets nothing given can judge
 
     @property
     def agree(self) -> bool:
@@ -152,8 +158,21 @@ class Report:
 
     @property
     def sound(self) -> bool:
-        """They agree and every log was read whole (exit 0)."""
-        return self.agree and not self.damaged
+        """They agree, every log was read whole and compared (exit 0)."""
+        return self.agree and not self.damaged and not self.unchecked
+
+    @property
+    def caveat(self) -> str:
+        """Why an agreement is not the whole answer ("" when it is)."""
+        parts = []
+        if self.damaged:
+            parts.append("the log of node" + ("s " if len(self.damaged) > 1 else " ")
+                         + ", ".join(self.damaged) + " is damaged: what it holds past the "
+                         "damage is not counted")
+        if self.unchecked:
+            parts.append(f"{len(self.unchecked)} node{'s' if len(self.unchecked) > 1 else ''}"
+                         " could not be compared with the quorum's log")
+        return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         return {"agree": self.agree, "sound": self.sound, "damaged": self.damaged,
@@ -168,7 +187,8 @@ class Report:
                     "to": self.uncommitted[1], "heldBy": self.uncommitted[2]},
                 "truncations": [t.to_json() for t in self.tails],
                 "behind": [{"node": n, "end": e, "quorumEnd": q} for n, e, q in self.behind],
-                "conflicts": self.conflicts, "notes": self.notes}
+                "unchecked": self.unchecked, "conflicts": self.conflicts,
+                "notes": self.notes}
 
 
 # ---------------------------------------------------------------- the voters
@@ -311,7 +331,12 @@ def build_report(group: NodeGroup) -> Report:
                          f"{', '.join(map(str, missing))} not given: a majority is counted "
                          "among the directories given, and the quorum may follow a log not "
                          "given")
-    held = {n.label: _agreed(pairs, n, ref) for n in votes}
+    def pair_of(a: NodeDir, b: NodeDir) -> Pair:
+        return _pair(pairs, a, b)
+
+    vs = {n.label: versus(n, ref, nodes, pair_of) for n in nodes if n is not ref}
+    held = {n.label: (vs[n.label].pair.agree_to if n is not ref else
+                      ref.scan.end if ref.scan.end is not None else -1) for n in votes}
     committed, by = _committed(held, majority, voters)
     ref_end = ref.scan.end
     uncommitted = None
@@ -321,11 +346,15 @@ def build_report(group: NodeGroup) -> Report:
     conflicts: list[str] = []
     tails: list[Tail] = []
     behind: list[tuple[str, int, int]] = []
+    unchecked: list[str] = []
     for n in nodes:
         if n is ref:
             continue
-        pair = _pair(pairs, n, ref)
-        _judge(n, ref, pair, pairs, votes, majority, committed, tails, behind, conflicts)
+        v = vs[n.label]
+        if v.unknown:
+            unchecked.append(_unchecked(n, ref, v))
+            continue
+        _judge(n, ref, v, pairs, votes, majority, committed, tails, behind, conflicts)
     for p in pairs.values():
         if p.kind == CONTENT:
             conflicts.append(f"nodes {p.a} and {p.b} hold other records at offset {p.at} in "
@@ -337,7 +366,8 @@ def build_report(group: NodeGroup) -> Report:
     damaged = [n.label for n in nodes if n.scan.cut is not None]
     return Report(next((n.cluster_id for n in nodes if n.cluster_id), None), voters,
                   voters_from, majority, rows, list(pairs.values()), ref.label, choice.why,
-                  committed, by, uncommitted, tails, behind, conflicts, notes, damaged)
+                  committed, by, uncommitted, tails, behind, conflicts, notes, damaged,
+                  unchecked)
 
 
 def _pair(pairs: dict[tuple[str, str], Pair], a: NodeDir, b: NodeDir) -> Pair:
@@ -370,11 +400,12 @@ def _committed(held: dict[str, int], majority: int | None,
     return offset, sum(1 for e in ends if e >= offset)
 
 
-def _judge(n: NodeDir, ref: NodeDir, pair: Pair, pairs: dict[tuple[str, str], Pair],
+def _judge(n: NodeDir, ref: NodeDir, v: Versus, pairs: dict[tuple[str, str], Pair],
            votes: list[NodeDir], majority: int | None, committed: int | None,
            tails: list[Tail], behind: list[tuple[str, int, int]], conflicts: list[str]) -> None:
     """What happens to ``n``'s log when it follows ``ref``'s, and whether it contradicts
     what is committed."""
+    pair = v.pair
     end, ref_end = n.scan.end, ref.scan.end
     if end is None or ref_end is None:
         return
@@ -384,14 +415,52 @@ def _judge(n: NodeDir, ref: NodeDir, pair: Pair, pairs: dict[tuple[str, str], Pa
             behind.append((n.label, end, ref_end))
         return
     holders = sum(1 for v in votes if _agreed(pairs, v, n) >= first)
-    tail = Tail(n.label, first, end, _runs(n, first, end), holders, pair.kind == CONTENT)
+    snap = gets_snapshot(n, ref)
+    tail = Tail(n.label, first, end, _runs(n, first, end), holders, pair.kind == CONTENT,
+                v.exact, v.by, snap.name if snap is not None else None)
     tails.append(tail)
     if committed is not None and first <= committed:
         conflicts.append(f"node {n.label} holds other records than the committed log at "
-                         f"offsets {first}-{min(end, committed)}")
+                         f"offsets {first}-{min(end, committed)}"
+                         + ("" if v.exact else " (maybe more: they part at or before it)")
+                         + (f" (shown by {v.by})" if v.by else ""))
     elif majority is not None and holders >= majority:
         conflicts.append(f"node {n.label}'s offsets from {first} are held by {holders} voters "
                          "(a majority) but not by the quorum's log")
+
+
+def gets_snapshot(n: NodeDir, ref: NodeDir) -> Checkpoint | None:
+    """The snapshot of the quorum's log (``ref``'s) that Kafka's leader sends ``n`` instead
+    of records when it fetches from its log end (``ReplicatedLog.validateOffsetAndEpoch``:
+    the fetch offset below the log start, at it in another epoch than the oldest snapshot's,
+    or a last epoch older than that snapshot's); None: it fetches records."""
+    snaps = ref.source.snapshots()
+    if not snaps:
+        return None
+    start = ref.scan.start if ref.scan.start is not None else snaps[-1].end_offset
+    end, epoch = n.scan.end, n.scan.last_epoch
+    offset, epoch = (end + 1 if end is not None else 0), (epoch if epoch is not None else 0)
+    oldest = snaps[0]
+    if offset < start or (offset == start and epoch != oldest.epoch) or epoch < oldest.epoch:
+        return snaps[-1]
+    return None
+
+
+def _unchecked(n: NodeDir, ref: NodeDir, v: Versus) -> str:
+    """Node ``n``'s offsets that nothing given can compare with the quorum's log, said."""
+    scan, p = n.scan, v.pair
+    first = p.agree_to + 1 if p.agree_to >= 0 else scan.start
+    held = (f"node {n.label} holds the quorum's log up to offset {p.agree_to} ({v.by}); "
+            if p.agree_to >= 0 and v.by else "")
+    where = (f"node {ref.label}'s log starts at offset {ref.scan.start}" if ref.scan.start
+             is not None else f"node {ref.label} holds no log past its snapshot")
+    snap = gets_snapshot(n, ref)
+    kafka = (f"; Kafka replaces its log with node {ref.label}'s snapshot {snap.name} when it "
+             "rejoins" if snap is not None else "")
+    return (f"{held}node {n.label}'s offsets {first}-{scan.end} (last epoch "
+            f"{scan.last_epoch}) cannot be compared with the quorum's log: {where} and no "
+            f"other node given holds them in its log{kafka}; whether they are the committed "
+            "records cannot be told")
 
 
 def _runs(n: NodeDir, first: int, last: int) -> list[Run]:
