@@ -17,6 +17,7 @@ from mdshell.wire.batch import metadata_ranges
 from mdshell.wire.primitives import uuid_str
 
 from .conftest import FIXTURES, cli, corpus_dirs, open_shell
+from .fuzz.mutate import overlong, uvarint
 
 DIRS = sorted(p for p in FIXTURES.iterdir() if p.is_dir()) + corpus_dirs()
 
@@ -322,3 +323,34 @@ def test_damage_the_sieve_cannot_pick_is_said_as_the_full_path_says(
         run = cli("-d", str(d), "changes", path)
         assert f"offsets {off}-{off}" in run.err and "do not decode" in run.err, run.err
         assert run.out == _full(shell, path, "text")[0], name
+
+
+def _header_forms(key: int) -> list[bytes]:
+    """Frame headers Kafka's serde reads as frame version 1, type ``key``: each varint in
+    every length up to 5 bytes, and with bits past 32 set in a fifth byte (dropped)."""
+    def forms(n: int) -> list[bytes]:
+        out = [overlong(uvarint(n), size) for size in range(len(uvarint(n)), 6)]
+        return out + [out[-1][:-1] + bytes([out[-1][-1] | high]) for high in (0x10, 0x70)]
+    return [f + t + v for f in forms(1) for t in forms(key) for v in forms(0)[:2]]
+
+
+@pytest.mark.parametrize("key", [0, 23, 24, 25, 28, 127, 128, 200, 0x7FFF])
+def test_frame_needles_begin_every_header_kafka_reads_as_the_kind(key: int) -> None:
+    """Each form begins with a needle, and is read as ``key`` by the one header reading
+    (so the forms are ones Kafka reads); the needles are found where ``find`` finds them."""
+    from mdshell.wire.frames import peek_frame
+    from mdshell.wire.sieve import _pairs, frame_needles
+
+    needles = frame_needles(key)
+    heads = _header_forms(key)
+    for head in heads:
+        assert peek_frame(head + b"\x00", 0)[:2] == (key, 0), head.hex()
+        assert any(head.startswith(n) for n in needles), head.hex()
+    buf = b"\x05".join(heads) + bytes(range(256)) * 4
+    got = _pairs(buf, needles)
+    for n in needles:
+        want, i = [], buf.find(n)
+        while i >= 0:
+            want.append(i)
+            i = buf.find(n, i + 1)
+        assert got[n] == want, n.hex()

@@ -81,6 +81,22 @@ def test_a_topic_log_without_partition_metadata_is_known_by_its_records(
     assert out.returncode == 1 and "not the __cluster_metadata log" in out.stderr
 
 
+def test_a_metadata_log_with_longer_frame_headers_is_known_as_metadata(
+        tmp_path: Path) -> None:
+    """Kafka's serde reads a frame header's varints in any length (frame version 1 as
+    ``81 00``), so a log whose first records are written so is a metadata log: the records
+    load, and nothing calls the directory a topic's own log."""
+    from .fuzz import build as b
+
+    longer = [b"\x81\x00" + v[1:] for v in (b.feature(), b.topic("orders"), b.partition(0))]
+    d = tmp_path / "copy"
+    d.mkdir()
+    (d / b.segment_name(0)).write_bytes(b.values_batch(0, longer))
+    out = run_cli("-d", str(d), "ls", "/image/topics/byName")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["orders"]
+
+
 def test_partition_metadata_of_another_topic_refuses_the_directory(tmp_path: Path) -> None:
     """Even a log that frames as metadata: Kafka's own partition.metadata says otherwise."""
     d = copy_fixture("cluster-basic", tmp_path) / MD

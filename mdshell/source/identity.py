@@ -22,7 +22,7 @@ import re
 import struct
 
 from ..problems import SourceError
-from ..wire import framing
+from ..wire import frames, framing
 from ..wire.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -97,7 +97,18 @@ def _first_record_keyed(batch: Batch) -> bool:
 
 
 def _frames(key: bytes | None, value: bytes | None) -> bool:
-    return key is None and value is not None and len(value) >= 3 and value[0] in (0, 1)
+    """Whether a record is framed as a metadata record: no key, and a value whose frame
+    header Kafka's serde reads (:func:`.frames.peek_frame`: its varints in any length), or
+    one of frame version 0 (KRaft's 2.8 preview: the load says why it refuses it)."""
+    if key is not None or value is None or len(value) < 3:
+        return False
+    if value[0] == 0:
+        return True
+    try:
+        frames.peek_frame(value, 0)
+    except DecodeError:
+        return False
+    return True
 
 
 def read_head(path: str, size: int = 1 << 20) -> bytes | None:

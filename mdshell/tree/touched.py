@@ -14,7 +14,7 @@ from ..image.names import SCRAM_MECHANISMS, TOPIC_CONFIG
 from ..wire import frames
 from ..wire.kinds import RecordKind as K
 from ..wire.primitives import DecodeError, uuid_from_str, uuid_str
-from ..wire.sieve import Sieve, frame_key
+from ..wire.sieve import Sieve, frame_needles
 from .image_tree import config_resource_name, quota_entity_name
 from .paths import Matcher, compile_glob, related, unescape
 
@@ -159,7 +159,7 @@ def topic_sieve(comps: list[str]) -> Sieve | None:
             compile_glob(c) is not None for c in comps):
         return None
     name = unescape(comps[3])
-    always = [frame_key(k) for k in _ALWAYS]
+    always = [n for k in _ALWAYS for n in frame_needles(k)]
     if comps[2] == "byId" and depth == 5:
         try:
             return Sieve([uuid_from_str(name), *always])

@@ -31,9 +31,23 @@ _VALUE_POS = operator.itemgetter(1)
 Learn = Callable[[int, int, bytes, int, int], Iterable[bytes]]
 
 
-def frame_key(key: int) -> bytes:
-    """The first bytes of every value of metadata record kind ``key`` (frame version 1)."""
-    return bytes([1, key])
+def frame_needles(key: int) -> list[bytes]:
+    """Byte strings one of which begins every value that Kafka's serde reads as a metadata
+    record of kind ``key`` (``frames.peek_frame``), in any form its header takes.
+
+    The header is three unsigned varints, each possibly longer than it needs (Kafka never
+    writes them longer, but reads them). Frame version 1 is ``01`` in its shortest form,
+    else ``81`` then ``00`` or ``80`` (its bits past the first 7 are 0). The type's first
+    byte holds its low 7 bits, the high bit set when more bytes follow: a type below 128
+    in a longer form goes on with ``00`` or ``80``. A superset: every record a needle
+    picks is framed and judged whole."""
+    low = key & 0x7F
+    if key >= 0x80:
+        types = [bytes([low | 0x80])]
+    else:
+        types = [bytes([low]), bytes([low | 0x80, 0]), bytes([low | 0x80, 0x80])]
+    return ([b"\x01" + t for t in types] + [b"\x81\x00" + t[:1] for t in types[:2]]
+            + [b"\x81\x80\x00", b"\x81\x80\x80"])
 
 
 class Sieve:
@@ -144,18 +158,26 @@ def _finds(buf: bytes, needle: bytes, start: int, end: int) -> Iterable[int]:
 
 
 def _pairs(buf: bytes, needles: list[bytes]) -> dict[bytes, list[int]]:
-    """Where each two-byte needle is in ``buf``, by one regular expression; none when a
-    match could hide another (a second byte that is some needle's first)."""
-    pairs = [n for n in needles if len(n) == 2]
-    if len(pairs) < 2 or {n[1] for n in pairs} & {n[0] for n in pairs}:
+    """Where each needle of two or three bytes is in ``buf``: those of one first byte found
+    by one regular expression on their first two bytes (one pass at the speed of finding
+    that byte; ``bytes.find`` reads a short needle slowly, once for each), a third byte
+    compared at each match; none when a match could hide another (a byte past some
+    needle's first that is a needle's first)."""
+    short = [n for n in needles if 2 <= len(n) <= 3]
+    firsts = {n[0] for n in short}
+    if len(short) < 2 or any(set(n[1:]) & firsts for n in short):
         return {}
-    by_first: dict[int, list[int]] = {}
-    for n in pairs:
-        by_first.setdefault(n[0], []).append(n[1])
-    pattern = b"|".join(re.escape(bytes([a])) + b"[" + b"".join(re.escape(bytes([b]))
-                                                               for b in sorted(seconds)) + b"]"
-                        for a, seconds in by_first.items())
-    found: dict[bytes, list[int]] = {n: [] for n in pairs}
-    for m in re.finditer(pattern, buf):
-        found[m.group()].append(m.start())
+    found: dict[bytes, list[int]] = {n: [] for n in short}
+    by_two: dict[bytes, list[bytes]] = {}  # first two bytes -> the needles beginning so
+    for n in short:
+        by_two.setdefault(n[:2], []).append(n)
+    for first in sorted(firsts):
+        seconds = sorted({two[1] for two in by_two if two[0] == first})
+        pattern = re.escape(bytes([first])) + b"[" + b"".join(
+            re.escape(bytes([c])) for c in seconds) + b"]"
+        for m in re.finditer(pattern, buf):
+            at = m.start()
+            for n in by_two[m.group()]:
+                if len(n) == 2 or buf[at + 2:at + 3] == n[2:]:
+                    found[n].append(at)
     return found
