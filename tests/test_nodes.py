@@ -656,3 +656,26 @@ def test_snapshots_around_a_stale_log_show_it_is_only_behind(tmp_path: Path) -> 
     assert report.sound and not report.unchecked and not report.tails
     assert [b[0] for b in report.behind] == ["1"]
     assert cli(*[a for d in dirs for a in ("-d", d)], "nodes").code == 0
+
+
+def test_clusters_that_share_a_default_cluster_id_are_told_apart(tmp_path: Path) -> None:
+    """Docker images format every cluster with one cluster.id: two clusters' directories
+    then agree on it, and their batches at offset 0 (same span, same epoch, other bytes:
+    followers copy their leader's batches as they are) tell them apart, before a node id
+    both share is taken for one node given twice."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    _builder(tmp_path / "a", 1, seed=7).finish()
+    _builder(tmp_path / "b", 2, seed=8).finish()
+    _builder(tmp_path / "b", 1, seed=8).finish()
+    for pair in ((tmp_path / "a" / "node1", tmp_path / "b" / "node2"),
+                 (tmp_path / "a" / "node1", tmp_path / "b" / "node1")):
+        run = cli("-d", str(pair[0]), "-d", str(pair[1]), "nodes")
+        assert run.code == 1 and run.out == ""
+        assert "begin with other records at offset 0 in one leader epoch" in run.err
+        assert f"cluster.id {CLUSTER} for both" in run.err and "given twice" not in run.err
+        assert run.err.count("\n") == 1
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "a" / "node1", copy)  # node 1 copied twice: given twice
+    run = cli("-d", str(tmp_path / "a" / "node1"), "-d", str(copy), "nodes")
+    assert run.code == 1 and "node 1 is given twice" in run.err

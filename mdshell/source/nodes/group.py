@@ -4,8 +4,8 @@ and checked to be one cluster's.
 A node's id and cluster id come from ``meta.properties`` in its log dir (or the cluster id
 from ``quorum-state`` version 0); a copy of ``__cluster_metadata-0`` alone has neither, and
 is named by its place on the command line (``#2``). Two directories are refused as one
-cluster when their cluster ids differ, or, when one has none, when the first batches of
-their logs (the records the cluster was bootstrapped with) differ.
+cluster when their cluster ids differ, or when the batches at offset 0 of their logs (the
+records the cluster was bootstrapped with) differ in one epoch over the same offsets.
 """
 
 from __future__ import annotations
@@ -113,23 +113,29 @@ class NodeGroup:
 
 def open_group(paths: list[str], *, eager: bool = False) -> NodeGroup:
     """The directories, refused in one line (:class:`SourceError`) when one cannot be read,
-    two are the same node, or they are not one cluster's."""
+    one is given twice, or they are not one cluster's."""
     nodes = [open_node(p, i + 1, eager=eager) for i, p in enumerate(paths)]
     seen: dict[str, NodeDir] = {}
     for n in nodes:
-        same = seen.get(n.label) or next(
-            (m for m in seen.values() if os.path.realpath(m.directory)
-             == os.path.realpath(n.directory)), None)
+        same = seen.get(os.path.realpath(n.directory))
         if same is not None:
             raise SourceError(f"{n.path}: node {n.label} is given twice ({same.path} too); give "
                               "each node's directory once")
-        seen[n.label] = n
+        seen[os.path.realpath(n.directory)] = n
     group = NodeGroup(nodes)
     _check_cluster(group)
+    labels: dict[str, NodeDir] = {}
+    for n in nodes:
+        other = labels.setdefault(n.label, n)
+        if other is not n:
+            raise SourceError(f"{n.path}: node {n.label} is given twice ({other.path} is node "
+                              f"{n.label} too, by its meta.properties); give each node's "
+                              "directory once")
     return group
 
 
 def _check_cluster(group: NodeGroup) -> None:
+    """Refused: cluster ids that differ, or logs that begin otherwise (:func:`_check_heads`)."""
     nodes = group.nodes
     known = [n for n in nodes if n.cluster_id is not None]
     for n in known[1:]:
@@ -141,31 +147,45 @@ def _check_cluster(group: NodeGroup) -> None:
                 f"{n.path} (node {n.label}) is of cluster {n.cluster_id} but {first.path} "
                 f"(node {first.label}) of cluster {first.cluster_id}, by {where}: give the "
                 "directories of one cluster's nodes")
-    unknown = [n for n in nodes if n.cluster_id is None]
-    if not unknown or len(nodes) < 2:
-        return
-    heads = {n.label: _first_batch(n) for n in nodes}
-    ref = next((n for n in nodes if heads[n.label] is not None), None)
-    for n in nodes:
-        head = heads[n.label]
-        if head is None or ref is None:
-            group.notes.append(f"node {n.label} has no cluster id (no meta.properties) and no "
-                               "log from offset 0: not checked to be of this cluster")
+    if len(nodes) > 1:
+        _check_heads(group)
+
+
+def _check_heads(group: NodeGroup) -> None:
+    """The batches at offset 0 compared. Every node of one cluster holds the batch its first
+    leader wrote there, byte for byte (followers append the leader's batches as they are;
+    one leader per epoch): two spanning the same offsets in one epoch with other bytes (CRC)
+    are other clusters' (cluster ids repeat: a Docker image's default, or none at all). Of
+    other epochs nothing can be told (a first leader whose batch was truncated), nor of
+    other spans (the records are compared by ``nodes``). A node with no cluster id and no
+    log from offset 0 is noted as not checked."""
+    heads = {n.position: _first_batch(n) for n in group.nodes}
+    by_span: dict[tuple[int, int], NodeDir] = {}
+    for n in group.nodes:
+        head = heads[n.position]
+        if head is None:
+            if n.cluster_id is None:
+                group.notes.append(f"node {n.label} has no cluster id (no meta.properties) "
+                                   "and no log from offset 0: not checked to be of this "
+                                   "cluster")
             continue
-        if head != heads[ref.label]:
+        ref = by_span.setdefault(head[:2], n)
+        if heads[ref.position] != head:
+            ids = (f" (cluster.id {n.cluster_id} for both: a default many clusters share?)"
+                   if n.cluster_id is not None and n.cluster_id == ref.cluster_id else "")
             raise SourceError(
                 f"{n.path} (node {n.label}) and {ref.path} (node {ref.label}) begin with other "
-                "records at offset 0 (the records a cluster is bootstrapped with): they are not "
-                "one cluster's nodes")
+                f"records at offset 0 in one leader epoch (the records a cluster is "
+                f"bootstrapped with){ids}: they are not one cluster's nodes")
 
 
-def _first_batch(n: NodeDir) -> tuple[int, int] | None:
-    """(last offset, CRC) of the log's batch at offset 0 (None: the log does not start
-    there)."""
+def _first_batch(n: NodeDir) -> tuple[int, int, int] | None:
+    """(leader epoch, last offset, CRC) of the log's batch at offset 0 (None: the log does
+    not start there)."""
     scan = n.scan
     if not len(scan) or scan.bases[0] != 0:
         return None
-    return scan.lasts[0], scan.crcs[0]
+    return scan.epochs[0], scan.lasts[0], scan.crcs[0]
 
 
 def _int(text: str | None) -> int | None:

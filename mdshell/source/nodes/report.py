@@ -359,7 +359,7 @@ def build_report(group: NodeGroup) -> Report:
         if p.kind == CONTENT:
             conflicts.append(f"nodes {p.a} and {p.b} hold other records at offset {p.at} in "
                              f"one epoch ({p.epoch_a}): {p.why}; Raft never does this (a "
-                             "damaged, restored or altered copy?)")
+                             "damaged, restored or altered copy, or another cluster's?)")
     if committed is None and any(p.diverged for p in pairs.values()):
         conflicts.append("the logs part and what was committed cannot be told (too few "
                          "voters' directories): treated as a disagreement")
