@@ -28,6 +28,7 @@ from mdshell.synth import files as synth_files
 from mdshell.synth.batches import metadata_batch
 from mdshell.synth.damage import flip_byte
 from mdshell.synth.records import meta
+from mdshell.wire.batch import parse_header
 from tests.conftest import cli
 
 MD = "__cluster_metadata-0"
@@ -679,3 +680,31 @@ def test_clusters_that_share_a_default_cluster_id_are_told_apart(tmp_path: Path)
     shutil.copytree(tmp_path / "a" / "node1", copy)  # node 1 copied twice: given twice
     run = cli("-d", str(tmp_path / "a" / "node1"), "-d", str(copy), "nodes")
     assert run.code == 1 and "node 1 is given twice" in run.err
+
+
+@pytest.mark.parametrize("cut", [10, 30, 70])  # inside the length, the header, the records
+def test_a_torn_last_batch_is_a_write_cut_short_not_damage(tmp_path: Path, cut: int) -> None:
+    """A node killed while writing, or a copy taken while Kafka wrote, ends inside its last
+    batch: Kafka's log recovery drops those bytes and the node fetches them again. That is
+    no damage to what it holds; inside an earlier segment it is."""
+    dirs = []
+    for n in (1, 2, 3):
+        b = _builder(tmp_path, n)
+        b.add_acl("TOPIC", "orders", "User:big" + "x" * 80, "READ")  # a batch past 70 bytes
+        b.finish()
+        dirs += ["-d", str(tmp_path / f"node{n}")]
+    seg = tmp_path / "node3" / MD / "00000000000000000000.log"
+    data = seg.read_bytes()
+    pos = 0  # where the last batch starts
+    while pos + parse_header(data, pos).size < len(data):
+        pos += parse_header(data, pos).size
+    seg.write_bytes(data[:pos + cut])
+    report = build_report(open_group(dirs[1::2]))
+    assert report.damaged == [] and report.sound
+    row = report.rows[2]
+    assert any(f"its last batch is cut short at byte {pos}" in p for p in row.problems)
+    assert cli(*dirs, "nodes").code == 0
+    # The same bytes in a segment that is not the last: damage, as before.
+    (tmp_path / "node3" / MD / "00000000000000009999.log").write_bytes(data[pos:])
+    report = build_report(open_group(dirs[1::2]))
+    assert report.damaged == ["3"] and not report.sound

@@ -8,7 +8,8 @@ of ``records --batches``), which says what is wrong. The log is read as far as i
 whole: the first damaged batch (a CRC mismatch, a damaged header, a cut tail), a gap or
 overlap between batches, or a leader epoch going backwards ends it, with one line saying
 where; the comparison covers what comes before (Kafka itself recovers a log by cutting it at
-its first invalid batch).
+its first invalid batch). A last segment that ends inside its last batch is a torn write (a
+crash, or a copy taken while Kafka wrote), said in ``torn``: not damage.
 """
 
 from __future__ import annotations
@@ -21,12 +22,20 @@ from itertools import compress
 from operator import add
 
 from ...problems import Problem, SourceError
-from ...wire.batch import CONTROL_FLAG, UNDECODABLE, Batch, parse_header
+from ...wire.batch import (
+    CONTROL_FLAG,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    UNDECODABLE,
+    Batch,
+    parse_header,
+)
 from .. import cleanwalk
 from ..base import ControlEntry, Source, control_entries
 from ..batchscan import BatchInfo, file_batches
 from ..layout import Checkpoint
-from ..walker import plural
+from ..walker import MAX_BATCH_LENGTH, plural
 
 
 @dataclass
@@ -46,6 +55,7 @@ class LogScan:
     controls: list[ControlEntry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     cut: str | None = None  # why the log is read no further (damage, a gap): one of problems
+    torn: str | None = None  # the last segment ends inside a batch (one of problems)
     snapshot: Checkpoint | None = None  # the newest usable snapshot
     epoch_starts: list[tuple[int, int]] = field(default_factory=list)  # (epoch, first offset)
     start_offsets: list[int] = field(default_factory=list)  # the offsets of epoch_starts
@@ -117,7 +127,8 @@ def scan_log(source: Source) -> LogScan:
     snaps = source.snapshots()
     scan.snapshot = snaps[-1] if snaps else None
     expected: int | None = None
-    for seg in source.segments():
+    segments = source.segments()
+    for seg in segments:
         name = os.path.basename(seg.path)
         try:
             data = source.file_bytes(seg.path)
@@ -132,6 +143,7 @@ def scan_log(source: Source) -> LogScan:
             expected = clean
             continue
         found: list[Problem] = []
+        whole = 0  # where the last whole batch read ends
         for b in file_batches(seg.path, data, found, first=seg.base_offset, dense=True):
             why = _stops(b, expected, scan)
             entries: list[ControlEntry] = []
@@ -147,12 +159,35 @@ def scan_log(source: Source) -> LogScan:
                 return scan
             _add(scan, b, index, entries)
             expected = b.last_offset + 1
+            whole = b.position + b.size
+        upto = f"offset {expected - 1}" if expected is not None else "its start"
+        if found and seg is segments[-1] and _torn(found[0], data, whole):
+            scan.torn = (f"{name}: its last batch is cut short at byte {whole} ("
+                         f"{len(data) - whole} bytes): a write Kafka stopped in, or a copy "
+                         "taken while it wrote; Kafka's recovery drops it, and the node "
+                         f"fetches it again; the log is compared up to {upto}")
+            scan.problems.append(scan.torn)
+            return scan
         if found:
             scan.cut = (f"{found[0].message.split('; ')[0]}; the log is compared up to "
                         f"offset {expected - 1 if expected is not None else '-'}")
             scan.problems.append(scan.cut)
             return scan
     return scan
+
+
+def _torn(problem: Problem, data: bytes, pos: int) -> bool:
+    """The bytes from ``pos`` to the end of the file are the start of one batch that the
+    file ends inside (a torn write), not a damaged one: the reader's "incomplete" verdict,
+    or fewer bytes than a batch header whose length field runs past the end."""
+    if problem.code == "truncated":
+        return True
+    rest = len(data) - pos
+    if rest < LOG_OVERHEAD or rest >= HEADER_SIZE:
+        return False
+    length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+    return (MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH
+            and pos + LOG_OVERHEAD + length > len(data))
 
 
 def _clean(scan: LogScan, data: bytes, index: int, first: int) -> int | None:
