@@ -455,3 +455,78 @@ def test_a_snapshot_kafka_is_writing_is_ignored_not_unrecognized(tmp_path: Path)
     sh = Shell(session, opts=RenderOptions())
     assert any(x.startswith("00000000000000000058-0000000001-") for x in
                lines(sh, "ls", "/log/ignored"))
+
+
+# ---------------------------------------------------------------- names with odd characters
+
+
+ODD_CLIENTS = ("br[ack]", "{x,y}", "star*", "a/b", "..", "app one")
+
+
+@pytest.fixture(scope="module")
+def odd_names(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cluster whose client ids and SCRAM users hold what Kafka allows in them and a path
+    treats specially: glob characters, ``/``, ``..``, a space."""
+    from .conftest import three_brokers
+
+    out = tmp_path_factory.mktemp("odd") / "logdir"
+    b = three_brokers(out, seed=5)
+    for i, client in enumerate(ODD_CLIENTS):
+        b.set_quota({"client-id": client}, "request_percentage", 10.0 + i)
+    b.upsert_scram("svc/orders")
+    b.finish()
+    return out
+
+
+def _escaped(name: str) -> str:
+    """A name as a path component that means only it (as the docs tell a user to write it)."""
+    return re.sub(r"([][*?{}\\/])", r"\\\1", name)
+
+
+def _odd_shell(odd_names: Path) -> Shell:
+    sh = open_shell(odd_names)
+    sh.interactive = True
+    return sh
+
+
+def test_every_node_listed_can_be_reached_escaped(odd_names: Path) -> None:
+    """Whatever a name holds, ``\\`` before its special characters reaches it alone, by
+    ``cd`` and every path command, and the working directory then resolves relative paths
+    (it is not read again as a glob: ``cd`` into ``clientId(br[ack])`` then ``ls`` failed)."""
+    sh = _odd_shell(odd_names)
+    names = lines(sh, "ls", "/image/clientQuotas")
+    assert sorted(names) == sorted(f"clientId({c})" for c in ODD_CLIENTS)
+    for name in names:
+        value = f"{10.0 + ODD_CLIENTS.index(name[9:-1])}"
+        assert lines(sh, "cat", f"/image/clientQuotas/{_escaped(name)}/request_percentage") \
+            == [value]
+        assert lines(sh, "cd", f"/image/clientQuotas/{_escaped(name)}") == []
+        assert lines(sh, "pwd") == [f"/image/clientQuotas/{name}"]
+        assert lines(sh, "ls") == ["request_percentage"]
+        assert lines(sh, "cat", "request_percentage") == [value]
+        assert lines(sh, "cd", "..") == [] and lines(sh, "pwd") == ["/image/clientQuotas"]
+    user = "/image/scram/SCRAM-SHA-256/svc\\/orders"
+    assert lines(sh, "ls", user) == ["svc/orders"]
+    assert lines(sh, "cat", user)[0].startswith("ScramCredentialData(")
+
+
+def test_a_glob_that_matches_nothing_is_the_name_as_typed(odd_names: Path) -> None:
+    """Kafka's shell has no ``[...]`` ranges: ``clientId(br[ack])`` is a name there, and a
+    script that uses it keeps working (a POSIX shell's rule: a glob matching nothing stands
+    for itself); a glob that matches still matches."""
+    sh = _odd_shell(odd_names)
+    assert lines(sh, "cat", "/image/clientQuotas/clientId(br[ack])/request_percentage") == [
+        "10.0"]
+    assert lines(sh, "ls", "/image/clientQuotas/clientId({x,y})") == ["request_percentage"]
+    assert lines(sh, "ls", "/image/clientQuotas/clientId(st*)") == ["request_percentage"]
+    changed = sh.run(["changes", "/image/clientQuotas/clientId(br[ack])"])
+    assert changed.code == 0 and "br[ack]" in "\n".join(changed.lines)
+    r = sh.run(["ls", "/image/clientQuotas/clientId(zz*)"])
+    assert r.code == 1 and "No such file or directory" in r.errors[0]
+
+
+def test_diff_takes_an_escaped_name(odd_names: Path) -> None:
+    sh = _odd_shell(odd_names)
+    out = lines(sh, "diff", "earliest", "latest", "/image/clientQuotas/clientId(a\\/b)")
+    assert out[-1] == "1 added, 0 removed, 0 changed"
+    assert "+ /image/clientQuotas/clientId(a/b)" in "\n".join(out)

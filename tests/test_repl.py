@@ -161,6 +161,28 @@ def test_names_needing_quotes_or_escapes_round_trip(shell: Shell) -> None:
         assert result.errors == [] and len(list(result.lines)) == 1, line
 
 
+def test_names_with_brackets_braces_and_slashes_complete_and_round_trip(
+        tmp_path: Path) -> None:
+    """A client id or user may hold ``[``, ``{`` or ``/``: typing its start (a ``[`` still
+    open is no glob yet) completes it, escaped so that the line then reaches that node."""
+    b = ClusterBuilder(str(tmp_path / "logs"), seed=3)
+    b.bootstrap()
+    for client in ("br[ack]", "{x,y}", "svc/orders"):
+        b.set_quota({"client-id": client}, "request_percentage", 5.0)
+    b.finish()
+    source = open_source(str(tmp_path / "logs"))
+    sh = Shell(source, load(source))
+    base = "/image/clientQuotas/"
+    for typed, name in (("clientId(br[", "clientId(br[ack])"), ("clientId({", "clientId({x,y})"),
+                        ("clientId(svc", "clientId(svc/orders)")):
+        (text,) = _texts(sh, f"ls {base}{typed}")
+        result = sh.run_line(f"cat {text}request_percentage")
+        assert result.errors == [] and list(result.lines) == ["5.0"], (typed, text)
+        result = sh.run_line(f"ls {text}")
+        assert result.errors == [] and list(result.lines) == ["request_percentage"], text
+        assert name in {c.display[:-1] for c in complete(sh, f"ls {base}clientId(")}
+
+
 def test_completes_options_and_man_arguments(shell: Shell) -> None:
     assert _texts(shell, "find /image -") == ["-name ", "-type ", "-maxdepth "]
     assert _texts(shell, "find -m") == ["-maxdepth "]

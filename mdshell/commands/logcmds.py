@@ -238,7 +238,7 @@ def changes(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("changes", CHANGES_USAGE)
     p.add_argument("path")
     ns = p.parse_args(args)
-    comps = absolute(shell.session.cwd, ns.path)
+    comps = absolute(shell.session.cwd_pattern, ns.path)
     if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: changes follows nodes under /image")
     if comps[:2] == ["image", "provenance"]:
@@ -275,7 +275,8 @@ def _changes_of(shell: Shell, text: str, comps: list[str],
     if not any(len(parts := p.split("/")[1:]) >= len(comps) and related(pattern, parts)
                for e in found for p in e["paths"]):
         try:
-            there = next(resolve(shell.session.root, shell.session.cwd, text), None) is not None
+            there = next(resolve(shell.session.root, shell.session.cwd_pattern, text),
+                         None) is not None
         except GlobError:
             there = False
         if not there:

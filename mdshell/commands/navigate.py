@@ -17,7 +17,7 @@ __all__ = ["cat", "cd", "find", "ls", "pwd", "tree", "tree_data", "tree_lines"]
 
 def _matches(shell: Shell, cmd: str, target: str, errors: list[str]) -> list[Match]:
     try:
-        found = list(resolve(shell.session.root, shell.session.cwd, target))
+        found = list(resolve(shell.session.root, shell.session.cwd_pattern, target))
     except GlobError as e:
         errors.append(f"{cmd}: {e}")
         return []
@@ -32,7 +32,9 @@ def _targets(args: list[str]) -> list[str]:
 
 @command("ls", "List metadata nodes.", "ls [PATH...]",
          details="Directories show their children, leaves their own name. Globs (*, ?, "
-                 "{a,b}, [a-z]) match per path component.")
+                 "{a,b}, [a-z]) match per path component; one that matches nothing is the "
+                 "name as typed. A \\ makes the next character part of a name (\\* a star, "
+                 "\\/ a slash inside a client id or user).")
 def ls(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("ls", "ls [PATH...]")
     p.add_argument("paths", nargs="*")
@@ -69,7 +71,7 @@ def cd(shell: Shell, args: list[str]) -> Result:
         return Result(errors=[f"cd: {ns.path}: matches {len(found)} nodes; be more specific"])
     if not found[0].node.is_dir:
         return Result(errors=[f"cd: {ns.path}: Not a directory."])
-    shell.session.cwd = found[0].path
+    shell.session.cwd_parts = found[0].components
     return Result(value=r.WorkingDir(shell.session.cwd, show=False))
 
 

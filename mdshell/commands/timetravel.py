@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from ..problems import Problem
 from ..session import Loaded, unusable
 from ..tree.node import Node, RenderOptions
-from ..tree.paths import absolute, join, lookup
+from ..tree.paths import absolute, join, lookup, unescape
 from ..tree.printer import tree_data
 from . import results as res
 from .base import ArgParser, CommandError, Result, UsageError, command
@@ -269,6 +269,12 @@ def _root(loaded: Loaded, shell: Shell) -> Node:
     return shell.session.root_of(loaded)
 
 
+def _exact(shell: Shell, path: str) -> list[str]:
+    """The names of the node ``path`` names: ``diff`` takes no glob, and a ``\\`` before a
+    character (``*``, ``[``, ``/`` in a name) is undone, as ``ls`` and ``cat`` read it."""
+    return [unescape(c) for c in absolute(shell.session.cwd_pattern, path)]
+
+
 @command("diff", "Show what changed in the tree between two offsets or times.",
          "diff OFFSET_A OFFSET_B [PATH]",
          args=("=earliest|latest", "=earliest|latest", "path", ""),
@@ -289,7 +295,7 @@ def diff(shell: Shell, args: list[str]) -> Result:
     p.add_argument("path", nargs="?", default="/image")
     ns = p.parse_args(args)
     oa, ob = parse_offset(shell, ns.a), parse_offset(shell, ns.b)
-    comps = absolute(shell.session.cwd, ns.path)
+    comps = _exact(shell, ns.path)
     if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: diff compares the image: give a path under /image")
     la, lb = load_at(shell, oa), load_at(shell, ob)
@@ -319,7 +325,7 @@ def _node_diff(shell: Shell, args: list[str]) -> Result:
     (name_a, sa), (name_b, sb) = node_shells(shell, ns.node)
     oa = parse_offset(sa, ns.at) if ns.at is not None else None
     ob = parse_offset(sb, ns.at) if ns.at is not None else None
-    comps = absolute(shell.session.cwd, ns.path)
+    comps = _exact(shell, ns.path)
     if not comps or comps[0] != "image":
         raise CommandError(f"{ns.path}: diff compares the image: give a path under /image")
     la, lb = load_at(sa, oa), load_at(sb, ob)

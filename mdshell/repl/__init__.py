@@ -24,7 +24,7 @@ from ..commands.session import ExitShell
 from ..commands.shell import Shell
 from ..image.verdict import LIVE_STALE, TIME_TRAVEL
 from ..tree.javafmt import iso_zoned_utc
-from ..tree.paths import GlobError, absolute, has_glob, lookup, unescape
+from ..tree.paths import GlobError, absolute, has_glob, literal, lookup, unescape
 from . import history as hist
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 EXIT_WORST = 2  # a script's status: the worst of its lines (2 usage > 1 failure > 0)
 MAX_CANDIDATES = 1000  # a directory of a million partitions must not freeze the prompt
-_GLOB_CHARS = frozenset("*?[]{}\\")
 
 ShowError = Callable[[str], None]
 
@@ -103,8 +102,9 @@ def split_line(text: str) -> tuple[list[str], Word]:
 
 
 def glob_escape(name: str) -> str:
-    """A node name as a literal path component (``*`` in a name must not act as a glob)."""
-    return "".join("\\" + c if c in _GLOB_CHARS else c for c in name)
+    """A node name as a literal path component (``*`` in a name must not act as a glob,
+    ``/`` must not split it)."""
+    return literal(name)
 
 
 def quote_word(value: str, quote: str, close: bool) -> str:
@@ -213,26 +213,29 @@ def _names(word: Word) -> list[Candidate]:
 def complete_path(shell: Shell, word: Word, dirs_only: bool = False) -> list[Candidate]:
     """Children of the directory typed so far whose names start with the last component.
 
-    Words with glob syntax are left alone: completing one would change what it matches.
+    Words with glob syntax are left alone: completing one would change what it matches. A
+    ``[`` or ``{`` still open is text being typed (a name such as ``clientId(br[ack])``),
+    and names holding ``/`` or glob characters complete escaped.
     """
     try:
         if has_glob(word.value):
             return []
-    except GlobError:  # e.g. an unterminated [ while typing
-        return []
-    head, slash, prefix_text = word.value.rpartition("/")
-    dir_text = head + slash
+    except GlobError:  # an unterminated [ or { while typing: the name's own characters
+        pass
+    cut = _last_slash(word.value) + 1
+    dir_text, prefix_text = word.value[:cut], word.value[cut:]
     session = shell.session
-    node = lookup(session.root, [unescape(c) for c in absolute(session.cwd, dir_text or ".")])
+    where = absolute(session.cwd_pattern, dir_text or ".")
+    node = lookup(session.root, [unescape(c) for c in where])
     if node is None or not node.is_dir:
         return []
     prefix = unescape(prefix_text)
     out: list[Candidate] = []
-    names = _topic_names_under(shell, absolute(shell.session.cwd, dir_text or "."))
+    names = _topic_names_under(shell, where)
     if prefix in (".", ".."):
         out.append(Candidate(quote_word(dir_text + "../", word.quote, False),
                              -len(word.raw), "../"))
-    for name in sorted(n for n in node.names() if n.startswith(prefix) and n and "/" not in n):
+    for name in sorted(n for n in node.names() if n.startswith(prefix) and n):
         child = node.child(name)
         if child is None or (dirs_only and not child.is_dir):
             continue
@@ -244,6 +247,19 @@ def complete_path(shell: Shell, word: Word, dirs_only: bool = False) -> list[Can
         if len(out) >= MAX_CANDIDATES:
             break
     return out
+
+
+def _last_slash(text: str) -> int:
+    """Where the last ``/`` no ``\\`` escapes is in ``text`` (-1: none)."""
+    last, i = -1, 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == "/":
+            last = i
+        i += 1
+    return last
 
 
 def _topic_names_under(shell: Shell, comps: list[str]) -> Callable[[str], str]:

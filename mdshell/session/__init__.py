@@ -23,7 +23,7 @@ from ..source.info import LogInfo, QuorumInfo
 from ..source.loginfo import quorum_info
 from ..source.quorum.status import LiveStatus
 from ..tree.node import Node
-from ..tree.paths import join, lookup, split_path
+from ..tree.paths import join, lookup, pattern_of, split_path
 from ..tree.root import RootInfo, root_node
 from ..wire.batch import UNDECODABLE, Batch
 from .appends import Follow
@@ -63,7 +63,7 @@ class Session:
         # images for time travel: less memory and time; ``load_at`` then loads again.
         self._every = None if marks else NO_CHECKPOINTS
         self.layout = layout  # how /image is laid out: "3.7" or "4.x" (tree.node.LAYOUTS)
-        self.cwd = "/"
+        self.cwd_parts: tuple[str, ...] = ()  # the working directory: its nodes' names
         self._subscribers: list[Advanced] = []
         self._when_loaded: list[Callable[[Loaded], None]] = []
         self._notes_key: Notes | None = None
@@ -218,13 +218,29 @@ class Session:
         exist in it (the nearest ancestor that does)."""
         self._loaded = loaded
         self._root = self._build_root()
-        comps = split_path(self.cwd)
+        comps = list(self.cwd_parts)
         while comps and lookup(self.root, comps) is None:
             comps.pop()
-        if join(comps) != self.cwd:
-            self.cwd = join(comps)
+        if len(comps) != len(self.cwd_parts):
+            self.cwd_parts = tuple(comps)
             return self.cwd
         return None
+
+    @property
+    def cwd(self) -> str:
+        """The working directory as ``pwd`` prints it (names as they are, ``/`` between)."""
+        return join(list(self.cwd_parts))
+
+    @cwd.setter
+    def cwd(self, path: str) -> None:
+        """Move to a displayed path (names without ``/``); ``cd`` sets ``cwd_parts``."""
+        self.cwd_parts = tuple(split_path(path))
+
+    @property
+    def cwd_pattern(self) -> str:
+        """The working directory as a path pattern whose names match only themselves, for
+        ``tree.paths.absolute`` and ``resolve`` (a name may hold ``*``, ``[`` or ``/``)."""
+        return pattern_of(self.cwd_parts)
 
     def new_notes(self) -> list[str]:
         """Problems found since the last call while reading the image (records decoded on

@@ -1,8 +1,12 @@
 """Paths and globs over the tree, with Kafka's shell rules plus ``[...]`` ranges.
 
-A path is split on ``/``; ``.`` and ``..`` are resolved first (``..`` at the root stays at
-the root). Each component may be a glob: ``*``, ``?``, ``{a,b}``, ``[a-z]``/``[!a-z]``, and
-``\\`` escapes the next character. Matches are visited in sorted order.
+A path is split on every ``/`` that no ``\\`` escapes; ``.`` and ``..`` are resolved first
+(``..`` at the root stays at the root). Each component may be a glob: ``*``, ``?``,
+``{a,b}``, ``[a-z]``/``[!a-z]``, and ``\\`` escapes the next character (``\\/`` is a ``/``
+inside a name). A glob that matches nothing stands for itself, as in a POSIX shell: a name
+such as ``clientId(br[ack])`` is found as typed, as Kafka's shell (which has no ranges) finds
+it. :func:`literal` writes a node's name as a component that matches it alone. Matches are
+visited in sorted order.
 """
 
 from __future__ import annotations
@@ -19,8 +23,51 @@ class GlobError(ValueError):
     """A malformed glob (unterminated group or range)."""
 
 
+_SPECIAL = frozenset("*?[]{}\\/")  # what ``literal`` escapes
+
+
 def split_path(path: str) -> list[str]:
+    """The names of a displayed path (``join``'s output): split on every ``/``."""
     return [c for c in path.split("/") if c]
+
+
+def split_pattern(path: str) -> list[str]:
+    """The components of a path as typed: split on every ``/`` that no ``\\`` escapes; the
+    escapes stay in the components, for :func:`compile_glob` and :func:`unescape`."""
+    if "\\" not in path:
+        return split_path(path)
+    comps: list[str] = []
+    current: list[str] = []
+    i = 0
+    while i < len(path):
+        c = path[i]
+        if c == "\\" and i + 1 < len(path):
+            current.append(path[i:i + 2])
+            i += 2
+            continue
+        if c != "/":
+            current.append(c)
+        elif current:
+            comps.append("".join(current))
+            current = []
+        i += 1
+    if current:
+        comps.append("".join(current))
+    return comps
+
+
+def literal(name: str) -> str:
+    """``name`` as a path component that matches that node alone: glob characters and ``/``
+    escaped with ``\\``, and a name ``.`` or ``..`` escaped so that it means no move."""
+    if name in (".", ".."):
+        return "\\." * len(name)
+    return "".join("\\" + c if c in _SPECIAL else c for c in name)
+
+
+def pattern_of(names: tuple[str, ...] | list[str]) -> str:
+    """A path to the node at ``names`` (exact names) that :func:`absolute` and
+    :func:`resolve` read back as exactly those names, whatever characters they hold."""
+    return "/" + "/".join(literal(n) for n in names)
 
 
 def normalize(components: list[str]) -> list[str]:
@@ -35,9 +82,10 @@ def normalize(components: list[str]) -> list[str]:
 
 
 def absolute(cwd: str, path: str) -> list[str]:
-    """Components of ``path`` resolved against the working directory ``cwd``."""
+    """Components (patterns, escapes kept) of ``path`` resolved against the working
+    directory ``cwd``, itself a pattern (a session's ``cwd_pattern``: its names literal)."""
     full = path if path.startswith("/") else f"{cwd}/{path}"
-    return normalize(split_path(full))
+    return normalize(split_pattern(full))
 
 
 def join(components: list[str]) -> str:
@@ -158,11 +206,18 @@ def _walk(node: Node, comps: list[str], i: int, path: tuple[str, ...]) -> Iterat
         if child is not None:
             yield from _walk(child, comps, i + 1, (*path, name))
         return
+    matched = False
     for name in sorted(node.names()):
         if regex.match(name):
             child = node.child(name)
             if child is not None:
+                matched = True
                 yield from _walk(child, comps, i + 1, (*path, name))
+    if not matched:  # a glob that matches nothing stands for itself (a POSIX shell's rule)
+        name = unescape(comps[i])
+        child = node.child(name)
+        if child is not None:
+            yield from _walk(child, comps, i + 1, (*path, name))
 
 
 def lookup(root: Node, components: list[str]) -> Node | None:
@@ -179,17 +234,18 @@ Matcher = Callable[[str], bool]
 
 
 def matchers(pattern: list[str]) -> list[Matcher]:
-    """One test per component of a path pattern (globs allowed), compiled once."""
+    """One test per component of a path pattern (globs allowed), compiled once; a glob also
+    matches the name it spells as typed (see the module's rule)."""
     out: list[Matcher] = []
     for comp in pattern:
         regex = compile_glob(comp)
-        out.append(unescape(comp).__eq__ if regex is None else _glob_test(regex))
+        out.append(unescape(comp).__eq__ if regex is None else _glob_test(regex, unescape(comp)))
     return out
 
 
-def _glob_test(regex: re.Pattern[str]) -> Matcher:
+def _glob_test(regex: re.Pattern[str], itself: str) -> Matcher:
     def test(name: str) -> bool:
-        return regex.match(name) is not None
+        return regex.match(name) is not None or name == itself
     return test
 
 
