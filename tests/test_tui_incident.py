@@ -6,13 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable, Input
 
 from mdshell.tui.app import make_app
 from mdshell.tui.engine import Engine
 
-from .conftest import FIXTURES
-from .test_tui import aio, ready, until
-from .test_tui_user import lines
+from .conftest import FIXTURES, three_brokers
+from .test_tui import (
+    aio,
+    app_for,
+    browser_tree,
+    detail_text,
+    history_of,
+    ready,
+    toasts,
+    until,
+)
+from .test_tui_user import TOPICS, lines
 
 
 @pytest.mark.parametrize(("size", "reveal"), [((80, 24), True), ((60, 16), False)])
@@ -35,3 +45,60 @@ async def test_the_header_keeps_offset_and_redaction_state_with_a_long_path(
         assert ("SECRETS SHOWN" if reveal else "secrets redacted") in head, head
         if size[0] >= 80:  # what tells the sources apart stays when there is room
             assert "controller-node-1" in head, head
+
+
+# ---------------------------------------------------------------- what the data holds, as is
+
+ODD_TOPIC = "orders[red]eu"  # no legal name for Kafka's tools, yet a record can hold it
+
+
+def _odd_names(directory: Path) -> Path:
+    """A cluster whose names and values hold brackets (a group, a principal, a config value
+    can; a record from any writer can name a topic so)."""
+    b = three_brokers(directory, seed=34)
+    b.create_topic(ODD_TOPIC, 2, 3, configs={"x.note": "[keep] this"})
+    b.create_topic("plain", 1, 3)
+    b.finish()
+    return directory
+
+
+@aio
+async def test_brackets_in_names_and_values_are_shown_as_written(tmp_path: Path) -> None:
+    """A str cell in a DataTable or a rich Table is read as markup: the Topics table showed
+    `orders[red]eu` as "orderseu", a topic's config `[keep] this` as " this"."""
+    async with app_for(_odd_names(tmp_path / "odd")).run_test(size=(120, 40)) as pilot:
+        app = await ready(pilot)
+        await app.jump(TOPICS)
+        await browser_tree(pilot)
+        table = app.screen.query_one("#view-table", DataTable)
+        await until(pilot, lambda: table.row_count == 2, "the topics table")
+        await pilot.pause(0.1)
+        assert any(ODD_TOPIC in line for line in lines(app, 40)), lines(app, 40)
+        await app.jump(f"{TOPICS}/{ODD_TOPIC}")
+        await until(pilot, lambda: "x.note" in detail_text(app, "view"), "the topic's view")
+        assert "[keep] this" in detail_text(app, "view")
+
+
+@aio
+async def test_a_redacted_value_shows_in_its_parents_view() -> None:
+    """The BROKER configs' view listed the JAAS config with an empty value: `[redacted]`
+    was read as a markup tag."""
+    async with app_for(FIXTURES / "security").run_test(size=(120, 40)) as pilot:
+        app = await ready(pilot)
+        await app.jump("/image/configs/BROKER")
+        await browser_tree(pilot)
+        await until(pilot, lambda: "sasl.jaas.config" in detail_text(app, "view"), "the view")
+        row = next(ln for ln in detail_text(app, "view").splitlines() if "jaas" in ln)
+        assert row.split()[-1] == "[redacted]", row
+
+
+@aio
+async def test_brackets_typed_in_the_history_box_do_not_end_the_app() -> None:
+    """`a`, `[/x]`, Enter: the toast saying it is no offset ended the app (MarkupError)."""
+    async with app_for(FIXTURES / "segments-snapshots").run_test(
+            size=(120, 40), notifications=True) as pilot:
+        screen = await history_of(pilot)
+        await pilot.press("a", *"[/x]", "enter")
+        await until(pilot, lambda: "'[/x]' is not an offset" in " ".join(toasts(screen.app)),
+                    "the message")
+        assert screen.app.is_running and screen.query_one("#goto", Input).value == "[/x]"

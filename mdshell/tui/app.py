@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from textual import events, on
 from textual.app import App, SystemCommand
 from textual.binding import BindingType
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input
@@ -95,6 +96,13 @@ class MdshellApp(App[int]):
         self._modes_added = False
         self._last_refresh = 0.0
         self._refresh_due = False
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """A toast whose text is shown as written, never read as markup: the messages hold
+        paths, names and what was typed (``[/x]`` typed in the history's box ended the app
+        with a MarkupError; a copied ``[redacted]`` value showed as nothing)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # ---------------------------------------------------------------- keys, one at a time
 

@@ -382,8 +382,8 @@ def readable(eng: Engine, path: str, pal: Palette) -> RenderableType:
         f.add_column(style="bold dim")
         f.add_column(overflow="fold")
         for e, _d in plain:
-            f.add_row(e.name + ("/" if e.is_dir else ""),
-                      "" if e.is_dir else _short(eng.text(e.path)))
+            f.add_row(Text(e.name + ("/" if e.is_dir else "")),
+                      Text("" if e.is_dir else _short(eng.text(e.path))))
         parts.append(f)
     configs = topic_configs(eng, path)  # a topic's own settings above its partitions
     if configs is not None:
@@ -403,7 +403,7 @@ def _fields(data: dict[str, Any], states: dict[int, str], pal: Palette) -> Table
     t.add_column(style="bold dim")
     t.add_column(overflow="fold")
     for k, v in data.items():
-        t.add_row(k, _cell(k, v, states, pal))
+        t.add_row(Text(k), _cell(k, v, states, pal))
     return t
 
 

@@ -115,15 +115,16 @@ class NodesScreen(DataScreen):
         table = self.query_one("#nodes", DataTable)
         table.clear()
         for node in view.nodes:
-            table.add_row(*node.cells, key=node.label)
+            table.add_row(*map(Text, node.cells), key=node.label)
         self._draw_axis(view)
         spans = self.query_one("#spans", DataTable)
         keep = spans.cursor_row
         spans.clear()
         for i, s in enumerate(view.spans):
             offsets = str(s.first) if s.first == s.last else f"{s.first}-{s.last}"
-            spans.add_row(f"node {s.node}", offsets, Text(s.what, style=pal.text(s.status)),
-                          s.kinds or "-", key=str(i))
+            spans.add_row(Text(f"node {s.node}"), offsets,
+                          Text(s.what, style=pal.text(s.status)), Text(s.kinds or "-"),
+                          key=str(i))
         if not view.spans:
             self.query_one("#hint", Static).update(
                 "Nothing to open: every node holds what the quorum's log holds.")

@@ -43,7 +43,7 @@ def topic_configs(eng: Engine, path: str) -> RenderableType | None:
     t.add_column("config", no_wrap=True)
     t.add_column("value", overflow="fold")
     for e in entries:
-        t.add_row(e.name, eng.text(e.path))
+        t.add_row(Text(e.name), Text(eng.text(e.path)))
     return t
 
 

@@ -157,7 +157,8 @@ def _brokers(rows: list[NodeRow], pal: Palette) -> Table | Text:
         return Text("no broker is registered", style=pal.fail)
     t = _table("id", "state", "rack", "endpoints", "log dirs")
     for r in rows:
-        t.add_row(str(r.id), state_text(r.state, pal), r.rack or "-", "\n".join(r.endpoints),
+        t.add_row(str(r.id), state_text(r.state, pal), Text(r.rack or "-"),
+                  Text("\n".join(r.endpoints)),
                   "-" if r.dirs is None else str(r.dirs))
     return t
 
@@ -167,8 +168,8 @@ def _controllers(rows: list[NodeRow], pal: Palette) -> Table | Text:
         return Text("no controller registration and no known voter", style=pal.warn)
     t = _table("id", "quorum role", "endpoints", "incarnation")
     for r in rows:
-        t.add_row(str(r.id), state_text(r.state, pal), "\n".join(r.endpoints) or "-",
-                  r.incarnation or "-")
+        t.add_row(str(r.id), state_text(r.state, pal), Text("\n".join(r.endpoints) or "-"),
+                  Text(r.incarnation or "-"))
     return t
 
 
@@ -180,5 +181,5 @@ def _features(ov: Overview, pal: Palette) -> Table | Text:
         lo, _, hi = common.partition("-")
         ok = common == "-" or (lo.isdigit() and hi.isdigit()
                                and int(lo) <= int(level.split()[0]) <= int(hi))
-        t.add_row(name, level, Text(common, style=pal.ok if ok else pal.fail))
+        t.add_row(Text(name), Text(level), Text(common, style=pal.ok if ok else pal.fail))
     return t

@@ -38,6 +38,14 @@ def sort_key(cell: Any) -> tuple[int, float, str]:
         return (1, 0.0, text)
 
 
+def as_text(cell: object) -> Any:
+    """A cell as the table should show it: a string holding ``[`` as its characters (a
+    DataTable reads a ``str`` as markup: a topic ``a[red]b``, a ``[redacted]`` value or a
+    ``sql`` result's ``[x]`` lost their brackets); anything else as it is (a number stays
+    the string it was)."""
+    return Text(cell) if isinstance(cell, str) and "[" in cell else cell
+
+
 ARROWS = {False: " ▲", True: " ▼"}  # the sorted column's header: ascending, descending
 ROOM = "  "  # every header keeps room for an arrow (its width does not change when sorted)
 
@@ -67,7 +75,7 @@ class FilterTable(DataTable[str]):
                    default: Any = None) -> ColumnKey:
         """A column whose header has room for the sort arrow."""
         text = label.plain if isinstance(label, Text) else str(label)
-        added = super().add_column(text + ROOM, width=width, key=key, default=default)
+        added = super().add_column(Text(text + ROOM), width=width, key=key, default=default)
         self.names[added] = text
         return added
 
@@ -118,7 +126,7 @@ class FilterTable(DataTable[str]):
         cursor = self.cursor_row
         self.clear()
         for key, cells in rows[:self.limit]:
-            self.add_row(*cells, key=key)
+            self.add_row(*map(as_text, cells), key=key)
         if self.row_count:
             self.move_cursor(row=min(cursor, self.row_count - 1))
 
