@@ -104,3 +104,18 @@ def test_the_axis_draws_each_node_by_what_it_holds(tmp_path: Path) -> None:
     # A long log: shown from a little before where the logs part.
     wide = [line.plain for line in bars(view, 10 + 12, {})]
     assert wide[-1].split()[0] != "^0" and LOST in wide[0]
+
+
+def test_what_cannot_be_compared_is_on_the_screen(tmp_path: Path) -> None:
+    """A node whose offsets the quorum's log holds only in a snapshot: the Nodes screen says
+    which offsets and why, and its verdict is a warning, not an agreement."""
+    from .test_nodes import _snapshotted
+
+    dirs, _ = _snapshotted(tmp_path, diverge=True)
+    report = Session.of_nodes(dirs, lazy=True).node_report()
+    view = nodes_view(report)
+    [text] = report.unchecked
+    assert (text, "warn") in [(t, s.lower()) for t, s in view.lines]
+    assert view.verdict[0] == ("the nodes agree on every committed record read; but 1 node "
+                               "could not be compared with the quorum's log")
+    assert view.verdict[1].lower() == "warn"

@@ -116,6 +116,7 @@ def _lines(report: Any) -> list[tuple[str, str]]:
             out.append((f"nodes {p.a} and {p.b} part at offset {p.at} (epoch {p.epoch_a} on "
                         f"{p.a}, {p.epoch_b} on {p.b})", FAIL if p.kind == "content" else WARN))
     out += [(f"note: {n}", INFO) for n in report.notes]
+    out += [(text, WARN) for text in report.unchecked]
     return out
 
 
