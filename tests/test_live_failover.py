@@ -29,7 +29,7 @@ from mdshell.tree.node import RenderOptions
 from tests.conftest import run_cli
 from tests.kafka import jars
 from tests.kafka.cluster import KraftCluster, Node, free_ports, grant
-from tests.kafka.proxy import Proxy
+from tests.kafka.proxy import Proxy, Recorder
 from tests.kafka.soak import SNAPSHOT_OFTEN, Soak
 
 pytestmark = pytest.mark.live
@@ -185,6 +185,49 @@ def test_a_frozen_leader_is_noticed_and_the_new_one_followed(quorum: KraftCluste
     finally:
         others.close()
         source.close()
+
+
+def test_a_cut_off_leader_of_an_older_epoch_is_not_taken_for_the_quorum(
+        quorum: KraftCluster) -> None:
+    """A controller cut off from the others still answers as the leader of the epoch it
+    last knew (until check-quorum makes it resign; before Kafka 3.7 for ever), while the
+    others elect a newer leader. Listed first in -q, its answer must not be taken: every
+    controller given is asked, and the leader of the newest epoch answers. The cut-off one is
+    the real leader's answers kept from before an election (``Recorder``)."""
+    leader = quorum.node(quorum.leader_id())
+    stale = Recorder(("127.0.0.1", leader.port))
+    others = Client(",".join(n.endpoint for n in quorum.controllers if n is not leader),
+                    ClientConfig())
+    try:
+        through = Client(stale.endpoint, ClientConfig())
+        try:
+            before = describe_quorum(through)  # the real leader's answer, kept
+        finally:
+            through.close()
+        assert before.leader_id == leader.node_id
+        stale.freeze()
+        with frozen(quorum, leader) as t_freeze:
+            while _leader_elsewhere(others, leader.node_id, before.leader_epoch) is None:
+                assert time.monotonic() < t_freeze + 30, "no new leader within 30 s"
+                time.sleep(0.2)
+        alone = Client(stale.endpoint, ClientConfig())
+        everyone = Client(",".join([stale.endpoint, *(n.endpoint for n in quorum.controllers)]),
+                          ClientConfig())
+        try:
+            kept = describe_quorum(alone)  # what the cut-off controller says
+            t0 = time.monotonic()
+            now = describe_quorum(everyone)
+            took = time.monotonic() - t0
+        finally:
+            alone.close()
+            everyone.close()
+        assert (kept.leader_id, kept.leader_epoch) == (before.leader_id, before.leader_epoch)
+        assert now.leader_epoch > before.leader_epoch and now.asked != stale.endpoint
+        assert now.leader_id == quorum.leader_id()
+        assert took < 5, took
+    finally:
+        others.close()
+        stale.close()
 
 
 def _fields(text: str) -> dict[str, str]:

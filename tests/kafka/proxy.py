@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import threading
 import time
 
@@ -92,3 +93,102 @@ class Proxy:
                 s.close()
         for t in self._threads:
             t.join(timeout=2)
+
+
+class Recorder:
+    """A controller as it was: a loopback relay to ``target`` that keeps the last answer to
+    each kind of request (API key and version), until :meth:`freeze`; from then on it
+    answers every request with the answer kept for its kind (its correlation id put in),
+    as a controller cut off from the others would: a leader of the epoch it last knew.
+    Only plaintext peers, one request in flight a connection (as mdshell's client)."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.kept: dict[tuple[int, int], bytes] = {}  # (key, version) -> answer past its id
+        self.frozen = False
+        self._stop = threading.Event()
+        self._socks: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.listener.settimeout(0.2)
+        self.endpoint = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self._spawn(self._accept)
+
+    def freeze(self) -> None:
+        self.frozen = True
+
+    def _spawn(self, fn: object, *args: object) -> None:
+        t = threading.Thread(target=fn, args=args, daemon=True)  # type: ignore[arg-type]
+        t.start()
+        self._threads.append(t)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            self._socks.append(client)
+            self._spawn(self._serve, client)
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream = None
+        try:
+            while not self._stop.is_set():
+                request = _frame(client)
+                if request is None:
+                    return
+                key, version, corr = struct.unpack_from(">hhi", request)
+                if self.frozen:
+                    answer = self.kept.get((key, version))
+                    if answer is None:
+                        return
+                else:
+                    if upstream is None:
+                        upstream = socket.create_connection(self.target, timeout=5)
+                        self._socks.append(upstream)
+                    upstream.sendall(struct.pack(">i", len(request)) + request)
+                    got = _frame(upstream)
+                    if got is None:
+                        return
+                    answer = self.kept[(key, version)] = got[4:]
+                client.sendall(struct.pack(">ii", len(answer) + 4, corr) + answer)
+        except OSError:
+            return
+        finally:
+            for s in (client, upstream):
+                if s is not None:
+                    with contextlib.suppress(OSError):
+                        s.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        for s in [self.listener, *self._socks]:
+            with contextlib.suppress(OSError):
+                s.close()
+        for t in self._threads:
+            t.join(timeout=2)
+
+
+def _frame(sock: socket.socket) -> bytes | None:
+    """One size-delimited Kafka frame's bytes (past its size), None at the end."""
+    sock.settimeout(10)
+    head = _exactly(sock, 4)
+    if head is None:
+        return None
+    return _exactly(sock, struct.unpack(">i", head)[0])
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes | None:
+    out = bytearray()
+    while len(out) < n:
+        try:
+            chunk = sock.recv(n - len(out))
+        except (TimeoutError, OSError):
+            return None
+        if not chunk:
+            return None
+        out += chunk
+    return bytes(out)

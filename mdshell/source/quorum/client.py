@@ -100,16 +100,38 @@ class Client:
         busy go last (``healthy_only``: are left out, unless that leaves none)."""
         first = list(prefer or [])
         base = first + [e for e in self.bootstrap if e not in first]
-        now = time.monotonic()
-
-        def bad(e: Endpoint) -> bool:
-            failed = self._failed.get(e)
-            return (failed is not None and now - failed < QUARANTINE_S) or self._lock(e).locked()
-
-        good = [e for e in base if not bad(e)]
+        good = [e for e in base if self.healthy(e)]
         if healthy_only and good:
             return good
         return good + [e for e in base if e not in good]
+
+    def healthy(self, endpoint: Endpoint) -> bool:
+        """Whether ``endpoint`` neither failed lately nor is still busy with a request."""
+        failed = self._failed.get(endpoint)
+        return not ((failed is not None and time.monotonic() - failed < QUARANTINE_S)
+                    or self._lock(endpoint).locked())
+
+    def ask_each(self, endpoints: list[Endpoint], fn: Callable[[Connection], T],
+                 budget_s: float) -> list[tuple[Endpoint, T]]:
+        """``fn`` on every endpoint at once; the answers that came within ``budget_s``, in
+        the order they came. Failures are left out (each one quarantines its endpoint, as
+        :meth:`call` does); attempts still running end on their own, within their answer
+        timeout (:meth:`close` waits for them)."""
+        results: queue.SimpleQueue[tuple[Endpoint, bool, Any]] = queue.SimpleQueue()
+        for endpoint in endpoints:
+            self._start(endpoint, fn, results)
+        deadline = time.monotonic() + budget_s
+        out: list[tuple[Endpoint, T]] = []
+        for _ in endpoints:
+            try:
+                endpoint, ok, value = results.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if ok:
+                out.append((endpoint, value))
+            elif not isinstance(value, LiveError):
+                raise value
+        return out
 
     def any_node(self, fn: Callable[[Connection], T], *, budget_s: float | None = None,
                  prefer: list[Endpoint] | None = None) -> T:

@@ -135,44 +135,81 @@ def _metadata_level(api_versions: Any) -> int | None:
     return None
 
 
+# How long the other controllers are given, once a leader answered, to say that they lead
+# a newer epoch (loopback and LAN answers take milliseconds; a silent one costs this).
+OTHERS_S = 1.0
+
+
 def describe_quorum(client: Client, view: ClusterView | None = None) -> QuorumView:
-    """DescribeQuorum from the leader: the known leader first, then every bootstrap node."""
+    """DescribeQuorum from the leader of the newest epoch: the known leader first, then each
+    controller ``-q`` gave until one answers as the leader; then the ones not asked yet, at
+    once, for at most :data:`OTHERS_S` (the others DescribeCluster names are not asked:
+    their advertised names may not resolve where mdshell runs). Raises
+    :class:`LiveError` (one line) when no controller answers as the leader.
+
+    A leader cut off from the other voters still answers as the leader of its epoch until
+    it resigns (Kafka 3.7+'s check-quorum: about the fetch timeout; before 3.7 never, until
+    a newer leader reaches it), while the others have elected a leader of a newer epoch. An
+    epoch only grows, so the answer of the newest epoch is the quorum's."""
     prefer: list[tuple[str, int]] = []
     if view is not None and view.controller_id in view.controllers:
         prefer.append(view.controllers[view.controller_id])
     candidates = client.ordered(prefer)
     last = "no controller answered"
-    for endpoint in candidates:
+    for i, endpoint in enumerate(candidates):
+        asked = f"{endpoint[0]}:{endpoint[1]}"
         try:
-            resp, asked = client.call(endpoint, _ask_quorum), f"{endpoint[0]}:{endpoint[1]}"
+            resp = client.call(endpoint, _ask_quorum)
         except UnsupportedApi as err:
             raise LiveError(f"DescribeQuorum: {err}") from None
         except RetriableError as err:
             last = str(err)
             continue
-        code = int(resp.error_code)
-        if code == e.CLUSTER_AUTHORIZATION_FAILED:
-            raise LiveError("DescribeQuorum: not authorized; it needs DESCRIBE on the CLUSTER "
-                            "resource (kafka-acls --add --allow-principal User:<you> "
-                            "--operation Describe --cluster)")
-        if code != e.NONE or not resp.topics or not resp.topics[0].partitions:
-            last = f"{asked}: DescribeQuorum failed ({e.code_name(code)})"
+        got = _leader_answer(resp, asked)
+        if isinstance(got, str):
+            last = got
             continue
-        part = resp.topics[0].partitions[0]
-        pcode = int(part.error_code)
-        if pcode == e.NOT_LEADER_OR_FOLLOWER:
-            last = f"{asked}: not the leader"
-            continue
-        if pcode != e.NONE:
-            last = f"{asked}: DescribeQuorum failed ({e.code_name(pcode)})"
-            continue
-        return QuorumView(
-            int(part.leader_id), int(part.leader_epoch), int(part.high_watermark),
-            [_replica(r) for r in part.current_voters], [_replica(r) for r in part.observers],
-            {int(n.node_id): [(li.name, li.host, int(li.port)) for li in n.listeners]
-             for n in getattr(resp, "nodes", ())}, asked, int(time.time() * 1000),
-            int(resp.__version__))
+        rest = [ep for ep in candidates[i + 1:] if client.healthy(ep)]
+        return max([got, *_other_leaders(client, rest)], key=lambda q: q.leader_epoch)
     raise LiveError(f"DescribeQuorum: no leader found ({last})")
+
+
+def _other_leaders(client: Client, endpoints: list[tuple[str, int]]) -> list[QuorumView]:
+    """The answers of ``endpoints`` (asked at once, for at most :data:`OTHERS_S`) that come
+    from a leader; what fails or says otherwise is passed over (a leader answered already)."""
+    out = []
+    for ep, resp in client.ask_each(endpoints, _ask_quorum, OTHERS_S):
+        try:
+            got = _leader_answer(resp, f"{ep[0]}:{ep[1]}")
+        except LiveError:
+            continue
+        if not isinstance(got, str):
+            out.append(got)
+    return out
+
+
+def _leader_answer(resp: Any, asked: str) -> QuorumView | str:
+    """A DescribeQuorum answer as the quorum's view, or why it is not one (a follower's
+    NOT_LEADER_OR_FOLLOWER, an error code). Raises :class:`LiveError` when not authorized."""
+    code = int(resp.error_code)
+    if code == e.CLUSTER_AUTHORIZATION_FAILED:
+        raise LiveError("DescribeQuorum: not authorized; it needs DESCRIBE on the CLUSTER "
+                        "resource (kafka-acls --add --allow-principal User:<you> "
+                        "--operation Describe --cluster)")
+    if code != e.NONE or not resp.topics or not resp.topics[0].partitions:
+        return f"{asked}: DescribeQuorum failed ({e.code_name(code)})"
+    part = resp.topics[0].partitions[0]
+    pcode = int(part.error_code)
+    if pcode == e.NOT_LEADER_OR_FOLLOWER:
+        return f"{asked}: not the leader"
+    if pcode != e.NONE:
+        return f"{asked}: DescribeQuorum failed ({e.code_name(pcode)})"
+    return QuorumView(
+        int(part.leader_id), int(part.leader_epoch), int(part.high_watermark),
+        [_replica(r) for r in part.current_voters], [_replica(r) for r in part.observers],
+        {int(n.node_id): [(li.name, li.host, int(li.port)) for li in n.listeners]
+         for n in getattr(resp, "nodes", ())}, asked, int(time.time() * 1000),
+        int(resp.__version__))
 
 
 def _ask_quorum(conn: Connection) -> Any:
