@@ -6,8 +6,8 @@ data source, in parallel on whatever Spark cluster runs this.
 The paths must be readable from every worker (a shared mount, a copy on each, or an s3a://,
 gs:// or hdfs:// URI with the store's settings in the workers' environment), and mdshell
 must be installed in the workers' Python (``pip install 'mdshell[spark]'``). Prints (or writes
-to OUT.json) one JSON object per directory: cluster id, records, topics, partitions, the
-partitions whose leader changed most, and warnings about damaged files.
+to OUT.json) one JSON object per directory: cluster id, records, PartitionChangeRecords,
+topics, partitions, and warnings about damaged files.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ schema or path"."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ SEGMENT = str(FIXTURES / "cluster-basic" / "__cluster_metadata-0" / "00000000000
     ({"at": "x"}, "kraft: option at: 'x' is not an offset (a number)"),
     ({"openCostInBytes": "big"}, "kraft: option openCostInBytes: 'big' is not a size"),
     ({"table": "nope"}, "kraft: unknown table 'nope' (known: acls, brokers"),
+    ({"at": "5"}, "kraft: option at: the records table is the whole log, not an image; "),
 ])
 def test_every_bad_option_is_refused_in_one_line(options: dict[str, str], said: str) -> None:
     with pytest.raises(ValueError) as e:
@@ -105,3 +107,33 @@ def test_a_bad_path_is_a_row_beside_good_ones_and_fails_alone(tmp_path: Path, pa
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match=r"\(and 1 more paths\)"):
         _planned(path, str(tmp_path / "also-missing"))
+
+
+def _records(*paths: str) -> list[dict[str, Any]]:
+    reader = KraftReader(ReadOptions(paths=list(paths)))
+    return [r for p in reader.partitions() for b in reader.read(p) for r in b.to_pylist()]
+
+
+def test_a_directory_named_by_several_paths_is_read_once(tmp_path: Path) -> None:
+    """The log dir, its __cluster_metadata-0, a glob, a trailing slash and a symlink all name
+    one directory: its rows come once, as Spark's file sources read a file named twice."""
+    link = tmp_path / "link"
+    link.symlink_to(FIXTURES / "cluster-basic")
+    once = _records(GOOD)
+    assert once and all(r["offset"] is not None for r in once)
+    named = [GOOD, GOOD + "/", GOOD + "/__cluster_metadata-0", str(FIXTURES / "cluster-b*"),
+             str(link)]
+    assert _records(*named) == once
+    assert len(_planned(*named)) == 1
+    missing = str(tmp_path / "nope")
+    assert [p.directory for p in _planned(missing, missing, GOOD)].count(missing) == 1
+
+
+def test_a_relative_path_is_the_drivers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative path is made absolute where the read is planned (the driver): an
+    executor, running in a directory of its own, reads the same directory."""
+    monkeypatch.chdir(FIXTURES)
+    planned = _planned("cluster-basic", "bad-*")
+    assert planned and all(os.path.isabs(p.directory) for p in planned), planned
+    assert str(FIXTURES / "cluster-basic" / "__cluster_metadata-0") in {
+        p.directory for p in planned}

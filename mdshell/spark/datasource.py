@@ -1,6 +1,7 @@
 """The ``kraft`` Spark data source: ``spark.read.format("kraft").load(PATH)``.
 
-PATH is a metadata directory (or the log dir holding it), a glob matching many, or a list.
+PATH is a metadata directory (or the log dir holding it), a glob matching many, or a list;
+each directory is read once however many paths name it, and a relative path is the driver's.
 Without a ``table`` option the rows are the ``records`` table of every log segment (the
 shell's ``records`` table: ``source`` is "log"); ``.option("snapshots", "true")`` adds the
 records of every snapshot (``source`` "snapshot", older snapshots too). Each file is read by
@@ -124,14 +125,17 @@ def projection(schema: StructType, table: str) -> pa.Schema | None:
 
 def expand(path: str) -> list[tuple[str, str | None]]:
     """The directories a path names, each with why it cannot be read (None: it may be).
-    A glob keeps the directories it matches (a README beside the copies is no data)."""
+    A glob keeps the directories it matches (a README beside the copies is no data). A
+    relative local path is the driver's, as Spark's own file sources read it: made absolute
+    here, where the read is planned, since each executor runs in a working directory of its
+    own."""
     p = local_path(path)
     if remote.is_remote(p):
         found = remote.expand(p)
-    elif glob.has_magic(p):
-        found = sorted(m for m in glob.glob(p) if os.path.isdir(m))
     else:
-        found = [p]
+        p = os.path.abspath(p)
+        found = sorted(m for m in glob.glob(p) if os.path.isdir(m)) if glob.has_magic(p) \
+            else [p]
     return [(d, None) for d in found] or [(p, "no directory matches this glob")]
 
 
@@ -307,21 +311,16 @@ class KraftReader(DataSourceReader):
         bad: list[FilePart] = []
         readable = refusals = 0
         pushed = self.pushed
-        for d, problem in (x for given in self.paths for x in expand(given)):
-            if problem is None and remote.is_remote(d):
-                readable += 1
-                shown = remote.metadata_uri(d)
-                if pushed.keeps("directory", shown):
-                    parts.append(FilePart(shown, None, None, remote=True))
-                continue
-            try:
-                if problem is not None:
-                    raise SourceError(f"{d}: {problem}")
-                d, cid = tables.identify(d)
-            except SourceError as e:
-                bad.append(FilePart(d, None, None, _in_spark(str(e))))
+        for named in self._named():
+            if named.error is not None:
+                bad.append(named)
                 continue
             readable += 1
+            d, cid = named.directory, named.cluster_id
+            if named.remote:
+                if pushed.keeps("directory", d):
+                    parts.append(named)
+                continue
             if not (pushed.keeps("directory", d) and pushed.keeps("cluster_id", cid)):
                 continue
             if self.table != "records":
@@ -339,6 +338,27 @@ class KraftReader(DataSourceReader):
         parts += [p for p in bad if pushed.keeps("directory", p.directory)
                   and pushed.keeps("cluster_id", None)]
         return list(pack(parts, [_size(p) for p in parts], self.max_bytes, self.open_cost))
+
+    def _named(self) -> Iterator[FilePart]:
+        """Each directory the paths name, once however many paths name it (by its real path,
+        a remote one by its URI): readable, with its cluster id; remote (its task reads it);
+        or with why it cannot be read."""
+        seen: set[str] = set()
+        for d, problem in (x for given in self.paths for x in expand(given)):
+            if problem is None and remote.is_remote(d):
+                part = FilePart(remote.metadata_uri(d), None, None, remote=True)
+                key = part.directory
+            else:
+                try:
+                    if problem is not None:
+                        raise SourceError(f"{d}: {problem}")
+                    d, cid = tables.identify(d)
+                    part, key = FilePart(d, cid, None), os.path.realpath(d)
+                except SourceError as e:
+                    part, key = FilePart(d, None, None, _in_spark(str(e))), d
+            if key not in seen:
+                seen.add(key)
+                yield part
 
     def _files(self, d: str) -> list[tables.LogFile]:
         """The files of a directory this read needs (segments, snapshots if asked; none that

@@ -52,8 +52,13 @@ def parse(options: Mapping[str, str], tables: Collection[str],
     table = (options.get("table") or "records").lower()
     if table not in tables:
         raise OptionError(f"kraft: unknown table {table!r} (known: {', '.join(sorted(tables))})")
+    at = _offset(options.get("at"))
+    if at is not None and table == "records":
+        raise OptionError(f"kraft: option at: the records table is the whole log, not an "
+                          f"image; give an image table (.option('table', 'partitions')...), "
+                          f"or filter the records: .where('offset <= {at}')")
     return ReadOptions(
-        paths=_paths(options), table=table, at=_offset(options.get("at")),
+        paths=_paths(options), table=table, at=at,
         snapshots=bool(_flag(options, "snapshots", False)),
         payload=bool(_flag(options, "payload", True)),
         show_secrets=bool(_flag(options, "showSecrets", False)),
