@@ -3,13 +3,15 @@ terminals, ...), each driven by Pilot on fixtures or copies of them."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Static
 
 from mdshell.tui.app import make_app
 from mdshell.tui.engine import Engine
+from mdshell.tui.history import HistoryScreen
 
 from .conftest import FIXTURES, three_brokers
 from .test_tui import (
@@ -19,6 +21,7 @@ from .test_tui import (
     detail_text,
     history_of,
     ready,
+    text_of,
     toasts,
     until,
 )
@@ -102,3 +105,37 @@ async def test_brackets_typed_in_the_history_box_do_not_end_the_app() -> None:
         await until(pilot, lambda: "'[/x]' is not an offset" in " ".join(toasts(screen.app)),
                     "the message")
         assert screen.app.is_running and screen.query_one("#goto", Input).value == "[/x]"
+
+
+@aio
+async def test_history_of_a_log_without_batches_says_so() -> None:
+    """An empty segment (Kafka rolled it, nothing written yet): the legend said
+    "offsets 0–None"."""
+    async with app_for(FIXTURES / "bad-empty-log").run_test(size=(120, 40)) as pilot:
+        app = await ready(pilot)
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "history")
+        await pilot.pause(0.1)
+        title = text_of(app.screen.query_one("#title", Static))
+        assert "None" not in title and "no batch in the log" in title, title
+
+
+@aio
+async def test_history_holds_only_offsets_an_image_can_be_rebuilt_at(tmp_path: Path) -> None:
+    """A log kept from offset 37 with its first snapshot at 67 (the segment before 37 and
+    its snapshot deleted): the first column counted offsets 37-66 as 67's, and the events
+    listed leader changes there, which Enter could not travel to."""
+    copy = tmp_path / "kept-from-37"
+    shutil.copytree(FIXTURES / "segments-snapshots", copy)
+    md = copy / "__cluster_metadata-0"
+    for name in ("00000000000000000000.log", "00000000000000000000-0000000000.checkpoint"):
+        (md / name).unlink()
+    async with app_for(copy).run_test(size=(120, 40)) as pilot:
+        screen = await history_of(pilot)
+        first, last = screen.app.engine.session.offset_range()  # type: ignore[attr-defined]
+        assert first is not None and last is not None and first > 37
+        await pilot.pause(0.1)
+        assert sum(screen.counts) <= last - first + 1, (screen.counts, first, last)
+        table = screen.query_one("#events", DataTable)
+        offsets = [int(str(table.get_row_at(i)[1])) for i in range(table.row_count)]
+        assert offsets and min(offsets) >= first, (offsets, first)

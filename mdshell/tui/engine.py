@@ -441,7 +441,7 @@ class Engine:
         return self._timeline
 
     def _scan_timeline(self) -> Timeline:
-        return self.session.timeline()
+        return rebuildable_part(self.session.timeline())
 
     def time_at(self, offset: int) -> str:
         """The timestamp of the batch holding ``offset`` (for the history cursor)."""
@@ -475,3 +475,18 @@ class Engine:
             return "latest" if x is None else str(x)
         with self.lock:
             return self.sh.run(["diff", word(a), word(b), path])
+
+
+def rebuildable_part(tl: Timeline) -> Timeline:
+    """The timeline from its first offset an image can be rebuilt at: the batches and
+    leader changes of segments a snapshot does not reach (a log from offset 32026, its
+    first snapshot at 78269) were counted in the first column as offset 78269's and listed
+    as events that cannot be travelled to."""
+    from dataclasses import replace
+
+    if tl.first is None:
+        return tl
+    first = tl.first
+    return replace(tl, batches=[b for b in tl.batches if b[1] >= first],
+                   leader_changes=[c for c in tl.leader_changes if c[0] >= first],
+                   snapshots=[s for s in tl.snapshots if s >= first])

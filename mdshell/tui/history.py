@@ -32,9 +32,13 @@ SPARK_ROWS = 4
 
 
 def history_title(tl: Timeline, width: int) -> Text:
-    """The bars' legend, shorter where the full one would not fit ``width``."""
-    span = f"  offsets {tl.first}–{tl.last}, {len(tl.batches):,} batches  "
-    short = f"  offsets {tl.first}–{tl.last}  "  # the legend's words before the batches'
+    """The bars' legend, shorter where the full one would not fit ``width``; a log without
+    a batch says so (it said "offsets 32026–None")."""
+    if tl.first is None or tl.last is None:  # a log that holds no batch (yet)
+        span = short = "  no batch in the log  "
+    else:
+        span = f"  offsets {tl.first}–{tl.last}, {len(tl.batches):,} batches  "
+        short = f"  offsets {tl.first}–{tl.last}  "  # the legend's words before the batches'
     for what, where, snap, lead in (
             ("Changes per offset interval", span, " snapshot ", " leader change"),
             ("Changes", span, " snapshot ", " leader"), ("Changes", short, " snapshot ", " leader"),
