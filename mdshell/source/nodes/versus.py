@@ -7,9 +7,11 @@ where the comparison starts. Raft's log matching still tells, from what else was
 
 - a *witness*: another node whose log holds offsets of the quorum's log in the same epochs
   (compared alike) holds the quorum's log below them too, so the node is compared with it;
-- a *snapshot*: ``<end>-<epoch>.checkpoint`` of the quorum's log says that log holds offset
-  end - 1 in that epoch: a node holding that offset in the same epoch holds the quorum's
-  log up to there, in another epoch it parted at or before it.
+- its *epochs*: ``<end>-<epoch>.checkpoint`` of the quorum's log says that log holds offset
+  end - 1 in that epoch, and its segments where their epochs start and end. One leader
+  writes an epoch, only appending: a node holding an offset in an epoch the quorum's log
+  holds at that offset or later holds the quorum's log up to it; a point of the quorum's
+  log inside the node's log in another epoch shows they part at or before it.
 
 What none of them tells is said as such (:attr:`Versus.unknown`), never taken as agreement.
 """
@@ -60,9 +62,9 @@ def versus(n: NodeDir, ref: NodeDir, nodes: list[NodeDir], pair_of: PairOf) -> V
             found = Versus(_as_quorum(q, ref), f"node {m.label}'s log")
     if not _open(found.pair, n):
         return found
-    at_snapshot = _at_snapshot(n, ref, found.pair)
-    if at_snapshot is not None:
-        return at_snapshot
+    by_epochs = _by_epochs(n, ref, found)
+    if by_epochs is not None:
+        return by_epochs
     if found.pair.diverged:  # parted at the first offset compared: maybe before it
         return replace(found, exact=False)
     return found
@@ -81,41 +83,58 @@ def _as_quorum(q: Pair, ref: NodeDir) -> Pair:
     return replace(q, b=ref.label, end_b=ref.scan.end)
 
 
-def _points(ref: NodeDir) -> list[tuple[int, int]]:
-    """(offset, epoch) entries the quorum's log is known to hold without its segments: the
-    last offset of each of its snapshots, and the first of its log."""
-    out = [(cp.end_offset - 1, cp.epoch) for cp in ref.source.snapshots()]
+def _points(ref: NodeDir) -> list[tuple[int, int, str]]:
+    """(offset, epoch, what says so) of entries the quorum's log (``ref``'s) is known to
+    hold: the last offset of each of its snapshots, the first and last of each epoch in its
+    log."""
+    out = [(cp.end_offset - 1, cp.epoch, f"node {ref.label}'s snapshot {cp.name}")
+           for cp in ref.source.snapshots()]
     scan = ref.scan
-    if scan.start is not None:
-        out.append((scan.start, scan.epochs[0]))
+    starts = scan.epoch_starts
+    for i, (epoch, first) in enumerate(starts):
+        last = starts[i + 1][1] - 1 if i + 1 < len(starts) else scan.log_end
+        out += [(o, epoch, f"node {ref.label}'s log") for o in (first, last)
+                if o is not None]
     return sorted(out)
 
 
-def _at_snapshot(n: NodeDir, ref: NodeDir, p: Pair) -> Versus | None:
-    """What the quorum log's snapshots say of ``n``'s log below where ``p`` compared it
-    (None: no snapshot end falls inside it). The newest snapshot end inside the log: in
-    another epoch there, the logs part at or before it; in the same, they agree up to it,
-    and on to the log's end when the next point of the quorum's log is in that epoch too
-    (epochs never go down along a log, so every offset between is in it)."""
-    scan, low = n.scan, p.from_ if p.kind != APART else None
+def _runs(n: NodeDir) -> list[tuple[int, int, int]]:
+    """(epoch, first, last offset) of each epoch in ``n``'s log."""
+    scan = n.scan
+    starts, end = scan.epoch_starts, scan.log_end
+    if end is None:
+        return []
+    return [(e, first, starts[i + 1][1] - 1 if i + 1 < len(starts) else end)
+            for i, (e, first) in enumerate(starts)]
+
+
+def _by_epochs(n: NodeDir, ref: NodeDir, found: Versus) -> Versus | None:
+    """What the epochs the quorum's log is known to hold (:func:`_points`) say of ``n``'s
+    log (None: nothing). One leader writes an epoch, and only appends to it: a log holding
+    an entry of epoch e at offset P holds every entry that leader wrote below P, so ``n``
+    agrees with the quorum's log up to its last offset in epoch e at or below P. A point
+    inside ``n``'s log past that, in another epoch there, shows they part at or before it
+    (exactly there when it is the next offset)."""
+    scan, p = n.scan, found.pair
     points = _points(ref)
-    inside = [(o, e) for o, e in points if scan.index_at(o) is not None
-              and (low is None or o < low)]
-    if not inside:
+    top: dict[int, int] = {}
+    for o, e, _ in points:
+        top[e] = max(top.get(e, -1), o)
+    agree = p.agree_to if p.kind != APART and p.agree_to >= p.from_ else -1
+    for e, first, last in _runs(n):
+        if top.get(e, -1) >= first:
+            agree = max(agree, min(last, top[e]))
+    differs = [(o, e, by) for o, e, by in points
+               if o > agree and scan.index_at(o) is not None and scan.epoch_at(o) != e]
+    if p.diverged and p.at is not None:
+        differs.append((p.at, p.epoch_b if p.epoch_b is not None else -1,
+                        found.by or f"node {ref.label}'s log"))
+    if differs:
+        at, epoch, by = min(differs)
+        return Versus(Pair(n.label, ref.label, EPOCH, agree, at, scan.epoch_at(at), epoch,
+                           at, scan.end, ref.scan.end), by, exact=at == agree + 1)
+    if agree < 0:
         return None
-    last, epoch = inside[-1]
-    by = f"node {ref.label}'s " + next(
-        (f"snapshot {cp.name}" for cp in ref.source.snapshots() if cp.end_offset - 1 == last),
-        f"log from offset {last}")
-    mine = scan.epoch_at(last)
-    if mine != epoch:
-        return Versus(Pair(n.label, ref.label, EPOCH, -1, last, mine, epoch, last,
-                           scan.end, ref.scan.end), by, exact=False)
-    if p.kind != APART:  # alike up to ``last``; they part after it, at or before p.at
-        return Versus(replace(p, agree_to=max(p.agree_to, last)), by, exact=False)
-    end = scan.log_end
-    after = next((e for o, e in points if o > last), None)
-    upto = end if end is not None and after == epoch == scan.epoch_at(end) else last
-    kind = SAME if upto == scan.end else APART
-    return Versus(Pair(n.label, ref.label, kind, upto, from_=last, end_a=scan.end,
-                       end_b=ref.scan.end), by)
+    kind = SAME if agree == scan.end else APART
+    return Versus(Pair(n.label, ref.label, kind, agree, from_=agree, end_a=scan.end,
+                       end_b=ref.scan.end), f"node {ref.label}'s epochs")
