@@ -443,13 +443,14 @@ def _main(args: argparse.Namespace) -> int:
             from .session.appends import Follow
 
             session.follow = Follow()
-        if not sys.stdin.isatty():
+        if not sys.stdin.isatty() or not (sys.stdout.isatty() or sys.stderr.isatty()):
             from .repl import run_script
 
             return run_script(shell, sys.stdin, sys.stdout, output=args.output)
         from .repl import run_repl
 
-        return run_repl(shell, output=args.output)
+        # Output to a file or a pipe (`> out.txt`, `| tee`): the prompt goes to the terminal.
+        return run_repl(shell, output=args.output, output_is_terminal=sys.stdout.isatty())
     finally:
         source.close()
 

@@ -575,3 +575,60 @@ def test_stopped_corpus_clusters_say_when_they_stopped() -> None:
         assert all(i["lastChangeMs"] is not None for i in fenced["items"]), d.name
         assert not any(c["name"] == "controlled shutdown" for c in data["checks"]), d.name
     assert seen >= 20
+
+
+# ---------------------------------------------------------------- a person typing, output piped
+
+
+def _typed_with_output_piped(lines: str, home: Path) -> tuple[int, str, str]:
+    """``mdshell -d BASIC > pipe`` typed at a terminal: stdin and stderr a pseudo-terminal,
+    stdout a pipe. Types ``lines`` once the prompt shows, then Ctrl-D; returns the exit
+    status, what stdout got and what the terminal showed."""
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "HOME": str(home), "MDSHELL_HISTORY": str(home / "history")}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "mdshell", "-d", BASIC], stdin=slave,
+                            stdout=subprocess.PIPE, stderr=slave, cwd=ROOT, env=env)
+    os.close(slave)
+    shown = b""
+
+    def plain() -> bytes:
+        return re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", shown)
+
+    def read_until(text: bytes, seconds: float) -> None:
+        nonlocal shown
+        end = time.monotonic() + seconds
+        while text not in plain() and time.monotonic() < end:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    shown += os.read(master, 65536)
+                except OSError:
+                    return
+    try:
+        read_until(b":/>", 30)
+        for line in lines.splitlines():
+            os.write(master, line.encode() + b"\r")
+            read_until(line.encode(), 5)
+        os.write(master, b"\x04")
+        out = proc.stdout.read().decode() if proc.stdout else ""
+        code = proc.wait(timeout=30)
+        read_until(b"\0", 0.5)
+    finally:
+        proc.kill()
+        os.close(master)
+    return code, out, plain().decode(errors="replace")
+
+
+def test_typed_commands_with_output_piped_prompt_on_the_terminal(tmp_path: Path) -> None:
+    """stdin a terminal, stdout a file or pipe (``mdshell -d DIR > out.txt``, ``| tee``): the
+    prompt, the banner and the line editing are drawn on stderr's terminal, and stdout holds
+    only the commands' output, as a pipe gets it (one name a line, no escape codes). Before,
+    the prompt-toolkit session drew into the file and the terminal stayed blank."""
+    code, out, shown = _typed_with_output_piped("ls /image/topics/byName\n", tmp_path)
+    assert code == 0
+    assert out.splitlines() == ["topic-0", "topic-1", "topic-2", "topic-3"]
+    assert "mdshell:cluster-basic:/>" in shown and "'help' lists commands" in shown

@@ -460,14 +460,22 @@ def _key_bindings() -> KeyBindings:
 def run_repl(shell: Shell, *, history_path: Path | None = None,
              pt_input: Input | None = None, pt_output: Output | None = None,
              out: TextIO | None = None, err: TextIO | None = None,
-             output: str = "text") -> int:
-    """The interactive shell; returns 0 when the user leaves (Ctrl-D, ``exit``)."""
+             output: str = "text", output_is_terminal: bool = True) -> int:
+    """The interactive shell; returns 0 when the user leaves (Ctrl-D, ``exit``).
+
+    ``output_is_terminal`` False (stdout a file or a pipe, stdin and stderr the terminal):
+    the banner, the prompt and the line editing go to ``err``, and ``out`` gets only the
+    commands' output, as a pipe gets it (one name a line)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.shortcuts import CompleteStyle
     from prompt_toolkit.styles import Style
 
     out = out or sys.stdout
     err = err or sys.stderr
+    if pt_output is None and not output_is_terminal:
+        from prompt_toolkit.output import create_output
+
+        pt_output = create_output(stdout=err)
     show_error = _error_printer(err)
 
     def warn(msg: str) -> None:
@@ -484,9 +492,9 @@ def run_repl(shell: Shell, *, history_path: Path | None = None,
                                "fail": "ansired bold",
                                "warn": "ansiyellow bold", "path": "ansigreen bold"}))
     shell.interactive = True
-    print(banner(shell), file=out, flush=True)
+    print(banner(shell), file=out if output_is_terminal else err, flush=True)
     while True:
-        width = session.output.get_size().columns
+        width = session.output.get_size().columns if output_is_terminal else None
         try:
             line = session.prompt(prompt_text(shell))
         except KeyboardInterrupt:  # Ctrl-C: drop the line, new prompt
