@@ -339,6 +339,22 @@ def test_exit_and_quit_leave(shell: Shell, tmp_path: Path) -> None:
         assert rc == 0 and out.splitlines()[1:] == []
 
 
+def test_history_is_private_and_a_line_with_a_space_first_is_not_kept(
+        shell: Shell, tmp_path: Path) -> None:
+    """The history file is the user's alone (0600, its new directory 0700), and a line typed
+    with a space first (bash's ignorespace: the way to run a line holding a secret) is
+    neither saved nor recalled."""
+    path = tmp_path / "data" / "history"
+    rc, out, _ = _session(shell, ["pwd\r", " cat /image/hunter2-secret\r", "history\r"], path)
+    assert rc == 0
+    assert "hunter2" not in path.read_text()
+    assert out.splitlines()[-2:] == ["    1  pwd", "    2  history"]
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    _, out, _ = _session(shell, [f"{UP}{UP}\r"], path)
+    assert "hunter2" not in out
+
+
 def test_unwritable_history_warns_once_and_keeps_memory(shell: Shell, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")

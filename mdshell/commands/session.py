@@ -90,8 +90,10 @@ def _man(args: list[str]) -> Result:
 
 @command("history", "Show the command history (the last N entries).", "history [N]",
          details="Entries are numbered from the first one saved; the history is kept across "
-                 "sessions in $XDG_DATA_HOME/mdshell/history (override: $MDSHELL_HISTORY). "
-                 "Up/Down recall entries starting with the text typed; Ctrl-R searches.",
+                 "sessions in $XDG_DATA_HOME/mdshell/history (override: $MDSHELL_HISTORY), "
+                 "a file only you can read; a line typed with a space first is not kept (for "
+                 "a line that holds a secret). Up/Down recall entries starting with the text "
+                 "typed; Ctrl-R searches.",
          shell_only=True, completes_paths=False)
 def history(shell: Shell, args: list[str]) -> Result:
     p = ArgParser("history", "history [N]")

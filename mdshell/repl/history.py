@@ -1,9 +1,10 @@
 """The REPL's command history: where it lives and how it is stored.
 
 The REPL keeps its history in prompt-toolkit's ``FileHistory`` format, in the user's data
-directory, so it survives sessions. A history file that cannot be read or written must never
-stop the shell: the first failure is reported once and the session goes on with the entries
-it has in memory.
+directory, so it survives sessions; the file is made readable by the user alone, and a line
+typed with a space first is not kept (bash's ignorespace). A history file that cannot be
+read or written must never stop the shell: the first failure is reported once and the
+session goes on with the entries it has in memory.
 
 prompt_toolkit is imported only inside :func:`open_history`, so scripts read from stdin never
 load it. The ``history`` command reads the entries through :mod:`mdshell.commands.history`.
@@ -46,6 +47,15 @@ def open_history(path: Path, warn: Warn) -> FileHistory:
     return _safe_file_history()(path, warn)
 
 
+def _create_private(path: Path) -> None:
+    """Make ``path`` (and its directory) readable by the user alone if it does not exist:
+    the commands typed name the cluster's topics, users and principals."""
+    if path.exists():
+        return
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+
+
 @functools.cache
 def _safe_file_history() -> Callable[[Path, Warn], FileHistory]:
     """The class is built on first use so that importing this module never loads prompt_toolkit."""
@@ -78,11 +88,18 @@ def _safe_file_history() -> Callable[[Path, Warn], FileHistory]:
                 self._fail("read", e)
                 return []
 
+        def append_string(self, string: str) -> None:
+            """A line typed with a space first is neither saved nor recalled (bash's
+            ignorespace): the way to run a line that holds a secret."""
+            if string[:1].isspace():
+                return
+            super().append_string(string)
+
         def store_string(self, string: str) -> None:
             if self._failed:
                 return
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                _create_private(self.path)
                 super().store_string(string)
             except OSError as e:
                 self._fail("write", e)
