@@ -257,8 +257,10 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
         yield (f"not committed when copied: node {rep.quorum}'s {_offsets(first, last)}, "
                f"held by {holders} voter{'s' if holders != 1 else ''}, fewer than a majority")
     for label, end, quorum_end in rep.behind:
+        snap = rep.sent_snapshot.get(label)
         yield (f"node {label} is behind: its log ends at offset {end}, the quorum's at "
-               f"{quorum_end} (it fetches the rest)")
+               f"{quorum_end} (" + (f"Kafka sends it the snapshot {snap}, then the rest)"
+                                    if snap else "it fetches the rest)"))
     for t in rep.tails:
         if t.kept:
             yield (f"node {t.node} holds other records than the quorum's log at "

@@ -150,6 +150,7 @@ class Report:
     notes: list[str]
     damaged: list[str] = field(default_factory=list)  # nodes whose log damage cut short
     unchecked: list[str] = field(default_factory=list)  # offsets nothing given can judge
+    sent_snapshot: dict[str, str] = field(default_factory=dict)  # behind node -> snapshot
 
     @property
     def agree(self) -> bool:
@@ -186,7 +187,9 @@ class Report:
                     "node": self.quorum, "from": self.uncommitted[0],
                     "to": self.uncommitted[1], "heldBy": self.uncommitted[2]},
                 "truncations": [t.to_json() for t in self.tails],
-                "behind": [{"node": n, "end": e, "quorumEnd": q} for n, e, q in self.behind],
+                "behind": [{"node": n, "end": e, "quorumEnd": q,
+                            "sentSnapshot": self.sent_snapshot.get(n)}
+                           for n, e, q in self.behind],
                 "unchecked": self.unchecked, "conflicts": self.conflicts,
                 "notes": self.notes}
 
@@ -364,10 +367,12 @@ def build_report(group: NodeGroup) -> Report:
         conflicts.append("the logs part and what was committed cannot be told (too few "
                          "voters' directories): treated as a disagreement")
     damaged = [n.label for n in nodes if n.scan.cut is not None]
+    sent = {label: snap.name for label, _, _ in behind
+            if (snap := gets_snapshot(group.node(label), ref)) is not None}
     return Report(next((n.cluster_id for n in nodes if n.cluster_id), None), voters,
                   voters_from, majority, rows, list(pairs.values()), ref.label, choice.why,
                   committed, by, uncommitted, tails, behind, conflicts, notes, damaged,
-                  unchecked)
+                  unchecked, sent)
 
 
 def _pair(pairs: dict[tuple[str, str], Pair], a: NodeDir, b: NodeDir) -> Pair:
