@@ -632,3 +632,44 @@ def test_typed_commands_with_output_piped_prompt_on_the_terminal(tmp_path: Path)
     assert code == 0
     assert out.splitlines() == ["topic-0", "topic-1", "topic-2", "topic-3"]
     assert "mdshell:cluster-basic:/>" in shown and "'help' lists commands" in shown
+
+
+# ---------------------------------------------------------------- -d on the wrong kind of path
+
+
+def test_a_link_that_leads_nowhere_is_said_as_such(tmp_path: Path) -> None:
+    """A symlink loop or a dangling link exists (``ls`` shows it): "no such directory" sent
+    the user looking for a typo. The one line says it is a link and where it leads."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    (tmp_path / "gone").symlink_to(tmp_path / "unmounted" / "kafka-logs")
+    loop = cli("-d", str(tmp_path / "a"), "ls")
+    assert loop.code == 1 and loop.err.count("\n") == 1
+    assert "symbolic link" in loop.err and "loop" in loop.err
+    gone = cli("-d", str(tmp_path / "gone"), "ls")
+    assert gone.code == 1 and gone.err.count("\n") == 1
+    assert "symbolic link" in gone.err and str(tmp_path / "unmounted" / "kafka-logs") in gone.err
+
+
+def test_a_fifo_given_to_d_is_not_sent_to_s(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    out = cli("-d", str(fifo), "ls")
+    assert out.code == 1 and "FIFO" in out.err and "-s FILE" not in out.err
+
+
+def test_a_topic_partition_directory_without_segments_names_the_log_dir(tmp_path: Path) -> None:
+    """A broker's ``orders-0/`` holding only ``partition.metadata`` (its segments deleted, or
+    left out of a copy, as in the corpus): the line says whose partition it is and gives the
+    log dir beside it, which holds ``__cluster_metadata-0``."""
+    from .conftest import three_brokers
+
+    b = three_brokers(tmp_path / "logdir", seed=9)
+    b.create_topic("orders", 2, 3)
+    b.finish(partition_dirs=True)
+    part = tmp_path / "logdir" / "orders-1"
+    assert sorted(p.name for p in part.iterdir()) == ["partition.metadata"]
+    out = cli("-d", str(part), "ls")
+    assert out.code == 1 and out.err.count("\n") == 1
+    assert "partition 1 of topic 'orders'" in out.err
+    assert f"-d {tmp_path / 'logdir'}" in out.err

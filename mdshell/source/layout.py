@@ -8,8 +8,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 
 from ..problems import SourceError
@@ -72,17 +74,63 @@ class Layout:
     virtual: bool = False
 
 
+_GIVE = "give the __cluster_metadata-0 directory or the Kafka log dir that contains it"
+
+
 def resolve_directory(path: str) -> str:
     """Accept the ``__cluster_metadata-0`` directory itself or the log dir holding it."""
     if not os.path.exists(path):
-        raise SourceError(f"{path}: no such directory; give the __cluster_metadata-0 directory "
-                          "or the Kafka log dir that contains it")
+        raise SourceError(f"{path}: {_missing(path)}; {_GIVE}")
     if not os.path.isdir(path):
-        raise SourceError(f"{path}: not a directory; use -s FILE to read one snapshot or log file")
+        kind = _not_a_file(path)
+        raise SourceError(f"{path}: not a directory; use -s FILE to read one snapshot or log file"
+                          if kind is None else f"{path}: not a directory ({kind}); {_GIVE}")
     inner = os.path.join(path, METADATA_DIR)
     if os.path.isdir(inner):
         return inner
     return path
+
+
+def _missing(path: str) -> str:
+    """Why ``path``, which does not exist, is not there: a link that leads nowhere (it exists:
+    ``ls`` shows it) is told from a name that names nothing."""
+    if not os.path.islink(path):
+        return "no such directory"
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link that loops (its links lead back to it)"
+    return f"a symbolic link to {os.path.realpath(path)}, which does not exist"
+
+
+def _not_a_file(path: str) -> str | None:
+    """What ``path`` is when it is neither a directory nor a regular file (None if a file)."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
+def _partition_directory(directory: str) -> str | None:
+    """The one line for a topic's own partition directory with no segments (``orders-0/``
+    holding ``partition.metadata`` alone): whose partition it is, and the log dir beside it
+    when that holds the metadata log. None for any other directory."""
+    from .identity import METADATA_TOPIC_ID, partition_metadata_topic_id, topic_of_directory
+
+    topic_id = partition_metadata_topic_id(directory)
+    named = topic_of_directory(directory)
+    if topic_id is None or topic_id == METADATA_TOPIC_ID or named is None:
+        return None
+    log_dir = os.path.dirname(os.path.abspath(directory))
+    where = (f"-d {log_dir} (the log dir beside it, which holds {METADATA_DIR})"
+             if os.path.isdir(os.path.join(log_dir, METADATA_DIR)) else _GIVE)
+    return (f"{directory}: a topic's partition directory (partition {named[1]} of topic "
+            f"'{named[0]}', topic id {topic_id}), not the metadata log; give {where}")
 
 
 def scan_layout(path: str) -> Layout:
@@ -138,9 +186,10 @@ def scan_layout(path: str) -> Layout:
             raise SourceError(f"{directory}: no metadata log segments (.log) or snapshots "
                               f"(.checkpoint) here, but {_held_by(below)} {METADATA_DIR}: "
                               f"{which}")
+        if (partition := _partition_directory(directory)) is not None:
+            raise SourceError(partition)
         raise SourceError(f"{directory}: no metadata log segments (.log) or snapshots "
-                          f"(.checkpoint) here{hint}; give the __cluster_metadata-0 directory "
-                          "or the Kafka log dir that contains it")
+                          f"(.checkpoint) here{hint}; {_GIVE}")
     return layout
 
 
