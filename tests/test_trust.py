@@ -661,3 +661,42 @@ def test_a_script_says_a_load_warning_once(fmt: str) -> None:
                   stdin="records --batches\nrecords --batches\n")
     assert run.stderr.count("is incomplete (171 of 343 bytes)") == 1, run.stderr
     assert "the listing stops there" not in run.stderr and "331" not in run.stderr
+
+
+# ---------------------------------------------------------------- a segment's sparse tail
+
+
+def _limited_cli(limit: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """mdshell with its address space bounded to ``limit`` bytes."""
+    import resource
+
+    def bound() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return subprocess.run([sys.executable, "-m", "mdshell", *args], capture_output=True,
+                          text=True, cwd=ROOT, preexec_fn=bound, timeout=120)
+
+
+def test_a_segment_with_gigabytes_of_hole_is_read_without_them(tmp_path: Path) -> None:
+    """A segment whose rest is a hole (preallocated, as Kafka does with file.preallocate,
+    or extended without writing) reads as zeros: nothing more was written. Every reader
+    says what it says of the segment without the hole, in bounded memory (it used to read
+    the whole file, and copy its tail to check it: 2x its size)."""
+    d = copy_fixture("cluster-basic", tmp_path / "sparse") / MD
+    seg = sorted(d.glob("*.log"))[-1]
+    with open(seg, "rb") as f:
+        if os.lseek(f.fileno(), 0, os.SEEK_HOLE) < seg.stat().st_size:
+            pytest.skip("the file system has no holes to show")
+    os.truncate(seg, 8 << 30)
+    with open(seg, "rb") as f:
+        if os.lseek(f.fileno(), 0, os.SEEK_HOLE) >= 8 << 30:
+            pytest.skip("the file system does not say where a hole is (SEEK_HOLE)")
+    plain = FIXTURES / "cluster-basic" / MD
+    for args in (("-o", "json", "health"), ("tree", "/image"), ("records", "--limit", "40")):
+        want = run_cli("-d", str(plain), *args)
+        got = _limited_cli(2 << 30, "-d", str(d), *args)
+        assert want.returncode == 0 and want.stdout, (args, want.stderr)
+        assert (got.returncode, got.stdout) == (0, want.stdout.replace(str(plain), str(d))), (
+            args, got.stderr[-500:])
+    got = _limited_cli(2 << 30, "-s", str(seg), "records", "--limit", "3")
+    assert got.returncode == 0 and got.stdout.count("offset=") == 3, got.stderr[-500:]

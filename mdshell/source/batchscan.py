@@ -33,6 +33,7 @@ from .walker import (
     peek,
     skip_of,
     true_end,
+    zero_filled,
 )
 
 _BASE_LENGTH = 12
@@ -109,7 +110,7 @@ def file_batches(path: str, data: bytes, problems: list[Problem], *, first: int 
     while pos < size:
         if size - pos < _BASE_LENGTH or int.from_bytes(data[pos + 8:pos + 12], "big",
                                                          signed=True) == 0:
-            if data[pos:].strip(b"\0"):  # said as the loader says it: one message
+            if not zero_filled(data, pos):  # said as the loader says it: one message
                 problems.append(_truncated(path, name, pos, None, size - pos, before.last))
             return
         length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)

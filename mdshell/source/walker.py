@@ -14,6 +14,7 @@ rest of the file is read, instead of stopping, or of taking a wrong offset for t
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import struct
@@ -46,7 +47,10 @@ MAX_BATCH_LENGTH = 64 * 1024 * 1024
 
 
 def read_bytes(path: str, *, regular_only: bool = False) -> bytes:
-    """The whole file, read-only; errors become one-line :class:`SourceError`.
+    """The whole file, read-only; errors become one-line :class:`SourceError`. A file whose
+    rest is a hole (sparse: preallocated, or extended without writing) is read up to
+    :func:`written_end`: the hole reads as zeros, and a zero-filled tail says only that
+    nothing more was written, so the verdict is the same without gigabytes of zeros.
 
     ``regular_only`` refuses FIFOs and devices, which could block or never end.
     """
@@ -57,7 +61,9 @@ def read_bytes(path: str, *, regular_only: bool = False) -> bytes:
         if regular_only and not stat.S_ISREG(st.st_mode):
             raise SourceError(f"{path}: not a regular file (a FIFO or device?); not read")
         with open(path, "rb") as f:
-            return f.read()
+            end = written_end(f.fileno(), st.st_size)
+            f.seek(0)
+            return f.read() if end >= st.st_size else f.read(end)
     except FileNotFoundError:
         raise SourceError(f"{path}: no such file (deleted while mdshell read the directory? "
                           "Kafka removes old segments after a snapshot)") from None
@@ -66,6 +72,50 @@ def read_bytes(path: str, *, regular_only: bool = False) -> bytes:
                           "(read access is enough)") from None
     except OSError as e:
         raise SourceError(f"{path}: cannot read ({e.strerror})") from None
+
+
+_ZEROS = bytes(1 << 20)
+# What is read past the start of a file's trailing hole: a batch begun before it ends
+# within this (a longer one is refused whatever follows), so it reads as it would whole.
+_PAST_HOLE = LOG_OVERHEAD + MAX_BATCH_LENGTH
+_MOST_HOLES = 1024  # a file with more holes is read whole (each one costs two lseeks)
+
+
+def written_end(fd: int, size: int) -> int:
+    """How much of the open file ``fd`` (of ``size`` bytes) to read: up to
+    :data:`_PAST_HOLE` past the start of a hole that runs to its end; ``size`` when there
+    is no such hole, the file system cannot say (``SEEK_HOLE`` then answers ``size``), or
+    the file has more than :data:`_MOST_HOLES` holes. Moves the file offset."""
+    if size <= _PAST_HOLE or not hasattr(os, "SEEK_HOLE"):
+        return size
+    pos = 0
+    try:
+        for _ in range(_MOST_HOLES):
+            hole = os.lseek(fd, pos, os.SEEK_HOLE)
+            if hole >= size:
+                return size
+            try:
+                pos = os.lseek(fd, hole, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:  # no data after this hole
+                    return min(size, hole + _PAST_HOLE)
+                raise
+    except OSError:
+        return size
+    return size
+
+
+def zero_filled(data: bytes, pos: int) -> bool:
+    """Whether ``data[pos:]`` is all zero bytes (True when empty): a preallocated or zeroed
+    tail, where nothing more was written. Compared a MiB at a time in place (no copy of the
+    tail: a segment may end in gigabytes of zeros)."""
+    size = len(data)
+    while pos < size:
+        n = min(len(_ZEROS), size - pos)
+        if not data.startswith(_ZEROS if n == len(_ZEROS) else _ZEROS[:n], pos):
+            return False
+        pos += n
+    return True
 
 
 _cwalk = piece("_cwalk")
@@ -118,7 +168,7 @@ def skip_to_python(data: bytes, offset: int, first: int | None = None,
         last, epoch = base + last_delta, batch_epoch
         expect = last + 1
         pos += LOG_OVERHEAD + length
-    if pos >= size or not data[pos:].strip(b"\0"):
+    if zero_filled(data, pos):
         return size, controls, last, epoch  # the end, or a zero-filled (preallocated) tail
     at, kept, before, before_epoch = back
     return at, controls[:kept], before, before_epoch
@@ -387,11 +437,11 @@ def _odd(path: str, name: str, data: bytes, pos: int, before: Before, check_crc:
     size = len(data)
     last = before.last if before.in_file else None  # for messages: the last good offset
     if size - pos < LOG_OVERHEAD:
-        if data[pos:].strip(b"\0"):
+        if not zero_filled(data, pos):
             return _truncated(path, name, pos, None, size - pos, last)
         return Problem("", "")
     base_offset, length = _PREFIX.unpack_from(data, pos)
-    if length == 0 and not data[pos:].strip(b"\0"):
+    if length == 0 and zero_filled(data, pos):
         return Problem("", "")  # zero-filled (preallocated) tail: nothing more was written
     end = pos + LOG_OVERHEAD + length
     framed = MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH and end <= size

@@ -199,10 +199,11 @@ static PyObject *skip_to(PyObject *self, PyObject *args)
         expect = end + 1;
         pos += LOG_OVERHEAD + length;
     }
-    int zeros = 1;  /* the end, or a zero-filled (preallocated) tail */
-    for (Py_ssize_t i = pos; i < size && zeros; i++)
-        zeros = buf[i] == 0;
-    if (pos >= size || zeros)
+    /* the end, or a zero-filled (preallocated) tail: its first byte 0 and each byte equal
+     * to the one after it (one memcmp, not a loop over what may be gigabytes) */
+    int zeros = pos >= size ||
+                (buf[pos] == 0 && memcmp(buf + pos, buf + pos + 1, (size_t)(size - pos - 1)) == 0);
+    if (zeros)
         return skip_result(controls, size, PyList_GET_SIZE(controls), has_last, last, epoch);
     return skip_result(controls, back_pos, back_kept, back_has, back_last, back_epoch);
 python:
