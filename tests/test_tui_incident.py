@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Input, Static
 from mdshell.tui.app import make_app
 from mdshell.tui.engine import Engine
 from mdshell.tui.history import HistoryScreen
+from mdshell.tui.loading import ErrorScreen
 
 from .conftest import FIXTURES, three_brokers
 from .test_tui import (
@@ -139,3 +140,34 @@ async def test_history_holds_only_offsets_an_image_can_be_rebuilt_at(tmp_path: P
         table = screen.query_one("#events", DataTable)
         offsets = [int(str(table.get_row_at(i)[1])) for i in range(table.row_count)]
         assert offsets and min(offsets) >= first, (offsets, first)
+
+
+def test_the_history_legend_keeps_its_marks_apart_when_short() -> None:
+    """At 60 columns the legend's marks read "SL" (one word); each mark stays a word."""
+    from mdshell.session.timeline import Timeline
+    from mdshell.tui.history import history_title
+
+    tl = Timeline(78269, 83726, [(78269, 83726, 5458, 0)], [78269], [(79481, 1, 36)])
+    for width in (120, 80, 60):
+        words = history_title(tl, width).plain.split()
+        assert "S" in words and "L" in words, (width, words)
+
+
+@aio
+async def test_after_a_failed_load_only_quit_and_help_act() -> None:
+    """`--at` outside the log: on the error screen `/` opened a search that said
+    "indexing…" for ever (no image will come), and the help was titled "_default"."""
+    app = make_app(Engine.open(str(FIXTURES / "health-offline"), None), at="999999")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, ErrorScreen), "the error")
+        for key in ("slash", "colon", "F", "t", "r", "f"):
+            await pilot.press(key)
+            await pilot.pause(0.05)
+            assert isinstance(app.screen, ErrorScreen), (key, app.screen)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen", "the help")
+        assert "_default" not in str(app.screen.query_one("#help").border_title)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, ErrorScreen), "the error again")
+        await pilot.press("q")
+    assert app.return_code == 1

@@ -29,7 +29,7 @@ from .engine import Engine
 from .follow import Follower
 from .interrupt import Interrupt
 from .keygate import KeyGate
-from .keymap import APP_KEYS, BOX_KEYS, NOT_OVER_MODALS, screen_keys
+from .keymap import APP_KEYS, BEFORE_LOADED, BOX_KEYS, NOT_OVER_MODALS, screen_keys
 from .loading import ErrorScreen, LoadingScreen, TooSmallScreen
 from .messages import (
     Advanced,
@@ -125,7 +125,11 @@ class MdshellApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The keys that open a box step aside in a box; the keys that act on what is
         shown step aside over a modal screen (there they are the modal's, or nothing); F
-        shows where there is something to filter."""
+        shows where there is something to filter. Before an image is loaded (the load failed:
+        its error screen) only quit, help and Ctrl+C act (``/`` opened a search "indexing…"
+        for ever)."""
+        if not self.loaded and action not in BEFORE_LOADED:
+            return False  # no image yet (loading, or the load failed): nothing to act on
         modal = isinstance(self.screen, ModalScreen)
         if action in BOX_KEYS and isinstance(self.screen.focused, Input):
             return False

@@ -144,4 +144,6 @@ class HelpScreen(ModalScreen[None]):
 def open_help(app: App[int]) -> None:
     """The overlay over the current screen (not over itself)."""
     if not isinstance(app.screen, HelpScreen):
-        app.push_screen(HelpScreen(app.current_mode or "mdshell", key_rows(app.screen)))
+        mode = app.current_mode
+        title = mode if mode and mode != "_default" else "mdshell"  # no screen's mode yet
+        app.push_screen(HelpScreen(title, key_rows(app.screen)))

@@ -42,7 +42,7 @@ def history_title(tl: Timeline, width: int) -> Text:
     for what, where, snap, lead in (
             ("Changes per offset interval", span, " snapshot ", " leader change"),
             ("Changes", span, " snapshot ", " leader"), ("Changes", short, " snapshot ", " leader"),
-            ("Changes", short, "", "")):
+            ("Changes", short, " ", "")):
         t = Text.assemble((what, "bold"), where, ("S", "bold cyan"), snap,
                           ("L", "bold magenta"), lead, ("  ▁", "dim"), " NoOps only")
         if t.cell_len <= width:

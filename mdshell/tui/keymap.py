@@ -41,3 +41,4 @@ def screen_keys() -> list[BindingType]:
 BOX_KEYS = {"search", "command_bar", "filter"}  # priority keys that open a box
 # Keys that act on what is shown: none of them over a modal screen (help, search).
 NOT_OVER_MODALS = {"show", "copy", "reload", "follow", "back"} | BOX_KEYS
+BEFORE_LOADED = {"quit", "help", "interrupt"}  # what acts while there is no image
