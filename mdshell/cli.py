@@ -76,17 +76,18 @@ class _Parser(argparse.ArgumentParser):
 
 
 def commands_help() -> str:
-    """The commands section of ``mdshell --help``: each command and its summary."""
+    """The commands section of ``mdshell --help``: each command and its summary, one line
+    each when piped (for grep), cut between words at a terminal's width (or ``COLUMNS``)."""
     from .commands.session import listed
+    from .commands.textform import command_rows, wrapped
 
-    cmds = listed()
-    width = max(len(c.name) for c in cmds)
-    lines = ["commands (after the options; `mdshell COMMAND --help` or `mdshell help COMMAND` "
-             "for one;", "without a command: the full-screen interface, or --repl):"]
-    for c in cmds:
-        note = " (interactive only)" if c.shell_only else ""
-        lines.append(f"  {c.name:<{width}}  {c.summary}{note}")
-    return "\n".join(lines)
+    sized = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+    width = terminal_columns() - 2 if sized else None
+    head = ("commands (after the options; `mdshell COMMAND --help` or `mdshell help COMMAND` "
+            "for one; without a command: the full-screen interface, or --repl):")
+    rows = [(c.name, c.summary + (" (interactive only)" if c.shell_only else ""))
+            for c in listed()]
+    return "\n".join([*wrapped([head], width), *command_rows(rows, width)])
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,7 +24,7 @@ BASIC = str(FIXTURES / "cluster-basic")
 def _help_commands(text: str) -> list[str]:
     """The command names of ``mdshell --help``'s commands section."""
     section = text.split("\ncommands (", 1)[1].split("\n\n", 1)[0]
-    return [line.split()[0] for line in section.splitlines()[2:]]
+    return [line.split()[0] for line in section.splitlines() if re.match(r"  \S", line)]
 
 
 def _documented_commands() -> set[str]:
@@ -45,7 +45,9 @@ def test_help_lists_every_command_one_line_each() -> None:
     assert out.code == 0
     assert _help_commands(out.out) == sorted(REGISTRY)
     section = out.out.split("\ncommands (", 1)[1].split("\n\n", 1)[0]
-    for line in section.splitlines()[2:]:
+    rows = section.splitlines()[1:]  # after the heading: a command a line when piped
+    assert len(rows) == len(REGISTRY)
+    for line in rows:
         name = line.split()[0]
         assert REGISTRY[name].summary in line
 
@@ -673,3 +675,41 @@ def test_a_topic_partition_directory_without_segments_names_the_log_dir(tmp_path
     assert out.code == 1 and out.err.count("\n") == 1
     assert "partition 1 of topic 'orders'" in out.err
     assert f"-d {tmp_path / 'logdir'}" in out.err
+
+
+# ---------------------------------------------------------------- help on a narrow terminal
+
+
+def _words(lines: list[str]) -> list[str]:
+    return " ".join(lines).split()
+
+
+@pytest.mark.parametrize("words", [["help"], ["man", "health"], ["man", "records"]])
+def test_help_wraps_at_the_terminal_width_by_words(words: list[str]) -> None:
+    """On a terminal, ``help`` and ``man CMD`` wrap at its width between words (a summary
+    under itself, past the names), never cutting a word; piped, lines stay whole."""
+    import io
+
+    from mdshell.commands.render import emit
+
+    from .conftest import open_shell
+
+    sh = open_shell("cluster-basic")
+    result = REGISTRY[words[0]].run(sh, words[1:])
+    whole, narrow = io.StringIO(), io.StringIO()
+    emit(result, whole)
+    emit(result, narrow, width=60)
+    lines = narrow.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 60
+    assert _words(lines) == _words(whole.getvalue().splitlines())
+    assert max(len(line) for line in whole.getvalue().splitlines()) > 60
+    if words == ["help"]:
+        indent = {len(line) - len(line.lstrip()) for line in lines} - {0}  # 0: the heading
+        assert len(indent) == 2, indent  # names at 2, a wrapped summary under its start
+
+
+def test_help_option_wraps_the_commands_at_columns() -> None:
+    out = run_cli("--help", env={"COLUMNS": "64"})
+    section = out.stdout.split("\ncommands (", 1)[1].split("\n\n", 1)[0]
+    assert max(len(line) for line in section.splitlines()) <= 64
+    assert _help_commands(out.stdout) == _help_commands(run_cli("--help").stdout)

@@ -20,6 +20,10 @@ def text_lines(value: Any, width: int | None = None) -> Iterator[str]:
         return iter(())
     if isinstance(value, r.Listing):
         return _listing_text(value, width)
+    if isinstance(value, r.Help):
+        return iter(_help_text(value, width))
+    if isinstance(value, r.Manual):
+        return iter(wrapped(list(_manual_text(value)), width))
     render = _TEXT.get(type(value))
     if render is None:
         raise TypeError(f"no text form for {type(value).__name__}")
@@ -353,12 +357,36 @@ def _health_text(v: r.Health) -> Iterator[str]:
     yield summary(v.checks)[0]
 
 
-def _help_text(v: r.Help) -> Iterator[str]:
-    width = max(len(c.name) for c in v.commands)
-    yield "Commands ('man CMD' for details; paths take globs: * ? [a-z] {a,b}):"
-    for c in v.commands:
-        note = "  (interactive only)" if c.shell_only and not v.interactive else ""
-        yield f"  {c.name:<{width}}  {c.summary}{note}"
+def _help_text(v: r.Help, width: int | None) -> list[str]:
+    head = "Commands ('man CMD' for details; paths take globs: * ? [a-z] {a,b}):"
+    rows = [(c.name, c.summary + (" (interactive only)" if c.shell_only and not v.interactive
+                                   else "")) for c in v.commands]
+    return [*wrapped([head], width), *command_rows(rows, width)]
+
+
+def command_rows(rows: Sequence[tuple[str, str]], width: int | None) -> list[str]:
+    """``  name  summary`` lines, the summaries aligned; with ``width`` (a terminal's
+    columns) a summary too long for it goes on under its own start, cut between words."""
+    names = max(len(name) for name, _ in rows)
+    indent = " " * (names + 4)
+    out: list[str] = []
+    for name, summary in rows:
+        out += wrapped([f"  {name:<{names}}  {summary}"], width, indent)
+    return out
+
+
+def wrapped(lines: Sequence[str], width: int | None, indent: str = "") -> list[str]:
+    """``lines`` cut between words to fit ``width`` (None: as they are), each one's
+    continuation starting with ``indent``."""
+    if width is None or width <= len(indent) + 20:
+        return list(lines)
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False, drop_whitespace=True) or [""]
+    return out
 
 
 def _manual_text(v: r.Manual) -> Iterator[str]:
@@ -421,7 +449,7 @@ _TEXT: dict[type, Callable[[Any], Iterator[str]]] = {
     r.Leaves: _leaves_text, r.Tree: _tree_text, r.Paths: lambda v: v.paths(),
     r.WorkingDir: _cwd_text, r.Moved: _moved_text,
     r.Records: lambda v: (record_line(j) for j in v.rows()), r.Batches: _batches_text,
-    r.Changes: _changes_text, r.Diff: _diff_text, r.Health: _health_text, r.Help: _help_text,
+    r.Changes: _changes_text, r.Diff: _diff_text, r.Health: _health_text,
     r.Nodes: _nodes_text,
     r.Manual: _manual_text, r.History: _history_text, r.Table: _table_text,
     r.Fields: _fields_text, r.Text: lambda v: iter(v.lines),
