@@ -716,3 +716,23 @@ def test_a_torn_last_batch_is_a_write_cut_short_not_damage(tmp_path: Path, cut: 
     (tmp_path / "node3" / MD / "00000000000000009999.log").write_bytes(data[pos:])
     report = build_report(open_group(dirs[1::2]))
     assert report.damaged == ["3"] and not report.sound
+
+
+def test_with_a_voter_not_given_the_committed_bound_counts_it_as_holding_everything(
+        tmp_path: Path) -> None:
+    """Nodes 2 and 3 alone: offsets up to node 3's end are held by a majority, but voter 1
+    (not given) may hold node 2's last offsets too: they may have been committed, so
+    neither "at most node 3's end" nor "not committed when copied" can be said."""
+    made = lost_leader(tmp_path)
+    ends = made["ends"]
+    dirs: list[str] = made["dirs"][1:]  # type: ignore[index]
+    report = build_report(open_group(dirs))
+    assert report.missing == [1]
+    assert (report.committed, report.most) == (ends[3], ends[2])  # type: ignore[index]
+    assert report.uncommitted is None
+    out = cli(*[a for d in dirs for a in ("-d", d)], "nodes").out
+    assert (f"committed: offsets up to {ends[3]} are held by 2 of 3 voters, a majority; with "  # type: ignore[index]
+            f"voter 1 not given, up to offset {ends[2]} at most can have been committed") in out  # type: ignore[index]
+    assert "not committed when copied" not in out
+    everyone = build_report(open_group(made["dirs"]))  # type: ignore[arg-type]
+    assert everyone.most == everyone.committed == ends[3]  # type: ignore[index]

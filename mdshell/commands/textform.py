@@ -250,16 +250,16 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
     if rep.quorum is not None:
         yield f"the quorum's log is node {rep.quorum}'s: {rep.why}"
     if rep.committed is not None:
-        yield (f"committed: up to offset {rep.committed} at most: held by {rep.committed_by} of "
-               f"{len(rep.voters or ())} voters, a majority (the high watermark is not on "
-               f"disk); that image: --node {rep.quorum} --at {rep.committed}")
+        yield (f"committed: {rep.committed_words} (the high watermark is not on disk); that "
+               f"image: --node {rep.quorum} --at {rep.committed}")
     else:
         yield ("committed: cannot be told: fewer than a majority of the voters' directories "
                "given (or the voters are unknown)")
     if rep.uncommitted is not None:
         first, last, holders = rep.uncommitted
         yield (f"not committed when copied: node {rep.quorum}'s {_offsets(first, last)}, "
-               f"held by {holders} voter{'s' if holders != 1 else ''}, fewer than a majority")
+               f"held by {holders} voter{'s' if holders != 1 else ''}"
+               + (" given" if rep.missing else "") + ", fewer than a majority")
     for label, end, quorum_end in rep.behind:
         snap = rep.sent_snapshot.get(label)
         yield (f"node {label} is behind: its log ends at offset {end}, the quorum's at "

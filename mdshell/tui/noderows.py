@@ -105,9 +105,8 @@ def _lines(report: Any) -> list[tuple[str, str]]:
     if report.quorum is not None:
         out.append((f"the quorum's log is node {report.quorum}'s (*): {report.why}", INFO))
     if report.committed is not None:
-        out.append((f"committed: up to offset {report.committed} at most (held by "
-                    f"{report.committed_by} of {len(report.voters or ())} voters; the high "
-                    "watermark is not on disk)", OK))
+        out.append((f"committed: {report.committed_words} (the high watermark is not on "
+                    "disk)", OK))
     else:
         out.append(("committed: cannot be told (fewer than a majority of the voters given)",
                     WARN))

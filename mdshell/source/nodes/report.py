@@ -150,6 +150,8 @@ class Report:
     notes: list[str]
     damaged: list[str] = field(default_factory=list)  # nodes whose log damage cut short
     unchecked: list[str] = field(default_factory=list)  # offsets nothing given can judge
+    missing: list[int] = field(default_factory=list)  # voters whose directory was not given
+    most: int | None = None  # the most that can have been committed
     sent_snapshot: dict[str, str] = field(default_factory=dict)  # behind node -> snapshot
 
     @property
@@ -161,6 +163,20 @@ class Report:
     def sound(self) -> bool:
         """They agree, every log was read whole and compared (exit 0)."""
         return self.agree and not self.damaged and not self.unchecked
+
+    @property
+    def committed_words(self) -> str:
+        """What is known of the committed offsets, in words ("" when nothing)."""
+        if self.committed is None:
+            return ""
+        held = (f"held by {self.committed_by} of {len(self.voters or ())} voters, a majority")
+        if not self.missing:
+            return f"up to offset {self.committed} at most: {held}"
+        who = ", ".join(map(str, self.missing))
+        most = ("the whole log" if self.most is None else f"offset {self.most}")
+        return (f"offsets up to {self.committed} are {held}; with voter"
+                f"{'s' if len(self.missing) > 1 else ''} {who} not given, up to {most} at "
+                "most can have been committed")
 
     @property
     def caveat(self) -> str:
@@ -182,7 +198,8 @@ class Report:
                 "nodes": [r.to_json() for r in self.rows],
                 "pairs": [p.to_json() for p in self.pairs],
                 "quorumLog": {"node": self.quorum, "why": self.why},
-                "committed": {"offset": self.committed, "heldBy": self.committed_by},
+                "committed": {"offset": self.committed, "heldBy": self.committed_by,
+                              "atMost": self.most},
                 "uncommitted": None if self.uncommitted is None else {
                     "node": self.quorum, "from": self.uncommitted[0],
                     "to": self.uncommitted[1], "heldBy": self.uncommitted[2]},
@@ -327,13 +344,13 @@ def build_report(group: NodeGroup) -> Report:
     rows = [_row(n, voters) for n in nodes]
     notes = list(group.notes)
     votes = [n for n in nodes if voters is not None and n.node_id in voters]
-    if voters is not None:
-        missing = [v for v in voters if all(n.node_id != v for n in nodes)]
-        if missing:
-            notes.append(f"voter{'s' if len(missing) > 1 else ''} "
-                         f"{', '.join(map(str, missing))} not given: a majority is counted "
-                         "among the directories given, and the quorum may follow a log not "
-                         "given")
+    missing = [v for v in voters or () if all(n.node_id != v for n in nodes)]
+    if missing:
+        notes.append(f"voter{'s' if len(missing) > 1 else ''} "
+                     f"{', '.join(map(str, missing))} not given: a majority is counted "
+                     "among the directories given, and the quorum may follow a log not "
+                     "given")
+
     def pair_of(a: NodeDir, b: NodeDir) -> Pair:
         return _pair(pairs, a, b)
 
@@ -342,10 +359,11 @@ def build_report(group: NodeGroup) -> Report:
                       ref.scan.end if ref.scan.end is not None else -1) for n in votes}
     committed, by = _committed(held, majority, voters)
     ref_end = ref.scan.end
+    most = _most(held, majority, len(missing), ref_end)
     uncommitted = None
-    if committed is not None and ref_end is not None and committed < ref_end:
-        holders = sum(1 for v in held.values() if v >= committed + 1)
-        uncommitted = (committed + 1, ref_end, holders)
+    if most is not None and ref_end is not None and most < ref_end:
+        holders = sum(1 for v in held.values() if v >= most + 1)
+        uncommitted = (most + 1, ref_end, holders)
     conflicts: list[str] = []
     tails: list[Tail] = []
     behind: list[tuple[str, int, int]] = []
@@ -372,7 +390,7 @@ def build_report(group: NodeGroup) -> Report:
     return Report(next((n.cluster_id for n in nodes if n.cluster_id), None), voters,
                   voters_from, majority, rows, list(pairs.values()), ref.label, choice.why,
                   committed, by, uncommitted, tails, behind, conflicts, notes, damaged,
-                  unchecked, sent)
+                  unchecked=unchecked, sent_snapshot=sent, missing=missing, most=most)
 
 
 def _pair(pairs: dict[tuple[str, str], Pair], a: NodeDir, b: NodeDir) -> Pair:
@@ -403,6 +421,19 @@ def _committed(held: dict[str, int], majority: int | None,
     if offset < 0:
         return None, 0
     return offset, sum(1 for e in ends if e >= offset)
+
+
+def _most(held: dict[str, int], majority: int | None, missing: int,
+          ref_end: int | None) -> int | None:
+    """The most that can have been committed: the highest offset a majority may hold as the
+    quorum's log does, counting the voters not given as holding all of it."""
+    if majority is None:
+        return None
+    need = majority - missing
+    if need <= 0:
+        return ref_end
+    ends = sorted(held.values(), reverse=True)
+    return ends[need - 1] if len(ends) >= need and ends[need - 1] >= 0 else None
 
 
 def _judge(n: NodeDir, ref: NodeDir, v: Versus, pairs: dict[tuple[str, str], Pair],
