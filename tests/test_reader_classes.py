@@ -793,3 +793,26 @@ def test_follow_notices_a_file_rewritten_before_what_was_read(change: str,
                                                              expected["offset"]), (
         verdicts[1], expected)
 
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["zeros", "hole"])
+def test_follow_a_preallocated_segment_written_into(sparse: bool, tmp_path: Path) -> None:
+    """A preallocated segment (Kafka's file.preallocate: the file made its full size, then
+    written into) followed: a batch written where the zeros began is read as appended, not
+    as the file rewritten, and the verdict stays complete."""
+    pad = 1 << 20
+    later = b.values_batch(3, [b.topic("payments", b.OTHER_ID)])
+    steps: list[tuple[list[Step], str]] = [
+        ([("write", SEG0, str(len(GOOD)), later.hex())], "health"),
+        ([], "ls /image/topics/byName")]
+    if sparse:
+        steps.insert(0, ([("truncate", SEG0, str(len(GOOD) + pad))], "health"))
+        docs = _follow(tmp_path, {SEG0: GOOD}, steps)
+    else:
+        steps.insert(0, ([], "health"))
+        docs = _follow(tmp_path, {SEG0: GOOD + bytes(pad)}, steps)
+    first, then = _verdicts(docs)
+    assert (first["state"], first["offset"]) == ("complete", 2), first
+    assert (then["state"], then["offset"]) == ("complete", 3), then
+    assert not then["problems"], then
+    assert "payments" in json.dumps(docs[-1])
