@@ -126,3 +126,81 @@ def test_after_the_truncation_the_nodes_agree(quorum: KraftCluster, runs: list[D
     assert all(p.kind == SAME for p in report.pairs)
     out = run_cli(*[a for n in sorted(copies) for a in ("-d", str(copies[n]))], "nodes")
     assert out.returncode == 0 and "the nodes agree on every committed record" in out.stdout
+
+
+# ---------------------------------------------------------------- a quorum log on snapshots
+
+SNAPSHOTTING = {  # snapshots every ~2 KiB of NoOps, a segment every 2 s, deleted soon
+    "metadata.max.idle.interval.ms": "50", "metadata.log.segment.ms": "2000",
+    "metadata.log.max.record.bytes.between.snapshots": "2048",
+    "metadata.log.max.snapshot.interval.ms": "1000", "metadata.max.retention.ms": "1000",
+    "metadata.max.retention.bytes": "1"}
+CLEANED_WITHIN_S = 240  # Kafka's raft client cleans its log every 60 s
+
+
+@pytest.fixture(scope="module")
+def snapshotted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
+    """KIP-853 grown from one voter (--standalone, then add-controller 2 and 3), node 3
+    killed once added: Kafka snapshots often and deletes the segments below its snapshots,
+    so the VotersRecords of the additions are soon only in snapshots."""
+    from tests.test_live_standalone import _add_controller
+
+    cluster = KraftCluster(jars.KAFKA_44, tmp_path_factory.mktemp("kraft-snapshots"),
+                           standalone=True, with_broker=False, controller_extra=SNAPSHOTTING)
+    with cluster.running():
+        for added in (2, 3):
+            _add_controller(cluster, cluster.node(added))
+        cluster.stop_node(cluster.node(3))
+        yield cluster
+
+
+def test_voters_and_a_stale_node_on_a_log_kafka_deleted_below_its_snapshots(
+        snapshotted: KraftCluster, tmp_path: Path) -> None:
+    import time
+
+    from mdshell.wire import control as ctl
+
+    deadline = time.monotonic() + CLEANED_WITHIN_S
+    for attempt in range(CLEANED_WITHIN_S):
+        copies = copy_log_dirs(snapshotted, tmp_path / f"c{attempt}")
+        group = open_group([str(copies[n]) for n in sorted(copies)])
+        one, two, three = group.nodes
+        gone = all(c.ctype not in (ctl.KRAFT_VOTERS, ctl.LEADER_CHANGE)
+                   for n in (one, two) for c in n.scan.controls)
+        starts = [n.scan.start for n in (one, two)]
+        end3 = three.scan.end
+        if gone and end3 is not None and all(s is not None and s > end3 + 1 for s in starts):
+            break
+        assert time.monotonic() < deadline, f"Kafka deleted no segment in time: {starts}"
+        time.sleep(10)
+    print(f"logs start at {starts}; node 3 ends at {end3}")
+    report = build_report(group)
+    rows = {r.label: r for r in report.rows}
+    print({k: (r.start, r.end, r.epochs[-4:], r.checkpoint, r.snapshot)
+           for k, r in rows.items()})
+    # The voters as Kafka keeps them: the newest snapshot's VotersRecord (the bootstrap
+    # snapshot of --standalone names node 1 alone).
+    assert report.voters == [1, 2, 3] and report.majority == 2, report.voters_from
+    assert "snapshot" in report.voters_from
+    # Kafka's leader-epoch-checkpoint, kept from its log start, agrees with the batches.
+    assert rows["1"].checkpoint == rows["2"].checkpoint == "agrees"
+    # Node 3's log ends before the quorum's starts. Where the quorum's log (its snapshots'
+    # and segments' epochs) holds node 3's last epoch at or after node 3's end, one leader
+    # wrote both: node 3 is behind. Otherwise nothing given tells: said, never "agree".
+    ref = group.node(report.quorum or "")
+    points = [(cp.end_offset - 1, cp.epoch) for cp in ref.source.snapshots()]
+    points += [(o, e) for e, o in ref.scan.epoch_starts]
+    known = any(e == three.scan.last_epoch and o >= (end3 or 0) for o, e in points) or any(
+        e == three.scan.last_epoch for e, _ in ref.scan.epoch_starts)
+    assert report.agree and not report.tails
+    if known:
+        assert report.sound and "3" in [b[0] for b in report.behind], report.unchecked
+        assert report.sent_snapshot["3"] == ref.source.snapshots()[-1].name
+    else:
+        [said] = report.unchecked
+        assert said.startswith(f"node 3's offsets {three.scan.start}-{end3} (last epoch "
+                               f"{three.scan.last_epoch}) cannot be compared")
+        assert not report.sound
+    alone = build_report(open_group([str(copies[1]), str(copies[2])]))
+    assert alone.voters == [1, 2, 3] and any(n.startswith("voter 3 not given")
+                                             for n in alone.notes)

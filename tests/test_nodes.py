@@ -736,3 +736,18 @@ def test_with_a_voter_not_given_the_committed_bound_counts_it_as_holding_everyth
     assert "not committed when copied" not in out
     everyone = build_report(open_group(made["dirs"]))  # type: ignore[arg-type]
     assert everyone.most == everyone.committed == ends[3]  # type: ignore[index]
+
+
+def test_a_node_whose_log_is_gone_is_named_with_what_to_do(tmp_path: Path) -> None:
+    """A controller whose disk was wiped (or re-formatted) holds no segment or snapshot:
+    the one line says which -d it is and that the others can be compared without it."""
+    made = lost_leader(tmp_path)
+    dirs: list[str] = made["dirs"]  # type: ignore[assignment]
+    for seg in (Path(dirs[2]) / MD).glob("*.log"):
+        seg.unlink()
+    run = cli(*[a for d in dirs for a in ("-d", d)], "nodes")
+    assert run.code == 1 and run.out == "" and run.err.count("\n") == 1
+    assert "no metadata log segments" in run.err
+    assert "(-d number 3 of 3: leave it out to compare the others)" in run.err
+    assert "the quorum's log is node 2's" in cli(*[a for d in dirs[:2] for a in ("-d", d)],
+                                                 "nodes").out

@@ -114,7 +114,7 @@ class NodeGroup:
 def open_group(paths: list[str], *, eager: bool = False) -> NodeGroup:
     """The directories, refused in one line (:class:`SourceError`) when one cannot be read,
     one is given twice, or they are not one cluster's."""
-    nodes = [open_node(p, i + 1, eager=eager) for i, p in enumerate(paths)]
+    nodes = [_open(p, i + 1, len(paths), eager) for i, p in enumerate(paths)]
     seen: dict[str, NodeDir] = {}
     for n in nodes:
         same = seen.get(os.path.realpath(n.directory))
@@ -132,6 +132,18 @@ def open_group(paths: list[str], *, eager: bool = False) -> NodeGroup:
                               f"{n.label} too, by its meta.properties); give each node's "
                               "directory once")
     return group
+
+
+def _open(path: str, position: int, count: int, eager: bool) -> NodeDir:
+    """One of ``count`` directories; when it cannot be read, the one-line error says the
+    others can still be compared without it (a node whose disk was wiped holds no log)."""
+    try:
+        return open_node(path, position, eager=eager)
+    except SourceError as e:
+        if count < 2:
+            raise
+        raise SourceError(f"{e} (-d number {position} of {count}: leave it out to compare "
+                          "the others)") from e
 
 
 def _check_cluster(group: NodeGroup) -> None:
