@@ -171,3 +171,40 @@ async def test_after_a_failed_load_only_quit_and_help_act() -> None:
         await until(pilot, lambda: isinstance(app.screen, ErrorScreen), "the error again")
         await pilot.press("q")
     assert app.return_code == 1
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+@aio
+async def test_a_live_view_that_stopped_keeps_the_offset_in_the_header(width: int) -> None:
+    """Controllers that stop answering: the reason (as the follower words it) is wider
+    than the screen and took every line of the header: offset and redaction went."""
+    from dataclasses import replace
+
+    from textual.app import App, ComposeResult
+
+    from mdshell.image.verdict import LIVE_STALE
+    from mdshell.tui.rows import LiveRow
+    from mdshell.tui.widgets import StatusBar
+
+    engine = Engine.open(str(FIXTURES / "cluster-basic"), None)
+    engine.load()
+    base = engine.header()
+    why = ("stale since 04:09:29: 127.0.0.1:30900: ApiVersions: no answer within 2 s (a "
+           "frozen or overloaded controller, or not Kafka); asking the other controllers "
+           "who leads")
+    header = replace(base, kind="quorum", source="live:127.0.0.1:30900,127.0.0.1:16840",
+                     live=LiveRow(base.offset + 1, base.offset + 9, base.offset, 12.0,
+                                  error=why), badges=[LIVE_STALE])
+
+    class Bar(App[None]):
+        def compose(self) -> ComposeResult:
+            yield StatusBar()
+
+        def on_mount(self) -> None:
+            self.query_one(StatusBar).show(header)
+
+    async with Bar().run_test(size=(width, 10)) as pilot:
+        await pilot.pause(0.1)
+        head = " ".join(lines(pilot.app, 3))
+        assert "LIVE STALE" in head and "stopped: stale since" in head, head
+        assert f"offset {base.offset} " in head and "secrets redacted" in head, head

@@ -122,10 +122,15 @@ def header_text(h: Header, pal: Palette, width: int = 10_000) -> Text:
 
 def flow(fields: list[Text], width: int, gap: int = 2) -> Text:
     """The fields ``gap`` spaces apart, a new line where the next would not fit in
-    ``width``: a field is never parted."""
+    ``width``: a field is never parted; one wider than ``width`` is cut to it with "…" (a
+    live quorum's "stopped: why" took three lines of the header, and the offset and the
+    redaction state went out of the bar): each line is one line on screen."""
     t = Text()
     used = 0
     for f in fields:
+        if f.cell_len > width:
+            f = f.copy()
+            f.truncate(width, overflow="ellipsis")
         if used and used + gap + f.cell_len > width:
             t.append("\n")
             used = 0
