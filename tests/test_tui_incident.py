@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Input, Static
 from mdshell.tui.app import make_app
 from mdshell.tui.engine import Engine
 from mdshell.tui.history import HistoryScreen
-from mdshell.tui.loading import ErrorScreen
+from mdshell.tui.loading import ErrorScreen, TooSmallScreen
 
 from .conftest import FIXTURES, three_brokers
 from .test_tui import (
@@ -208,3 +208,19 @@ async def test_a_live_view_that_stopped_keeps_the_offset_in_the_header(width: in
         head = " ".join(lines(pilot.app, 3))
         assert "LIVE STALE" in head and "stopped: stale since" in head, head
         assert f"offset {base.offset} " in head and "secrets redacted" in head, head
+
+
+@aio
+async def test_the_too_small_message_is_whole_on_a_narrow_terminal() -> None:
+    """At 40x10 the message's second line was cut at the right edge ("(q quits)." lost):
+    it wraps instead."""
+    async with app_for(FIXTURES / "health-offline").run_test(size=(40, 10)) as pilot:
+        app = pilot.app
+        await until(pilot, lambda: isinstance(app.screen, TooSmallScreen)
+                    and bool(app.screen.query("#msg")), "the message")
+        def shown() -> str:
+            return " ".join(" ".join(s.text for s in
+                                     app.screen._compositor.render_strips()).split())
+
+        await until(pilot, lambda: "Terminal too small: 40x10." in shown(), "drawn")
+        assert "(q quits)." in shown(), shown()

@@ -98,7 +98,7 @@ class TooSmallScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     TooSmallScreen { align: center middle; background: $background; }
-    TooSmallScreen Static { width: auto; }
+    TooSmallScreen Static { width: auto; max-width: 100%; padding: 0 1; }
     """
 
     def __init__(self, width: int, height: int) -> None:
@@ -115,4 +115,4 @@ class TooSmallScreen(ModalScreen[None]):
         w, h = self.need
         self.query_one("#msg", Static).update(Text(
             f"Terminal too small: {width}x{height}.\nmdshell needs at least {w}x{h}: "
-            "enlarge the window (q quits).", style="bold"))
+            "enlarge the window (q quits).", style="bold"))  # wraps on a narrow one
