@@ -688,6 +688,13 @@ def test_clusters_that_share_a_default_cluster_id_are_told_apart(tmp_path: Path)
     shutil.copytree(tmp_path / "a" / "node1", copy)  # node 1 copied twice: given twice
     run = cli("-d", str(tmp_path / "a" / "node1"), "-d", str(copy), "nodes")
     assert run.code == 1 and "node 1 is given twice" in run.err
+    assert "two clusters' nodes" not in run.err  # one cluster id, one first batch
+    props = copy / "meta.properties"  # no cluster id: nothing shows they are one cluster's
+    props.write_text("".join(line for line in props.read_text().splitlines(True)
+                             if not line.startswith("cluster.id")))
+    run = cli("-d", str(tmp_path / "a" / "node1"), "-d", str(copy), "nodes")
+    assert run.code == 1 and "node 1 is given twice" in run.err
+    assert "two clusters' nodes: nothing shows they are one cluster's" in run.err
 
 
 @pytest.mark.parametrize("cut", [10, 30, 70])  # inside the length, the header, the records

@@ -128,9 +128,13 @@ def open_group(paths: list[str], *, eager: bool = False) -> NodeGroup:
     for n in nodes:
         other = labels.setdefault(n.label, n)
         if other is not n:
+            shown = (n.cluster_id is not None and n.cluster_id == other.cluster_id
+                     and _first_batch(n) is not None and _first_batch(n) == _first_batch(other))
             raise SourceError(f"{n.path}: node {n.label} is given twice ({other.path} is node "
                               f"{n.label} too, by its meta.properties); give each node's "
-                              "directory once")
+                              "directory once" + ("" if shown else " (or, if they are not "
+                                                  "copies of one node, they are two clusters' "
+                                                  "nodes: nothing shows they are one cluster's)"))
     return group
 
 

@@ -170,7 +170,7 @@ class Report:
         if self.committed is None:
             return ""
         held = (f"held by {self.committed_by} of {len(self.voters or ())} voters, a majority")
-        if not self.missing:
+        if not self.missing or self.most == self.committed:
             return f"up to offset {self.committed} at most: {held}"
         who = ", ".join(map(str, self.missing))
         most = ("the whole log" if self.most is None else f"offset {self.most}")
