@@ -530,3 +530,31 @@ def test_diff_takes_an_escaped_name(odd_names: Path) -> None:
     out = lines(sh, "diff", "earliest", "latest", "/image/clientQuotas/clientId(a\\/b)")
     assert out[-1] == "1 added, 0 removed, 0 changed"
     assert "+ /image/clientQuotas/clientId(a/b)" in "\n".join(out)
+
+
+# ---------------------------------------------------------------- records of a cleaned log
+
+
+@pytest.fixture
+def cleaned(tmp_path: Path) -> Path:
+    """``segments-snapshots`` as Kafka leaves it once it deleted the first segment, which
+    its snapshots cover: the log starts at offset 37 and the image is complete."""
+    d = tmp_path / "__cluster_metadata-0"
+    shutil.copytree(FIXTURES / "segments-snapshots" / "__cluster_metadata-0", d)
+    (d / ("0" * 20 + ".log")).unlink()
+    return d
+
+
+def test_records_from_before_a_cleaned_log_start_where_it_starts(cleaned: Path) -> None:
+    """``records --from 0`` on a log Kafka cleaned (every long-lived cluster's) said "offsets
+    0-36 are missing, so the image is incomplete" of a complete image: records reach back
+    as far as the log does, and say nothing of the image."""
+    out = run_cli("-d", str(cleaned), "records", "--from", "0", "--limit", "1")
+    assert out.returncode == 0 and out.stderr == ""
+    assert out.stdout.startswith("offset=37 ")
+    before = run_cli("-d", str(cleaned), "records", "--from", "3", "--to", "10")
+    assert before.returncode == 1
+    assert before.stderr.splitlines() == [
+        "mdshell: records: --to 10 is before the log's first offset 37 (the records before "
+        "it were deleted after a snapshot, or not copied; records --snapshot lists the "
+        "snapshot in use)"]

@@ -43,13 +43,16 @@ def iter_log(source: Source, *, first: int | None = None, last: int | None = Non
              snapshot: Checkpoint | None = None,
              problems: list[Problem] | None = None) -> Iterator[LogRecord]:
     """Records with ``first <= offset <= last``, from the log (or one snapshot), read by the
-    same stream as the load: damage stops it, with the same warnings."""
+    same stream as the load: damage stops it, with the same warnings. The log is read from
+    where it starts: a ``first`` below its first segment (offsets Kafka deleted after a
+    snapshot) is no gap in it, and says nothing of the image."""
     problems = problems if problems is not None else []
     if snapshot is not None:
         stream = source.snapshot_stream(snapshot)
     else:
         segments = source.segments()
-        start = first if first is not None else (segments[0].base_offset if segments else 0)
+        begins = segments[0].base_offset if segments else 0
+        start = begins if first is None else max(first, begins)
         stream = source.log_stream(start, last)
     try:
         yield from _records(stream, first, last)
