@@ -558,3 +558,17 @@ def test_records_from_before_a_cleaned_log_start_where_it_starts(cleaned: Path) 
         "mdshell: records: --to 10 is before the log's first offset 37 (the records before "
         "it were deleted after a snapshot, or not copied; records --snapshot lists the "
         "snapshot in use)"]
+
+
+def test_find_name_reads_globs_as_paths_do(odd_names: Path) -> None:
+    """``find -name`` matches a node's name with the glob paths use: ``{a,b}`` groups, ``\\``
+    escapes, and a glob that matches nothing is the name as typed."""
+    sh = _odd_shell(odd_names)
+    found = lines(sh, "find", "/image/clientQuotas", "-name", "clientId({br,st}*")
+    assert found == ["/image/clientQuotas/clientId(br[ack])", "/image/clientQuotas/clientId(star*)"]
+    assert lines(sh, "find", "/image", "-name", "clientId(br[ack])") == [
+        "/image/clientQuotas/clientId(br[ack])"]
+    assert lines(sh, "find", "/image", "-name", "clientId(star\\*)") == [
+        "/image/clientQuotas/clientId(star*)"]
+    r = sh.run(["find", "/image", "-name", "{a"])
+    assert r.code == 2 and "unterminated" in r.errors[0]

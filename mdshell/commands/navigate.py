@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterator
 
 from ..tree.node import Node
-from ..tree.paths import GlobError, Match, resolve
+from ..tree.paths import GlobError, Match, matchers, resolve
 from ..tree.printer import tree_data, tree_lines
 from . import results as r
-from .base import ArgParser, Result, command
+from .base import ArgParser, Result, UsageError, command
 from .shell import Shell
 
 __all__ = ["cat", "cd", "find", "ls", "pwd", "tree", "tree_data", "tree_lines"]
@@ -105,7 +104,7 @@ def tree(shell: Shell, args: list[str]) -> Result:
 
 @command("find", "Search for nodes below the given paths.",
          "find [PATH...] [-name GLOB] [-type d|f] [-maxdepth N]",
-         details="-name matches the node's own name with a shell glob; -type d keeps "
+         details="-name matches the node's own name with a glob, as paths read them; -type d keeps "
                  "directories, -type f leaves; -maxdepth limits the depth below each path.",
          options=("-name", "-type", "-maxdepth"),
          values={"-name": "", "-type": "=d|f", "-maxdepth": ""})
@@ -116,6 +115,10 @@ def find(shell: Shell, args: list[str]) -> Result:
     p.add_argument("-type", choices=["d", "f"])
     p.add_argument("-maxdepth", type=_depth)
     ns = p.parse_args(args)
+    try:
+        named = None if ns.name is None else matchers([ns.name])[0]
+    except GlobError as e:
+        raise UsageError(f"find: -name {e}") from None
     errors: list[str] = []
     starts: list[tuple[str, Match]] = []
     for target in _targets(ns.paths):
@@ -128,7 +131,7 @@ def find(shell: Shell, args: list[str]) -> Result:
             return False
         if ns.type == "f" and node.is_dir:
             return False
-        return ns.name is None or fnmatch.fnmatchcase(name, ns.name)
+        return named is None or named(name)
 
     def walk(path: str, name: str, node: Node, depth: int) -> Iterator[str]:
         if keep(name, node):
