@@ -229,6 +229,13 @@ def test_without_meta_properties_the_bootstrap_records_tell_clusters_apart(
     assert [n.label for n in group.nodes] == ["#1", "#2"]
 
 
+def test_opening_the_nodes_reads_only_the_first_batch_of_each_log(tmp_path: Path) -> None:
+    """`--node N cmd` reads one node: telling the clusters apart must not scan every log."""
+    made = lost_leader(tmp_path)
+    group = open_group(made["dirs"])  # type: ignore[arg-type]
+    assert not any("scan" in vars(n) for n in group.nodes)
+
+
 def test_one_node_given_twice_is_refused(tmp_path: Path) -> None:
     _builder(tmp_path, 1).finish()
     run = cli("-d", str(tmp_path / "node1"), "-d", str(tmp_path / "node1" / MD), "ls")

@@ -16,8 +16,10 @@ from functools import cached_property
 from typing import Any
 
 from ...problems import Problem, SourceError
+from ...wire.batch import LOG_OVERHEAD, MIN_BATCH_LENGTH, parse_header
 from ..directory import DirectorySource
 from ..localfiles import read_properties, read_quorum_state
+from ..walker import MAX_BATCH_LENGTH
 from .files import read_epoch_checkpoint
 from .scan import LogScan, scan_log
 
@@ -186,7 +188,7 @@ def _check_heads(group: NodeGroup) -> None:
                                    "cluster")
             continue
         ref = by_span.setdefault(head[:2], n)
-        if heads[ref.position] != head:
+        if heads[ref.position] != head and _differ(n, ref):
             ids = (f" (cluster.id {n.cluster_id} for both: a default many clusters share?)"
                    if n.cluster_id is not None and n.cluster_id == ref.cluster_id else "")
             raise SourceError(
@@ -196,8 +198,37 @@ def _check_heads(group: NodeGroup) -> None:
 
 
 def _first_batch(n: NodeDir) -> tuple[int, int, int] | None:
-    """(leader epoch, last offset, CRC) of the log's batch at offset 0 (None: the log does
-    not start there)."""
+    """(leader epoch, last offset, CRC) of the log's batch at offset 0, read alone (the
+    log is scanned only by what needs it); None: the log does not start there, or that
+    batch is not whole (its CRC does not match)."""
+    segments = n.source.segments()
+    if not segments or segments[0].base_offset != 0:
+        return None
+    path = segments[0].path
+    head = n.source.file_head(path, LOG_OVERHEAD)
+    if head is None or len(head) < LOG_OVERHEAD:
+        return None
+    length = int.from_bytes(head[8:12], "big", signed=True)
+    if not MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH:
+        return None
+    data = n.source.file_head(path, LOG_OVERHEAD + length)
+    if data is None or len(data) < LOG_OVERHEAD + length:
+        return None
+    b = parse_header(data, 0)
+    if b.base_offset != 0 or not b.crc_ok():
+        return None
+    return b.epoch, b.last_offset, b.crc
+
+
+def _differ(a: NodeDir, b: NodeDir) -> bool:
+    """Their batches at offset 0 differ as the loader reads them (both read whole)."""
+    x, y = _scanned_first(a), _scanned_first(b)
+    return x is not None and y is not None and x != y
+
+
+def _scanned_first(n: NodeDir) -> tuple[int, int, int] | None:
+    """:func:`_first_batch` as the log's scan reads it: None also when the loader stops at
+    that batch (its records do not read), so a damaged batch is never another cluster's."""
     scan = n.scan
     if not len(scan) or scan.bases[0] != 0:
         return None
