@@ -765,3 +765,22 @@ def test_a_node_whose_log_is_gone_is_named_with_what_to_do(tmp_path: Path) -> No
     assert "(-d number 3 of 3: leave it out to compare the others)" in run.err
     assert "the quorum's log is node 2's" in cli(*[a for d in dirs[:2] for a in ("-d", d)],
                                                  "nodes").out
+
+
+def test_a_node_ahead_of_the_quorums_log_is_not_said_to_be_truncated(tmp_path: Path) -> None:
+    """A broker copied after the controllers (or fed by a leader not given) holds offsets
+    past the quorum's log in the epochs both hold: Kafka truncates only where the logs
+    part (the leader's end for that epoch before the fetch offset), so that is not said."""
+    dirs = []
+    for n in (1, 2, 3, 4):
+        b = _builder(tmp_path, n)
+        if n == 4:  # the broker: two NoOps the controllers' copies lack
+            b.noop(2)
+        b.finish()
+        dirs.append(str(tmp_path / f"node{n}"))
+    report = build_report(open_group(dirs))
+    [tail] = report.tails
+    assert (tail.node, tail.ahead) == ("4", True) and report.sound
+    out = cli(*[a for d in dirs for a in ("-d", d)], "nodes").out
+    assert "node 4 is ahead of the quorum's log: it holds its offsets" in out
+    assert "node 4 is truncated" not in out

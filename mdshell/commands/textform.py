@@ -266,7 +266,13 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
                f"{quorum_end} (" + (f"Kafka sends it the snapshot {snap}, then the rest)"
                                     if snap else "it fetches the rest)"))
     for t in rep.tails:
-        if t.kept:
+        if t.ahead:
+            yield (f"node {t.node} is ahead of the quorum's log: it holds its "
+                   f"{_offsets(t.first, t.last)}, past that log's end in the epochs it holds "
+                   "(copies taken at other times, or records of a leader not given?); Kafka "
+                   f"truncates them when node {t.node} rejoins only if the leader's log lacks "
+                   "them then")
+        elif t.kept:
             yield (f"node {t.node} holds other records than the quorum's log at "
                    f"{_offsets(t.first, t.last)} in the same epoch: Kafka will not truncate "
                    "them")

@@ -84,7 +84,9 @@ def _kinds(runs: list[Any]) -> str:
 def _spans(report: Any) -> list[Span]:
     spans = []
     for t in report.tails:
-        what = ("other records in the same epoch: Kafka keeps them" if t.kept
+        what = ("ahead of the quorum's log (Kafka truncates it only if the leader lacks "
+                "it)" if t.ahead else
+                "other records in the same epoch: Kafka keeps them" if t.kept
                 else f"truncated to {t.first} when node {t.node} rejoins")
         spans.append(Span(t.node, t.first, t.last, what, _kinds(t.runs), FAIL))
     if report.uncommitted is not None and report.quorum is not None:

@@ -76,11 +76,13 @@ class Tail:
     exact: bool = True  # False: the logs part at or before ``first``
     by: str | None = None  # what showed it, when not the quorum's log itself
     snapshot: str | None = None  # the quorum's snapshot Kafka replaces the log with
+    ahead: bool = False  # alike where both hold offsets, longer: not parted from it
 
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "truncatedTo": self.first, "from": self.first,
                 "to": self.last, "heldBy": self.holders, "keptByKafka": self.kept,
                 "exact": self.exact, "shownBy": self.by, "replacedBySnapshot": self.snapshot,
+                "ahead": self.ahead,
                 "runs": [r.to_json() for r in self.runs]}
 
 
@@ -453,7 +455,8 @@ def _judge(n: NodeDir, ref: NodeDir, v: Versus, pairs: dict[tuple[str, str], Pai
     holders = sum(1 for v in votes if _agreed(pairs, v, n) >= first)
     snap = gets_snapshot(n, ref)
     tail = Tail(n.label, first, end, _runs(n, first, end), holders, pair.kind == CONTENT,
-                v.exact, v.by, snap.name if snap is not None else None)
+                v.exact, v.by, snap.name if snap is not None else None,
+                ahead=not pair.diverged)
     tails.append(tail)
     if committed is not None and first <= committed:
         conflicts.append(f"node {n.label} holds other records than the committed log at "
