@@ -784,3 +784,20 @@ def test_a_node_ahead_of_the_quorums_log_is_not_said_to_be_truncated(tmp_path: P
     out = cli(*[a for d in dirs for a in ("-d", d)], "nodes").out
     assert "node 4 is ahead of the quorum's log: it holds its offsets" in out
     assert "node 4 is truncated" not in out
+
+
+def test_a_node_that_holds_no_record_is_behind(tmp_path: Path) -> None:
+    """A controller formatted (a bootstrap snapshot, an empty segment) that never fetched,
+    or whose log was wiped: it holds nothing to disagree with and fetches everything."""
+    made = lost_leader(tmp_path)
+    empty = ClusterBuilder(str(tmp_path / "node4"), seed=7, metadata_version=21,
+                           kraft_version=1, controllers=[1, 2, 3], node_id=4,
+                           cluster_id=CLUSTER)
+    empty.write_bootstrap_snapshot()
+    empty.finish()
+    dirs = [*made["dirs"], str(tmp_path / "node4")]  # type: ignore[misc]
+    report = build_report(open_group(dirs))
+    assert ("4", -1, made["ends"][2]) in report.behind and not report.unchecked  # type: ignore[index]
+    out = cli(*[a for d in dirs for a in ("-d", d)], "nodes").out
+    assert "node 4 is behind: it holds no record (a log never written, or wiped)" in out
+    assert "None" not in out

@@ -262,8 +262,9 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
                + (" given" if rep.missing else "") + ", fewer than a majority")
     for label, end, quorum_end in rep.behind:
         snap = rep.sent_snapshot.get(label)
-        yield (f"node {label} is behind: its log ends at offset {end}, the quorum's at "
-               f"{quorum_end} (" + (f"Kafka sends it the snapshot {snap}, then the rest)"
+        held = (f"its log ends at offset {end}, the quorum's at" if end >= 0 else "it holds "
+                "no record (a log never written, or wiped); the quorum's log ends at offset")
+        yield (f"node {label} is behind: {held} {quorum_end} (" + (f"Kafka sends it the snapshot {snap}, then the rest)"
                                     if snap else "it fetches the rest)"))
     for t in rep.tails:
         if t.ahead:

@@ -374,6 +374,10 @@ def build_report(group: NodeGroup) -> Report:
         if n is ref:
             continue
         v = vs[n.label]
+        if n.scan.end is None:  # no record at all (never written, or wiped): it fetches all
+            if ref_end is not None:
+                behind.append((n.label, -1, ref_end))
+            continue
         if v.unknown:
             unchecked.append(_unchecked(n, ref, v))
             continue
