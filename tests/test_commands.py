@@ -460,7 +460,7 @@ def test_a_snapshot_kafka_is_writing_is_ignored_not_unrecognized(tmp_path: Path)
 # ---------------------------------------------------------------- names with odd characters
 
 
-ODD_CLIENTS = ("br[ack]", "{x,y}", "star*", "a/b", "..", "app one")
+ODD_CLIENTS = ("br[ack]", "{x,y}", "star*", "a/b", "..", "app one", "new\nline", "bell\x1b[2J")
 
 
 @pytest.fixture(scope="module")
@@ -572,3 +572,22 @@ def test_find_name_reads_globs_as_paths_do(odd_names: Path) -> None:
         "/image/clientQuotas/clientId(star*)"]
     r = sh.run(["find", "/image", "-name", "{a"])
     assert r.code == 2 and "unterminated" in r.errors[0]
+
+
+def test_ls_on_a_terminal_shows_control_characters_as_question_marks(odd_names: Path) -> None:
+    """A name may hold a newline or an escape sequence (a client id is any string): on a
+    terminal ``ls`` shows each control character as ``?``, as GNU ls does, so the columns
+    hold and the terminal is not driven by the data; piped, names stay byte for byte."""
+    import io
+
+    from mdshell.commands.render import emit
+
+    sh = _odd_shell(odd_names)
+    shown, piped = io.StringIO(), io.StringIO()
+    emit(sh.run(["ls", "/image/clientQuotas"]), shown, width=100)
+    emit(sh.run(["ls", "/image/clientQuotas"]), piped)
+    text = shown.getvalue()
+    assert "\x1b" not in text and "clientId(new?line)" in text and "clientId(bell?[2J)" in text
+    assert len(text.splitlines()) < len(ODD_CLIENTS)  # in columns, a name a cell
+    assert "clientId(new\nline)" in piped.getvalue()
+    assert "clientId(bell\x1b[2J)" in piped.getvalue()

@@ -12,12 +12,23 @@ def _schema(entries: list[str], ncols: int) -> tuple[list[int], int]:
     return widths, per_col
 
 
+def shown(name: str) -> str:
+    """``name`` as a terminal shows it: each character that is not printable (a newline, an
+    escape sequence's ESC, a byte that was not UTF-8) as ``?``, as GNU ls does."""
+    return name if name.isprintable() else "".join(c if c.isprintable() else "?"
+                                                   for c in name)
+
+
 def layout(entries: list[str], width: int | None) -> list[str]:
-    """Lines showing ``entries`` in as many columns as fit in ``width`` (None: one per line)."""
+    """Lines showing ``entries`` in as many columns as fit in ``width`` (None: one per line,
+    names as they are; a width is a terminal's: names are :func:`shown`)."""
     if not entries:
         return []
-    if width is None or width // 4 <= 1:
+    if width is None:
         return list(entries)
+    entries = [shown(e) for e in entries]
+    if width // 4 <= 1:
+        return entries
     widths, per_col = [len(max(entries, key=len)) + 2], len(entries)
     for ncols in range(width // 4, 1, -1):
         w, p = _schema(entries, ncols)
