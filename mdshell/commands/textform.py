@@ -262,10 +262,12 @@ def _nodes_text(v: r.Nodes) -> Iterator[str]:
                + (" given" if rep.missing else "") + ", fewer than a majority")
     for label, end, quorum_end in rep.behind:
         snap = rep.sent_snapshot.get(label)
-        held = (f"its log ends at offset {end}, the quorum's at" if end >= 0 else "it holds "
-                "no record (a log never written, or wiped); the quorum's log ends at offset")
-        yield (f"node {label} is behind: {held} {quorum_end} (" + (f"Kafka sends it the snapshot {snap}, then the rest)"
-                                    if snap else "it fetches the rest)"))
+        held = (f"its log ends at offset {end}, the quorum's at" if end >= 0 else
+                "it holds no record (a log never written, or wiped); the quorum's log ends "
+                "at offset")
+        then = (f"Kafka sends it the snapshot {snap}, then the rest" if snap
+                else "it fetches the rest")
+        yield f"node {label} is behind: {held} {quorum_end} ({then})"
     for t in rep.tails:
         if t.ahead:
             yield (f"node {t.node} is ahead of the quorum's log: it holds its "
