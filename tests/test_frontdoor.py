@@ -713,3 +713,20 @@ def test_help_option_wraps_the_commands_at_columns() -> None:
     section = out.stdout.split("\ncommands (", 1)[1].split("\n\n", 1)[0]
     assert max(len(line) for line in section.splitlines()) <= 64
     assert _help_commands(out.stdout) == _help_commands(run_cli("--help").stdout)
+
+
+# ---------------------------------------------------------------- a time given as epoch numbers
+
+
+@pytest.mark.parametrize(("value", "time"), [
+    ("1714000031490", "2024-04-24T23:07:11.490Z"), ("1714000031", "2024-04-24T23:07:11Z")])
+def test_an_epoch_time_past_the_log_is_told_as_a_time(value: str, time: str) -> None:
+    """Kafka's tools take times in epoch milliseconds (kafka-get-offsets --time): given to
+    --at or at, such a number is far past any metadata log's end, and the error says what
+    time it would be and how to give it."""
+    out = cli("-d", BASIC, "--at", value, "ls")
+    assert out.code == 1 and out.err.count("\n") == 1
+    assert f"is after the end of the log" in out.err
+    assert time in out.err and "ISO 8601" in out.err
+    near = cli("-d", BASIC, "--at", "159", "ls")  # just past the end: no such guess
+    assert near.code == 1 and "epoch" not in near.err

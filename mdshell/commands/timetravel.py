@@ -92,7 +92,30 @@ def _beyond_end(shell: Shell, offset: int, end: int, spans: str) -> str:
         return (f"offset {offset} cannot be rebuilt: snapshot {lost[0].name} is not usable "
                 f"and no log reaches past offset {end} (offsets {spans} can be rebuilt; see "
                 "the warnings)")
-    return f"offset {offset} is after the end of the log (offsets {spans} can be rebuilt)"
+    return (f"offset {offset} is after the end of the log (offsets {spans} can be "
+            f"rebuilt){_as_epoch(offset)}")
+
+
+# Epoch times Kafka's tools take (kafka-get-offsets --time): 2001-09-09 to 2286-11-20.
+_EPOCH_MS = range(10**12, 10**13)
+_EPOCH_S = range(10**9, 10**10)
+
+
+def _as_epoch(offset: int) -> str:
+    """For an offset far past the log that reads as a time in epoch milliseconds or
+    seconds, what time that is and how to give it (empty otherwise)."""
+    import datetime as dt
+
+    if offset in _EPOCH_MS:
+        when, unit = dt.datetime.fromtimestamp(offset / 1000, dt.UTC), "milliseconds"
+        text = when.isoformat(timespec="milliseconds")
+    elif offset in _EPOCH_S:
+        when, unit = dt.datetime.fromtimestamp(offset, dt.UTC), "seconds"
+        text = when.isoformat(timespec="seconds")
+    else:
+        return ""
+    iso = text.replace("+00:00", "Z")
+    return f"; if it is a time in epoch {unit}, give it in ISO 8601: {iso}"
 
 
 def _or_latest(offset: int, end: int | None) -> int | None:
