@@ -108,6 +108,22 @@ def test_fast_records_equal_the_reader_on_generated_logs(generated: list[Path]) 
         assert fast >= 1 and slow == 0, d
 
 
+def test_distinct_values_are_built_in_chunks_the_same(generated: list[Path]) -> None:
+    """A snapshot's values (all distinct, a million on a large cluster) are turned into rows
+    a chunk at a time, so their Python rows never all exist at once: the same table as in
+    one go, and the file's records table reuses those rows (no copy through ``take``)."""
+    f = next(x for x in tables.log_files(str(generated[2])) if x.role == "snapshot")
+    fast = fastlog.read_file(f.directory, f.path, f.role, f.first, f.last)
+    assert fast is not None and len(fast[4]) > 1000
+    whole = tables.records_table(fast[4], False)
+    chunked = recordtable._distinct_rows(fast[4], False, True, chunk=97)
+    assert chunked.num_rows == whole.num_rows and chunked.equals(whole)
+    assert chunked.column("payload").num_chunks > 10
+    table = recordtable.fast_table(fast, "x", False, True, "snapshot")
+    assert table.num_rows == whole.num_rows
+    assert table.select(["type", "payload"]).equals(whole.select(["type", "payload"]))
+
+
 def test_damaged_copy_falls_back_with_the_readers_warning(tmp_path: Path,
                                                           generated: list[Path]) -> None:
     """A flipped byte in the middle of a clean segment: no fast rows, the reader's."""

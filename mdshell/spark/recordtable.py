@@ -119,6 +119,7 @@ def file_records(f: LogFile, show_secrets: bool, chunk: int = 65536, payload: bo
     if fast is not None:
         table = fast_table(fast, os.path.basename(f.path), show_secrets, payload, source,
                            types)
+        del fast  # its decoded values are in the table now: not held while Spark reads
         for start in range(0, max(table.num_rows, 1), chunk):
             yield table.slice(start, chunk), []
         return
@@ -172,16 +173,28 @@ def fast_table(fast: tuple[Any, ...], name: str, show_secrets: bool,
             keep = np.array(wanted, bool)[index]
             offsets, epochs, timestamps, index = (offsets[keep], epochs[keep],
                                                   timestamps[keep], index[keep])
-    rows = records_table([r if r is not None else _NEVER_TAKEN for r in distinct],
-                         show_secrets, payload)
+    rows = _distinct_rows(distinct, show_secrets, payload)
     n = len(offsets)
-    take = pa.array(index, pa.int32())
     cols: dict[str, Any] = {
         "offset": pa.array(offsets, pa.int64()), "epoch": pa.array(epochs, pa.int32()),
         "timestamp": pa.array(timestamps, pa.int64()),
         "time": pa.array(timestamps * 1000, pa.int64()).cast(TIME),
         "file": fastlog.constant(name, pa.string(), n),
         "source": fastlog.constant(source, pa.string(), n)}
+    # A snapshot's values are all distinct, in order: its rows are the distinct rows.
+    same = n == rows.num_rows and bool(np.array_equal(index, np.arange(n)))
+    take = None if same else pa.array(index, pa.int32())
     for c in _VALUE_COLUMNS:
-        cols[c] = rows.column(c).take(take)
+        cols[c] = rows.column(c) if take is None else rows.column(c).take(take)
     return pa.Table.from_arrays([cols[f.name] for f in RECORDS], schema=RECORDS)
+
+
+def _distinct_rows(distinct: list[LogRecord | None], show_secrets: bool, payload: bool,
+                   chunk: int = 65536) -> pa.Table:
+    """The rows of the distinct values, built ``chunk`` values at a time: a file of a
+    million distinct values (a large cluster's snapshot) never holds the Python rows and
+    JSON texts of all of them at once beside their Arrow columns."""
+    parts = [records_table([r if r is not None else _NEVER_TAKEN
+                            for r in distinct[i:i + chunk]], show_secrets, payload)
+             for i in range(0, len(distinct), chunk)]
+    return pa.concat_tables(parts) if parts else records_table([], show_secrets, payload)
