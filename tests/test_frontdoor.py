@@ -726,7 +726,7 @@ def test_an_epoch_time_past_the_log_is_told_as_a_time(value: str, time: str) -> 
     time it would be and how to give it."""
     out = cli("-d", BASIC, "--at", value, "ls")
     assert out.code == 1 and out.err.count("\n") == 1
-    assert f"is after the end of the log" in out.err
+    assert "is after the end of the log" in out.err
     assert time in out.err and "ISO 8601" in out.err
     near = cli("-d", BASIC, "--at", "159", "ls")  # just past the end: no such guess
     assert near.code == 1 and "epoch" not in near.err
