@@ -258,6 +258,16 @@ def _unused_option(args: argparse.Namespace, full_screen: bool) -> str | None:
                           (args.spark_remote, "--spark-remote")):
         if given and command not in (None, "sql"):
             return f"{option} is for sql; {command} starts no Spark: drop {option}"
+    if command == "nodes" and args.at is not None:
+        return ("--at picks the image the other commands read; nodes compares every node's "
+                "log whole: drop --at (diff --node A --node B --at OFFSET compares two nodes' "
+                "images at one offset)")
+    diff_nodes = command == "diff" and "--node" in args.command
+    if args.node is not None and (command == "nodes" or diff_nodes):
+        reads = ("nodes reads every node given" if command == "nodes" else
+                 "diff --node names the two nodes it compares")
+        return (f"--node picks the node the other commands read; {reads}: drop the --node "
+                f"before {command}")
     if args.spark_master and args.spark_remote:
         return ("--spark-master starts Spark on a master, --spark-remote uses a Spark Connect "
                 "server: give one of them")

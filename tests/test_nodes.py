@@ -801,3 +801,17 @@ def test_a_node_that_holds_no_record_is_behind(tmp_path: Path) -> None:
     out = cli(*[a for d in dirs for a in ("-d", d)], "nodes").out
     assert "node 4 is behind: it holds no record (a log never written, or wiped)" in out
     assert "None" not in out
+
+
+def test_options_nodes_would_ignore_are_usage_errors(tmp_path: Path) -> None:
+    """`nodes` compares every log whole and `diff --node` names its nodes: a global --at or
+    --node would change nothing there, and is refused (exit 2), never dropped in silence."""
+    made = lost_leader(tmp_path)
+    dirs = [a for d in made["dirs"] for a in ("-d", d)]  # type: ignore[attr-defined]
+    for words in (["--at", "10", "nodes"], ["--node", "1", "nodes"],
+                  ["--node", "3", "diff", "--node", "1", "--node", "2"]):
+        run = cli(*dirs, *words)
+        assert run.code == 2 and run.out == "" and run.err.count("\n") == 1, words
+        assert f"drop {'--at' if words[0] == '--at' else 'the --node'}" in run.err
+    assert cli(*dirs, "--node", "1", "cat", "/image/provenance").code == 0
+    assert cli(*dirs, "diff", "--node", "1", "--node", "2", "--at", "10").code == 0
