@@ -333,9 +333,15 @@ def _drop_stdout() -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if sys.stderr is None:  # started with stderr closed: errors go nowhere, not into stdout
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the whole run)
     if sys.stdout is None:  # started with stdout closed (`mdshell ... >&-`)
         _err("cannot write the output: standard output is closed")
         return EXIT_FAIL
+    if sys.stdin is None and not args.command:  # `mdshell -d DIR <&-` (cron, a service)
+        _err("standard input is closed, so there is no command to read: give one after the "
+             "options (mdshell -d DIR ls /image)")
+        return EXIT_USAGE
     # Names on disk may hold bytes that are not UTF-8: print them back as they are.
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]

@@ -730,3 +730,31 @@ def test_an_epoch_time_past_the_log_is_told_as_a_time(value: str, time: str) -> 
     assert time in out.err and "ISO 8601" in out.err
     near = cli("-d", BASIC, "--at", "159", "ls")  # just past the end: no such guess
     assert near.code == 1 and "epoch" not in near.err
+
+
+# ---------------------------------------------------------------- closed standard streams
+
+
+def _closed(stream: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mdshell ARGS`` with standard stream ``stream`` (0 stdin, 2 stderr) closed, as cron
+    or a service manager may start it."""
+    redirect = f"{stream}<&-" if stream == 0 else f"{stream}>&-"
+    line = " ".join([sys.executable, "-m", "mdshell", *args, redirect])
+    return subprocess.run(line, shell=True, capture_output=stream != 2, text=True, cwd=ROOT,
+                          timeout=60, executable="/bin/bash",
+                          stdout=subprocess.PIPE if stream == 2 else None)
+
+
+def test_stdin_closed_without_a_command_is_a_usage_error() -> None:
+    out = _closed(0, "-d", BASIC)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "standard input is closed" in out.stderr
+    assert "internal error" not in out.stderr
+    ran = _closed(0, "-d", BASIC, "ls")  # a command needs no stdin
+    assert ran.returncode == 0 and ran.stdout.split() == ["image", "local", "log", "quorum"]
+
+
+def test_stderr_closed_keeps_errors_out_of_the_output() -> None:
+    out = _closed(2, "-d", BASIC, "ls", "/image/cluster", "/nope")
+    assert out.returncode == 1
+    assert out.stdout.split() == ["brokers", "controllers"]  # the error went nowhere
