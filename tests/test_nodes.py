@@ -815,3 +815,22 @@ def test_options_nodes_would_ignore_are_usage_errors(tmp_path: Path) -> None:
         assert f"drop {'--at' if words[0] == '--at' else 'the --node'}" in run.err
     assert cli(*dirs, "--node", "1", "cat", "/image/provenance").code == 0
     assert cli(*dirs, "diff", "--node", "1", "--node", "2", "--at", "10").code == 0
+
+
+def test_a_node_left_with_its_snapshot_alone_is_compared_by_it(tmp_path: Path) -> None:
+    """Node 3's segments were deleted below its snapshot and what follows it is damaged:
+    it holds the snapshot alone, the same (end offset, epoch) as the quorum log's, so it
+    holds the quorum's log up to there; and a garbled quorum-state is shown as such."""
+    dirs, _ = _snapshotted(tmp_path, diverge=False)
+    md = Path(dirs[2]) / MD
+    [seg] = [p for p in md.glob("*.log") if p.name != "00000000000000000000.log"]
+    data = bytearray(seg.read_bytes())
+    data[30] ^= 0xFF  # inside the first batch's CRC-covered bytes
+    seg.write_bytes(bytes(data))
+    (md / "quorum-state").write_text('{"leaderIf": 2, "leaderEpoch": 1, "votedId": -1}')
+    report = build_report(open_group(dirs))
+    assert not report.unchecked and report.damaged == ["3"]
+    row = report.rows[2]
+    assert row.role == "?" and ("3", row.end, report.rows[1].end) in report.behind
+    out = cli(*[a for d in dirs for a in ("-d", d)], "nodes").out
+    assert "None" not in out and "leader ?, epoch 1" in out

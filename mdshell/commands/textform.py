@@ -330,7 +330,11 @@ def epochs_cell(epochs: list[tuple[int, int]]) -> str:
 def quorum_state_cell(state: dict[str, Any] | None) -> str:
     if state is None:
         return "-"
-    out = f"leader {state['leader']}, epoch {state['epoch']}"
+    def shown(key: str) -> str:  # a field quorum-state lacks or garbles: "?"
+        value = state.get(key) if state is not None else None
+        return "?" if value is None else str(value)
+
+    out = f"leader {shown('leader')}, epoch {shown('epoch')}"
     voted = state.get("voted")
     return out + (f", voted {voted}" if voted is not None and voted >= 0 else "")
 

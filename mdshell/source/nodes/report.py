@@ -492,7 +492,9 @@ def gets_snapshot(n: NodeDir, ref: NodeDir) -> Checkpoint | None:
 def _unchecked(n: NodeDir, ref: NodeDir, v: Versus) -> str:
     """Node ``n``'s offsets that nothing given can compare with the quorum's log, said."""
     scan, p = n.scan, v.pair
-    first = p.agree_to + 1 if p.agree_to >= 0 else scan.start
+    start = scan.start if scan.start is not None else (
+        scan.snapshot.end_offset - 1 if scan.snapshot is not None else 0)
+    first = p.agree_to + 1 if p.agree_to >= 0 else start
     held = (f"node {n.label} holds the quorum's log up to offset {p.agree_to} ({v.by}); "
             if p.agree_to >= 0 and v.by else "")
     where = (f"node {ref.label}'s log starts at offset {ref.scan.start}" if ref.scan.start
@@ -580,6 +582,8 @@ def _role(n: NodeDir, voter: bool | None) -> str:
     if n.state is None:
         return "-"
     leader, voted = n.state_int("leaderId"), n.state_int("votedId")
+    if leader is None:
+        return "?"  # quorum-state without a readable leaderId (Kafka always writes one)
     if leader is not None and leader >= 0:
         return "leader" if leader == n.node_id else f"follower of {leader}"
     if voted is not None and voted >= 0:

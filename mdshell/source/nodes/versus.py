@@ -99,13 +99,19 @@ def _points(ref: NodeDir) -> list[tuple[int, int, str]]:
 
 
 def _runs(n: NodeDir) -> list[tuple[int, int, int]]:
-    """(epoch, first, last offset) of each epoch in ``n``'s log."""
+    """(epoch, first, last offset) of each epoch in ``n``'s log, after the last offset of
+    its newest snapshot when its log does not hold that offset (a snapshot is an entry too:
+    its last offset in its epoch)."""
     scan = n.scan
     starts, end = scan.epoch_starts, scan.log_end
-    if end is None:
-        return []
-    return [(e, first, starts[i + 1][1] - 1 if i + 1 < len(starts) else end)
-            for i, (e, first) in enumerate(starts)]
+    out = []
+    snap = scan.snapshot
+    if snap is not None and scan.index_at(snap.end_offset - 1) is None:
+        out.append((snap.epoch, snap.end_offset - 1, snap.end_offset - 1))
+    if end is not None:
+        out += [(e, first, starts[i + 1][1] - 1 if i + 1 < len(starts) else end)
+                for i, (e, first) in enumerate(starts)]
+    return out
 
 
 def _by_epochs(n: NodeDir, ref: NodeDir, found: Versus) -> Versus | None:
