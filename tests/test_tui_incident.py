@@ -224,3 +224,23 @@ async def test_the_too_small_message_is_whole_on_a_narrow_terminal() -> None:
 
         await until(pilot, lambda: "Terminal too small: 40x10." in shown(), "drawn")
         assert "(q quits)." in shown(), shown()
+
+
+@aio
+async def test_the_crumbs_of_a_long_name_show_where_the_node_is(tmp_path: Path) -> None:
+    """A topic named with Kafka's longest name (249 characters): the crumbs above the
+    detail read "Topics ›" (the name wrapped out of the one-row line), its partition's too."""
+    b = three_brokers(tmp_path / "long", seed=35)
+    name = "orders." + "x" * 230 + ".eu-west-1"
+    b.create_topic(name, 2, 3)
+    b.finish()
+    async with app_for(tmp_path / "long").run_test(size=(100, 30)) as pilot:
+        app = await ready(pilot)
+        await app.jump(f"{TOPICS}/{name}/1")
+        await browser_tree(pilot)
+        crumbs = app.screen.query_one("#crumbs", Static)
+        await until(pilot, lambda: "Topics" in " ".join(lines(app, 5)), "the crumbs")
+        await pilot.pause(0.1)
+        row = next(ln for ln in lines(app, 5) if "Topics ›" in ln)
+        assert "orders." in row and ".eu-west-1 › 1" in row, row
+        assert crumbs.size.height == 1

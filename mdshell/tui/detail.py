@@ -48,7 +48,8 @@ class DetailPane(Vertical):
     DetailPane { height: 1fr; width: 1fr; }
     DetailPane TextScroll { height: 1fr; }
     DetailPane Static { width: auto; }
-    DetailPane #crumbs { width: 1fr; height: 1; padding: 0 1; background: $panel; }
+    DetailPane #crumbs { width: 1fr; height: 1; padding: 0 1; background: $panel;
+                         text-wrap: nowrap; text-overflow: ellipsis; }
     DetailPane .status, DetailPane #sql-status { width: 1fr; height: auto; display: none; }
     DetailPane #sql-progress { display: none; }
     DetailPane #sql-table { height: 1fr; display: none; }

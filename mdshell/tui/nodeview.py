@@ -59,8 +59,13 @@ def empty_note(eng: Engine, path: str, pal: Palette) -> Text:
     return Text("(empty)", style="dim")
 
 
+CRUMB = 32  # characters of one part of the crumbs at most (Kafka allows 249 in a name)
+
+
 def crumbs(path: str) -> Text:
-    """Where the node is, from its section of the tree: ``Topics › orders › 3``."""
+    """Where the node is, from its section of the tree: ``Topics › orders › 3``; a part
+    longer than CRUMB keeps its ends around a "…" (the line is one row high: a 249-character
+    topic name wrapped out of sight, the crumbs read "Topics ›")."""
     best = ("All paths /", "/")
     for label, top in SECTIONS:
         if top != "/" and (path == top or path.startswith(top + "/")) \
@@ -71,5 +76,13 @@ def crumbs(path: str) -> Text:
     t = Text(label, style="bold")
     for part in rest:
         t.append(" › ", style="dim")
-        t.append(part)
+        t.append(_middle_cut(part, CRUMB))
     return t
+
+
+def _middle_cut(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: its start and end around "…"."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
