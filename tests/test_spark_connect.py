@@ -288,6 +288,40 @@ def test_a_users_connect_job_reads_kraft_on_the_server(server: str) -> None:
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
 
 
+def test_csv_of_a_remote_query_is_the_one_sparks_writer_writes(server: str,
+                                                               tmp_path: Path) -> None:
+    """``--csv`` on Spark Connect is written here, yet byte for byte what Spark's own CSV
+    writer writes for the same rows (as a local Spark's ``--csv`` is): its quoting and
+    backslash escapes, empty strings against nulls, its timestamp format, lists as JSON. The
+    writer itself is the oracle: a user's Connect job writes the same query with it."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    query = ("select r.offset, r.time, r.payload, r.control, '' as empty, "
+             "cast(null as string) as nothing, 'a\"b, c' as quoted, p.replicas "
+             "from records r cross join (select replicas from partitions "
+             "order by topic, partition limit 1) p order by r.offset")
+    mine = tmp_path / "mine.csv"
+    out = run_cli("-d", str(BASIC), "--spark-remote", server, "sql", "--csv", str(mine),
+                  query, env=_no_java_env(), timeout=120)
+    assert out.returncode == 0, out.stderr
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    spark: Any = RemoteSparkSession.builder.remote(server).create()
+    try:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")  # as mdshell's sessions
+        for table in ("records", "partitions"):
+            spark.read.format("kraft").option("table", table).load(str(BASIC)) \
+                .createOrReplaceTempView(table)
+        spark.sql(f"select * except (replicas), to_json(replicas) as replicas from ({query})") \
+            .coalesce(1).write.option("header", "true").csv(str(tmp_path / "spark"))
+    finally:
+        spark.stop()
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    [part] = (tmp_path / "spark").glob("part-*.csv")
+    text = mine.read_text(encoding="utf-8")
+    assert text == part.read_text(encoding="utf-8")
+    assert '\\"' in text and ',"",,' in text and "T" in text.splitlines()[1].split(",")[1]
+
+
 # ------------------------------------------------------------------ tables sent once
 
 

@@ -125,16 +125,17 @@ class Frame:
     def count(self) -> int:
         return int(self.remote.run(self, w.count(w.sql(self.query))).column(0)[0].as_py())
 
-    def flat(self) -> Frame:
-        """The same rows, lists and structs as JSON text (Spark's ``to_json``), for CSV."""
+    def csv_lines(self) -> tuple[list[str], pa.Table]:
+        """The result's column names, and each row as the line Spark's own CSV writer writes
+        for it (``to_csv`` on the server: the writer's quoting, escapes, empty strings and
+        timestamp format), lists and structs as JSON text (Spark's ``to_json``): a CSV
+        written here is the one Spark of its own writes."""
         schema = self.collect(0).schema
-        nested = [f for f in schema if pa.types.is_nested(f.type)]
-        if not nested:
-            return self
-        columns = [f"to_json({_quoted(f.name)}) AS {_quoted(f.name)}"
-                   if f in nested else _quoted(f.name) for f in schema]
-        return _Projected(self.remote, self.session, self.query, self.view, self.names,
-                          self.key, columns)
+        cells = [f"to_json({_quoted(f.name)})" if pa.types.is_nested(f.type)
+                 else _quoted(f.name) for f in schema]
+        line = [f"to_csv(struct({', '.join(cells)})) AS line"]
+        return schema.names, _Projected(self.remote, self.session, self.query, self.view,
+                                        self.names, self.key, line).collect()
 
 
 @dataclass

@@ -318,7 +318,7 @@ def write_csv(df: Query, path: str) -> int:
         raise CommandError(f"--csv {path}: cannot write (no folder {where})")
     if remote() is not None:
         frame: Frame = df  # type: ignore[assignment]
-        return _csv_here(frame.flat(), path)
+        return _csv_here(frame, path)
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, MapType, StructType
@@ -343,15 +343,22 @@ def write_csv(df: Query, path: str) -> int:
 
 def _csv_here(df: Frame, path: str) -> int:
     """A Spark Connect server's result written here as CSV (its own writer would write on the
-    server's disks): collected through Arrow, so it must fit in memory."""
-    import pyarrow.csv as pcsv
+    server's disks), each line as Spark's writer makes it, under the header line a local
+    Spark's file has: collected through Arrow, so it must fit in memory."""
+    import csv
+    import io
 
-    table = collect(df)
+    names, lines = df.csv_lines()
+    header = io.StringIO()
+    csv.writer(header, lineterminator="\n").writerow(names)
     try:
-        pcsv.write_csv(table, path, pcsv.WriteOptions(quoting_style="needed"))
+        with open(path, "w", encoding="utf-8", newline="") as out:
+            out.write(header.getvalue())
+            for chunk in lines.column(0).chunks:
+                out.writelines(f"{line}\n" for line in chunk.to_pylist())
     except OSError as e:
         raise CommandError(f"--csv {path}: cannot write ({e.strerror or e})") from None
-    return table.num_rows
+    return lines.num_rows
 
 
 def _join_parts(parts: str, path: str, columns: list[str]) -> int:
