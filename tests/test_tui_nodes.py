@@ -119,3 +119,13 @@ def test_what_cannot_be_compared_is_on_the_screen(tmp_path: Path) -> None:
     assert view.verdict[0] == ("the nodes agree on every committed record read; but 1 node "
                                "could not be compared with the quorum's log")
     assert view.verdict[1].lower() == "warn"
+
+
+def test_a_tail_the_quorums_snapshot_replaces_is_said_so_on_the_screen(tmp_path: Path) -> None:
+    from .test_nodes import _snapshotted
+
+    dirs, split = _snapshotted(tmp_path, diverge=True, keep_log=(3,))
+    view = nodes_view(Session.of_nodes(dirs, lazy=True).node_report())
+    [span] = [s for s in view.spans if s.node == "1"]
+    assert (span.first, span.what) == (split, "lost when node 1 rejoins: the quorum's "
+                                              "snapshot replaces its log")

@@ -87,7 +87,10 @@ def _spans(report: Any) -> list[Span]:
         what = ("ahead of the quorum's log (Kafka truncates it only if the leader lacks "
                 "it)" if t.ahead else
                 "other records in the same epoch: Kafka keeps them" if t.kept
-                else f"truncated to {t.first} when node {t.node} rejoins")
+                else f"lost when node {t.node} rejoins: the quorum's snapshot replaces its log"
+                if t.snapshot is not None
+                else f"truncated to {t.first}{'' if t.exact else ' or below'} when node "
+                     f"{t.node} rejoins")
         spans.append(Span(t.node, t.first, t.last, what, _kinds(t.runs), FAIL))
     if report.uncommitted is not None and report.quorum is not None:
         first, last, holders = report.uncommitted
