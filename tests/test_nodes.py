@@ -834,3 +834,18 @@ def test_a_node_left_with_its_snapshot_alone_is_compared_by_it(tmp_path: Path) -
     assert row.role == "?" and ("3", row.end, report.rows[1].end) in report.behind
     out = cli(*[a for d in dirs for a in ("-d", d)], "nodes").out
     assert "None" not in out and "leader ?, epoch 1" in out
+
+
+def test_one_directory_that_follows_a_newer_leader_says_so(tmp_path: Path) -> None:
+    """quorum-state names a leader of a newer epoch than the log's last (elected, not yet
+    fetched from, as greenlemonT's node 3 in the corpus): said as such, not as a quorum
+    that went on without the node."""
+    made = lost_leader(tmp_path)
+    md = Path(made["dirs"][2]) / MD  # type: ignore[index]
+    (md / "quorum-state").write_bytes(synth_files.quorum_state(
+        data_version=0, leader_id=1, leader_epoch=3, voters=[1, 2, 3]))
+    _, data = _health(md)
+    assert data.startswith("WARN  data") and ("quorum-state is at epoch 3, newer than the "
+                                              "log's last epoch 2: it follows node 1, a leader "
+                                              "this node has not fetched from yet") in data
+    assert "moved on without this node" not in data

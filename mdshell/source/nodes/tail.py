@@ -30,8 +30,11 @@ def uncommitted_tail(q: QuorumInfo, controls: list[ControlEntry], last_epoch: in
     why = None
     state_epoch = q.leader_epoch
     if state_epoch is not None and state_epoch > last_epoch:
+        follows = q.leader_id is not None and q.leader_id >= 0 and q.leader_id != q.node_id
         why = (f"quorum-state is at epoch {state_epoch}, newer than the log's last epoch "
-               f"{last_epoch}: the quorum moved on without this node")
+               f"{last_epoch}: " + (f"it follows node {q.leader_id}, a leader this node has "
+                                    "not fetched from yet, whose log may lack this tail"
+                                    if follows else "the quorum moved on without this node"))
     elif (q.node_id is not None and leader == q.node_id and state_epoch == last_epoch
           and q.leader_id != q.node_id):
         now = ("no leader" if q.leader_id is None or q.leader_id < 0
