@@ -62,6 +62,7 @@ def _odd_names(directory: Path) -> Path:
     b = three_brokers(directory, seed=34)
     b.create_topic(ODD_TOPIC, 2, 3, configs={"x.note": "[keep] this"})
     b.create_topic("plain", 1, 3)
+    b.create_topic("aardvark", 1, 3)  # made last, first in `ls`
     b.finish()
     return directory
 
@@ -75,7 +76,7 @@ async def test_brackets_in_names_and_values_are_shown_as_written(tmp_path: Path)
         await app.jump(TOPICS)
         await browser_tree(pilot)
         table = app.screen.query_one("#view-table", DataTable)
-        await until(pilot, lambda: table.row_count == 2, "the topics table")
+        await until(pilot, lambda: table.row_count == 3, "the topics table")
         await pilot.pause(0.1)
         assert any(ODD_TOPIC in line for line in lines(app, 40)), lines(app, 40)
         await app.jump(f"{TOPICS}/{ODD_TOPIC}")
@@ -247,3 +248,22 @@ async def test_the_crumbs_of_a_long_name_show_where_the_node_is(tmp_path: Path) 
         row = next(ln for ln in lines(app, 5) if "Topics ›" in ln)
         assert "orders." in row and ".eu-west-1 › 1" in row, row
         assert crumbs.size.height == 1
+
+
+@aio
+async def test_text_tab_and_Y_list_a_directory_as_ls_does(tmp_path: Path) -> None:
+    """docs/tui.md: `Y` copies "a directory's children as `ls` lists them"; the Text tab
+    and `Y` gave them in the order the records made them (`aardvark` last)."""
+    async with app_for(_odd_names(tmp_path / "odd")).run_test(size=(120, 40)) as pilot:
+        app = await ready(pilot)
+        ls = "\n".join(app.engine.sh.run(["ls", TOPICS]).lines).strip()
+        assert ls.splitlines() == sorted(ls.splitlines())
+        await app.jump(TOPICS)
+        tree = await browser_tree(pilot)
+        tree.focus()
+        await pilot.press("x")
+        await until(pilot, lambda: "plain" in detail_text(app, "text"), "the text tab")
+        assert detail_text(app, "text").strip() == ls
+        await pilot.press("Y")
+        await until(pilot, lambda: bool(app.clipboard), "the copy")
+        assert app.clipboard.strip() == ls

@@ -311,11 +311,13 @@ class Engine:
             return None
 
     def text(self, path: str) -> str:
+        """Kafka's text form of a node: a leaf's value, a directory's children as ``ls``
+        lists them (sorted: they came in the order the records made them)."""
         node = self.node(path)
         if node is None:
             return f"{path}: no longer exists"
         if node.is_dir:
-            names = list(node.names())
+            names = sorted(node.names())
             return "\n".join(names) if names else "(empty)"
         return node.text(self.opts)
 
