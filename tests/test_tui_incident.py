@@ -267,3 +267,17 @@ async def test_text_tab_and_Y_list_a_directory_as_ls_does(tmp_path: Path) -> Non
         await pilot.press("Y")
         await until(pilot, lambda: bool(app.clipboard), "the copy")
         assert app.clipboard.strip() == ls
+
+
+@pytest.mark.parametrize("key", ["q", "ctrl+q"])
+@aio
+async def test_q_quits_from_the_too_small_message(key: str) -> None:
+    """The message says "(q quits)": q did nothing there (the app's keys do not reach a
+    modal screen), and the operator had to enlarge the window to leave."""
+    app = app_for(FIXTURES / "health-offline")
+    async with app.run_test(size=(40, 10)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, TooSmallScreen) and app.loaded,
+                    "the message, loaded")
+        await pilot.press(key)
+        await until(pilot, lambda: not app.is_running, "the exit")
+    assert app.return_code == 0

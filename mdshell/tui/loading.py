@@ -100,6 +100,8 @@ class TooSmallScreen(ModalScreen[None]):
     TooSmallScreen { align: center middle; background: $background; }
     TooSmallScreen Static { width: auto; max-width: 100%; padding: 0 1; }
     """
+    # The app's keys do not reach a modal screen: its own q, as the message says.
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "app.quit", "Quit")]
 
     def __init__(self, width: int, height: int) -> None:
         super().__init__()
