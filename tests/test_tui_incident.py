@@ -228,6 +228,7 @@ async def test_the_too_small_message_is_whole_on_a_narrow_terminal() -> None:
 
         await until(pilot, lambda: "Terminal too small: 40x10." in shown(), "drawn")
         assert "(q quits)." in shown(), shown()
+        await until(pilot, lambda: app.loaded, "the load")  # not ended mid-load
 
 
 @aio
