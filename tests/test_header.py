@@ -293,3 +293,21 @@ def test_fold_and_merge() -> None:
     merged = merge(old, problems)
     assert len(merged) == 2 and merged[0].count == 5
     assert merge(old, [Problem("gap", "new")])[-1].message == "new"
+
+
+@pytest.mark.parametrize("keep", [12, 40, 60])
+def test_a_last_batch_cut_inside_its_header_is_said_as_the_loader_says_it(
+        tmp_path: Path, keep: int) -> None:
+    """The last batch cut after its length field but inside its 61-byte header (a node
+    killed mid-write): ``records --batches`` says what the load says (incomplete, with its
+    offset and sizes), not that its length does not fit (corrupt)."""
+    d = _copy(tmp_path, "cluster-basic")
+    seg = _segment(d)
+    start = _positions(seg)[-1][0]
+    seg.write_bytes(seg.read_bytes()[:start + keep])
+    listed = cli("-d", str(d), "records", "--batches")
+    loaded = cli("-d", str(d), "cat", "/image/provenance")
+    said = [w for w in listed.err.splitlines() if ".log:" in w]
+    assert said and said == [w for w in loaded.err.splitlines() if ".log:" in w], (
+        listed.err, loaded.err)
+    assert "incomplete" in said[0] and "does not fit" not in said[0]

@@ -124,11 +124,12 @@ def file_batches(path: str, data: bytes, problems: list[Problem], *, first: int 
                 yield _info(name, b, real - pos, "length", problems, path, before)
                 pos = real
                 continue
-        if (b is not None and MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH
-                and end > size):
-            # Cut short: in the loader's words and sizes (the batch's whole size).
-            problems.append(_truncated(path, name, pos, b.base_offset, size - pos,
-                                       before.last, LOG_OVERHEAD + length))
+        if MIN_BATCH_LENGTH <= length <= MAX_BATCH_LENGTH and (b is None or end > size):
+            # Cut short, inside its header too: in the loader's words and sizes (the
+            # batch's whole size), its base offset from its first 8 bytes.
+            base = int.from_bytes(data[pos:pos + 8], "big", signed=True)
+            problems.append(_truncated(path, name, pos, base, size - pos, before.last,
+                                       LOG_OVERHEAD + length))
             return
         if not fits or b is None:
             problems.append(Problem("corrupt", f"{name}: the batch at byte {pos} has length "
