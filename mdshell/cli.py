@@ -433,8 +433,8 @@ def _main(args: argparse.Namespace) -> int:
         from .commands.timetravel import is_position
 
         moved = shell.run(["at", args.at])
-        for line in moved.errors:
-            _err(line)
+        for line in moved.errors:  # said of the option the user typed
+            _err("--at " + line[4:] if line.startswith("at: ") else line)
         if moved.code:
             return moved.code if is_position(args.at) else EXIT_USAGE
         sound = session.verdict().sound  # unsound: the warnings are why (--strict: errors)

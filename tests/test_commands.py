@@ -403,7 +403,7 @@ def test_diff_reports_secret_changes_without_revealing_them() -> None:
 
 def test_records_rejects_bad_filters() -> None:
     sh = shell("cluster-basic")
-    for words, text in ((["records", "--type", "Bogus"], "unknown record type bogus"),
+    for words, text in ((["records", "--type", "Bogus"], "unknown record type Bogus"),
                         (["records", "--limit", "0"], "invalid positive number")):
         r = sh.run(words)
         assert r.code == 2 and text in r.errors[0]

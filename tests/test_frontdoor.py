@@ -758,3 +758,20 @@ def test_stderr_closed_keeps_errors_out_of_the_output() -> None:
     out = _closed(2, "-d", BASIC, "ls", "/image/cluster", "/nope")
     assert out.returncode == 1
     assert out.stdout.split() == ["brokers", "controllers"]  # the error went nowhere
+
+
+# ---------------------------------------------------------------- usage errors say where
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["at", "foo"], "mdshell: at: 'foo' is not an offset"),
+    (["diff", "a", "latest"], "mdshell: diff: 'a' is not an offset"),
+    (["--at", "abc", "ls"], "mdshell: --at 'abc' is not an offset"),
+    (["--at", "99999", "ls"], "mdshell: --at offset 99999 is after the end of the log"),
+    (["records", "--type", "Bogus,NoOp"], "mdshell: records: unknown record type Bogus (known:"),
+])
+def test_usage_errors_name_the_command_or_option(args: list[str], line: str) -> None:
+    """Every error line starts with what it is about: the command (``at: ...``), or the
+    option (``--at ...``) when the user typed no ``at``; names as typed."""
+    out = cli("-d", BASIC, *args)
+    assert out.code in (1, 2) and out.err.startswith(line), out.err

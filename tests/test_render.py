@@ -91,7 +91,7 @@ def test_a_malformed_offset_is_a_usage_error_in_the_shell_too() -> None:
     code = run_script(sh, io.StringIO("at abc\n"), io.StringIO(), err)
     assert code == 2 and "not an offset" in err.getvalue()
     out = run_cli("-d", str(FIXTURES / "cluster-basic"), stdin="at abc\npwd\n")
-    assert out.returncode == 2 and "line 1: 'abc' is not an offset" in out.stderr
+    assert out.returncode == 2 and "line 1: at: 'abc' is not an offset" in out.stderr
     assert out.stdout == "/\n"
 
 

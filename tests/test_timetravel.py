@@ -272,7 +272,7 @@ def check_snapshot_only(full: Path, tmp: Path, between: int) -> None:
     assert f"{below} " in lines[0] + " " and f"{above}" in lines[0] and "snapshot" in lines[0]
     shell = open_shell(copy, secrets=True)
     r = shell.run(["at", str(between)])
-    assert r.code == 1 and r.errors == [f"at: {lines[0].split('at: ', 1)[1]}"]
+    assert r.code == 1 and r.errors == [f"at: {lines[0].split('--at ', 1)[1]}"]
     assert shell.session.loaded is shell.session.latest
     d = shell.run(["diff", str(below), str(between)])
     assert d.code == 1 and f"offset {between} cannot be rebuilt" in d.errors[0]

@@ -51,8 +51,9 @@ def _type_set(text: str | None) -> set[str] | None:
     if not text:
         return None
     known = {_norm(m.name): m.name for m in (*METADATA.values(), *CONTROL.values())}
-    names = {_norm(x) for x in text.split(",") if x.strip()}
-    bad = sorted(names - known.keys())
+    typed = [x.strip() for x in text.split(",") if x.strip()]
+    names = {_norm(x) for x in typed}
+    bad = [x for x in typed if _norm(x) not in known]
     if bad:
         raise UsageError(f"records: unknown record type {', '.join(bad)} (known: "
                          f"{', '.join(sorted(known.values()))})")

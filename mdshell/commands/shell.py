@@ -64,7 +64,9 @@ class Shell:
         try:
             return cmd.run(self, args)
         except UsageError as e:
-            return Result(errors=[str(e)], exit_code=2)
+            msg = str(e)  # one line that says where: the command, unless it says so
+            return Result(errors=[msg if msg.startswith(f"{name}:") else f"{name}: {msg}"],
+                          exit_code=2)
         except (CommandError, SourceError, GlobError) as e:
             # SourceError: a file went away or cannot be read now (a live directory).
             return Result(errors=[f"{name}: {e}"], exit_code=1)
