@@ -47,5 +47,21 @@ def main(paths: str, out: str | None) -> None:
     spark.stop()
 
 
+def run(argv: list[str]) -> int:
+    """Exit status: 0, 1 when Spark refuses the read (its message's first line on stderr:
+    ``kraft: nothing to read: /mnt/copies/x: no such directory...``), 2 for usage."""
+    if not 1 <= len(argv) <= 2:
+        sys.stderr.write("usage: fleet.py PATHS [OUT.json]  (PATHS: a directory or a glob)\n")
+        return 2
+    from pyspark.errors import PySparkException
+
+    try:
+        main(argv[0], argv[1] if len(argv) > 1 else None)
+    except PySparkException as e:
+        sys.stderr.write(f"fleet.py: {str(e).strip().splitlines()[0]}\n")
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+    sys.exit(run(sys.argv[1:]))

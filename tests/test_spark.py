@@ -770,6 +770,31 @@ def test_fleet_query_on_a_standalone_cluster(standalone: tuple[str, Path],
         assert r["topics"] == sum(1 for t in image.topics_by_name.values() if t.partitions)
 
 
+def test_the_fleet_example_says_a_bad_path_in_one_line(tmp_path: Path) -> None:
+    """spark-submit of examples/fleet.py over a path that names nothing: exit 1 and the
+    source's line, not a Python traceback with py4j's frames; no path at all: usage, 2."""
+    import pyspark
+
+    submit = str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    env.pop("SPARK_REMOTE", None)
+    missing = tmp_path / "copies" / "*"
+    for args, code, line in (([str(missing)], 1, "fleet.py: [PYTHON_DATA_SOURCE_ERROR] "),
+                             ([], 2, "usage: fleet.py PATHS")):
+        run = subprocess.run(
+            [submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+             "--conf", f"spark.driver.extraJavaOptions={QUICK_JVM}",
+             str(ROOT / "examples" / "fleet.py"), *args],
+            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        # spark-submit passes the script's stderr on to its own stdout
+        text = run.stdout + run.stderr
+        assert run.returncode == code, text[-3000:]
+        assert "Traceback" not in text, text[-3000:]
+        said = [ln for ln in text.splitlines() if line in ln]
+        assert len(said) == 1, text[-3000:]
+        assert code == 2 or f"kraft: nothing to read: {missing}: no directory" in said[0]
+
+
 # ------------------------------------------------------------------ what a Spark user hits
 
 

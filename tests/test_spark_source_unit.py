@@ -7,6 +7,7 @@ schema or path"."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,17 @@ def test_a_relative_path_is_the_drivers(monkeypatch: pytest.MonkeyPatch) -> None
     assert planned and all(os.path.isabs(p.directory) for p in planned), planned
     assert str(FIXTURES / "cluster-basic" / "__cluster_metadata-0") in {
         p.directory for p in planned}
+
+
+def test_the_folder_of_a_fleet_says_to_give_a_glob(tmp_path: Path) -> None:
+    """A folder holding clusters' directories is no metadata directory: the read says to
+    give a glob (or the one directory it holds), in a load() path's words, not the CLI's -d."""
+    with pytest.raises(ValueError) as e:
+        _planned(str(FIXTURES))
+    said = str(e.value)
+    assert said.endswith(f": read them all with a glob, {FIXTURES}/*, or give one of them")
+    assert " -d" not in said and "\n" not in said
+    shutil.copytree(FIXTURES / "cluster-basic", tmp_path / "logs" / "node1")
+    with pytest.raises(ValueError) as e:
+        _planned(str(tmp_path / "logs"))
+    assert " -d" not in str(e.value) and f": give {tmp_path / 'logs' / 'node1'}" in str(e.value)

@@ -44,6 +44,7 @@ import functools
 import glob
 import logging
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
@@ -280,9 +281,19 @@ _FILE_ADVICE = "; use -s FILE to read one snapshot or log file"
 _STRICT_ADVICE = ", or use --strict to fail on it"
 
 
+# A directory holding clusters' directories: the shell says which one to give to -d.
+_BELOW = re.compile(r"^(?P<dir>.+?): no metadata log segments .* holds? __cluster_metadata-0: "
+                    r"(?:give one of them to -d|-d (?P<one>.+))$")
+
+
 def _in_spark(message: str) -> str:
     """A reader's message with the advice that fits a data source path, not the CLI's."""
     message = message.replace(_STRICT_ADVICE, "")
+    if (m := _BELOW.match(message)) is not None:  # the CLI's -d advice, for a load() path
+        said = message[:message.rindex(": ")]
+        if m["one"]:
+            return f"{said}: give {m['one']}"
+        return f"{said}: read them all with a glob, {m['dir'].rstrip('/')}/*, or give one of them"
     if message.endswith(_FILE_ADVICE):
         return (message[:-len(_FILE_ADVICE)] + ": the kraft source reads metadata directories "
                 "(give the __cluster_metadata-0 directory, the log dir holding it, or a glob)")
