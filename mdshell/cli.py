@@ -287,7 +287,13 @@ def _source_option(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command[:1] == ["--"]:  # `mdshell -d DIR -- ls`: the options end there
+        args.command = args.command[1:]
+    if wrong := _misplaced_option(parser, args.command):
+        _err(wrong)
+        return EXIT_USAGE
     collecting = gc.isenabled()
     try:
         return _main(args)
@@ -308,6 +314,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if collecting:
             gc.enable()
+
+
+def _misplaced_option(parser: argparse.ArgumentParser, words: list[str]) -> str | None:
+    """An option of mdshell given after the command (``mdshell ls -d DIR``, ``health -o
+    json``), said with where it goes; None when there is none. An option the command takes
+    itself (``diff --at``) and the value of one of its options are the command's."""
+    from .commands.base import REGISTRY
+
+    cmd = REGISTRY.get(words[0]) if words else None
+    if cmd is None or "--help" in words:
+        return None
+    ours = parser._option_string_actions  # argparse has no public name for it
+    after_option = False
+    for i, word in enumerate(words[1:], 1):
+        name = word.split("=", 1)[0]
+        if not after_option and name in ours and name not in cmd.options:
+            takes = ours[name].nargs != 0 and "=" not in word and i + 1 < len(words)
+            moved = words[i:i + 2] if takes else [word]
+            rest = words[1:i] + words[i + len(moved):]
+            line = " ".join(["mdshell", *moved, "...", cmd.name, *rest])
+            return (f"{name} is an option of mdshell, not of {cmd.name}: give it before the "
+                    f"command ({line})")
+        after_option = word in cmd.values
+    return None
 
 
 def _frozen(loaded: Loaded) -> None:

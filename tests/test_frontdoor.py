@@ -775,3 +775,33 @@ def test_usage_errors_name_the_command_or_option(args: list[str], line: str) -> 
     option (``--at ...``) when the user typed no ``at``; names as typed."""
     out = cli("-d", BASIC, *args)
     assert out.code in (1, 2) and out.err.startswith(line), out.err
+
+
+# ---------------------------------------------------------------- options after the command
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["ls", "-d", BASIC], "-d"), (["-d", BASIC, "health", "-o", "json"], "-o"),
+    (["-d", BASIC, "ls", "--strict"], "--strict"),
+    (["-d", BASIC, "topics", "--at", "5"], "--at"),
+])
+def test_an_option_of_mdshell_after_the_command_says_where_it_goes(
+        args: list[str], option: str) -> None:
+    """Options come before the command. ``mdshell ls -d DIR`` said "no metadata source" and
+    ``health -o json`` "unrecognized arguments": the line now says the option is mdshell's
+    and goes before the command."""
+    out = cli(*args)
+    assert out.code == 2 and out.err.count("\n") == 1
+    assert f"{option} is an option of mdshell" in out.err and "before the command" in out.err
+
+
+def test_options_a_command_takes_or_values_are_not_moved() -> None:
+    assert cli("-d", BASIC, "diff", "--at", "5", "--node", "1", "--node", "2").err.count(
+        "option of mdshell") == 0
+    out = cli("-d", BASIC, "records", "--grep", "-o", "--limit", "1")  # -o: a value
+    assert "option of mdshell" not in out.err
+
+
+def test_a_double_dash_ends_the_options() -> None:
+    out = cli("-d", BASIC, "--", "ls", "/image/cluster")
+    assert out.code == 0 and out.out.split() == ["brokers", "controllers"]
