@@ -347,3 +347,19 @@ def test_header_damage_is_read_as_the_reader_reads_it(tmp_path: Path, field: str
     problems: list[Problem] = []
     list(iter_log(open_source(str(d)), problems=problems))
     assert [p.code for p in problems] == ["header"]
+
+
+def test_partition_changes_built_in_chunks_are_the_same(generated: list[Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """partition_changes turns its rows into Arrow every CHUNK_ROWS rows (a million-partition
+    snapshot's rows never all exist as Python lists): the same table as in one go."""
+    from mdshell.spark import changes
+
+    d = str(generated[2])
+    source = open_source(d)
+    view = tables.View(source, load(source))
+    whole = changes.partition_changes(view)
+    monkeypatch.setattr(changes, "CHUNK_ROWS", 97)
+    chunked = changes.partition_changes(tables.View(source, load(source)))
+    assert whole.num_rows > 1000 and chunked.equals(whole)
+    assert chunked.column("offset").num_chunks > 10

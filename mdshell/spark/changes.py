@@ -34,6 +34,7 @@ def partition_changes(view: View) -> pa.Table:
     """Each PartitionRecord/PartitionChangeRecord from as far back as the data goes, with the
     partition's state once it applies (offset null for records from a snapshot)."""
     cols = empty_columns(PARTITION_CHANGES)
+    parts: list[pa.Table] = []
 
     def observe(b: ImageBuilder, key: int, ver: int, d: dict[str, Any], off: int) -> None:
         if key not in (_PARTITION_RECORD, _PARTITION_CHANGE):
@@ -55,8 +56,23 @@ def partition_changes(view: View) -> pa.Table:
                        ("partition", d["partitionId"])):
             cols[col].append(v)
         partition_state(cols, after)
+        if len(cols["offset"]) >= CHUNK_ROWS:
+            parts.append(_flush(cols))
 
     replayed = load(view.source, upto=view.loaded.upto, observer=observe, history=True)
     view.warnings.extend(p.message for p in replayed.problems)
+    parts.append(_flush(cols))
+    return pa.concat_tables(parts)
+
+
+CHUNK_ROWS = 65536  # rows held as Python lists before they become Arrow (a large snapshot
+# is a million PartitionRecords: their lists and ints would all exist at once otherwise)
+
+
+def _flush(cols: dict[str, list[Any]]) -> pa.Table:
+    """The rows gathered so far as Arrow; the lists are emptied for the next ones."""
     cols["time"] = micros(cols["timestamp"])
-    return arrow_table(PARTITION_CHANGES, cols)
+    table = arrow_table(PARTITION_CHANGES, cols)
+    for values in cols.values():
+        values.clear()
+    return table
