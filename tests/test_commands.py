@@ -591,3 +591,17 @@ def test_ls_on_a_terminal_shows_control_characters_as_question_marks(odd_names: 
     assert len(text.splitlines()) < len(ODD_CLIENTS)  # in columns, a name a cell
     assert "clientId(new\nline)" in piped.getvalue()
     assert "clientId(bell\x1b[2J)" in piped.getvalue()
+
+
+def test_changes_of_a_name_holding_a_slash(odd_names: Path) -> None:
+    """``changes`` of a client id or user holding ``/`` finds its records (it found none:
+    the paths a record touches were split on every ``/``); those paths are written as they
+    are typed, ``\\/`` inside a name."""
+    sh = _odd_shell(odd_names)
+    r = sh.run(["changes", "/image/clientQuotas/clientId(a\\/b)"])
+    assert r.code == 0 and r.json(), r.errors
+    (rec,) = r.json()
+    assert rec["data"]["entity"][0]["entityName"] == "a/b"
+    assert rec["paths"] == ["/image/clientQuotas/clientId(a\\/b)/request_percentage"]
+    user = sh.run(["changes", "/image/scram/SCRAM-SHA-256/svc\\/orders"])
+    assert user.code == 0 and len(user.json()) == 1

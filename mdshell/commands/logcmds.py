@@ -15,7 +15,7 @@ from ..tree.leaves import partition_data
 from ..tree.logrecord import record_json
 from ..tree.paths import GlobError, Matcher, absolute, join, matchers, related, resolve
 from ..tree.recordjson import record_data
-from ..tree.touched import paths_for, topic_sieve, touches
+from ..tree.touched import names_of, paths_for, topic_sieve, touches
 from ..wire.control import CONTROL
 from ..wire.kinds import RecordKind as K
 from ..wire.primitives import uuid_str
@@ -273,7 +273,7 @@ def _changes_of(shell: Shell, text: str, comps: list[str],
     """The records found; none at or below the node, and no such node now, is an error
     (a partition that never existed is touched by its topic's records only)."""
     pattern = matchers(comps)
-    if not any(len(parts := p.split("/")[1:]) >= len(comps) and related(pattern, parts)
+    if not any(len(parts := names_of(p)) >= len(comps) and related(pattern, parts)
                for e in found for p in e["paths"]):
         try:
             there = next(resolve(shell.session.root, shell.session.cwd_pattern, text),

@@ -16,9 +16,15 @@ from ..wire.kinds import RecordKind as K
 from ..wire.primitives import DecodeError, uuid_from_str, uuid_str
 from ..wire.sieve import Sieve, frame_needles
 from .image_tree import config_resource_name, quota_entity_name
-from .paths import Matcher, compile_glob, related, unescape
+from .paths import Matcher, compile_glob, related, split_pattern, unescape
 
 IMG = "/image"
+
+
+def _name(name: str) -> str:
+    """A name as a path component as it is typed: ``\\`` and ``/`` in it escaped (a client
+    id, user or group may hold a ``/``); any other name as it is."""
+    return name.replace("\\", "\\\\").replace("/", "\\/")
 
 
 def _topic_paths(img: m.Image, tid: bytes, suffix: str = "") -> list[str]:
@@ -65,7 +71,7 @@ def _clear_elr(d: dict[str, Any], img: m.Image) -> list[str]:
 
 def _config(d: dict[str, Any], img: m.Image) -> list[str]:
     res = config_resource_name((d["resourceType"], d["resourceName"]))
-    return [f"{IMG}/configs/{res}/{d['name']}"]
+    return [f"{IMG}/configs/{_name(res)}/{_name(d['name'])}"]
 
 
 def _feature(d: dict[str, Any], img: m.Image) -> list[str]:
@@ -76,12 +82,12 @@ def _feature(d: dict[str, Any], img: m.Image) -> list[str]:
 
 def _quota(d: dict[str, Any], img: m.Image) -> list[str]:
     entity = m.quota_entity(d["entity"])
-    return [f"{IMG}/clientQuotas/{quota_entity_name(entity)}/{d['key']}"]
+    return [f"{IMG}/clientQuotas/{_name(quota_entity_name(entity))}/{_name(d['key'])}"]
 
 
 def _scram(d: dict[str, Any], img: m.Image) -> list[str]:
     mech = SCRAM_MECHANISMS.get(d["mechanism"], f"UNKNOWN({d['mechanism']})")
-    return [f"{IMG}/scram/{mech}/{d['name']}"]
+    return [f"{IMG}/scram/{mech}/{_name(d['name'])}"]
 
 
 def _acl(d: dict[str, Any], img: m.Image) -> list[str]:
@@ -89,7 +95,7 @@ def _acl(d: dict[str, Any], img: m.Image) -> list[str]:
 
 
 def _token(d: dict[str, Any], img: m.Image) -> list[str]:
-    return [f"{IMG}/delegationToken/{d['tokenId']}"]
+    return [f"{IMG}/delegationToken/{_name(d['tokenId'])}"]
 
 
 def _fixed(path: str) -> PathsOf:
@@ -139,7 +145,14 @@ def paths_for(key: int, d: dict[str, Any], img: m.Image) -> list[str]:
 def touches(record_paths: list[str], pattern: list[Matcher]) -> bool:
     """True when a record path is the node ``pattern`` names (see ``paths.matchers``), below
     it, or above it (removing a topic touches its partitions)."""
-    return any(related(pattern, p.split("/")[1:]) for p in record_paths)
+    return any(related(pattern, names_of(p)) for p in record_paths)
+
+
+def names_of(record_path: str) -> list[str]:
+    """The names of a record path (``\\/`` is a ``/`` inside a name)."""
+    if "\\" not in record_path:
+        return record_path.split("/")[1:]
+    return [unescape(c) for c in split_pattern(record_path)]
 
 
 # Kinds whose records may touch any topic without naming it in their bytes (ClearElr with no
