@@ -805,3 +805,14 @@ def test_options_a_command_takes_or_values_are_not_moved() -> None:
 def test_a_double_dash_ends_the_options() -> None:
     out = cli("-d", BASIC, "--", "ls", "/image/cluster")
     assert out.code == 0 and out.out.split() == ["brokers", "controllers"]
+
+
+def test_a_short_text_file_given_to_s_is_not_a_batch_file() -> None:
+    """``-s leader-epoch-checkpoint`` (8 bytes of text, a file beside the segments) was read
+    as a record batch cut short: exit 0 on an empty image. Text shorter than a batch header
+    is no batch (a real one starts with its base offset's high bytes, 0 below 2^56)."""
+    f = FIXTURES / "cluster-basic" / "__cluster_metadata-0" / "leader-epoch-checkpoint"
+    assert len(f.read_bytes()) < 17
+    out = cli("-s", str(f), "ls", "/image")
+    assert out.code == 1 and out.err.count("\n") == 1
+    assert "not a Kafka record batch file" in out.err

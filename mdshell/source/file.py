@@ -153,8 +153,16 @@ NOT_BATCHES = ("not a Kafka record batch file (a .log segment or a .checkpoint s
 def starts_with_batch(data: bytes) -> bool:
     """Whether ``data`` (a file's bytes, or at least its first batch's) starts like a record
     batch file: magic 2 where a v2 batch has it, or a first batch whose CRC holds. Text, or
-    any other file, fails both."""
-    return len(data) < 17 or data[16] == 2 or _crc_holds(data)
+    any other file, fails both; bytes too few to hold the magic byte start a batch unless
+    they are text (a batch starts with its base offset's high bytes: 0 below 2^56)."""
+    if len(data) < 17:
+        return not _is_text(data)
+    return data[16] == 2 or _crc_holds(data)
+
+
+def _is_text(data: bytes) -> bool:
+    """Whether ``data`` is printable ASCII text (lines, tabs), as no batch header is."""
+    return bool(data) and all(32 <= b < 127 or b in (9, 10, 13) for b in data)
 
 
 def _crc_holds(data: bytes) -> bool:
