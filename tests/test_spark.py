@@ -604,6 +604,29 @@ def test_an_option_error_is_one_line_in_a_users_job(spark: Any, options: dict[st
     assert said in text.splitlines()[0] and _one_line(text), text
 
 
+def test_a_write_or_a_stream_is_refused_in_one_line(spark: Any, tmp_path: Path) -> None:
+    """The source only reads, and only as a batch: a write into it, or a streaming query on
+    it, fails with the source's line (was a Python traceback from the worker)."""
+    from pyspark.errors import AnalysisException, PySparkException
+
+    from mdshell.spark.datasource import NO_STREAM, READ_ONLY
+
+    with pytest.raises(AnalysisException) as e:
+        spark.range(1).write.format("kraft").mode("append").save(str(tmp_path / "out"))
+    text = str(e.value)
+    assert READ_ONLY in text.splitlines()[0] and _one_line(text), text
+    assert not (tmp_path / "out").exists()
+    query = spark.readStream.format("kraft").load(str(FIXTURES / "cluster-basic")) \
+        .writeStream.format("noop").start()
+    try:
+        with pytest.raises(PySparkException) as e:
+            query.awaitTermination(120)
+    finally:
+        query.stop()
+    text = str(e.value)
+    assert NO_STREAM in text.splitlines()[0] and "Traceback" not in text, text
+
+
 def test_a_user_schema_gives_those_columns(spark: Any) -> None:
     d = str(FIXTURES / "cluster-basic")
     got = spark.read.format("kraft").schema("TYPE string, offset long").load(d)

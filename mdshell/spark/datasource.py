@@ -46,11 +46,16 @@ import logging
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import unquote
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
 from pyspark.sql.types import StructType
 
 from ..problems import SourceError
@@ -238,6 +243,18 @@ class KraftDataSource(DataSource):
     def schema(self) -> StructType:
         return spark_schema(self.read_options.table)
 
+    def writer(self, schema: StructType, overwrite: bool) -> NoReturn:
+        raise refuse(READ_ONLY)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> NoReturn:
+        raise refuse(READ_ONLY)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """No streaming read: a reader that refuses at its first call (PySpark's streaming
+        runner cannot report an error raised here, and tries ``simpleStreamReader`` only
+        without this method)."""
+        return NoStream()
+
     def reader(self, schema: StructType) -> DataSourceReader:
         """A reader that defines ``pushFilters`` makes Spark fail the read unless the session
         has ``spark.sql.python.filterPushdown.enabled``, which this worker learns only from
@@ -254,6 +271,31 @@ class KraftDataSource(DataSource):
         return (FilteringReader if push else KraftReader)(opts, columns)
 
 
+class NoStream(DataSourceStreamReader):
+    """A streaming read's reader: each call refuses in one line."""
+
+    def initialOffset(self) -> dict[str, Any]:
+        raise refuse(NO_STREAM)
+
+    def latestOffset(self, *args: Any) -> dict[str, Any]:
+        raise refuse(NO_STREAM)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        raise refuse(NO_STREAM)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        raise refuse(NO_STREAM)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        raise refuse(NO_STREAM)
+
+
+# What the source does not do, each in one line (Spark would show a Python traceback).
+READ_ONLY = ("kraft: the source only reads (mdshell never writes into a metadata directory); "
+             "write the rows with a file format: df.write.parquet(DIR)")
+NO_STREAM = ("kraft: no streaming read: read the directories as a batch (spark.read), or "
+             "follow a running cluster with mdshell: mdshell -d DIR --follow, or -q "
+             "HOST:PORT")
 PACKING_KEYS = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
 
 
