@@ -816,3 +816,23 @@ def test_a_short_text_file_given_to_s_is_not_a_batch_file() -> None:
     out = cli("-s", str(f), "ls", "/image")
     assert out.code == 1 and out.err.count("\n") == 1
     assert "not a Kafka record batch file" in out.err
+
+
+def test_a_followed_directory_that_goes_away_is_named_once(tmp_path: Path) -> None:
+    """The line of a followed directory that can no longer be read named it twice
+    ("stopped following D: D: no such directory")."""
+    import shutil
+
+    from mdshell.session.appends import Follow
+
+    from .conftest import open_shell
+
+    d = tmp_path / "copy"
+    shutil.copytree(FIXTURES / "cluster-basic", d)
+    sh = open_shell(d)
+    sh.session.follow = Follow()
+    shutil.rmtree(d)
+    r = sh.run(["health"])
+    line = next(c for c in r.json()["checks"] if c["name"] == "data")["summary"]
+    where = str(d / "__cluster_metadata-0")
+    assert f"stopped following {where}: no such directory" in line and line.count(where) == 1

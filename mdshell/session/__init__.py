@@ -285,7 +285,9 @@ class Session:
         """Live: why the view stopped following the quorum (None: it follows, or is not
         live); a followed directory: why reading it stopped."""
         if self.follow is not None and self.follow.error:
-            return f"stopped following {self.source.describe()}: {self.follow.error}"
+            where, why = self.source.describe(), self.follow.error
+            why = why[len(where) + 2:] if why.startswith(f"{where}: ") else why
+            return f"stopped following {where}: {why}"
         return self.source.staleness()
 
     # ------------------------------------------------------------ describing the source
