@@ -117,7 +117,8 @@ def _records(*paths: str) -> list[dict[str, Any]]:
 
 def test_a_directory_named_by_several_paths_is_read_once(tmp_path: Path) -> None:
     """The log dir, its __cluster_metadata-0, a glob, a trailing slash and a symlink all name
-    one directory: its rows come once, as Spark's file sources read a file named twice."""
+    one directory: its rows come once (Spark's file sources would read a file named twice
+    twice; a node's log counted twice is never a fleet query's answer)."""
     link = tmp_path / "link"
     link.symlink_to(FIXTURES / "cluster-basic")
     once = _records(GOOD)
