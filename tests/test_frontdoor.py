@@ -40,7 +40,8 @@ def _documented_commands() -> set[str]:
     return names - {"CMD"}
 
 
-def test_help_lists_every_command_one_line_each() -> None:
+def test_help_lists_every_command_one_line_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # COLUMNS set: cut at that width
     out = cli("--help")
     assert out.code == 0
     assert _help_commands(out.out) == sorted(REGISTRY)
