@@ -282,3 +282,31 @@ async def test_q_quits_from_the_too_small_message(key: str) -> None:
         await pilot.press(key)
         await until(pilot, lambda: not app.is_running, "the exit")
     assert app.return_code == 0
+
+
+@aio
+async def test_json_and_changes_of_a_big_directory_are_cut_and_made_aside(
+        tmp_path: Path) -> None:
+    """J and c on Topics built the JSON of every partition, and listed every record, on
+    the UI thread (500k partitions: minutes of a frozen screen): both are made in a worker
+    and cut at TAB_LINES with a note."""
+    from mdshell.synth import Scenario
+    from mdshell.synth import generate as synth
+    from mdshell.tui.tabwork import TAB_LINES
+
+    synth(Scenario(brokers=3, controllers=1, topics=300, partitions_per_topic=8, rf=3,
+                   history_changes=50, seed=36), str(tmp_path / "many"))
+    async with app_for(tmp_path / "many").run_test(size=(120, 40)) as pilot:
+        app = await ready(pilot)
+        await app.jump(TOPICS)
+        tree = await browser_tree(pilot)
+        tree.focus()
+        for key, tab, note in (("J", "json", "the JSON goes on"),
+                               ("c", "changes", "more records touched it")):
+            await pilot.press(key)
+            await until(pilot, lambda n=note, t=tab: n in detail_text(app, t), f"cut {tab}")
+            shown = detail_text(app, tab).rstrip("\n").splitlines()
+            assert len(shown) <= TAB_LINES + 2, len(shown)
+        await pilot.press("v", "j")  # the tree answers: the cursor moves on
+        await until(pilot, lambda: tree.cursor_node is not None
+                    and tree.cursor_node.data != TOPICS, "the next node")

@@ -10,19 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import DataTable, ProgressBar, Static, TabbedContent, TabPane, Tabs
+from textual.worker import get_current_worker
 
 from .fmt import plural
 from .listview import ListTableView, is_list
 from .nodeview import count_line, crumbs, empty_note, topic_configs
 from .palette import Palette
 from .resulttable import FilterTable, ResultTable, TextScroll
+from .tabwork import SLOW_TABS, slow_tab
 from .widgets import palette_of, state_text
 
 if TYPE_CHECKING:
@@ -60,6 +62,7 @@ class DetailPane(Vertical):
         self.engine = engine
         self.path: str | None = None
         self._rendered: set[str] = set()
+        self._tab_seq: dict[str, int] = {}  # the latest J or c asked for, per tab
         self._sql_timer: Timer | None = None
         # A command's table shown (not sql): its title, text form and errors, for ``x``.
         self._command: tuple[str, list[str], list[str]] | None = None
@@ -143,10 +146,29 @@ class DetailPane(Vertical):
                 view.show(self.path)
                 return
         body = self._body(tab)
+        if tab in SLOW_TABS:
+            body.update(Text("reading…", style="dim"))
+            self._tab_seq[tab] = seq = self._tab_seq.get(tab, 0) + 1
+            self._slow_tab(tab, self.path, seq)
+            return
         shown = self._render_tab(tab, self.path)
         if tab == "view":
             self._natural_width(body, shown)
         body.update(shown)
+
+    @work(thread=True, group="slow-tab")
+    def _slow_tab(self, tab: str, path: str, seq: int) -> None:
+        """J or c, made off the UI thread; given up when the cursor moved on."""
+        worker = get_current_worker()
+        shown = slow_tab(self.engine, tab, path,
+                         lambda: worker.is_cancelled or self.path != path
+                         or seq != self._tab_seq[tab])
+        if shown is not None:
+            self.app.call_from_thread(self._slow_tab_done, tab, seq, shown)
+
+    def _slow_tab_done(self, tab: str, seq: int, shown: RenderableType) -> None:
+        if seq == self._tab_seq[tab] and tab in self._rendered:
+            self._body(tab).update(shown)
 
     def _natural_width(self, body: Static, shown: RenderableType) -> None:
         """A table as wide as its rows (the tab scrolls sideways), not folded into the pane:
@@ -163,12 +185,7 @@ class DetailPane(Vertical):
         eng = self.engine
         if tab == "view":
             return readable(eng, path, palette_of(self.app))
-        if tab == "text":
-            return Text(eng.text(path))
-        if tab == "json":
-            return Syntax(json.dumps(eng.data(path), indent=2, ensure_ascii=False), "json",
-                          theme="ansi_dark", word_wrap=True)
-        return Text("\n".join(eng.changes_lines(path)) or "no record touched this node")
+        return Text(eng.text(path))
 
     def _sql_mode(self, on: bool, table: bool = False, running: bool = False) -> None:
         """Output as text (off), or sql's status line with its progress (running) or its

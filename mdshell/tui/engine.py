@@ -373,7 +373,9 @@ class Engine:
         return [line[:len(line) + c.start] + c.text for c in complete(self.sh, line)]
 
     def changes_lines(self, path: str) -> Iterator[str]:
-        res = self.sh.run(["changes", path])
+        """``changes PATH``, line by line (the Changes tab reads it in a worker)."""
+        with self.lock:
+            res = self.sh.run(["changes", path])
         yield from res.lines
         yield from res.errors
 
