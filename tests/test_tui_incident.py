@@ -310,3 +310,17 @@ async def test_json_and_changes_of_a_big_directory_are_cut_and_made_aside(
         await pilot.press("v", "j")  # the tree answers: the cursor moves on
         await until(pilot, lambda: tree.cursor_node is not None
                     and tree.cursor_node.data != TOPICS, "the next node")
+
+
+@aio
+async def test_the_image_view_shows_its_provenance_whole() -> None:
+    """The View of /image put `provenance` in a table of one column, "epoch": it read
+    "provenance 1" (offset and time hidden); it is a field with its text form."""
+    async with app_for(FIXTURES / "cluster-basic").run_test(size=(120, 40)) as pilot:
+        app = await ready(pilot)
+        await app.jump("/image")
+        await browser_tree(pilot)
+        await until(pilot, lambda: "provenance" in detail_text(app, "view"), "the view")
+        row = next(ln for ln in detail_text(app, "view").splitlines() if "provenance" in ln)
+        offset = app.engine.header().offset
+        assert f"offset {offset}" in row, row

@@ -389,11 +389,13 @@ def readable(eng: Engine, path: str, pal: Palette) -> RenderableType:
     for e in entries[:TABLE_ROWS]:
         d = None if e.is_dir else eng.data(e.path)
         rows.append((e, d))
-    cols = [c for c in COLUMNS if any(isinstance(d, dict) and c in d for _e, d in rows)]
+    # A row of the table is a record the columns describe (two of them at least): the
+    # image's provenance shared only "epoch" with them and showed as "provenance 1".
+    tabled = [(e, d) for e, d in rows if isinstance(d, dict) and _described(d)]
+    cols = [c for c in COLUMNS if any(c in d for _e, d in tabled)]
     # A topic holds name and id next to its partitions: plain values go above the table, so
     # that the table's columns only hold what they name.
-    plain = [(e, d) for e, d in rows if not (cols and isinstance(d, dict))]
-    tabled = [(e, d) for e, d in rows if cols and isinstance(d, dict)]
+    plain = [(e, d) for e, d in rows if not (isinstance(d, dict) and _described(d))]
     parts: list[RenderableType] = [title, count_line(path, entries)]
     if plain:
         f = Table(box=None, show_header=False, pad_edge=False)
@@ -414,6 +416,11 @@ def readable(eng: Engine, path: str, pal: Palette) -> RenderableType:
     if more > 0:
         parts.append(Text(f"... {more:,} more (expand the tree node to see them)", style="dim"))
     return Group(*parts)
+
+
+def _described(data: dict[str, Any]) -> bool:
+    """Whether the table's COLUMNS say what ``data`` is (two of its keys at least)."""
+    return sum(c in data for c in COLUMNS) >= 2
 
 
 def _fields(data: dict[str, Any], states: dict[int, str], pal: Palette) -> Table:
