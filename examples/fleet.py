@@ -53,14 +53,29 @@ def run(argv: list[str]) -> int:
     if not 1 <= len(argv) <= 2:
         sys.stderr.write("usage: fleet.py PATHS [OUT.json]  (PATHS: a directory or a glob)\n")
         return 2
+    from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
     try:
         main(argv[0], argv[1] if len(argv) > 1 else None)
     except PySparkException as e:
-        sys.stderr.write(f"fleet.py: {str(e).strip().splitlines()[0]}\n")
+        sys.stderr.write(f"fleet.py: {_why(str(e))}\n")
+        return 1
+    except Py4JJavaError as e:  # several stages failed at once: Spark wraps their errors
+        sys.stderr.write(f"fleet.py: {_why(str(e.java_exception))}\n")
         return 1
     return 0
+
+
+def _why(text: str) -> str:
+    """The line of a Spark error that says why: from the first data source error it names
+    (two stages failing at once are wrapped in one error listing both), else its first."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for line in lines:
+        at = line.find("[PYTHON_DATA_SOURCE_ERROR]")
+        if at >= 0:
+            return line[at:]
+    return lines[0] if lines else "Spark failed"
 
 
 if __name__ == "__main__":
