@@ -88,13 +88,21 @@ async def test_brackets_in_names_and_values_are_shown_as_written(tmp_path: Path)
 async def test_a_redacted_value_shows_in_its_parents_view() -> None:
     """The BROKER configs' view listed the JAAS config with an empty value: `[redacted]`
     was read as a markup tag."""
-    async with app_for(FIXTURES / "security").run_test(size=(120, 40)) as pilot:
+    row, _ = await _view_row(FIXTURES / "security", "/image/configs/BROKER",
+                             "sasl.jaas.config")
+    assert row.split()[-1] == "[redacted]", row
+
+
+async def _view_row(directory: Path, path: str, name: str) -> tuple[str, int | None]:
+    """The line of ``path``'s View that holds ``name`` (shown in the browser), and the
+    offset the header shows."""
+    async with app_for(directory).run_test(size=(120, 40)) as pilot:
         app = await ready(pilot)
-        await app.jump("/image/configs/BROKER")
+        await app.jump(path)
         await browser_tree(pilot)
-        await until(pilot, lambda: "sasl.jaas.config" in detail_text(app, "view"), "the view")
-        row = next(ln for ln in detail_text(app, "view").splitlines() if "jaas" in ln)
-        assert row.split()[-1] == "[redacted]", row
+        await until(pilot, lambda: name in detail_text(app, "view"), "the view")
+        row = next(ln for ln in detail_text(app, "view").splitlines() if name in ln)
+        return row, app.engine.header().offset
 
 
 @aio
@@ -316,11 +324,5 @@ async def test_json_and_changes_of_a_big_directory_are_cut_and_made_aside(
 async def test_the_image_view_shows_its_provenance_whole() -> None:
     """The View of /image put `provenance` in a table of one column, "epoch": it read
     "provenance 1" (offset and time hidden); it is a field with its text form."""
-    async with app_for(FIXTURES / "cluster-basic").run_test(size=(120, 40)) as pilot:
-        app = await ready(pilot)
-        await app.jump("/image")
-        await browser_tree(pilot)
-        await until(pilot, lambda: "provenance" in detail_text(app, "view"), "the view")
-        row = next(ln for ln in detail_text(app, "view").splitlines() if "provenance" in ln)
-        offset = app.engine.header().offset
-        assert f"offset {offset}" in row, row
+    row, offset = await _view_row(FIXTURES / "cluster-basic", "/image", "provenance")
+    assert f"offset {offset}" in row, row

@@ -10,8 +10,8 @@ refuses it.
 
 The needles are looked for once per buffer (a whole file, when its batches are not
 compressed), not once per batch: a 100k-partition snapshot is 4,000 batches. The two-byte
-needles (the first bytes of a record kind's values) are looked for together, by one regular
-expression: ``bytes.find`` reads a short needle slowly, once for each.
+and three-byte needles (the first bytes of a record kind's values) are looked for together,
+by one regular expression a first byte: ``bytes.find`` reads a short needle slowly.
 """
 
 from __future__ import annotations
@@ -158,21 +158,22 @@ def _finds(buf: bytes, needle: bytes, start: int, end: int) -> Iterable[int]:
 
 
 def _pairs(buf: bytes, needles: list[bytes]) -> dict[bytes, list[int]]:
-    """Where each needle of two or three bytes is in ``buf``: those of one first byte found
+    """Where the needles of two or three bytes are in ``buf``: those of one first byte found
     by one regular expression on their first two bytes (one pass at the speed of finding
     that byte; ``bytes.find`` reads a short needle slowly, once for each), a third byte
-    compared at each match; none when a match could hide another (a byte past some
-    needle's first that is a needle's first)."""
-    short = [n for n in needles if 2 <= len(n) <= 3]
-    firsts = {n[0] for n in short}
-    if len(short) < 2 or any(set(n[1:]) & firsts for n in short):
-        return {}
-    found: dict[bytes, list[int]] = {n: [] for n in short}
+    compared at each match. A first byte that is also one of its needles' second bytes is
+    left out (a match could hide the next one): :meth:`Sieve._place` finds those by ``find``."""
     by_two: dict[bytes, list[bytes]] = {}  # first two bytes -> the needles beginning so
-    for n in short:
-        by_two.setdefault(n[:2], []).append(n)
-    for first in sorted(firsts):
+    for n in needles:
+        if 2 <= len(n) <= 3:
+            by_two.setdefault(n[:2], []).append(n)
+    found: dict[bytes, list[int]] = {}
+    for first in sorted({two[0] for two in by_two}):
         seconds = sorted({two[1] for two in by_two if two[0] == first})
+        if first in seconds:
+            continue
+        group = [n for two, ns in by_two.items() if two[0] == first for n in ns]
+        found.update((n, []) for n in group)
         pattern = re.escape(bytes([first])) + b"[" + b"".join(
             re.escape(bytes([c])) for c in seconds) + b"]"
         for m in re.finditer(pattern, buf):

@@ -1,6 +1,8 @@
-"""A loopback TCP proxy for fault tests: delays every chunk, or cuts the first connections.
+"""Loopback relays for fault tests: a proxy that delays every chunk, cuts the first
+connections or never answers (:class:`Proxy`), and a controller kept as it was
+(:class:`Recorder`).
 
-Threads, bounded: :meth:`Proxy.close` stops the listener and every relay it started.
+Threads, bounded: ``close`` stops the listener and every relay it started.
 """
 
 from __future__ import annotations
@@ -10,9 +12,55 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 
 
-class Proxy:
+class _Loopback:
+    """A listener on a free loopback port, accepting in a thread; each connection accepted
+    goes to :meth:`_take`. :meth:`close` stops the listener and every thread it started."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._socks: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self._spawn(self._accept)
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _spawn(self, fn: Callable[..., None], *args: object) -> None:
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            self._socks.append(client)
+            self._take(client)
+
+    def _take(self, client: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._stop.set()
+        for s in [self.listener, *self._socks]:
+            with contextlib.suppress(OSError):
+                s.close()
+        for t in self._threads:
+            t.join(timeout=2)
+
+
+class Proxy(_Loopback):
     def __init__(self, target: tuple[str, int], *, delay_s: float = 0.0,
                  cut_first: int = 0, cut_after_bytes: int = 0, silent: bool = False) -> None:
         self.target = target
@@ -22,40 +70,20 @@ class Proxy:
         self.silent = silent  # accept and never answer (not a Kafka peer)
         self.connections = 0
         self.cuts = 0
-        self._stop = threading.Event()
-        self._socks: list[socket.socket] = []
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(16)
-        self.listener.settimeout(0.2)
-        self.port = self.listener.getsockname()[1]
-        self._threads = [threading.Thread(target=self._accept, daemon=True)]
-        self._threads[0].start()
+        super().__init__()
 
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                client, _ = self.listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            self.connections += 1
-            self._socks.append(client)
-            if self.silent:
-                continue
-            upstream = socket.create_connection(self.target, timeout=5)
-            self._socks.append(upstream)
-            cut = self.cuts < self.cut_first
-            if cut:
-                self.cuts += 1
-            for a, b, limit in ((client, upstream, 0), (upstream, client,
-                                                        self.cut_after if cut else 0)):
-                t = threading.Thread(target=self._pipe, args=(a, b, limit), daemon=True)
-                t.start()
-                self._threads.append(t)
+    def _take(self, client: socket.socket) -> None:
+        self.connections += 1
+        if self.silent:
+            return
+        upstream = socket.create_connection(self.target, timeout=5)
+        self._socks.append(upstream)
+        cut = self.cuts < self.cut_first
+        if cut:
+            self.cuts += 1
+        for a, b, limit in ((client, upstream, 0), (upstream, client,
+                                                    self.cut_after if cut else 0)):
+            self._spawn(self._pipe, a, b, limit)
 
     def _pipe(self, src: socket.socket, dst: socket.socket, limit: int) -> None:
         sent = 0
@@ -86,16 +114,9 @@ class Proxy:
             with contextlib.suppress(OSError):
                 s.close()
 
-    def close(self) -> None:
-        self._stop.set()
-        for s in [self.listener, *self._socks]:
-            with contextlib.suppress(OSError):
-                s.close()
-        for t in self._threads:
-            t.join(timeout=2)
 
 
-class Recorder:
+class Recorder(_Loopback):
     """A controller as it was: a loopback relay to ``target`` that keeps the last answer to
     each kind of request (API key and version), until :meth:`freeze`; from then on it
     answers every request with the answer kept for its kind (its correlation id put in),
@@ -106,32 +127,13 @@ class Recorder:
         self.target = target
         self.kept: dict[tuple[int, int], bytes] = {}  # (key, version) -> answer past its id
         self.frozen = False
-        self._stop = threading.Event()
-        self._socks: list[socket.socket] = []
-        self._threads: list[threading.Thread] = []
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(16)
-        self.listener.settimeout(0.2)
-        self.endpoint = f"127.0.0.1:{self.listener.getsockname()[1]}"
-        self._spawn(self._accept)
+        super().__init__()
 
     def freeze(self) -> None:
         self.frozen = True
 
-    def _spawn(self, fn: object, *args: object) -> None:
-        t = threading.Thread(target=fn, args=args, daemon=True)  # type: ignore[arg-type]
-        t.start()
-        self._threads.append(t)
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                client, _ = self.listener.accept()
-            except (TimeoutError, OSError):
-                continue
-            self._socks.append(client)
-            self._spawn(self._serve, client)
+    def _take(self, client: socket.socket) -> None:
+        self._spawn(self._serve, client)
 
     def _serve(self, client: socket.socket) -> None:
         upstream = None
@@ -163,13 +165,6 @@ class Recorder:
                     with contextlib.suppress(OSError):
                         s.close()
 
-    def close(self) -> None:
-        self._stop.set()
-        for s in [self.listener, *self._socks]:
-            with contextlib.suppress(OSError):
-                s.close()
-        for t in self._threads:
-            t.join(timeout=2)
 
 
 def _frame(sock: socket.socket) -> bytes | None:
